@@ -1,0 +1,71 @@
+// Package plugin holds the cobra commands of kubectl-vmctl, one file per
+// subcommand, each an Options struct with Complete, Validate and Run.
+package plugin
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// NewCmdVmctl returns the root command, `kubectl vmctl`.
+func NewCmdVmctl(streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "kubectl-vmctl",
+		Short: "Run KubeVirt VirtualMachines under Deployments, DaemonSets and StatefulSets",
+		Long: `vmctl runs KubeVirt VirtualMachines under Kubernetes' own workload controllers.
+
+Each vmctl Pod runs an agent that derives a VirtualMachine from a prototype VM,
+pins it to the Pod's node, keeps it running while the Pod lives and deletes it
+when the Pod goes. Scaling the Deployment scales the VMs; a DaemonSet puts one
+VM on every node.`,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl vmctl",
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.AddCommand(
+		NewCmdVersion(streams),
+	)
+	return cmd
+}
+
+// ExitError carries a specific exit code, as `kubectl diff` uses 1 for
+// "differences found" and above 1 for errors.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Execute runs cmd and returns the process exit code: 0 on success, the code of
+// an ExitError, else 1 with the error printed as kubectl prints it.
+func Execute(cmd *cobra.Command, streams genericiooptions.IOStreams) int {
+	err := cmd.Execute()
+	if err == nil {
+		return 0
+	}
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		if exit.Err != nil {
+			fmt.Fprintf(streams.ErrOut, "error: %v\n", exit.Err)
+		}
+		return exit.Code
+	}
+	fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+	return 1
+}
