@@ -1,0 +1,76 @@
+package scaffold
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Recommended labels (app.kubernetes.io/...) that scaffold puts on every object.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelVersion   = "app.kubernetes.io/version"
+
+	// AppName is the value of LabelName.
+	AppName = "vmctl"
+	// ManagedBy is the value of LabelManagedBy.
+	ManagedBy = "kubectl-vmctl"
+	// ComponentAgent is the LabelComponent of the agent Pods and what serves them.
+	ComponentAgent = "agent"
+	// ComponentVMs is the LabelComponent of the Service in front of the VMs.
+	ComponentVMs = "vms"
+	// ComponentAdmission is the LabelComponent of the admission policy.
+	ComponentAdmission = "admission-policy"
+)
+
+// Build returns the objects that run p's agents, in the order
+// `kubectl apply -f -` should create them: ServiceAccount, RBAC, admission
+// policy, workload, Services, PodDisruptionBudget. Every object has its
+// apiVersion and kind set.
+func Build(p Params) ([]runtime.Object, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	objs := []runtime.Object{p.serviceAccount()}
+	objs = append(objs, p.rbac()...)
+	if p.AdmissionPolicy {
+		objs = append(objs, p.admissionPolicy(), p.admissionPolicyBinding())
+	}
+	switch p.Kind {
+	case KindDeployment:
+		objs = append(objs, p.deployment())
+	case KindDaemonSet:
+		objs = append(objs, p.daemonSet())
+	case KindStatefulSet:
+		objs = append(objs, p.headlessService(), p.statefulSet())
+	}
+	if p.Service != nil {
+		objs = append(objs, p.vmService())
+	}
+	if p.PDBMinAvailable != nil {
+		objs = append(objs, p.podDisruptionBudget())
+	}
+	return objs, nil
+}
+
+// selectorLabels select the agent Pods. Selectors are immutable, so they hold
+// only what never changes for a scaffolded workload.
+func (p Params) selectorLabels() map[string]string {
+	return map[string]string{LabelName: AppName, LabelInstance: p.Name}
+}
+
+// labels are put on the objects of a component.
+func (p Params) labels(component string) map[string]string {
+	l := p.selectorLabels()
+	l[LabelComponent] = component
+	l[LabelManagedBy] = ManagedBy
+	if v := sanitize(p.Version, 63); v != "" {
+		l[LabelVersion] = v
+	}
+	return l
+}
+
+// qualifiedName names an object outside Namespace: the workload's name and
+// namespace, which cannot contain dots, so no two scaffolds share it.
+func (p Params) qualifiedName() string { return p.Name + "." + p.Namespace }

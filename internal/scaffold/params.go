@@ -1,0 +1,157 @@
+// Package scaffold builds the Kubernetes objects that run vmctl agents: a
+// ServiceAccount with least-privilege RBAC, the workload (Deployment, DaemonSet
+// or StatefulSet) and optional Service, PodDisruptionBudget and
+// ValidatingAdmissionPolicy. It is pure: no clients, no clock.
+package scaffold
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
+)
+
+// Kind is the workload controller that runs the agent Pods.
+type Kind string
+
+// The workload kinds scaffold can build.
+const (
+	KindDeployment  Kind = "Deployment"
+	KindDaemonSet   Kind = "DaemonSet"
+	KindStatefulSet Kind = "StatefulSet"
+)
+
+// ImageRepository is where release images of kubectl-vmctl are published.
+const ImageRepository = "ghcr.io/kubectl-vmctl/kubectl-vmctl"
+
+// Defaults of Params, which match the agent's own defaults.
+const (
+	DefaultReplicas           int32 = 1
+	DefaultGracePeriodSeconds int64 = 180
+	// MinGracePeriodSeconds leaves the agent a few seconds to delete its VM
+	// after the deleteMargin.
+	MinGracePeriodSeconds int64 = 15
+	// ProbePort is where the agent serves /healthz and /readyz.
+	ProbePort int32 = 8080
+)
+
+// deleteMarginSeconds is how much of the grace period the agent leaves
+// unused, so it reports a VM deletion timeout before the kubelet kills it.
+// The agent's default --delete-timeout=170s is the default grace period
+// minus this margin.
+const deleteMarginSeconds = 10
+
+// ValidKinds lists the kinds as the command line spells them, for help and errors.
+const ValidKinds = "deployment (deploy), daemonset (ds), statefulset (sts)"
+
+// ParseKind turns "deployment", "deploy", "ds", "StatefulSet", ... into a
+// Kind, accepting what kubectl accepts for these resources.
+func ParseKind(s string) (Kind, error) {
+	switch strings.ToLower(s) {
+	case "deployment", "deployments", "deploy":
+		return KindDeployment, nil
+	case "daemonset", "daemonsets", "ds":
+		return KindDaemonSet, nil
+	case "statefulset", "statefulsets", "sts":
+		return KindStatefulSet, nil
+	}
+	return "", fmt.Errorf("unknown workload kind %q: use one of %s", s, ValidKinds)
+}
+
+// ServicePort is the port of the Service in front of the derived VMs.
+type ServicePort struct {
+	Port int32
+	// TargetPort is the port on the VMs; zero means Port.
+	TargetPort intstr.IntOrString
+}
+
+// Params say what to scaffold. NewParams fills in the defaults; Build checks
+// them.
+type Params struct {
+	Kind Kind
+	// Prototype is the name of the prototype VirtualMachine.
+	Prototype string
+	// Name names the workload, ServiceAccount, RBAC objects and Services.
+	Name string
+	// Namespace holds the workload, and the agents derive their VMs here.
+	Namespace string
+	// ProtoNamespace holds the prototype; empty means Namespace.
+	ProtoNamespace string
+	// Image is the agent's container image.
+	Image string
+	// Version is the kubectl-vmctl version, set as app.kubernetes.io/version.
+	Version string
+	// Replicas of a Deployment or StatefulSet; ignored for a DaemonSet.
+	Replicas int32
+	// GracePeriodSeconds is the Pods' terminationGracePeriodSeconds; the
+	// agent's --delete-timeout is derived from it.
+	GracePeriodSeconds int64
+	// Service, when set, adds a Service named "<Name>-vms" in front of the VMs.
+	Service *ServicePort
+	// PDBMinAvailable, when set, adds a PodDisruptionBudget for the agent Pods.
+	PDBMinAvailable *intstr.IntOrString
+	// AdmissionPolicy adds a ValidatingAdmissionPolicy and its binding that
+	// confine the ServiceAccount to the VMs its own Pods derive.
+	AdmissionPolicy bool
+	// AllowSharedVolumes passes --allow-shared-volumes to the agent.
+	AllowSharedVolumes bool
+}
+
+// NewParams returns Params with every default set: name "vmctl-<prototype>",
+// this build's version and image, one replica and a 180s grace period.
+func NewParams(kind Kind, prototype, namespace string) Params {
+	v := version.Get().Version
+	return Params{
+		Kind:               kind,
+		Prototype:          prototype,
+		Name:               DefaultName(prototype),
+		Namespace:          namespace,
+		Image:              DefaultImage(v),
+		Version:            v,
+		Replicas:           DefaultReplicas,
+		GracePeriodSeconds: DefaultGracePeriodSeconds,
+	}
+}
+
+// DefaultName is the name scaffold gives the objects for a prototype.
+func DefaultName(prototype string) string { return "vmctl-" + prototype }
+
+// DefaultImage is the release image of a kubectl-vmctl version.
+func DefaultImage(version string) string { return ImageRepository + ":" + imageTag(version) }
+
+// imageTag makes a Go module version, which may carry "+incompatible" or
+// "+dirty", into an image tag.
+func imageTag(version string) string { return sanitize(version, 128) }
+
+// sanitize replaces runes outside [A-Za-z0-9_.-] with '_', cuts s to max
+// bytes and trims it to start and end alphanumeric, as label values and image
+// tags need.
+func sanitize(s string, max int) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			b[i] = '_'
+		}
+	}
+	if len(b) > max {
+		b = b[:max]
+	}
+	return strings.TrimFunc(string(b), func(r rune) bool { return r >= 0x80 || !isAlnum(byte(r)) })
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// protoNamespace is where the prototype lives.
+func (p Params) protoNamespace() string {
+	if p.ProtoNamespace == "" {
+		return p.Namespace
+	}
+	return p.ProtoNamespace
+}
+
+// crossNamespace reports whether the prototype lives outside Namespace.
+func (p Params) crossNamespace() bool { return p.protoNamespace() != p.Namespace }

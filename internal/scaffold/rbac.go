@@ -1,0 +1,91 @@
+package scaffold
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// KubeVirt's API group and the resource the agent manages.
+const (
+	kubevirtGroup   = "kubevirt.io"
+	virtualMachines = "virtualmachines"
+)
+
+func (p Params) serviceAccount() *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.labels(ComponentAgent)},
+	}
+}
+
+// PrototypeRule lets the agent read the one prototype it derives from.
+func PrototypeRule(prototype string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{
+		APIGroups:     []string{kubevirtGroup},
+		Resources:     []string{virtualMachines},
+		ResourceNames: []string{prototype},
+		Verbs:         []string{"get"},
+	}
+}
+
+// VMRules let the agent create, follow and delete its derived VM and record
+// events. Pods need no access: the agent learns its own from the downward API.
+func VMRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{
+			APIGroups: []string{kubevirtGroup},
+			Resources: []string{virtualMachines},
+			Verbs:     []string{"create", "get", "watch", "delete"},
+		},
+		{
+			APIGroups: []string{""},
+			Resources: []string{"events"},
+			Verbs:     []string{"create", "patch"},
+		},
+	}
+}
+
+// rbac returns the Roles and RoleBindings: one pair in Namespace, and when the
+// prototype lives elsewhere, a second pair there that only reads it.
+func (p Params) rbac() []runtime.Object {
+	if !p.crossNamespace() {
+		rules := append([]rbacv1.PolicyRule{PrototypeRule(p.Prototype)}, VMRules()...)
+		return []runtime.Object{
+			p.role(p.Name, p.Namespace, rules),
+			p.roleBinding(p.Name, p.Namespace),
+		}
+	}
+	// The prototype's namespace may serve several scaffolds, so its pair is
+	// named for the workload's namespace too.
+	protoName, protoNS := p.qualifiedName(), p.protoNamespace()
+	return []runtime.Object{
+		p.role(protoName, protoNS, []rbacv1.PolicyRule{PrototypeRule(p.Prototype)}),
+		p.roleBinding(protoName, protoNS),
+		p.role(p.Name, p.Namespace, VMRules()),
+		p.roleBinding(p.Name, p.Namespace),
+	}
+}
+
+func (p Params) role(name, namespace string, rules []rbacv1.PolicyRule) *rbacv1.Role {
+	return &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: p.labels(ComponentAgent)},
+		Rules:      rules,
+	}
+}
+
+// roleBinding binds the Role of the same name to the ServiceAccount.
+func (p Params) roleBinding(name, namespace string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: p.labels(ComponentAgent)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{
+			Kind:      rbacv1.ServiceAccountKind,
+			Name:      p.Name,
+			Namespace: p.Namespace,
+		}},
+	}
+}

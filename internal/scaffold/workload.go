@@ -1,0 +1,171 @@
+package scaffold
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// Agent container settings.
+const (
+	containerName = "agent"
+	probePortName = "probes"
+	// nonRootUID is the distroless "nonroot" user.
+	nonRootUID int64 = 65532
+)
+
+// AgentArgs returns the agent's arguments: the prototype, then only the flags
+// whose value differs from the agent's default.
+func (p Params) AgentArgs() []string {
+	args := []string{p.Prototype}
+	if p.crossNamespace() {
+		args = append(args, "--proto-namespace="+p.protoNamespace())
+	}
+	if p.AllowSharedVolumes {
+		args = append(args, "--allow-shared-volumes")
+	}
+	if p.GracePeriodSeconds != DefaultGracePeriodSeconds {
+		args = append(args, "--delete-timeout="+p.deleteTimeout().String())
+	}
+	return args
+}
+
+// deleteTimeout is how long the agent waits for its VM to go: the grace
+// period less a margin, so the agent can still log and exit before SIGKILL.
+func (p Params) deleteTimeout() time.Duration {
+	return time.Duration(p.GracePeriodSeconds-deleteMarginSeconds) * time.Second
+}
+
+// downwardEnv tells the agent who it is, so it never needs to read its Pod.
+func downwardEnv() []corev1.EnvVar {
+	env := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: path},
+		}}
+	}
+	return []corev1.EnvVar{
+		env("POD_NAME", "metadata.name"),
+		env("POD_NAMESPACE", "metadata.namespace"),
+		env("POD_UID", "metadata.uid"),
+		env("NODE_NAME", "spec.nodeName"),
+	}
+}
+
+func httpProbe(path string, period int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path,
+			Port: intstr.FromString(probePortName),
+		}},
+		PeriodSeconds:    period,
+		FailureThreshold: 3,
+	}
+}
+
+func (p Params) podTemplate() corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: p.labels(ComponentAgent)},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: p.Name,
+			// The agent talks to the API server with the projected ServiceAccount
+			// token; it is the only volume the Pod mounts.
+			AutomountServiceAccountToken:  ptr.To(true),
+			TerminationGracePeriodSeconds: ptr.To(p.GracePeriodSeconds),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To(nonRootUID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:  containerName,
+				Image: p.Image,
+				Args:  p.AgentArgs(),
+				Env:   downwardEnv(),
+				Ports: []corev1.ContainerPort{{Name: probePortName, ContainerPort: ProbePort}},
+				// Ready means the derived VM is ready.
+				ReadinessProbe: httpProbe("/readyz", 5),
+				LivenessProbe:  httpProbe("/healthz", 10),
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{
+						corev1.ResourceCPU:    resource.MustParse("10m"),
+						corev1.ResourceMemory: resource.MustParse("32Mi"),
+					},
+					Limits: corev1.ResourceList{
+						corev1.ResourceCPU:    resource.MustParse("100m"),
+						corev1.ResourceMemory: resource.MustParse("64Mi"),
+					},
+				},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+}
+
+func (p Params) objectMeta(component string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.labels(component)}
+}
+
+func (p Params) deployment() *appsv1.Deployment {
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindDeployment)},
+		ObjectMeta: p.objectMeta(ComponentAgent),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(p.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
+			Template: p.podTemplate(),
+		},
+	}
+}
+
+func (p Params) daemonSet() *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindDaemonSet)},
+		ObjectMeta: p.objectMeta(ComponentAgent),
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
+			Template: p.podTemplate(),
+		},
+	}
+}
+
+// statefulSet starts and stops its Pods in parallel: each Pod's VM is
+// independent, so ordered startup would only wait for VMs one by one.
+func (p Params) statefulSet() *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindStatefulSet)},
+		ObjectMeta: p.objectMeta(ComponentAgent),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(p.Replicas),
+			Selector:            &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
+			Template:            p.podTemplate(),
+			ServiceName:         p.Name,
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+		},
+	}
+}
+
+// headlessService is the StatefulSet's governing Service.
+func (p Params) headlessService() *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: p.objectMeta(ComponentAgent),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  p.selectorLabels(),
+			Ports: []corev1.ServicePort{{
+				Name:       probePortName,
+				Port:       ProbePort,
+				TargetPort: intstr.FromString(probePortName),
+			}},
+		},
+	}
+}
