@@ -1,0 +1,51 @@
+// Package table prints the human output of vmctl's operator commands: a
+// coloured lipgloss table on a terminal, plain aligned columns (as kubectl's
+// printers.GetNewTabWriter makes them) anywhere else.
+package table
+
+import (
+	"fmt"
+	"io"
+
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// ColorMode is the value of a --color flag.
+type ColorMode string
+
+// The values --color accepts.
+const (
+	ColorAuto   ColorMode = "auto"
+	ColorAlways ColorMode = "always"
+	ColorNever  ColorMode = "never"
+)
+
+// ParseColorMode checks the value of a --color flag.
+func ParseColorMode(s string) (ColorMode, error) {
+	switch m := ColorMode(s); m {
+	case ColorAuto, ColorAlways, ColorNever:
+		return m, nil
+	}
+	return "", fmt.Errorf("--color must be auto, always or never, not %q", s)
+}
+
+// UseColor decides once whether output to out is coloured: always and never
+// win; auto colours only a terminal, and not when NO_COLOR is set (any value,
+// see no-color.org) or TERM is dumb. getenv is os.Getenv outside tests.
+func UseColor(mode ColorMode, out io.Writer, getenv func(string) string) bool {
+	switch mode {
+	case ColorAlways:
+		return true
+	case ColorNever:
+		return false
+	}
+	if getenv("NO_COLOR") != "" || getenv("TERM") == "dumb" {
+		return false
+	}
+	return IsTerminal(out)
+}
+
+// IsTerminal reports whether w is a terminal (an *os.File on a TTY).
+func IsTerminal(w io.Writer) bool {
+	return printers.IsTerminal(w)
+}
