@@ -24,17 +24,18 @@ func (p Params) serviceAccountUsername() string {
 // prototype, each created and deleted only by the Pod it belongs to. RBAC
 // cannot say this: it has no rules on labels or on who is asking.
 func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
-	// hasVMLabels is true when the VM at path carries vmctl's labels for this prototype.
+	// hasVMLabels is true when the VM at path carries vmctl's labels for this
+	// prototype, whose value derive cuts to fit a label.
 	hasVMLabels := func(path string) string {
 		return fmt.Sprintf("has(%[1]s.metadata.labels) && '%[2]s' in %[1]s.metadata.labels && '%[3]s' in %[1]s.metadata.labels && %[1]s.metadata.labels['%[3]s'] == '%[4]s'",
-			path, derive.LabelPod, derive.LabelPrototype, p.Prototype)
+			path, derive.LabelPod, derive.LabelPrototype, derive.LabelValue(p.Prototype))
 	}
 	// isRequestPods is true when the VM at path names the requesting Pod as its owner.
 	isRequestPods := func(path string) string {
 		return fmt.Sprintf("has(%[1]s.metadata.annotations) && '%[2]s' in %[1]s.metadata.annotations && %[1]s.metadata.annotations['%[2]s'] == variables.requestPod",
 			path, derive.AnnotationPodName)
 	}
-	labelsDesc := fmt.Sprintf("labels %s and %s=%s", derive.LabelPod, derive.LabelPrototype, p.Prototype)
+	labelsDesc := fmt.Sprintf("labels %s and %s=%s", derive.LabelPod, derive.LabelPrototype, derive.LabelValue(p.Prototype))
 
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta: metav1.TypeMeta{
@@ -79,12 +80,12 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 				},
 				{
 					Expression: "request.operation == 'DELETE' || (" + hasVMLabels("object") + ")",
-					Message:    fmt.Sprintf("the VirtualMachine lacks vmctl's %s: this ServiceAccount may only create VMs derived from prototype %s", labelsDesc, p.Prototype),
+					Message:    fmt.Sprintf("the VirtualMachine lacks vmctl's %s: this ServiceAccount may only make VMs derived from prototype %s", labelsDesc, p.Prototype),
 					Reason:     ptr.To(metav1.StatusReasonForbidden),
 				},
 				{
 					Expression: "request.operation == 'DELETE' || (" + isRequestPods("object") + ")",
-					Message:    fmt.Sprintf("the VirtualMachine's annotation %s does not name the requesting Pod: an agent may only create its own Pod's VM", derive.AnnotationPodName),
+					Message:    fmt.Sprintf("the VirtualMachine's annotation %s does not name the requesting Pod: an agent may only make its own Pod's VM", derive.AnnotationPodName),
 					Reason:     ptr.To(metav1.StatusReasonForbidden),
 				},
 				{

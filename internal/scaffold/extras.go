@@ -25,7 +25,7 @@ func (p Params) vmService() *corev1.Service {
 			Labels:    p.labels(ComponentVMs),
 		},
 		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{derive.LabelPrototype: p.Prototype},
+			Selector: map[string]string{derive.LabelPrototype: derive.LabelValue(p.Prototype)},
 			Ports: []corev1.ServicePort{{
 				Protocol:   corev1.ProtocolTCP,
 				Port:       p.Service.Port,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -30,9 +29,6 @@ func (p Params) Validate() error {
 
 	if msgs := validation.IsDNS1123Subdomain(p.Prototype); len(msgs) > 0 {
 		add("invalid prototype name %q: %s; give the name of an existing VirtualMachine", p.Prototype, strings.Join(msgs, "; "))
-	} else if msgs := content.IsLabelValue(p.Prototype); len(msgs) > 0 && (p.Service != nil || p.AdmissionPolicy) {
-		add("prototype name %q cannot be a label value (%s): --service and --admission-policy match derived VMs by that label, so drop them or use a prototype name of at most 63 characters",
-			p.Prototype, strings.Join(msgs, "; "))
 	}
 
 	if msgs := validation.IsDNS1035Label(p.Name); len(msgs) > 0 {

@@ -1,0 +1,213 @@
+package plugin
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
+)
+
+// ScaffoldOptions are the options of `kubectl vmctl scaffold`.
+type ScaffoldOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+
+	Name               string
+	ProtoNamespace     string
+	Image              string
+	Version            string
+	Replicas           int32
+	GracePeriod        int64
+	Service            string
+	PDB                string
+	AdmissionPolicy    bool
+	AllowSharedVolumes bool
+	Output             string
+
+	// replicasSet records an explicit --replicas, which a DaemonSet rejects.
+	replicasSet bool
+	// params is what Complete resolved from the flags and arguments.
+	params scaffold.Params
+
+	genericiooptions.IOStreams
+}
+
+// NewScaffoldOptions returns ScaffoldOptions with their defaults.
+func NewScaffoldOptions(streams genericiooptions.IOStreams) *ScaffoldOptions {
+	v := version.Get().Version
+	return &ScaffoldOptions{
+		ConfigFlags: genericclioptions.NewConfigFlags(true),
+		Version:     v,
+		Image:       scaffold.DefaultImage(v),
+		Replicas:    scaffold.DefaultReplicas,
+		GracePeriod: scaffold.DefaultGracePeriodSeconds,
+		Output:      "yaml",
+		IOStreams:   streams,
+	}
+}
+
+// NewCmdScaffold returns `kubectl vmctl scaffold`.
+func NewCmdScaffold(streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmdScaffold(NewScaffoldOptions(streams))
+}
+
+func newCmdScaffold(o *ScaffoldOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scaffold deployment|daemonset|statefulset PROTOTYPE",
+		Short: "Print the manifests that run copies of a prototype VM under a Deployment, DaemonSet or StatefulSet",
+		Long: `Print the manifests that run copies of the prototype VirtualMachine PROTOTYPE,
+one per agent Pod, ready for kubectl apply -f -.
+
+The output holds a ServiceAccount; a Role and RoleBinding that let the agent read
+only the prototype, create, watch and delete VirtualMachines and record events
+(in the prototype's namespace too when --proto-namespace differs); and the
+workload, whose Pods run "kubectl-vmctl agent PROTOTYPE" with a restricted
+security context. A StatefulSet also gets its headless Service.
+
+The VMs go where the workload goes: -n, else the kubeconfig's namespace, else
+"default". Nothing is read from or sent to the cluster.
+
+Kinds: ` + scaffold.ValidKinds + `.
+
+--admission-policy adds a ValidatingAdmissionPolicy and its binding, which are
+cluster-scoped: applying them needs cluster-admin rights. They confine the
+ServiceAccount to VMs of this prototype, each made and deleted only by the Pod
+it belongs to.`,
+		Example: `  # One VM per node from the prototype VM "testvm" in the current namespace
+  kubectl vmctl scaffold daemonset testvm | kubectl apply -f -
+
+  # Three VMs behind a Service on port 80, from a prototype in namespace "templates"
+  kubectl vmctl scaffold deployment web -n web --proto-namespace templates \
+    --replicas 3 --service 80:8080 | kubectl apply -f -
+
+  # A StatefulSet that keeps two VMs up through drains, with the admission policy
+  kubectl vmctl scaffold sts db --replicas 3 --pdb 2 --admission-policy | kubectl apply -f -
+
+  # Review the manifests as a JSON List first
+  kubectl vmctl scaffold deploy testvm -o json`,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return []cobra.Completion{"deployment", "daemonset", "statefulset"}, cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Name, "name", o.Name, `Name of the workload, ServiceAccount, Roles and Services (default "vmctl-PROTOTYPE").`)
+	f.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM, if not the workload's.")
+	f.StringVar(&o.Image, "image", o.Image, "Container image of the agent.")
+	f.Int32Var(&o.Replicas, "replicas", o.Replicas, "Number of agent Pods, and so of VMs, of a Deployment or StatefulSet.")
+	f.Int64Var(&o.GracePeriod, "grace-period", o.GracePeriod,
+		"Seconds an agent Pod has to delete its VM when it stops (terminationGracePeriodSeconds); the agent gives up 10s before.")
+	f.StringVar(&o.Service, "service", o.Service, "Add a Service named NAME-vms in front of the VMs, as PORT[:TARGETPORT].")
+	f.StringVar(&o.PDB, "pdb", o.PDB, "Add a PodDisruptionBudget keeping MIN_AVAILABLE agent Pods (a number or a percentage) and so their VMs.")
+	f.BoolVar(&o.AdmissionPolicy, "admission-policy", o.AdmissionPolicy,
+		"Add a cluster-scoped ValidatingAdmissionPolicy confining the ServiceAccount to its own Pods' VMs.")
+	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes,
+		"Let the agents derive VMs from a prototype with writable PersistentVolumeClaims, which all VMs then share.")
+	f.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, json).")
+	o.ConfigFlags.AddFlags(f)
+	return cmd
+}
+
+// Complete reads the arguments, the namespace and the flags into scaffold.Params.
+func (o *ScaffoldOptions) Complete(cmd *cobra.Command, args []string) error {
+	if len(args) != 2 {
+		return fmt.Errorf("scaffold needs a KIND and a PROTOTYPE, got %d argument(s): run `kubectl vmctl scaffold daemonset PROTOTYPE`, with KIND one of %s",
+			len(args), scaffold.ValidKinds)
+	}
+	kind, err := scaffold.ParseKind(args[0])
+	if err != nil {
+		return err
+	}
+	namespace, err := o.namespace()
+	if err != nil {
+		return err
+	}
+	p := scaffold.Params{
+		Kind:               kind,
+		Prototype:          args[1],
+		Name:               o.Name,
+		Namespace:          namespace,
+		ProtoNamespace:     o.ProtoNamespace,
+		Image:              o.Image,
+		Version:            o.Version,
+		Replicas:           o.Replicas,
+		GracePeriodSeconds: o.GracePeriod,
+		AdmissionPolicy:    o.AdmissionPolicy,
+		AllowSharedVolumes: o.AllowSharedVolumes,
+	}
+	if p.Name == "" {
+		p.Name = scaffold.DefaultName(p.Prototype)
+	}
+	if o.Service != "" {
+		if p.Service, err = scaffold.ParseServicePort(o.Service); err != nil {
+			return fmt.Errorf("--service: %w", err)
+		}
+	}
+	if o.PDB != "" {
+		if p.PDBMinAvailable, err = scaffold.ParseMinAvailable(o.PDB); err != nil {
+			return fmt.Errorf("--pdb: %w", err)
+		}
+	}
+	o.replicasSet = cmd.Flags().Changed("replicas")
+	o.params = p
+	return nil
+}
+
+// namespace is -n, else the kubeconfig's namespace, else "default". An
+// explicit -n needs no kubeconfig at all.
+func (o *ScaffoldOptions) namespace() (string, error) {
+	if ns := o.ConfigFlags.Namespace; ns != nil && *ns != "" {
+		return *ns, nil
+	}
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("reading the namespace from kubeconfig: %w; fix the kubeconfig or pass -n NAMESPACE", err)
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	return ns, nil
+}
+
+// Validate checks the output format and the resolved parameters.
+func (o *ScaffoldOptions) Validate() error {
+	switch o.Output {
+	case "yaml", "json":
+	default:
+		return fmt.Errorf("--output must be yaml or json, not %q", o.Output)
+	}
+	if o.replicasSet && o.params.Kind == scaffold.KindDaemonSet {
+		return fmt.Errorf("--replicas does not apply to a DaemonSet, which runs one Pod per node: drop it or scaffold a deployment")
+	}
+	if err := o.params.Validate(); err != nil {
+		return fmt.Errorf("cannot scaffold %s: %w", strings.ToLower(string(o.params.Kind)), err)
+	}
+	return nil
+}
+
+// Run prints the manifests.
+func (o *ScaffoldOptions) Run() error {
+	objs, err := scaffold.Build(o.params)
+	if err != nil {
+		return err
+	}
+	if o.Output == "json" {
+		return scaffold.WriteJSON(o.Out, objs)
+	}
+	return scaffold.WriteYAML(o.Out, objs)
+}
