@@ -32,6 +32,7 @@ VM on every node.`,
 	cmd.SetErr(streams.ErrOut)
 	cmd.AddCommand(
 		NewCmdVersion(streams),
+		NewCmdAgent(streams),
 		NewCmdScaffold(streams),
 	)
 	return cmd

@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Defaults of the agent's knobs.
+const (
+	// DefaultProbeAddress is where /healthz and /readyz are served.
+	DefaultProbeAddress = ":8080"
+	// DefaultDeleteTimeout is how long shutdown waits for the VM to be gone:
+	// just under the 180s grace period `kubectl vmctl scaffold` gives the Pod.
+	DefaultDeleteTimeout = 170 * time.Second
+)
+
+// DefaultBackoff paces retries of failed steps: 200ms doubling to a 30s cap,
+// with 10% jitter so a whole Deployment does not retry in lockstep.
+func DefaultBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
+}
+
+// Config is what one agent needs to know.
+type Config struct {
+	// Prototype is the prototype VM's name, in PrototypeNamespace.
+	Prototype          string
+	PrototypeNamespace string
+	// Namespace is where the derived VM is made.
+	Namespace string
+	// Pod is who the agent runs as.
+	Pod Identity
+	// AllowSharedVolumes lets the derived VMs share the prototype's writable
+	// persistentVolumeClaim volumes.
+	AllowSharedVolumes bool
+	// ProbeAddress is the host:port of /healthz and /readyz.
+	ProbeAddress string
+	// DeleteTimeout bounds how long shutdown waits for the VM to be gone.
+	DeleteTimeout time.Duration
+	// Backoff paces retries; the zero value means DefaultBackoff.
+	Backoff wait.Backoff
+}
+
+// Validate checks names and durations; it does no I/O.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(what, value string, msgs []string) {
+		if value == "" {
+			errs = append(errs, fmt.Errorf("%s is empty", what))
+			return
+		}
+		if len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("%s %q is not a valid name: %s", what, value, strings.Join(msgs, "; ")))
+		}
+	}
+	check("prototype", c.Prototype, validation.IsDNS1123Subdomain(c.Prototype))
+	check("prototype namespace", c.PrototypeNamespace, validation.IsDNS1123Label(c.PrototypeNamespace))
+	check("namespace", c.Namespace, validation.IsDNS1123Label(c.Namespace))
+	check("pod name", c.Pod.PodName, validation.IsDNS1123Subdomain(c.Pod.PodName))
+	check("pod namespace", c.Pod.PodNamespace, validation.IsDNS1123Label(c.Pod.PodNamespace))
+	if c.DeleteTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("delete timeout must be positive, not %v", c.DeleteTimeout))
+	}
+	if c.ProbeAddress == "" {
+		errs = append(errs, errors.New("probe address is empty; use host:port such as :8080"))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) backoff() wait.Backoff {
+	if c.Backoff.Duration == 0 {
+		return DefaultBackoff()
+	}
+	return c.Backoff
+}

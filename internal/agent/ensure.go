@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+const (
+	// requestTimeout bounds a create or delete. These run detached from the
+	// shutdown signal so the agent always learns whether the VM exists.
+	requestTimeout = 30 * time.Second
+	// prototypeRecheck is how long a prototype that cannot be derived (shared
+	// volumes) waits for a change before the agent looks again anyway.
+	prototypeRecheck = 10 * time.Minute
+)
+
+// ensure makes sure the derived VM exists and is this Pod's, retrying with
+// capped backoff until it is. It returns nil only when ctx is done.
+func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
+	b := a.cfg.backoff()
+	for {
+		vm, proto, err := a.tryEnsure(ctx)
+		if vm != nil {
+			return vm
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		var p *problem
+		if !errors.As(err, &p) {
+			p = &problem{reason: ReasonCreateFailed, msg: err.Error(), err: err}
+		}
+		a.report.fail(ctx, p)
+		if p.permanent && proto != nil {
+			// Retrying cannot help: wait for someone to fix the prototype.
+			a.waitPrototypeChange(ctx, proto)
+			continue
+		}
+		if !sleep(ctx, b.Step()) {
+			return nil
+		}
+	}
+}
+
+// tryEnsure makes one attempt: GET the prototype, derive, CREATE, and on a
+// name clash adopt, replace or refuse the VM found. It returns the prototype
+// with permanent problems, for waitPrototypeChange.
+func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMachine, err error) {
+	protoRef := a.cfg.PrototypeNamespace + "/" + a.cfg.Prototype
+	proto, err = a.vms.get(ctx, a.cfg.PrototypeNamespace, a.cfg.Prototype)
+	if err != nil {
+		return nil, nil, prototypeProblem(protoRef, a.cfg.PrototypeNamespace, err)
+	}
+	want, err := derive.VM(proto, derive.Pod{
+		Name: a.pod.PodName, Namespace: a.pod.PodNamespace, UID: a.pod.PodUID, Node: a.pod.Node,
+	}, derive.Options{Namespace: a.cfg.Namespace, AllowSharedVolumes: a.cfg.AllowSharedVolumes})
+	if err != nil {
+		reason := ReasonInvalidPrototype
+		if _, shared := errors.AsType[*derive.SharedVolumeError](err); shared {
+			reason = ReasonSharedVolumes
+		}
+		return nil, proto, &problem{reason: reason, msg: err.Error(), err: err, permanent: true}
+	}
+	ref := want.Namespace + "/" + want.Name
+
+	created, err := a.create(ctx, want)
+	if err == nil {
+		a.report.done(ctx, ReasonCreated, fmt.Sprintf("Created VM %s from prototype %s on node %s", ref, protoRef, a.pod.Node))
+		return created, nil, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, nil, createProblem(ref, err)
+	}
+
+	existing, err := a.vms.get(ctx, want.Namespace, want.Name)
+	if err != nil {
+		// Gone again already (NotFound) or unreachable: the next try sorts it out.
+		return nil, nil, &problem{reason: ReasonCreateFailed, msg: fmt.Sprintf("VM %s exists but cannot be read: %v", ref, err), err: err}
+	}
+	v, why := judge(existing, a.pod, a.cfg.PrototypeNamespace, a.cfg.Prototype)
+	klog.FromContext(ctx).V(1).Info("Found a VM with the derived name", "verdict", v, "uid", existing.UID)
+	switch v {
+	case adopt:
+		a.report.done(ctx, ReasonAdopted, why)
+		return existing, nil, nil
+	case refuse:
+		return nil, nil, &problem{reason: ReasonVMConflict, msg: why}
+	}
+
+	a.status.set(false, why)
+	klog.FromContext(ctx).Info("Replacing VM", "uid", existing.UID, "podUID", existing.Annotations[derive.AnnotationPodUID])
+	if err := a.deleteAndWait(ctx, existing); err != nil {
+		return nil, nil, &problem{reason: ReasonDeleteFailed, msg: fmt.Sprintf("replacing VM %s: %v", ref, err), err: err}
+	}
+	created, err = a.create(ctx, want)
+	if err != nil {
+		return nil, nil, createProblem(ref, err)
+	}
+	a.report.done(ctx, ReasonReplaced, fmt.Sprintf("Replaced VM %s left by an earlier Pod %s (uid %s)",
+		ref, a.pod.PodName, existing.Annotations[derive.AnnotationPodUID]))
+	return created, nil, nil
+}
+
+// create runs detached from ctx's cancellation: a create cut short by the
+// shutdown signal might still succeed, and the agent must know to delete it.
+func (a *Agent) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	return a.vms.create(ctx, vm)
+}
+
+// deleteAndWait deletes vm, precondition its UID, in the foreground (the VM
+// goes only after its VMI), and waits on a watch until it is gone. A VM that
+// is already gone, or whose name now belongs to another UID, counts as gone.
+func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine) error {
+	ref := klog.KObj(vm)
+	vw := newVMWatch(ctx, a.vms, vm.Namespace, vm.Name, vm.ResourceVersion, a.cfg.backoff())
+	defer vw.stop()
+	vw.open(ctx) // before the DELETE, so the Deleted event cannot slip past
+
+	opts := metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: ptr.To(vm.UID)},
+		PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
+	}
+	b := a.cfg.backoff()
+	for {
+		dctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		err := a.vms.delete(dctx, vm.Namespace, vm.Name, opts)
+		cancel()
+		switch {
+		case err == nil:
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			// Gone, or the name is another VM's now (UID precondition failed).
+			return nil
+		default:
+			klog.FromContext(ctx).Info("Delete failed; will retry", "vm", ref, "err", err)
+			if !sleep(ctx, b.Step()) {
+				return fmt.Errorf("deleting VM %s: %w", ref, err)
+			}
+			continue
+		}
+		break
+	}
+
+	for {
+		typ, obj, ok := vw.next(ctx)
+		if !ok {
+			return fmt.Errorf("VM %s is still there: %w", ref, context.Cause(ctx))
+		}
+		if obj == nil || (typ == watch.Deleted && obj.UID == vm.UID) || (typ != watch.Deleted && obj.UID != vm.UID) {
+			return nil
+		}
+	}
+}
+
+// waitPrototypeChange waits, with one watch on the prototype, until its
+// generation moves, it is deleted, or prototypeRecheck passes.
+func (a *Agent) waitPrototypeChange(ctx context.Context, proto *kubevirtv1.VirtualMachine) {
+	ctx, cancel := context.WithTimeout(ctx, prototypeRecheck)
+	defer cancel()
+	vw := newVMWatch(ctx, a.vms, proto.Namespace, proto.Name, proto.ResourceVersion, a.cfg.backoff())
+	defer vw.stop()
+	for {
+		typ, obj, ok := vw.next(ctx)
+		if !ok || typ == watch.Deleted || obj.UID != proto.UID || obj.Generation != proto.Generation {
+			return
+		}
+	}
+}
+
+func prototypeProblem(ref, namespace string, err error) *problem {
+	p := &problem{reason: ReasonPrototypeUnavailable, err: err}
+	switch {
+	case apierrors.IsNotFound(err):
+		p.msg = fmt.Sprintf("waiting for prototype %s: not found", ref)
+	case apierrors.IsForbidden(err):
+		p.msg = fmt.Sprintf("waiting for prototype %s: forbidden; grant the Pod's service account get on virtualmachines.kubevirt.io in namespace %s", ref, namespace)
+	default:
+		p.msg = fmt.Sprintf("waiting for prototype %s: %v", ref, err)
+	}
+	return p
+}
+
+func createProblem(ref string, err error) *problem {
+	p := &problem{reason: ReasonCreateFailed, err: err, msg: fmt.Sprintf("creating VM %s: %v", ref, err)}
+	if apierrors.IsAlreadyExists(err) {
+		p.reason, p.msg = ReasonVMConflict, fmt.Sprintf("creating VM %s: another VM took the name; will look again", ref)
+	}
+	if apierrors.IsForbidden(err) {
+		p.msg += "; grant the Pod's service account create on virtualmachines.kubevirt.io"
+	}
+	return p
+}

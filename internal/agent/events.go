@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+)
+
+// Reasons of the Events the agent records on its Pod.
+const (
+	ReasonCreated              = "Created"
+	ReasonAdopted              = "Adopted"
+	ReasonReplaced             = "Replaced"
+	ReasonPrototypeUnavailable = "PrototypeUnavailable"
+	ReasonSharedVolumes        = "SharedVolumes"
+	ReasonInvalidPrototype     = "InvalidPrototype"
+	ReasonVMConflict           = "VMConflict"
+	ReasonCreateFailed         = "CreateFailed"
+	ReasonVMDeleted            = "VMDeleted"
+	ReasonDeleteFailed         = "DeleteFailed"
+	ReasonPodUnknown           = "PodUnknown"
+)
+
+// EventComponent is the source.component of the agent's Events.
+const EventComponent = "vmctl-agent"
+
+// problem is why the agent is not ready. Its message goes to /readyz, the
+// log and a Warning Event.
+type problem struct {
+	reason string
+	msg    string
+	err    error
+	// permanent problems come from the prototype itself: retrying cannot
+	// help until it changes.
+	permanent bool
+}
+
+func (p *problem) Error() string { return p.msg }
+func (p *problem) Unwrap() error { return p.err }
+
+// reporter tells the world what the agent does: /readyz, the log, and Events
+// on the Pod. A problem that persists across retries becomes one Event, not
+// one per retry, so a waiting Pod costs the API server nothing.
+type reporter struct {
+	status   *readiness
+	recorder record.EventRecorder // nil until the Pod is known
+	pod      *corev1.ObjectReference
+	last     string
+}
+
+// startEvents begins recording Events on pod; they stop when ctx ends.
+func (r *reporter) startEvents(ctx context.Context, events typedcorev1.EventsGetter, pod Identity) {
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.Events("")})
+	r.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent, Host: pod.Node})
+	r.pod = &corev1.ObjectReference{
+		APIVersion: "v1",
+		Kind:       "Pod",
+		Name:       pod.PodName,
+		Namespace:  pod.PodNamespace,
+		UID:        pod.PodUID,
+	}
+}
+
+// fail marks the agent unready for p, logs it, and records it once.
+func (r *reporter) fail(ctx context.Context, p *problem) {
+	r.status.set(false, p.msg)
+	klog.FromContext(ctx).Info("Not ready", "reason", p.reason, "message", p.msg)
+	r.event(corev1.EventTypeWarning, p.reason, p.msg)
+}
+
+// done logs a step that worked and records it once.
+func (r *reporter) done(ctx context.Context, reason, msg string) {
+	klog.FromContext(ctx).Info(msg, "reason", reason)
+	r.event(corev1.EventTypeNormal, reason, msg)
+}
+
+func (r *reporter) event(typ, reason, msg string) {
+	key := typ + "\x00" + reason + "\x00" + msg
+	if r.recorder == nil || key == r.last {
+		return
+	}
+	r.last = key
+	r.recorder.Event(r.pod, typ, reason, msg)
+}

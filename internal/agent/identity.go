@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Environment variables the agent reads its Pod's identity from; manifests set
+// them through the downward API.
+const (
+	EnvPodName      = "POD_NAME"
+	EnvPodNamespace = "POD_NAMESPACE"
+	EnvNodeName     = "NODE_NAME"
+	EnvPodUID       = "POD_UID"
+)
+
+// ServiceAccountNamespaceFile holds the Pod's namespace in every Pod that
+// mounts a service account token.
+const ServiceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// Identity is the Pod the agent runs as.
+type Identity struct {
+	PodName      string
+	PodNamespace string
+	// Node and PodUID are empty when the environment does not give them; the
+	// agent then GETs its Pod once to learn them.
+	Node   string
+	PodUID types.UID
+}
+
+// Known reports whether Node and PodUID are both known, so no Pod GET is needed.
+func (id Identity) Known() bool {
+	return id.Node != "" && id.PodUID != ""
+}
+
+// IdentitySources are the places ResolveIdentity looks, each a function so
+// tests need no environment, files or kubeconfig.
+type IdentitySources struct {
+	// HostnameOverride is --hostname-override; it wins over everything.
+	HostnameOverride string
+	// LookupEnv is os.LookupEnv. Empty values count as unset.
+	LookupEnv func(key string) (string, bool)
+	// Hostname is os.Hostname, the Pod's name in a Pod without hostNetwork.
+	Hostname func() (string, error)
+	// ServiceAccountNamespace returns the content of
+	// ServiceAccountNamespaceFile, and false outside a Pod.
+	ServiceAccountNamespace func() (string, bool)
+	// KubeconfigNamespace returns the kubeconfig context's namespace
+	// (including -n), as ConfigFlags.ToRawKubeConfigLoader().Namespace().
+	KubeconfigNamespace func() (string, error)
+}
+
+// ResolveIdentity works out which Pod the agent runs as.
+//
+// Pod name: HostnameOverride, else POD_NAME, else the hostname. Namespace:
+// POD_NAMESPACE, else the service account namespace file, else the
+// kubeconfig's namespace, else "default". Node and UID: NODE_NAME and POD_UID
+// when set, else left empty for the agent to look up.
+func ResolveIdentity(src IdentitySources) (Identity, error) {
+	env := func(key string) string {
+		if src.LookupEnv == nil {
+			return ""
+		}
+		v, _ := src.LookupEnv(key)
+		return strings.TrimSpace(v)
+	}
+
+	var id Identity
+	switch {
+	case src.HostnameOverride != "":
+		id.PodName = src.HostnameOverride
+	case env(EnvPodName) != "":
+		id.PodName = env(EnvPodName)
+	case src.Hostname != nil:
+		h, err := src.Hostname()
+		if err != nil {
+			return Identity{}, fmt.Errorf("cannot tell the Pod's name from the hostname: %w; set %s or --hostname-override", err, EnvPodName)
+		}
+		id.PodName = strings.TrimSpace(h)
+	}
+	if id.PodName == "" {
+		return Identity{}, errors.New("cannot tell the Pod's name; set " + EnvPodName + " or --hostname-override")
+	}
+
+	id.PodNamespace = env(EnvPodNamespace)
+	if id.PodNamespace == "" && src.ServiceAccountNamespace != nil {
+		if ns, ok := src.ServiceAccountNamespace(); ok {
+			id.PodNamespace = strings.TrimSpace(ns)
+		}
+	}
+	if id.PodNamespace == "" && src.KubeconfigNamespace != nil {
+		ns, err := src.KubeconfigNamespace()
+		if err != nil {
+			return Identity{}, fmt.Errorf("reading the namespace from the kubeconfig: %w; set %s or fix the kubeconfig", err, EnvPodNamespace)
+		}
+		id.PodNamespace = strings.TrimSpace(ns)
+	}
+	if id.PodNamespace == "" {
+		id.PodNamespace = "default"
+	}
+
+	id.Node = env(EnvNodeName)
+	id.PodUID = types.UID(env(EnvPodUID))
+	return id, nil
+}

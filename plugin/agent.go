@@ -1,0 +1,211 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
+)
+
+// DefaultTerminationLogPath is where Kubernetes reads a container's last words.
+const DefaultTerminationLogPath = "/dev/termination-log"
+
+// AgentOptions are the options of `kubectl vmctl agent`.
+type AgentOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+
+	Prototype          string
+	ProtoNamespace     string
+	HostnameOverride   string
+	AllowSharedVolumes bool
+	ProbeAddress       string
+	DeleteTimeout      time.Duration
+	Verbosity          int
+
+	// TerminationLogPath receives the error that stops the agent, when the
+	// file exists (Kubernetes mounts it in every container).
+	TerminationLogPath string
+	// ServiceAccountNamespaceFile holds the Pod's namespace in a Pod.
+	ServiceAccountNamespaceFile string
+	// LookupEnv, Hostname and Exit are os.LookupEnv, os.Hostname and os.Exit.
+	LookupEnv func(key string) (string, bool)
+	Hostname  func() (string, error)
+	Exit      func(code int)
+
+	config   agent.Config
+	kubevirt kubevirt.Interface
+	kube     kubernetes.Interface
+
+	genericiooptions.IOStreams
+}
+
+// NewAgentOptions returns AgentOptions with their defaults.
+func NewAgentOptions(streams genericiooptions.IOStreams) *AgentOptions {
+	return &AgentOptions{
+		ConfigFlags:                 genericclioptions.NewConfigFlags(true),
+		ProbeAddress:                agent.DefaultProbeAddress,
+		DeleteTimeout:               agent.DefaultDeleteTimeout,
+		TerminationLogPath:          DefaultTerminationLogPath,
+		ServiceAccountNamespaceFile: agent.ServiceAccountNamespaceFile,
+		LookupEnv:                   os.LookupEnv,
+		Hostname:                    os.Hostname,
+		Exit:                        os.Exit,
+		IOStreams:                   streams,
+	}
+}
+
+// NewCmdAgent returns `kubectl vmctl agent`, the vmctl container's entrypoint.
+func NewCmdAgent(streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmdAgent(NewAgentOptions(streams))
+}
+
+func newCmdAgent(o *AgentOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "agent PROTOTYPE",
+		DisableFlagsInUseLine: true,
+		Short:                 "Run this Pod's VM, derived from the prototype VM (the vmctl container's entrypoint)",
+		Long: `Run this Pod's VirtualMachine, derived from the prototype VM PROTOTYPE.
+
+The agent creates the VM <prototype>-<pod> pinned to the Pod's node, serves
+/healthz and /readyz (ready while the VM's status.ready is true), recreates the
+VM if someone deletes it, and deletes it when the Pod gets SIGTERM.
+
+It learns who it is from the downward API: POD_NAME, POD_NAMESPACE, NODE_NAME
+and POD_UID. Without NODE_NAME or POD_UID it GETs its Pod once.`,
+		Example: `  # The container's entrypoint, with args: ["testvm"]
+  kubectl-vmctl agent testvm
+
+  # Outside a Pod, acting as Pod vmctl-0 on node node-1
+  NODE_NAME=node-1 POD_UID=0b6a... kubectl vmctl agent testvm --hostname-override vmctl-0 -n default`,
+		// Arguments are checked in Complete, so mistakes reach the termination log.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := o.complete(cmd, args)
+			if err != nil {
+				o.writeTerminationLog(err)
+			}
+			return err
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		o.writeTerminationLog(err)
+		return err
+	})
+
+	f := cmd.Flags()
+	o.ConfigFlags.AddFlags(f)
+	f.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM. Defaults to the namespace of the derived VM.")
+	f.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Pod name to act as, instead of POD_NAME or the hostname. Mainly for running outside a Pod.")
+	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes, "Derive VMs even when they would all write to the prototype's persistentVolumeClaim or dataVolume volumes.")
+	f.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz and /readyz on.")
+	f.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout, "How long to wait on shutdown for the VM to be gone. Keep it under the Pod's terminationGracePeriodSeconds.")
+	f.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
+	return cmd
+}
+
+// complete runs Complete, Validate and Run, with the shutdown signals caught
+// before anything else so nothing is created that a signal could orphan.
+func (o *AgentOptions) complete(cmd *cobra.Command, args []string) error {
+	ctx, stop := agent.ShutdownContext(cmd.Context(), o.Exit)
+	defer stop()
+	if err := o.Complete(args); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	return o.Run(ctx)
+}
+
+// Complete resolves the Pod's identity, the namespaces and the clients.
+func (o *AgentOptions) Complete(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("agent takes exactly one argument, the prototype VM's name, not %d; for example: kubectl vmctl agent testvm", len(args))
+	}
+	o.Prototype = args[0]
+
+	id, err := agent.ResolveIdentity(agent.IdentitySources{
+		HostnameOverride: o.HostnameOverride,
+		LookupEnv:        o.LookupEnv,
+		Hostname:         o.Hostname,
+		ServiceAccountNamespace: func() (string, bool) {
+			b, err := os.ReadFile(o.ServiceAccountNamespaceFile)
+			return string(b), err == nil
+		},
+		KubeconfigNamespace: func() (string, error) {
+			ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+			return ns, err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	namespace := id.PodNamespace
+	if o.ConfigFlags.Namespace != nil && *o.ConfigFlags.Namespace != "" {
+		namespace = *o.ConfigFlags.Namespace
+	}
+	protoNamespace := o.ProtoNamespace
+	if protoNamespace == "" {
+		protoNamespace = namespace
+	}
+	o.config = agent.Config{
+		Prototype:          o.Prototype,
+		PrototypeNamespace: protoNamespace,
+		Namespace:          namespace,
+		Pod:                id,
+		AllowSharedVolumes: o.AllowSharedVolumes,
+		ProbeAddress:       o.ProbeAddress,
+		DeleteTimeout:      o.DeleteTimeout,
+	}
+
+	rc, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("loading the client configuration: %w; run in a Pod with a service account or pass --kubeconfig", err)
+	}
+	rc.UserAgent = "kubectl-vmctl-agent/" + version.Get().Version
+	if o.kube, err = kubernetes.NewForConfig(rc); err != nil {
+		return fmt.Errorf("making the Kubernetes client: %w", err)
+	}
+	if o.kubevirt, err = kubevirt.NewForConfig(rc); err != nil {
+		return fmt.Errorf("making the KubeVirt client: %w", err)
+	}
+	return nil
+}
+
+// Validate checks the names and durations Complete resolved.
+func (o *AgentOptions) Validate() error {
+	if err := o.config.Validate(); err != nil {
+		return fmt.Errorf("invalid agent configuration: %w", err)
+	}
+	return nil
+}
+
+// Run runs the agent until ctx is cancelled, then deletes the VM.
+func (o *AgentOptions) Run(ctx context.Context) error {
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(o.ErrOut), textlogger.Verbosity(o.Verbosity)))
+	ctx = klog.NewContext(ctx, logger)
+	return agent.New(o.config, o.kubevirt, o.kube).Run(ctx)
+}
+
+// writeTerminationLog leaves err where `kubectl describe pod` shows it, when
+// the file is there; outside a container it is not, and nothing is written.
+func (o *AgentOptions) writeTerminationLog(err error) {
+	f, openErr := os.OpenFile(o.TerminationLogPath, os.O_WRONLY|os.O_TRUNC, 0)
+	if openErr != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(strings.TrimSpace(err.Error()) + "\n")
+}
