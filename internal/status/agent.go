@@ -1,0 +1,65 @@
+package status
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// AgentSelector is the label selector of vmctl agent Pods, as scaffold labels
+// them.
+const AgentSelector = scaffold.LabelName + "=" + scaffold.AppName + "," +
+	scaffold.LabelComponent + "=" + scaffold.ComponentAgent
+
+// Agent is what an agent Pod's arguments say about the VM it runs.
+type Agent struct {
+	// Prototype is the prototype VM's name: the first argument.
+	Prototype string
+	// PrototypeNamespace is --proto-namespace, else Namespace.
+	PrototypeNamespace string
+	// Namespace is where the agent makes its VM: -n/--namespace, else the
+	// Pod's namespace.
+	Namespace string
+}
+
+// ParseAgent reads the arguments of pod's first container, which are
+// `PROTOTYPE [flags]`. It reports false when there is no prototype argument.
+// Flags other than -n/--namespace and --proto-namespace are skipped; they
+// must use the --flag=value form, as scaffold writes them.
+func ParseAgent(pod *corev1.Pod) (Agent, bool) {
+	a := Agent{Namespace: pod.Namespace}
+	if len(pod.Spec.Containers) == 0 {
+		return a, false
+	}
+	args := pod.Spec.Containers[0].Args
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return a, false
+	}
+	a.Prototype = args[0]
+	for i := 1; i < len(args); i++ {
+		name, value, hasValue := strings.Cut(args[i], "=")
+		var dst *string
+		switch name {
+		case "-n", "--namespace":
+			dst = &a.Namespace
+		case "--proto-namespace":
+			dst = &a.PrototypeNamespace
+		default:
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				break
+			}
+			i++
+			value = args[i]
+		}
+		*dst = value
+	}
+	if a.PrototypeNamespace == "" {
+		a.PrototypeNamespace = a.Namespace
+	}
+	return a, true
+}

@@ -1,0 +1,57 @@
+package status
+
+import (
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+// Origin is what a derived VM's annotations record about how it was made.
+type Origin struct {
+	PodName, PodNamespace string
+	PodUID                types.UID
+	Node                  string
+
+	PrototypeName, PrototypeNamespace string
+	// PrototypeGeneration is the prototype's metadata.generation at
+	// derivation time; HasGeneration is false when the annotation is absent
+	// or not a number.
+	PrototypeGeneration int64
+	HasGeneration       bool
+}
+
+// OriginOf reads vm's vmctl annotations.
+func OriginOf(vm *kubevirtv1.VirtualMachine) Origin {
+	a := vm.Annotations
+	o := Origin{
+		PodName:            a[derive.AnnotationPodName],
+		PodNamespace:       a[derive.AnnotationPodNamespace],
+		PodUID:             types.UID(a[derive.AnnotationPodUID]),
+		Node:               a[derive.AnnotationNode],
+		PrototypeName:      a[derive.AnnotationPrototypeName],
+		PrototypeNamespace: a[derive.AnnotationPrototypeNamespace],
+	}
+	if g, err := strconv.ParseInt(a[derive.AnnotationPrototypeGeneration], 10, 64); err == nil {
+		o.PrototypeGeneration, o.HasGeneration = g, true
+	}
+	return o
+}
+
+// IsDerived reports whether vm is a VM vmctl made and records which Pod it
+// belongs to: derive.IsDerived plus the Pod's name and namespace, without
+// which no one can tell whether that Pod still exists.
+func IsDerived(vm *kubevirtv1.VirtualMachine) bool {
+	if !derive.IsDerived(vm) {
+		return false
+	}
+	o := OriginOf(vm)
+	return o.PodName != "" && o.PodNamespace != ""
+}
+
+// Key is a namespace/name pair used to look objects up.
+type Key struct{ Namespace, Name string }
+
+func (k Key) String() string { return k.Namespace + "/" + k.Name }

@@ -1,0 +1,97 @@
+package status
+
+import (
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func ago(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(-d)) }
+
+// agentPod is a running, ready agent Pod of prototype proto, started age ago.
+func agentPod(ns, name, uid, node, proto string, age time.Duration, mods ...func(*corev1.Pod)) corev1.Pod {
+	p := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, UID: types.UID(uid), CreationTimestamp: ago(age),
+			Labels: map[string]string{"app.kubernetes.io/name": "vmctl", "app.kubernetes.io/component": "agent", "app.kubernetes.io/instance": "web"},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: []corev1.Container{{Name: "agent", Args: []string{proto}}},
+		},
+		Status: corev1.PodStatus{
+			Phase:             corev1.PodRunning,
+			StartTime:         ptrTime(ago(age)),
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "agent", Ready: true}},
+		},
+	}
+	for _, m := range mods {
+		m(&p)
+	}
+	return p
+}
+
+func ptrTime(t metav1.Time) *metav1.Time { return &t }
+
+func notReadyPod(p *corev1.Pod) {
+	p.Status.Conditions[0].Status = corev1.ConditionFalse
+	p.Status.ContainerStatuses[0].Ready = false
+}
+
+// prototype is a prototype VM at generation gen.
+func prototype(ns, name string, gen int64) kubevirtv1.VirtualMachine {
+	return kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: gen, CreationTimestamp: ago(time.Hour)}}
+}
+
+// derivedVM is a ready VM derived from proto (in ns) at generation gen for
+// the Pod podNS/podName with uid.
+func derivedVM(ns, proto string, gen int64, podNS, podName, uid, node string, age time.Duration, mods ...func(*kubevirtv1.VirtualMachine)) kubevirtv1.VirtualMachine {
+	vm := kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: proto + "-" + podName, CreationTimestamp: ago(age),
+			Labels: map[string]string{derive.LabelPrototype: proto, derive.LabelPod: podName},
+			Annotations: map[string]string{
+				derive.AnnotationPodName:             podName,
+				derive.AnnotationPodNamespace:        podNS,
+				derive.AnnotationPodUID:              uid,
+				derive.AnnotationNode:                node,
+				derive.AnnotationPrototypeName:       proto,
+				derive.AnnotationPrototypeNamespace:  ns,
+				derive.AnnotationPrototypeGeneration: strconv.FormatInt(gen, 10),
+			},
+		},
+		Status: kubevirtv1.VirtualMachineStatus{Ready: true, PrintableStatus: kubevirtv1.VirtualMachineStatusRunning},
+	}
+	for _, m := range mods {
+		m(&vm)
+	}
+	return vm
+}
+
+func notReadyVM(since time.Duration) func(*kubevirtv1.VirtualMachine) {
+	return func(vm *kubevirtv1.VirtualMachine) {
+		vm.Status.Ready = false
+		vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStarting
+		if since > 0 {
+			vm.Status.Conditions = []kubevirtv1.VirtualMachineCondition{{
+				Type: kubevirtv1.VirtualMachineReady, Status: corev1.ConditionFalse, LastTransitionTime: ago(since),
+			}}
+		}
+	}
+}
+
+func vmi(ns, name, node string) kubevirtv1.VirtualMachineInstance {
+	return kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Status:     kubevirtv1.VirtualMachineInstanceStatus{NodeName: node},
+	}
+}

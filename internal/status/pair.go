@@ -1,0 +1,267 @@
+package status
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+const (
+	// MissingGrace is how long a running agent Pod may be without its VM
+	// before status calls the VM missing: the agent creates it right after
+	// it starts, and Load lists Pods after VMs.
+	MissingGrace = 15 * time.Second
+	// NotReadyGrace is how long a VM may be not ready before status calls
+	// it a problem: booting, pulling a containerDisk or importing a disk
+	// take minutes, and a problem fails `status --exit-code`.
+	NotReadyGrace = 5 * time.Minute
+)
+
+// Problems status reports, in the PROBLEM column and in Row.Problems.
+const (
+	ProblemVMMissing     = "VM missing"
+	ProblemOtherNode     = "VM on another node"
+	ProblemPodGone       = "orphaned VM (pod gone)"
+	ProblemPodReplaced   = "orphaned VM (pod replaced)"
+	ProblemProtoMissing  = "prototype missing"
+	problemNotReadyFmt   = "VM not ready for %s"
+	problemOlderProtoFmt = "VM from older prototype generation (%d < %d)"
+)
+
+// Row is one line of `kubectl vmctl status`: an agent Pod with its VM, a Pod
+// without VM, or a VM without Pod. Field names are the stable JSON of
+// `status -o json`.
+type Row struct {
+	// Namespace is the Pod's namespace, or the VM's when there is no Pod.
+	Namespace string    `json:"namespace"`
+	Pod       string    `json:"pod,omitempty"`
+	PodUID    types.UID `json:"podUID,omitempty"`
+	// Node is the Pod's node.
+	Node string `json:"node,omitempty"`
+	// Ready is the Pod's ready containers, as "1/1".
+	Ready    string `json:"ready,omitempty"`
+	PodReady bool   `json:"podReady"`
+
+	VM          string `json:"vm,omitempty"`
+	VMNamespace string `json:"vmNamespace,omitempty"`
+	// VMStatus is the VM's printableStatus.
+	VMStatus string `json:"vmStatus,omitempty"`
+	VMReady  bool   `json:"vmReady"`
+	// VMINode is the node the VM's instance runs on.
+	VMINode string `json:"vmiNode,omitempty"`
+
+	Prototype          string `json:"prototype,omitempty"`
+	PrototypeNamespace string `json:"prototypeNamespace,omitempty"`
+
+	// Created is when the Pod, else the VM, was created: the AGE column.
+	Created metav1.Time `json:"created"`
+	// Problems names what is wrong; empty when nothing is.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Pair matches agent Pods with derived VMs (by the Pod UID the VM records)
+// and VMs with their VMIs (by name), and names each row's problems as of
+// now. Rows are sorted by namespace, Pod and VM.
+func Pair(inv *Inventory, now time.Time) []Row {
+	q := inv.Query
+	pods := map[types.UID]*corev1.Pod{}
+	podNames := map[Key]*corev1.Pod{}
+	for i := range inv.Pods {
+		p := &inv.Pods[i]
+		pods[p.UID] = p
+		podNames[Key{p.Namespace, p.Name}] = p
+	}
+	vmis := map[Key]*kubevirtv1.VirtualMachineInstance{}
+	for i := range inv.VMIs {
+		vmis[Key{inv.VMIs[i].Namespace, inv.VMIs[i].Name}] = &inv.VMIs[i]
+	}
+	protos := map[Key]*kubevirtv1.VirtualMachine{}
+	var derived []*kubevirtv1.VirtualMachine
+	byPod := map[types.UID][]*kubevirtv1.VirtualMachine{}
+	for i := range inv.VMs {
+		vm := &inv.VMs[i]
+		if !derive.IsDerived(vm) {
+			protos[Key{vm.Namespace, vm.Name}] = vm
+			continue
+		}
+		if !IsDerived(vm) {
+			continue // no Pod recorded: nothing to pair it with
+		}
+		o := OriginOf(vm)
+		if q.Prototype != "" && o.PrototypeName != q.Prototype {
+			continue
+		}
+		derived = append(derived, vm)
+		if p := pods[o.PodUID]; p != nil && p.Namespace == o.PodNamespace {
+			byPod[p.UID] = append(byPod[p.UID], vm)
+		}
+	}
+
+	p := pairer{now: now, vmis: vmis, protos: protos, podNames: podNames}
+	var rows []Row
+	shown := map[*kubevirtv1.VirtualMachine]bool{}
+	for i := range inv.Pods {
+		pod := &inv.Pods[i]
+		if !q.InScope(pod.Namespace) {
+			continue
+		}
+		agent, _ := ParseAgent(pod)
+		if q.Prototype != "" && agent.Prototype != q.Prototype && len(byPod[pod.UID]) == 0 {
+			continue
+		}
+		if len(byPod[pod.UID]) == 0 {
+			rows = append(rows, p.podRow(pod, agent))
+			continue
+		}
+		for _, vm := range byPod[pod.UID] {
+			shown[vm] = true
+			rows = append(rows, p.vmRow(pod, vm))
+		}
+	}
+	for _, vm := range derived {
+		if shown[vm] || !q.InScope(vm.Namespace) {
+			continue
+		}
+		o := OriginOf(vm)
+		pod := pods[o.PodUID]
+		if pod != nil && pod.Namespace != o.PodNamespace {
+			pod = nil
+		}
+		// With a Pod selector, an unpaired VM's Pod may just be unselected.
+		if pod == nil && q.PodSelector != "" {
+			continue
+		}
+		rows = append(rows, p.vmRow(pod, vm))
+	}
+	slices.SortFunc(rows, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
+			cmp.Compare(a.VMNamespace, b.VMNamespace), cmp.Compare(a.VM, b.VM))
+	})
+	return rows
+}
+
+type pairer struct {
+	now      time.Time
+	vmis     map[Key]*kubevirtv1.VirtualMachineInstance
+	protos   map[Key]*kubevirtv1.VirtualMachine
+	podNames map[Key]*corev1.Pod
+}
+
+// podRow is a Pod without VM.
+func (p pairer) podRow(pod *corev1.Pod, agent Agent) Row {
+	r := podFields(pod)
+	r.Prototype, r.PrototypeNamespace = agent.Prototype, agent.PrototypeNamespace
+	if vmExpected(pod, p.now) {
+		r.Problems = append(r.Problems, ProblemVMMissing)
+	}
+	return r
+}
+
+// vmRow is a VM, with its Pod when pod is not nil.
+func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
+	o := OriginOf(vm)
+	var r Row
+	if pod != nil {
+		r = podFields(pod)
+	} else {
+		r = Row{Namespace: vm.Namespace, Pod: o.PodName, Created: vm.CreationTimestamp}
+	}
+	r.VM, r.VMNamespace = vm.Name, vm.Namespace
+	r.VMStatus, r.VMReady = string(vm.Status.PrintableStatus), vm.Status.Ready
+	r.Prototype, r.PrototypeNamespace = o.PrototypeName, o.PrototypeNamespace
+	vmi := p.vmis[Key{vm.Namespace, vm.Name}]
+	if vmi != nil {
+		r.VMINode = vmi.Status.NodeName
+	}
+
+	if vm.DeletionTimestamp != nil {
+		return r // on its way out; whatever else is true no longer matters
+	}
+	if pod == nil {
+		if other := p.podNames[Key{o.PodNamespace, o.PodName}]; other != nil {
+			r.Problems = append(r.Problems, ProblemPodReplaced)
+		} else {
+			r.Problems = append(r.Problems, ProblemPodGone)
+		}
+	}
+	if pod != nil && pod.Spec.NodeName != "" && r.VMINode != "" && pod.Spec.NodeName != r.VMINode {
+		r.Problems = append(r.Problems, ProblemOtherNode)
+	}
+	if since, ok := notReadySince(vm); ok && p.now.Sub(since) >= NotReadyGrace {
+		r.Problems = append(r.Problems, fmt.Sprintf(problemNotReadyFmt, duration.HumanDuration(p.now.Sub(since))))
+	}
+	switch proto := p.protos[Key{o.PrototypeNamespace, o.PrototypeName}]; {
+	case proto == nil:
+		r.Problems = append(r.Problems, ProblemProtoMissing)
+	case o.HasGeneration && o.PrototypeGeneration < proto.Generation:
+		r.Problems = append(r.Problems, fmt.Sprintf(problemOlderProtoFmt, o.PrototypeGeneration, proto.Generation))
+	}
+	return r
+}
+
+func podFields(pod *corev1.Pod) Row {
+	ready := 0
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Ready {
+			ready++
+		}
+	}
+	return Row{
+		Namespace: pod.Namespace,
+		Pod:       pod.Name,
+		PodUID:    pod.UID,
+		Node:      pod.Spec.NodeName,
+		Ready:     fmt.Sprintf("%d/%d", ready, len(pod.Spec.Containers)),
+		PodReady:  podReady(pod),
+		Created:   pod.CreationTimestamp,
+	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// vmExpected reports whether pod's agent should have made its VM by now: the
+// Pod runs, is not terminating (its agent deletes the VM then) and started
+// more than MissingGrace ago.
+func vmExpected(pod *corev1.Pod, now time.Time) bool {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	started := pod.CreationTimestamp.Time
+	if pod.Status.StartTime != nil {
+		started = pod.Status.StartTime.Time
+	}
+	return now.Sub(started) >= MissingGrace
+}
+
+// notReadySince returns when vm last became not ready: the Ready
+// condition's last transition, else its creation.
+func notReadySince(vm *kubevirtv1.VirtualMachine) (time.Time, bool) {
+	if vm.Status.Ready {
+		return time.Time{}, false
+	}
+	for _, c := range vm.Status.Conditions {
+		if c.Type == kubevirtv1.VirtualMachineReady && !c.LastTransitionTime.IsZero() {
+			if c.Status == corev1.ConditionTrue {
+				return time.Time{}, false // status.ready lags the condition
+			}
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	return vm.CreationTimestamp.Time, true
+}

@@ -1,0 +1,221 @@
+package status
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// brief is the part of a Row a test case pins down.
+type brief struct {
+	Namespace, Pod, VM, VMINode string
+	Problems                    []string
+}
+
+func briefs(rows []Row) []brief {
+	out := make([]brief, 0, len(rows))
+	for _, r := range rows {
+		vm := r.VM
+		if vm != "" && r.VMNamespace != r.Namespace {
+			vm = r.VMNamespace + "/" + vm
+		}
+		out = append(out, brief{Namespace: r.Namespace, Pod: r.Pod, VM: vm, VMINode: r.VMINode, Problems: r.Problems})
+	}
+	return out
+}
+
+func TestPair(t *testing.T) {
+	proto := prototype("ns", "web", 5)
+	tests := []struct {
+		name string
+		inv  Inventory
+		want []brief
+	}{{
+		name: "healthy pair",
+		inv: Inventory{
+			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)},
+			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)},
+			VMIs: []kubevirtv1.VirtualMachineInstance{vmi("ns", "web-a", "n1")},
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1"}},
+	}, {
+		name: "running pod past the grace without VM",
+		inv: Inventory{
+			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Minute)},
+			VMs:  []kubevirtv1.VirtualMachine{proto},
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", Problems: []string{"VM missing"}}},
+	}, {
+		name: "young pod without VM is forgiven",
+		inv: Inventory{
+			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", 5*time.Second)},
+			VMs:  []kubevirtv1.VirtualMachine{proto},
+		},
+		want: []brief{{Namespace: "ns", Pod: "a"}},
+	}, {
+		name: "pending and terminating pods without VM are not problems",
+		inv: Inventory{
+			Pods: []corev1.Pod{
+				agentPod("ns", "pending", "uid-p", "", "web", time.Hour, func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending; p.Status.StartTime = nil }),
+				agentPod("ns", "term", "uid-t", "n1", "web", time.Hour, func(p *corev1.Pod) { p.DeletionTimestamp = ptrTime(ago(time.Second)) }),
+			},
+			VMs: []kubevirtv1.VirtualMachine{proto},
+		},
+		want: []brief{{Namespace: "ns", Pod: "pending"}, {Namespace: "ns", Pod: "term"}},
+	}, {
+		name: "VMI on another node than the pod",
+		inv: Inventory{
+			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)},
+			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)},
+			VMIs: []kubevirtv1.VirtualMachineInstance{vmi("ns", "web-a", "n2")},
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n2", Problems: []string{"VM on another node"}}},
+	}, {
+		name: "not ready since the condition's transition, past the grace",
+		inv: Inventory{
+			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)},
+			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(6*time.Minute))},
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM not ready for 6m"}}},
+	}, {
+		name: "not ready without condition counts from creation; young VM is forgiven",
+		inv: Inventory{
+			Pods: []corev1.Pod{
+				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
+				agentPod("ns", "b", "uid-b", "n1", "web", time.Hour),
+			},
+			VMs: []kubevirtv1.VirtualMachine{proto,
+				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", 10*time.Minute, notReadyVM(0)),
+				derivedVM("ns", "web", 5, "ns", "b", "uid-b", "n1", time.Minute, notReadyVM(0)),
+			},
+		},
+		want: []brief{
+			{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM not ready for 10m"}},
+			{Namespace: "ns", Pod: "b", VM: "web-b"},
+		},
+	}, {
+		name: "VM whose pod is gone, VM whose pod was replaced, terminating orphan",
+		inv: Inventory{
+			Pods: []corev1.Pod{agentPod("ns", "b", "uid-b2", "n1", "web", time.Hour)},
+			VMs: []kubevirtv1.VirtualMachine{proto,
+				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),
+				derivedVM("ns", "web", 5, "ns", "b", "uid-b1", "n1", time.Hour),
+				derivedVM("ns", "web", 5, "ns", "c", "uid-c", "n1", time.Hour, func(vm *kubevirtv1.VirtualMachine) { vm.DeletionTimestamp = ptrTime(ago(time.Second)) }),
+			},
+		},
+		want: []brief{
+			{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"orphaned VM (pod gone)"}},
+			{Namespace: "ns", Pod: "b", Problems: []string{"VM missing"}},
+			{Namespace: "ns", Pod: "b", VM: "web-b", Problems: []string{"orphaned VM (pod replaced)"}},
+			{Namespace: "ns", Pod: "c", VM: "web-c"},
+		},
+	}, {
+		name: "older prototype generation and missing prototype",
+		inv: Inventory{
+			Pods: []corev1.Pod{
+				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
+				agentPod("ns", "b", "uid-b", "n1", "db", time.Hour),
+			},
+			VMs: []kubevirtv1.VirtualMachine{proto,
+				derivedVM("ns", "web", 3, "ns", "a", "uid-a", "n1", time.Hour),
+				derivedVM("ns", "db", 1, "ns", "b", "uid-b", "n1", time.Hour),
+			},
+		},
+		want: []brief{
+			{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM from older prototype generation (3 < 5)"}},
+			{Namespace: "ns", Pod: "b", VM: "db-b", Problems: []string{"prototype missing"}},
+		},
+	}, {
+		name: "several problems at once",
+		inv: Inventory{
+			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)},
+			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 4, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Hour))},
+			VMIs: []kubevirtv1.VirtualMachineInstance{vmi("ns", "web-a", "n2")},
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n2", Problems: []string{
+			"VM on another node", "VM not ready for 60m", "VM from older prototype generation (4 < 5)",
+		}}},
+	}, {
+		name: "a VM without vmctl's labels is a prototype candidate, never a row",
+		inv: Inventory{
+			VMs: []kubevirtv1.VirtualMachine{proto, func() kubevirtv1.VirtualMachine {
+				vm := derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)
+				vm.Labels = nil // annotations copied by hand do not make it vmctl's
+				return vm
+			}()},
+		},
+		want: []brief{},
+	}, {
+		name: "namespace scope: other namespaces only appear paired",
+		inv: Inventory{
+			Query: Query{Namespace: "ns"},
+			Pods: []corev1.Pod{
+				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
+				agentPod("other", "x", "uid-x", "n1", "web", time.Hour), // owns ns/web-x
+				agentPod("other", "y", "uid-y", "n1", "web", time.Hour), // no VM, out of scope
+			},
+			VMs: []kubevirtv1.VirtualMachine{proto, prototype("vms", "web", 5),
+				derivedVM("vms", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),   // ns's pod, VM elsewhere
+				derivedVM("ns", "web", 5, "other", "x", "uid-x", "n1", time.Hour), // VM here, pod elsewhere
+				derivedVM("other", "web", 5, "other", "z", "uid-z", "n1", time.Hour),
+			},
+		},
+		want: []brief{
+			{Namespace: "ns", Pod: "a", VM: "vms/web-a"},
+			{Namespace: "other", Pod: "x", VM: "ns/web-x"},
+		},
+	}, {
+		name: "prototype filter",
+		inv: Inventory{
+			Query: Query{Prototype: "web"},
+			Pods: []corev1.Pod{
+				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
+				agentPod("ns", "b", "uid-b", "n1", "db", time.Hour),
+			},
+			VMs: []kubevirtv1.VirtualMachine{proto, prototype("ns", "db", 1),
+				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),
+				derivedVM("ns", "db", 1, "ns", "b", "uid-b", "n1", time.Hour),
+				derivedVM("ns", "db", 1, "ns", "gone", "uid-g", "n1", time.Hour),
+			},
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a"}},
+	}, {
+		name: "with a pod selector, unpaired VMs are not called orphans",
+		inv: Inventory{
+			Query: Query{PodSelector: "app.kubernetes.io/instance=web"},
+			Pods:  []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)},
+			VMs: []kubevirtv1.VirtualMachine{proto,
+				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),
+				derivedVM("ns", "web", 5, "ns", "unselected", "uid-u", "n1", time.Hour),
+			},
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a"}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := briefs(Pair(&tt.inv, t0))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Pair (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPairRowFields(t *testing.T) {
+	inv := Inventory{
+		Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)},
+		VMs:  []kubevirtv1.VirtualMachine{prototype("ns", "web", 5), derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Minute))},
+		VMIs: []kubevirtv1.VirtualMachineInstance{vmi("ns", "web-a", "n1")},
+	}
+	want := []Row{{
+		Namespace: "ns", Pod: "a", PodUID: "uid-a", Node: "n1", Ready: "0/1", PodReady: false,
+		VM: "web-a", VMNamespace: "ns", VMStatus: "Starting", VMReady: false, VMINode: "n1",
+		Prototype: "web", PrototypeNamespace: "ns", Created: ago(time.Hour),
+	}}
+	if diff := cmp.Diff(want, Pair(&inv, t0)); diff != "" {
+		t.Errorf("Pair (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,157 @@
+package status
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
+)
+
+// ListAPIVersion and ListKind head `status -o json|yaml`: a List-like
+// object whose items are Rows.
+const (
+	ListAPIVersion = "vmctl.kubevirt.io/v1alpha1"
+	ListKind       = "StatusList"
+)
+
+// TableOptions shape the human table.
+type TableOptions struct {
+	// Wide adds NAMESPACE, PROTOTYPE and POD UID (kubectl's -o wide).
+	Wide bool
+	// WithNamespace puts NAMESPACE first, as kubectl does with -A.
+	WithNamespace bool
+	// Color renders a coloured lipgloss table instead of plain columns.
+	Color bool
+}
+
+// WriteTable prints rows as a table with ages as of now.
+func WriteTable(w io.Writer, rows []Row, now time.Time, opts TableOptions) error {
+	withNS := opts.WithNamespace || opts.Wide
+	headers := []string{"POD", "NODE", "READY", "VM", "VM STATUS", "VMI NODE", "AGE", "PROBLEM"}
+	if opts.Wide {
+		headers = append(headers, "PROTOTYPE", "POD UID")
+	}
+	if withNS {
+		headers = append([]string{"NAMESPACE"}, headers...)
+	}
+	cells := make([][]table.Cell, 0, len(rows))
+	for _, r := range rows {
+		c := rowCells(r, now)
+		if opts.Wide {
+			c = append(c, table.Text(r.prototypeRef()), orNone(string(r.PodUID)))
+		}
+		if withNS {
+			c = append([]table.Cell{table.Text(r.Namespace)}, c...)
+		}
+		cells = append(cells, c)
+	}
+	return table.Write(w, headers, cells, opts.Color)
+}
+
+func rowCells(r Row, now time.Time) []table.Cell {
+	pod := orNone(r.Pod)
+	if r.PodUID == "" && r.Pod != "" {
+		pod = table.Cell{Text: r.Pod, Tone: table.Faint} // a Pod that is gone
+	}
+	ready := orNone(r.Ready)
+	if r.Ready != "" {
+		ready.Tone = table.Warn
+		if r.PodReady {
+			ready.Tone = table.Good
+		}
+	}
+	vmStatus := orNone(r.VMStatus)
+	if r.VM != "" {
+		vmStatus.Tone = table.Warn
+		if r.VMReady {
+			vmStatus.Tone = table.Good
+		}
+	}
+	vm := r.VM
+	if vm != "" && r.VMNamespace != r.Namespace {
+		vm = r.VMNamespace + "/" + vm
+	}
+	age := "<unknown>"
+	if !r.Created.IsZero() {
+		age = duration.HumanDuration(now.Sub(r.Created.Time))
+	}
+	return []table.Cell{
+		pod,
+		orNone(r.Node),
+		ready,
+		orNone(vm),
+		vmStatus,
+		orNone(r.VMINode),
+		table.Text(age),
+		{Text: strings.Join(r.Problems, ", "), Tone: table.Bad},
+	}
+}
+
+func (r Row) prototypeRef() string {
+	if r.Prototype == "" {
+		return "<none>"
+	}
+	if r.PrototypeNamespace != "" && r.PrototypeNamespace != r.Namespace {
+		return r.PrototypeNamespace + "/" + r.Prototype
+	}
+	return r.Prototype
+}
+
+func orNone(s string) table.Cell {
+	if s == "" {
+		return table.Cell{Text: "<none>", Tone: table.Faint}
+	}
+	return table.Text(s)
+}
+
+// WriteNames prints the VM of each row as kubectl's -o name does:
+// virtualmachine.kubevirt.io/NAME, one a line; rows without a VM are skipped.
+func WriteNames(w io.Writer, rows []Row) error {
+	for _, r := range rows {
+		if r.VM == "" {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "virtualmachine.kubevirt.io/%s\n", r.VM); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ToList turns rows into an unstructured List (apiVersion ListAPIVersion,
+// kind ListKind) for cli-runtime's JSON, YAML, JSONPath and template
+// printers.
+func ToList(rows []Row) (*unstructured.UnstructuredList, error) {
+	list := &unstructured.UnstructuredList{Object: map[string]any{}}
+	list.SetAPIVersion(ListAPIVersion)
+	list.SetKind(ListKind)
+	list.Items = make([]unstructured.Unstructured, 0, len(rows))
+	for _, r := range rows {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, unstructured.Unstructured{Object: m})
+	}
+	return list, nil
+}
+
+// HasProblems reports whether any row has a problem, for --exit-code.
+func HasProblems(rows []Row) bool {
+	for _, r := range rows {
+		if len(r.Problems) > 0 {
+			return true
+		}
+	}
+	return false
+}
