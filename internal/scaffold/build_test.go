@@ -1,0 +1,544 @@
+package scaffold
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+// summary lists objs as "Kind namespace/name", in order.
+func summary(t *testing.T, objs []runtime.Object) []string {
+	t.Helper()
+	var out []string
+	for _, obj := range objs {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		out = append(out, fmt.Sprintf("%s %s/%s", gvk.Kind, m.GetNamespace(), m.GetName()))
+	}
+	return out
+}
+
+// find returns the only object of type T named name in objs.
+func find[T runtime.Object](t *testing.T, objs []runtime.Object, namespace, name string) T {
+	t.Helper()
+	var found []T
+	for _, obj := range objs {
+		m, _ := meta.Accessor(obj)
+		if o, ok := obj.(T); ok && m.GetName() == name && m.GetNamespace() == namespace {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		var zero T
+		t.Fatalf("found %d %T named %s/%s in %q, want 1", len(found), zero, namespace, name, summary(t, objs))
+	}
+	return found[0]
+}
+
+func mustBuild(t *testing.T, p Params) []runtime.Object {
+	t.Helper()
+	objs, err := Build(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func TestBuildObjects(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Params)
+		want   []string
+	}{
+		{
+			name:   "deployment",
+			change: func(*Params) {},
+			want: []string{
+				"ServiceAccount vms/vmctl-testvm",
+				"Role vms/vmctl-testvm",
+				"RoleBinding vms/vmctl-testvm",
+				"Deployment vms/vmctl-testvm",
+			},
+		},
+		{
+			name:   "daemonset",
+			change: func(p *Params) { p.Kind = KindDaemonSet },
+			want: []string{
+				"ServiceAccount vms/vmctl-testvm",
+				"Role vms/vmctl-testvm",
+				"RoleBinding vms/vmctl-testvm",
+				"DaemonSet vms/vmctl-testvm",
+			},
+		},
+		{
+			name:   "statefulset gets its headless service",
+			change: func(p *Params) { p.Kind = KindStatefulSet },
+			want: []string{
+				"ServiceAccount vms/vmctl-testvm",
+				"Role vms/vmctl-testvm",
+				"RoleBinding vms/vmctl-testvm",
+				"Service vms/vmctl-testvm",
+				"StatefulSet vms/vmctl-testvm",
+			},
+		},
+		{
+			name: "prototype elsewhere: its read-only pair lives there",
+			change: func(p *Params) {
+				p.ProtoNamespace = "protos"
+			},
+			want: []string{
+				"ServiceAccount vms/vmctl-testvm",
+				"Role protos/vmctl-testvm.vms",
+				"RoleBinding protos/vmctl-testvm.vms",
+				"Role vms/vmctl-testvm",
+				"RoleBinding vms/vmctl-testvm",
+				"Deployment vms/vmctl-testvm",
+			},
+		},
+		{
+			name:   "proto namespace equal to namespace is not cross-namespace",
+			change: func(p *Params) { p.ProtoNamespace = "vms" },
+			want: []string{
+				"ServiceAccount vms/vmctl-testvm",
+				"Role vms/vmctl-testvm",
+				"RoleBinding vms/vmctl-testvm",
+				"Deployment vms/vmctl-testvm",
+			},
+		},
+		{
+			name: "every extra",
+			change: func(p *Params) {
+				p.Kind = KindStatefulSet
+				p.Name = "web"
+				p.Service = &ServicePort{Port: 80}
+				m := intstr.FromInt32(1)
+				p.PDBMinAvailable = &m
+				p.AdmissionPolicy = true
+			},
+			want: []string{
+				"ServiceAccount vms/web",
+				"Role vms/web",
+				"RoleBinding vms/web",
+				"ValidatingAdmissionPolicy /web.vms",
+				"ValidatingAdmissionPolicyBinding /web.vms",
+				"Service vms/web",
+				"StatefulSet vms/web",
+				"Service vms/web-vms",
+				"PodDisruptionBudget vms/web",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validParams(KindDeployment)
+			tt.change(&p)
+			objs := mustBuild(t, p)
+			if diff := cmp.Diff(tt.want, summary(t, objs)); diff != "" {
+				t.Errorf("objects (-want +got):\n%s", diff)
+			}
+			for _, obj := range objs {
+				gvk := obj.GetObjectKind().GroupVersionKind()
+				if gvk.Version == "" || gvk.Kind == "" {
+					t.Errorf("%T has no apiVersion or kind: %v", obj, gvk)
+				}
+			}
+		})
+	}
+}
+
+// The rules the agent needs, written out rather than taken from the code
+// under test.
+func wantRules() (proto, vms, events rbacv1.PolicyRule) {
+	proto = rbacv1.PolicyRule{
+		APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"},
+		ResourceNames: []string{"testvm"}, Verbs: []string{"get"},
+	}
+	vms = rbacv1.PolicyRule{
+		APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"},
+		Verbs: []string{"create", "get", "watch", "delete"},
+	}
+	events = rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"},
+	}
+	return proto, vms, events
+}
+
+func wantSubjects() []rbacv1.Subject {
+	return []rbacv1.Subject{{Kind: "ServiceAccount", Name: "vmctl-testvm", Namespace: "vms"}}
+}
+
+func TestRBACSameNamespace(t *testing.T) {
+	wantProtoRule, wantVMRule, wantEventsRule := wantRules()
+	objs := mustBuild(t, validParams(KindDaemonSet))
+	role := find[*rbacv1.Role](t, objs, "vms", "vmctl-testvm")
+	if diff := cmp.Diff([]rbacv1.PolicyRule{wantProtoRule, wantVMRule, wantEventsRule}, role.Rules); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
+	}
+	rb := find[*rbacv1.RoleBinding](t, objs, "vms", "vmctl-testvm")
+	if diff := cmp.Diff(rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "vmctl-testvm"}, rb.RoleRef); diff != "" {
+		t.Errorf("roleRef (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantSubjects(), rb.Subjects); diff != "" {
+		t.Errorf("subjects (-want +got):\n%s", diff)
+	}
+}
+
+func TestRBACCrossNamespace(t *testing.T) {
+	wantProtoRule, wantVMRule, wantEventsRule := wantRules()
+	p := validParams(KindDeployment)
+	p.ProtoNamespace = "protos"
+	objs := mustBuild(t, p)
+
+	protoRole := find[*rbacv1.Role](t, objs, "protos", "vmctl-testvm.vms")
+	if diff := cmp.Diff([]rbacv1.PolicyRule{wantProtoRule}, protoRole.Rules); diff != "" {
+		t.Errorf("prototype namespace rules (-want +got):\n%s", diff)
+	}
+	protoRB := find[*rbacv1.RoleBinding](t, objs, "protos", "vmctl-testvm.vms")
+	if protoRB.RoleRef.Name != "vmctl-testvm.vms" {
+		t.Errorf("prototype binding refers to Role %q, want vmctl-testvm.vms", protoRB.RoleRef.Name)
+	}
+	if diff := cmp.Diff(wantSubjects(), protoRB.Subjects); diff != "" {
+		t.Errorf("prototype binding subjects (-want +got):\n%s", diff)
+	}
+
+	vmRole := find[*rbacv1.Role](t, objs, "vms", "vmctl-testvm")
+	if diff := cmp.Diff([]rbacv1.PolicyRule{wantVMRule, wantEventsRule}, vmRole.Rules); diff != "" {
+		t.Errorf("target namespace rules (-want +got):\n%s", diff)
+	}
+	vmRB := find[*rbacv1.RoleBinding](t, objs, "vms", "vmctl-testvm")
+	if vmRB.RoleRef.Name != "vmctl-testvm" {
+		t.Errorf("target binding refers to Role %q, want vmctl-testvm", vmRB.RoleRef.Name)
+	}
+	if diff := cmp.Diff(wantSubjects(), vmRB.Subjects); diff != "" {
+		t.Errorf("target binding subjects (-want +got):\n%s", diff)
+	}
+}
+
+func TestRBACGrantsNoPods(t *testing.T) {
+	p := validParams(KindStatefulSet)
+	p.ProtoNamespace = "protos"
+	p.AdmissionPolicy = true
+	for _, obj := range mustBuild(t, p) {
+		role, ok := obj.(*rbacv1.Role)
+		if !ok {
+			continue
+		}
+		for _, r := range role.Rules {
+			if !cmp.Equal(r.Resources, []string{"virtualmachines"}) && !cmp.Equal(r.Resources, []string{"events"}) {
+				t.Errorf("Role %s/%s grants %v on %v; the agent needs only virtualmachines and events", role.Namespace, role.Name, r.Verbs, r.Resources)
+			}
+			for _, v := range r.Verbs {
+				if v == "*" || v == "list" || v == "update" || v == "deletecollection" {
+					t.Errorf("Role %s/%s grants %q on %v, which the agent never needs", role.Namespace, role.Name, v, r.Resources)
+				}
+			}
+		}
+	}
+}
+
+func TestAgentArgs(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Params)
+		want   []string
+	}{
+		{name: "defaults add no flags", change: func(*Params) {}, want: []string{"testvm"}},
+		{name: "same proto namespace", change: func(p *Params) { p.ProtoNamespace = "vms" }, want: []string{"testvm"}},
+		{name: "proto namespace", change: func(p *Params) { p.ProtoNamespace = "protos" }, want: []string{"testvm", "--proto-namespace=protos"}},
+		{name: "shared volumes", change: func(p *Params) { p.AllowSharedVolumes = true }, want: []string{"testvm", "--allow-shared-volumes"}},
+		{name: "longer grace", change: func(p *Params) { p.GracePeriodSeconds = 300 }, want: []string{"testvm", "--delete-timeout=4m50s"}},
+		{name: "shortest grace", change: func(p *Params) { p.GracePeriodSeconds = 15 }, want: []string{"testvm", "--delete-timeout=5s"}},
+		{name: "everything", change: func(p *Params) {
+			p.ProtoNamespace = "protos"
+			p.AllowSharedVolumes = true
+			p.GracePeriodSeconds = 60
+		}, want: []string{"testvm", "--proto-namespace=protos", "--allow-shared-volumes", "--delete-timeout=50s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validParams(KindDaemonSet)
+			tt.change(&p)
+			ds := find[*appsv1.DaemonSet](t, mustBuild(t, p), "vms", "vmctl-testvm")
+			got := ds.Spec.Template.Spec.Containers[0].Args
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWorkloads(t *testing.T) {
+	wantSelector := map[string]string{"app.kubernetes.io/name": "vmctl", "app.kubernetes.io/instance": "vmctl-testvm"}
+	wantLabels := map[string]string{
+		"app.kubernetes.io/name":       "vmctl",
+		"app.kubernetes.io/instance":   "vmctl-testvm",
+		"app.kubernetes.io/component":  "agent",
+		"app.kubernetes.io/managed-by": "kubectl-vmctl",
+		"app.kubernetes.io/version":    "v1.2.3",
+	}
+
+	p := validParams(KindDeployment)
+	p.Replicas = 3
+	deploy := find[*appsv1.Deployment](t, mustBuild(t, p), "vms", "vmctl-testvm")
+	if deploy.Spec.Replicas == nil || *deploy.Spec.Replicas != 3 {
+		t.Errorf("deployment replicas = %v, want 3", deploy.Spec.Replicas)
+	}
+	checkPodTemplate(t, "deployment", deploy.Spec.Template)
+
+	p.Kind = KindStatefulSet
+	objs := mustBuild(t, p)
+	sts := find[*appsv1.StatefulSet](t, objs, "vms", "vmctl-testvm")
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 {
+		t.Errorf("statefulset replicas = %v, want 3", sts.Spec.Replicas)
+	}
+	if sts.Spec.ServiceName != "vmctl-testvm" || sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("statefulset serviceName %q, podManagementPolicy %q; want vmctl-testvm, Parallel", sts.Spec.ServiceName, sts.Spec.PodManagementPolicy)
+	}
+	checkPodTemplate(t, "statefulset", sts.Spec.Template)
+	headless := find[*corev1.Service](t, objs, "vms", "vmctl-testvm")
+	if headless.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("governing service clusterIP = %q, want None", headless.Spec.ClusterIP)
+	}
+	if diff := cmp.Diff(wantSelector, headless.Spec.Selector); diff != "" {
+		t.Errorf("governing service selector (-want +got):\n%s", diff)
+	}
+
+	p.Kind = KindDaemonSet
+	ds := find[*appsv1.DaemonSet](t, mustBuild(t, p), "vms", "vmctl-testvm")
+	checkPodTemplate(t, "daemonset", ds.Spec.Template)
+
+	for _, w := range []struct {
+		kind     string
+		labels   map[string]string
+		selector map[string]string
+	}{
+		{"deployment", deploy.Labels, deploy.Spec.Selector.MatchLabels},
+		{"statefulset", sts.Labels, sts.Spec.Selector.MatchLabels},
+		{"daemonset", ds.Labels, ds.Spec.Selector.MatchLabels},
+	} {
+		if diff := cmp.Diff(wantLabels, w.labels); diff != "" {
+			t.Errorf("%s labels (-want +got):\n%s", w.kind, diff)
+		}
+		if diff := cmp.Diff(wantSelector, w.selector); diff != "" {
+			t.Errorf("%s selector (-want +got):\n%s", w.kind, diff)
+		}
+	}
+	if diff := cmp.Diff(wantLabels, ds.Spec.Template.Labels); diff != "" {
+		t.Errorf("pod template labels (-want +got):\n%s", diff)
+	}
+}
+
+func checkPodTemplate(t *testing.T, kind string, tmpl corev1.PodTemplateSpec) {
+	t.Helper()
+	spec := tmpl.Spec
+	if spec.ServiceAccountName != "vmctl-testvm" {
+		t.Errorf("%s: serviceAccountName = %q, want vmctl-testvm", kind, spec.ServiceAccountName)
+	}
+	if spec.AutomountServiceAccountToken == nil || !*spec.AutomountServiceAccountToken {
+		t.Errorf("%s: automountServiceAccountToken must be true: the agent calls the API server", kind)
+	}
+	if spec.TerminationGracePeriodSeconds == nil || *spec.TerminationGracePeriodSeconds != 180 {
+		t.Errorf("%s: terminationGracePeriodSeconds = %v, want 180", kind, spec.TerminationGracePeriodSeconds)
+	}
+	psc := spec.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: pod securityContext = %+v, want runAsNonRoot, uid 65532, RuntimeDefault seccomp", kind, psc)
+	}
+	if len(spec.Containers) != 1 || len(spec.Volumes) != 0 {
+		t.Fatalf("%s: %d containers and %d volumes, want 1 and none", kind, len(spec.Containers), len(spec.Volumes))
+	}
+	c := spec.Containers[0]
+	if c.Name != "agent" || c.Image != "example.com/vmctl:test" {
+		t.Errorf("%s: container %q image %q, want agent, example.com/vmctl:test", kind, c.Name, c.Image)
+	}
+	var env []string
+	for _, e := range c.Env {
+		env = append(env, e.Name+"="+e.ValueFrom.FieldRef.FieldPath)
+	}
+	wantEnv := []string{"POD_NAME=metadata.name", "POD_NAMESPACE=metadata.namespace", "POD_UID=metadata.uid", "NODE_NAME=spec.nodeName"}
+	if diff := cmp.Diff(wantEnv, env); diff != "" {
+		t.Errorf("%s: env (-want +got):\n%s", kind, diff)
+	}
+	if diff := cmp.Diff([]corev1.ContainerPort{{Name: "probes", ContainerPort: 8080}}, c.Ports); diff != "" {
+		t.Errorf("%s: ports (-want +got):\n%s", kind, diff)
+	}
+	for name, probe := range map[string]*corev1.Probe{"/readyz": c.ReadinessProbe, "/healthz": c.LivenessProbe} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != name || probe.HTTPGet.Port != intstr.FromString("probes") {
+			t.Errorf("%s: probe for %s = %+v, want httpGet %s on port probes", kind, name, probe, name)
+		}
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.Capabilities == nil || !cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("%s: container securityContext = %+v, want no privilege escalation, read-only root, drop ALL", kind, sc)
+	}
+	if c.Resources.Requests.Cpu().String() != "10m" || c.Resources.Limits.Memory().String() != "64Mi" {
+		t.Errorf("%s: resources = %v", kind, c.Resources)
+	}
+}
+
+func TestVMService(t *testing.T) {
+	tests := []struct {
+		name      string
+		prototype string
+		port      ServicePort
+		want      corev1.ServicePort
+	}{
+		{name: "port only", prototype: "testvm", port: ServicePort{Port: 22},
+			want: corev1.ServicePort{Protocol: corev1.ProtocolTCP, Port: 22, TargetPort: intstr.FromInt32(22)}},
+		{name: "target port", prototype: "testvm", port: ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080)},
+			want: corev1.ServicePort{Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		{name: "long prototype", prototype: strings.Repeat("p", 80), port: ServicePort{Port: 80, TargetPort: intstr.FromString("http")},
+			want: corev1.ServicePort{Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromString("http")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validParams(KindDeployment)
+			p.Prototype = tt.prototype
+			p.Name = "web"
+			p.Service = &tt.port
+			svc := find[*corev1.Service](t, mustBuild(t, p), "vms", "web-vms")
+			// The launcher Pods carry the prototype label from the VM template;
+			// the agent Pods carry none, so they never become endpoints.
+			wantSelector := map[string]string{"vmctl.kubevirt.io/prototype": derive.LabelValue(tt.prototype)}
+			if diff := cmp.Diff(wantSelector, svc.Spec.Selector); diff != "" {
+				t.Errorf("selector (-want +got):\n%s", diff)
+			}
+			if len(tt.prototype) > 63 && svc.Spec.Selector["vmctl.kubevirt.io/prototype"] == tt.prototype {
+				t.Errorf("selector holds the raw prototype name, which is no valid label value")
+			}
+			if diff := cmp.Diff([]corev1.ServicePort{tt.want}, svc.Spec.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
+			}
+			if svc.Labels["app.kubernetes.io/component"] != "vms" {
+				t.Errorf("component label = %q, want vms", svc.Labels["app.kubernetes.io/component"])
+			}
+		})
+	}
+}
+
+func TestPodDisruptionBudget(t *testing.T) {
+	for _, in := range []string{"2", "50%"} {
+		t.Run(in, func(t *testing.T) {
+			p := validParams(KindStatefulSet)
+			m := intstr.Parse(in)
+			p.PDBMinAvailable = &m
+			pdb := find[*policyv1.PodDisruptionBudget](t, mustBuild(t, p), "vms", "vmctl-testvm")
+			if pdb.Spec.MinAvailable == nil || *pdb.Spec.MinAvailable != m || pdb.Spec.MaxUnavailable != nil {
+				t.Errorf("minAvailable %v maxUnavailable %v, want %v and none", pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable, m)
+			}
+			want := map[string]string{"app.kubernetes.io/name": "vmctl", "app.kubernetes.io/instance": "vmctl-testvm"}
+			if diff := cmp.Diff(want, pdb.Spec.Selector.MatchLabels); diff != "" {
+				t.Errorf("selector (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAdmissionPolicy(t *testing.T) {
+	p := validParams(KindDeployment)
+	p.AdmissionPolicy = true
+	objs := mustBuild(t, p)
+	vap := find[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "", "vmctl-testvm.vms")
+	vapb := find[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, "", "vmctl-testvm.vms")
+
+	rules := vap.Spec.MatchConstraints.ResourceRules
+	if len(rules) != 1 ||
+		!cmp.Equal(rules[0].Operations, []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"}) ||
+		!cmp.Equal(rules[0].APIGroups, []string{"kubevirt.io"}) || !cmp.Equal(rules[0].Resources, []string{"virtualmachines"}) {
+		t.Errorf("resourceRules = %+v, want CREATE, UPDATE, DELETE of kubevirt.io virtualmachines", rules)
+	}
+	wantMatch := []admissionregistrationv1.MatchCondition{{
+		Name:       "vmctl-agent",
+		Expression: "request.userInfo.username == 'system:serviceaccount:vms:vmctl-testvm'",
+	}}
+	if diff := cmp.Diff(wantMatch, vap.Spec.MatchConditions); diff != "" {
+		t.Errorf("matchConditions (-want +got):\n%s", diff)
+	}
+	if vap.Spec.FailurePolicy == nil || *vap.Spec.FailurePolicy != admissionregistrationv1.Fail {
+		t.Errorf("failurePolicy = %v, want Fail", vap.Spec.FailurePolicy)
+	}
+
+	// Each operation's checks must name the labels, the prototype, the
+	// annotation and the requesting Pod's name from the token.
+	var create, del strings.Builder
+	for _, v := range vap.Spec.Validations {
+		if v.Message == "" {
+			t.Errorf("validation %q has no message", v.Expression)
+		}
+		switch {
+		case strings.HasPrefix(v.Expression, "request.operation == 'DELETE' ||"):
+			create.WriteString(v.Expression + "\n")
+		case strings.HasPrefix(v.Expression, "request.operation == 'CREATE' ||"):
+			del.WriteString(v.Expression + "\n")
+		}
+	}
+	for op, exprs := range map[string]string{"CREATE": create.String(), "DELETE": del.String()} {
+		obj := "object."
+		if op == "DELETE" {
+			obj = "oldObject."
+		}
+		for _, want := range []string{
+			obj + "metadata.labels['vmctl.kubevirt.io/prototype'] == 'testvm'",
+			"'vmctl.kubevirt.io/pod' in " + obj + "metadata.labels",
+			obj + "metadata.annotations['vmctl.kubevirt.io/pod-name'] == variables.requestPod",
+			"has(" + obj + "metadata.annotations)",
+		} {
+			if !strings.Contains(exprs, want) {
+				t.Errorf("%s checks lack %q:\n%s", op, want, exprs)
+			}
+		}
+	}
+	if len(vap.Spec.Variables) != 1 || !strings.Contains(vap.Spec.Variables[0].Expression, "request.userInfo.extra['authentication.kubernetes.io/pod-name'][0]") ||
+		!strings.HasPrefix(vap.Spec.Variables[0].Expression, "has(request.userInfo.extra) && 'authentication.kubernetes.io/pod-name' in request.userInfo.extra") {
+		t.Errorf("variables = %+v, want requestPod from the guarded pod-name extra", vap.Spec.Variables)
+	}
+
+	if vapb.Spec.PolicyName != vap.Name {
+		t.Errorf("binding policyName = %q, want %q", vapb.Spec.PolicyName, vap.Name)
+	}
+	if !cmp.Equal(vapb.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("validationActions = %v, want [Deny]", vapb.Spec.ValidationActions)
+	}
+	wantNS := map[string]string{"kubernetes.io/metadata.name": "vms"}
+	if diff := cmp.Diff(wantNS, vapb.Spec.MatchResources.NamespaceSelector.MatchLabels); diff != "" {
+		t.Errorf("binding namespaceSelector (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdmissionPolicyNamesAreUniquePerNamespace(t *testing.T) {
+	names := map[string]bool{}
+	for _, ns := range []string{"a", "b"} {
+		p := validParams(KindDeployment)
+		p.Namespace = ns
+		p.ProtoNamespace = "protos"
+		p.AdmissionPolicy = true
+		for _, s := range summary(t, mustBuild(t, p)) {
+			if strings.HasPrefix(s, "Validating") || strings.Contains(s, " protos/") {
+				if names[s] {
+					t.Errorf("%s is made by scaffolds in two namespaces", s)
+				}
+				names[s] = true
+			}
+		}
+	}
+	if len(names) != 8 {
+		t.Errorf("got %d shared-scope objects, want 8: %v", len(names), names)
+	}
+}
