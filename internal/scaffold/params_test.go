@@ -126,7 +126,7 @@ func TestNewParams(t *testing.T) {
 
 func TestDefaultImage(t *testing.T) {
 	tests := map[string]string{
-		"v1.2.3":       ImageRepository + ":v1.2.3",
+		"v1.2.3": ImageRepository + ":v1.2.3",
 		"v0.0.0-20260101120000-0123456789ab+dirty": ImageRepository + ":v0.0.0-20260101120000-0123456789ab_dirty",
 		"v2.0.0+incompatible":                      ImageRepository + ":v2.0.0_incompatible",
 	}
