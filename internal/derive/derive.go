@@ -1,6 +1,11 @@
 package derive
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -17,18 +22,85 @@ type Pod struct {
 type Options struct {
 	// Namespace is where the derived VM is made; empty means the Pod's.
 	Namespace string
-	// AllowSharedVolumes permits writable persistentVolumeClaim volumes,
-	// which every derived VM would then share.
+	// AllowSharedVolumes permits writable persistentVolumeClaim volumes and
+	// existing DataVolumes, which every derived VM would then share.
 	AllowSharedVolumes bool
 }
 
-// Name returns the derived VM's name for a prototype and a Pod:
-// "<prototype>-<pod>", cut to a DNS label with a stable hash suffix when longer.
-func Name(prototype, pod string) string {
-	panic("TODO(derive helper)")
+// VM derives the VirtualMachine that pod runs from proto. It never modifies proto.
+//
+// The result is named Name(proto.Name, pod.Name), carries the vmctl labels
+// and annotations, is owned by the Pod when in the Pod's namespace, is
+// pinned to pod.Node, runs with runStrategy Always, and has the prototype's
+// machine identity and dataVolumeTemplate names replaced by its own. It
+// returns a *SharedVolumeError when the prototype's writable storage would
+// be shared by every derived VM, unless opts.AllowSharedVolumes.
+func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.VirtualMachine, error) {
+	if err := validate(proto, pod); err != nil {
+		return nil, err
+	}
+	namespace := opts.Namespace
+	if namespace == "" {
+		namespace = pod.Namespace
+	}
+	name := Name(proto.Name, pod.Name)
+
+	spec := proto.Spec.DeepCopy()
+	if !opts.AllowSharedVolumes {
+		if shared := sharedVolumes(spec); len(shared) > 0 {
+			return nil, &SharedVolumeError{Prototype: proto.Namespace + "/" + proto.Name, Volumes: shared}
+		}
+	}
+
+	vm := &kubevirtv1.VirtualMachine{
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: kubevirtv1.SchemeGroupVersion.String(),
+			Kind:       "VirtualMachine",
+		},
+		ObjectMeta: objectMeta(proto, pod, name, namespace),
+		Spec:       *spec,
+	}
+	renameDataVolumes(&vm.Spec, name)
+	clearRevisions(&vm.Spec)
+	templateMeta(vm.Spec.Template, proto.Name, pod.Name)
+	clearIdentity(&vm.Spec.Template.Spec, name)
+	vm.Spec.Template.Spec.Affinity = pinToNode(vm.Spec.Template.Spec.Affinity, pod.Node)
+
+	// KubeVirt rejects a VM that sets both; the agent's Pod decides when the
+	// VM exists, so while it does it always runs.
+	vm.Spec.Running = nil
+	always := kubevirtv1.RunStrategyAlways
+	vm.Spec.RunStrategy = &always
+	return vm, nil
 }
 
-// VM derives the VirtualMachine that pod runs from proto. It never modifies proto.
-func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.VirtualMachine, error) {
-	panic("TODO(derive helper)")
+// validate checks what a derivation needs and a caller might have missed.
+func validate(proto *kubevirtv1.VirtualMachine, pod Pod) error {
+	if proto == nil {
+		return errors.New("no prototype VirtualMachine given")
+	}
+	if proto.Name == "" {
+		return errors.New("prototype VirtualMachine has no name")
+	}
+	if proto.Spec.Template == nil {
+		return fmt.Errorf("prototype %s/%s has no spec.template; give it a VMI template", proto.Namespace, proto.Name)
+	}
+	var missing []string
+	if pod.Name == "" {
+		missing = append(missing, "name")
+	}
+	if pod.Namespace == "" {
+		missing = append(missing, "namespace")
+	}
+	if pod.UID == "" {
+		missing = append(missing, "uid")
+	}
+	if pod.Node == "" {
+		missing = append(missing, "node")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("agent Pod's %s unknown; pass metadata.name, metadata.namespace, metadata.uid and spec.nodeName to the agent through the downward API",
+			strings.Join(missing, ", "))
+	}
+	return nil
 }

@@ -1,0 +1,85 @@
+package derive
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+func TestIsDerived(t *testing.T) {
+	derived := mustVM(t, testPrototype(), testPod(), Options{})
+	both := map[string]string{LabelPrototype: "fedora", LabelPod: "web-7c9d"}
+	uid := map[string]string{AnnotationPodUID: "pod-uid-1"}
+
+	for _, tc := range []struct {
+		name string
+		meta metav1.Object
+		want bool
+	}{
+		{name: "a derived VM", meta: derived, want: true},
+		{name: "nil", meta: nil, want: false},
+		{name: "the prototype", meta: testPrototype(), want: false},
+		{name: "labels and uid", meta: &metav1.ObjectMeta{Labels: both, Annotations: uid}, want: true},
+		{name: "no pod uid", meta: &metav1.ObjectMeta{Labels: both}, want: false},
+		{name: "empty pod uid", meta: &metav1.ObjectMeta{Labels: both, Annotations: map[string]string{AnnotationPodUID: ""}}, want: false},
+		{name: "no pod label", meta: &metav1.ObjectMeta{Labels: map[string]string{LabelPrototype: "fedora"}, Annotations: uid}, want: false},
+		{name: "no prototype label", meta: &metav1.ObjectMeta{Labels: map[string]string{LabelPod: "web"}, Annotations: uid}, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, IsDerived(tc.meta)); diff != "" {
+				t.Errorf("IsDerived (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestIsDerivedFrom(t *testing.T) {
+	derived := mustVM(t, testPrototype(), testPod(), Options{Namespace: "elsewhere"})
+	for _, tc := range []struct {
+		name, namespace, prototype string
+		want                       bool
+	}{
+		{name: "its prototype", namespace: "vms", prototype: "fedora", want: true},
+		{name: "a prototype of the same name elsewhere", namespace: "elsewhere", prototype: "fedora", want: false},
+		{name: "another prototype", namespace: "vms", prototype: "ubuntu", want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, IsDerivedFrom(derived, tc.namespace, tc.prototype)); diff != "" {
+				t.Errorf("IsDerivedFrom (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if IsDerivedFrom(testPrototype(), "vms", "fedora") {
+		t.Error("IsDerivedFrom is true for the prototype itself")
+	}
+}
+
+func TestSelectors(t *testing.T) {
+	derived := labels.Set(mustVM(t, testPrototype(), testPod(), Options{}).Labels)
+	other := labels.Set{LabelPrototype: "ubuntu", LabelPod: "web-7c9d"}
+	plain := labels.Set{"app": "fedora"}
+
+	for _, tc := range []struct {
+		name     string
+		selector string
+		set      labels.Set
+		want     bool
+	}{
+		{name: "derived matches all", selector: DerivedSelector, set: derived, want: true},
+		{name: "plain VM does not match all", selector: DerivedSelector, set: plain, want: false},
+		{name: "derived matches its prototype", selector: PrototypeSelector("fedora"), set: derived, want: true},
+		{name: "another prototype's VM does not match", selector: PrototypeSelector("fedora"), set: other, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sel, err := labels.Parse(tc.selector)
+			if err != nil {
+				t.Fatalf("parse %q: %v", tc.selector, err)
+			}
+			if diff := cmp.Diff(tc.want, sel.Matches(tc.set)); diff != "" {
+				t.Errorf("%q matches %v (-want +got):\n%s", tc.selector, tc.set, diff)
+			}
+		})
+	}
+}
