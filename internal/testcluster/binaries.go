@@ -1,0 +1,251 @@
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// KubernetesVersion is the version the control-plane binaries report; it
+// matches the k8s.io/kubernetes version pinned in the tools module.
+const KubernetesVersion = "v1.36.3"
+
+// Binaries locates the control-plane commands and kwok's Stage files that
+// EnsureBinaries built and copied.
+type Binaries struct {
+	Etcd                  string
+	KubeAPIServer         string
+	KubeControllerManager string
+	KubeScheduler         string
+	Kwok                  string
+	// NodeStages and PodStages are the kwok Stage YAML files that ship in the
+	// kwok module (kustomize/stage/node/... and kustomize/stage/pod/general).
+	NodeStages []string
+	PodStages  []string
+}
+
+// component is one command built from the tools module.
+type component struct {
+	name string // binary name
+	pkg  string // Go package path
+	dest func(*Binaries) *string
+}
+
+func components() []component {
+	return []component{
+		{"etcd", "go.etcd.io/etcd/server/v3", func(b *Binaries) *string { return &b.Etcd }},
+		{"kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", func(b *Binaries) *string { return &b.KubeAPIServer }},
+		{"kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager", func(b *Binaries) *string { return &b.KubeControllerManager }},
+		{"kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", func(b *Binaries) *string { return &b.KubeScheduler }},
+		{"kwok", "sigs.k8s.io/kwok/cmd/kwok", func(b *Binaries) *string { return &b.Kwok }},
+	}
+}
+
+// Stage files kwok ships, relative to the kwok module. node-initialize makes a
+// node Ready at once; heartbeat-with-lease keeps it Ready and renews its Lease.
+func kwokNodeStages() []string {
+	return []string{
+		"kustomize/stage/node/fast/node-initialize.yaml",
+		"kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+	}
+}
+
+func kwokPodStages() []string {
+	return []string{
+		"kustomize/stage/pod/general/pod-create.yaml",
+		"kustomize/stage/pod/general/pod-init-container-running.yaml",
+		"kustomize/stage/pod/general/pod-init-container-completed.yaml",
+		"kustomize/stage/pod/general/pod-ready.yaml",
+		"kustomize/stage/pod/general/pod-complete.yaml",
+		"kustomize/stage/pod/general/pod-delete.yaml",
+	}
+}
+
+// ldflags stamps the Kubernetes version so `kubectl version` reads right.
+func ldflags() string {
+	major, minor, _ := strings.Cut(strings.TrimPrefix(KubernetesVersion, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	return strings.Join([]string{
+		"-X k8s.io/component-base/version.gitVersion=" + KubernetesVersion,
+		"-X k8s.io/component-base/version.gitMajor=" + major,
+		"-X k8s.io/component-base/version.gitMinor=" + minor,
+		"-X k8s.io/component-base/version.gitTreeState=clean",
+	}, " ")
+}
+
+// EnsureBinaries builds the control plane from the tools module into
+// cacheDir/<hash>/bin, where the hash covers the tools module's go.mod and
+// go.sum and the link flags, so it rebuilds only when those change. cacheDir ""
+// means <repo>/.cache/testcluster. A file lock keeps concurrent callers from
+// building twice. Progress goes to progress (nil discards it).
+func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (Binaries, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return Binaries{}, err
+	}
+	toolsDir := filepath.Join(root, toolsModuleRel)
+	if cacheDir == "" {
+		cacheDir = filepath.Join(root, ".cache", "testcluster")
+	}
+	hash, err := toolsHash(toolsDir)
+	if err != nil {
+		return Binaries{}, err
+	}
+	dir := filepath.Join(cacheDir, hash)
+	if b, ok := cachedBinaries(dir); ok {
+		return b, nil
+	}
+
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return Binaries{}, fmt.Errorf("create the binary cache: %w", err)
+	}
+	unlock, err := lockFile(ctx, filepath.Join(cacheDir, ".lock"), func() {
+		fmt.Fprintln(progress, "waiting for another process building the control plane...")
+	})
+	if err != nil {
+		return Binaries{}, err
+	}
+	defer unlock()
+	// Another process may have finished the build while we waited.
+	if b, ok := cachedBinaries(dir); ok {
+		return b, nil
+	}
+	if err := build(ctx, toolsDir, dir, progress); err != nil {
+		return Binaries{}, err
+	}
+	pruneOtherBuilds(cacheDir, hash)
+	b, ok := cachedBinaries(dir)
+	if !ok {
+		return Binaries{}, fmt.Errorf("control plane built into %s but incomplete; remove that directory and retry", dir)
+	}
+	return b, nil
+}
+
+// toolsHash names a build by what determines its output.
+func toolsHash(toolsDir string) (string, error) {
+	h := sha256.New()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(toolsDir, f))
+		if err != nil {
+			return "", fmt.Errorf("read the tools module: %w", err)
+		}
+		fmt.Fprintf(h, "%s %d\n", f, len(data))
+		h.Write(data)
+	}
+	fmt.Fprintf(h, "ldflags %s\n%s/%s\n", ldflags(), runtime.GOOS, runtime.GOARCH)
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// completeMarker is written last, so a directory without it is a build that
+// was interrupted.
+const completeMarker = ".complete"
+
+func cachedBinaries(dir string) (Binaries, bool) {
+	if _, err := os.Stat(filepath.Join(dir, completeMarker)); err != nil {
+		return Binaries{}, false
+	}
+	var b Binaries
+	for _, c := range components() {
+		p := filepath.Join(dir, "bin", c.name)
+		if _, err := os.Stat(p); err != nil {
+			return Binaries{}, false
+		}
+		*c.dest(&b) = p
+	}
+	for _, s := range kwokNodeStages() {
+		b.NodeStages = append(b.NodeStages, filepath.Join(dir, "stages", filepath.Base(s)))
+	}
+	for _, s := range kwokPodStages() {
+		b.PodStages = append(b.PodStages, filepath.Join(dir, "stages", filepath.Base(s)))
+	}
+	return b, true
+}
+
+func build(ctx context.Context, toolsDir, dir string, progress io.Writer) error {
+	start := time.Now()
+	fmt.Fprintf(progress, "building control plane %s (about 8 minutes on a cold cache) into %s...\n", KubernetesVersion, dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clear the old build: %w", err)
+	}
+	for _, sub := range []string{"bin", "stages"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return fmt.Errorf("create the build directory: %w", err)
+		}
+	}
+	env := append(os.Environ(), "GONOSUMDB=k8s.io", "GOFLAGS=-mod=readonly", "GOWORK=off")
+	for _, c := range components() {
+		t := time.Now()
+		cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags(), "-o", filepath.Join(dir, "bin", c.name), c.pkg)
+		cmd.Dir = toolsDir
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("build %s in %s: %w\n%s", c.name, toolsDir, err, out)
+		}
+		fmt.Fprintf(progress, "  built %-24s %s\n", c.name, time.Since(t).Round(time.Second))
+	}
+
+	kwokDir, err := moduleDir(ctx, toolsDir, env, "sigs.k8s.io/kwok")
+	if err != nil {
+		return err
+	}
+	for _, s := range append(kwokNodeStages(), kwokPodStages()...) {
+		data, err := os.ReadFile(filepath.Join(kwokDir, s))
+		if err != nil {
+			return fmt.Errorf("read kwok's stage %s: %w", s, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "stages", filepath.Base(s)), data, 0o644); err != nil {
+			return fmt.Errorf("copy kwok's stage: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, completeMarker), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("mark the build complete: %w", err)
+	}
+	fmt.Fprintf(progress, "control plane built in %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// moduleDir returns where the Go module cache holds module, as the tools module
+// resolves it.
+func moduleDir(ctx context.Context, toolsDir string, env []string, module string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = toolsDir
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locate %s in the module cache: %w: %s", module, err, stderr.String())
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", errors.New("locate " + module + ": not downloaded; run `go mod download` in " + toolsDir)
+	}
+	return dir, nil
+}
+
+// pruneOtherBuilds removes builds for older tools modules; they are large.
+func pruneOtherBuilds(cacheDir, keep string) {
+	entries, err := os.ReadDir(cacheDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != keep && len(e.Name()) == len(keep) {
+			_ = os.RemoveAll(filepath.Join(cacheDir, e.Name()))
+		}
+	}
+}

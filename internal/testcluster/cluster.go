@@ -1,0 +1,399 @@
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Options configure Start.
+type Options struct {
+	// Nodes is how many fake nodes to create, named NodeName(0..Nodes-1).
+	// Zero means one.
+	Nodes int
+	// Dir holds etcd's data, certificates, kubeconfigs and one log per
+	// component (<Dir>/<component>.log). Empty means a new temporary directory,
+	// which Stop removes; a Dir you pass is left in place.
+	Dir string
+	// Binaries to run. The zero value means EnsureBinaries(ctx, "", Log).
+	Binaries Binaries
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+	// FallbackCRDs installs the project's own CRDs from testdata/crds even when
+	// KubeVirt's real ones (../shared/kubevirt-crds) are present.
+	FallbackCRDs bool
+	// Timeout bounds startup once the binaries are there. Zero means 2 minutes.
+	Timeout time.Duration
+}
+
+// Cluster is a running control plane. Its exported fields are set by Start and
+// must not be changed.
+type Cluster struct {
+	// Dir is the working directory (see Options.Dir).
+	Dir string
+	// Kubeconfig is the path of an admin kubeconfig (group system:masters).
+	Kubeconfig string
+	// RESTConfig is the same admin identity for clients in the test process.
+	RESTConfig *rest.Config
+	// Nodes are the fake nodes' names, all Ready when Start returns.
+	Nodes []string
+	// RealCRDs is true when KubeVirt's own CRDs were installed, false for the
+	// project's fallback CRDs.
+	RealCRDs bool
+	// Binaries are the commands the cluster runs.
+	Binaries Binaries
+	// StartupTime is how long Start took, not counting building binaries.
+	StartupTime time.Duration
+
+	log       io.Writer
+	removeDir bool
+	mu        sync.Mutex
+	procs     []*process
+	stopOnce  sync.Once
+	stopErr   error
+}
+
+// Components in start order; also the names of their log files.
+const (
+	Etcd                  = "etcd"
+	KubeAPIServer         = "kube-apiserver"
+	KubeControllerManager = "kube-controller-manager"
+	KubeScheduler         = "kube-scheduler"
+	Kwok                  = "kwok"
+)
+
+// Start runs a control plane on loopback and returns once the API server is
+// ready, KubeVirt's CRDs are established, the default ServiceAccount exists and
+// every node is Ready. On error everything started is stopped again.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bins := opts.Binaries
+	if bins.Etcd == "" {
+		if bins, err = EnsureBinaries(ctx, "", logw); err != nil {
+			return nil, err
+		}
+	}
+	begin := time.Now()
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	c := &Cluster{Dir: opts.Dir, Binaries: bins, log: logw}
+	if c.Dir == "" {
+		if c.Dir, err = os.MkdirTemp("", "vmctl-testcluster-"); err != nil {
+			return nil, fmt.Errorf("create the cluster directory: %w", err)
+		}
+		c.removeDir = true
+	} else if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create the cluster directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+		}
+	}()
+
+	p, err := writePKI(filepath.Join(c.Dir, "pki"))
+	if err != nil {
+		return nil, err
+	}
+	etcdURL, err := c.startEtcd(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.logf("etcd ready at %s", etcdURL)
+	if err := c.startAPIServer(ctx, etcdURL, p); err != nil {
+		return nil, err
+	}
+	c.logf("kube-apiserver ready at %s", c.RESTConfig.Host)
+
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("create a client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("create a client: %w", err)
+	}
+	nodes := opts.Nodes
+	if nodes <= 0 {
+		nodes = 1
+	}
+	dir, realCRDs := crdDir(root, opts.FallbackCRDs)
+	c.RealCRDs = realCRDs
+
+	// The garbage collector only watches resources it found in discovery when
+	// it started (it rescans every 30s), so the controller manager starts after
+	// the CRDs; the rest starts alongside.
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	wg.Go(func() {
+		if errs[0] = installCRDs(ctx, dyn, dir); errs[0] != nil {
+			return
+		}
+		c.logf("KubeVirt CRDs established (from %s)", dir)
+		errs[0] = c.startControllerManager(p)
+	})
+	wg.Go(func() { errs[1] = c.startScheduler() })
+	wg.Go(func() {
+		if errs[2] = c.startKwok(); errs[2] != nil {
+			return
+		}
+		c.Nodes, errs[2] = createNodes(ctx, cs, nodes)
+	})
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	err = waitFor(ctx, "the default ServiceAccount, kube-root-ca.crt and Ready nodes", c.processes(), func(ctx context.Context) (bool, error) {
+		if _, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		return nodesReady(ctx, cs, c.Nodes)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.StartupTime = time.Since(begin)
+	c.logf("cluster up in %s: %d Ready nodes, kubeconfig %s", c.StartupTime.Round(time.Millisecond), len(c.Nodes), c.Kubeconfig)
+	return c, nil
+}
+
+func (c *Cluster) logf(format string, args ...any) {
+	fmt.Fprintf(c.log, "testcluster: "+format+"\n", args...)
+}
+
+// start runs a component and records it for Stop.
+func (c *Cluster) start(name, binary string, args []string, env []string) (*process, error) {
+	if env == nil {
+		env = os.Environ()
+	}
+	p, err := startProcess(name, c.Dir, binary, args, env)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	return p, nil
+}
+
+func (c *Cluster) processes() []*process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*process(nil), c.procs...)
+}
+
+// Pids returns the process ids of the components still running.
+func (c *Cluster) Pids() []int {
+	var pids []int
+	for _, p := range c.processes() {
+		if !p.exited() {
+			pids = append(pids, p.cmd.Process.Pid)
+		}
+	}
+	return pids
+}
+
+// LogFile returns the path of a component's log, e.g. LogFile(KubeAPIServer).
+func (c *Cluster) LogFile(component string) string {
+	return filepath.Join(c.Dir, component+".log")
+}
+
+// Stop ends every component (SIGTERM, SIGKILL after a few seconds), newest
+// first, and removes Dir if Start created it. It is safe to call more than
+// once and from several goroutines.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		procs := c.processes()
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop()
+		}
+		if c.removeDir {
+			if err := os.RemoveAll(c.Dir); err != nil {
+				c.stopErr = fmt.Errorf("remove the cluster directory: %w", err)
+			}
+		}
+	})
+	return c.stopErr
+}
+
+// retryPortConflict runs attempt up to three times while it fails because
+// another process took one of the ports it picked.
+func retryPortConflict(attempt func() (*process, error)) error {
+	var err error
+	for range 3 {
+		var p *process
+		p, err = attempt()
+		if err == nil {
+			return nil
+		}
+		if p == nil || !p.exited() || !strings.Contains(tail(p.logPath, 30), "address already in use") {
+			return err
+		}
+	}
+	return err
+}
+
+func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
+	var clientURL string
+	err := retryPortConflict(func() (*process, error) {
+		ports, err := freePorts(2)
+		if err != nil {
+			return nil, err
+		}
+		clientURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+		peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+		dataDir := filepath.Join(c.Dir, "etcd")
+		_ = os.RemoveAll(dataDir) // from a failed attempt
+		p, err := c.start(Etcd, c.Binaries.Etcd, []string{
+			"--name=default",
+			"--data-dir=" + dataDir,
+			"--listen-client-urls=" + clientURL,
+			"--advertise-client-urls=" + clientURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=default=" + peerURL,
+			"--unsafe-no-fsync=true",
+			"--log-level=warn",
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return p, waitFor(ctx, "etcd", []*process{p}, func(ctx context.Context) (bool, error) {
+			return etcdHealthy(ctx, clientURL)
+		})
+	})
+	return clientURL, err
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) error {
+	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
+	return retryPortConflict(func() (*process, error) {
+		ports, err := freePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		server := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+		if c.RESTConfig, err = writeKubeconfig(c.Kubeconfig, server, p); err != nil {
+			return nil, err
+		}
+		proc, err := c.start(KubeAPIServer, c.Binaries.KubeAPIServer, []string{
+			"--etcd-servers=" + etcdURL,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(ports[0]),
+			"--cert-dir=" + filepath.Join(c.Dir, "pki"),
+			"--tls-cert-file=" + p.ServingCert,
+			"--tls-private-key-file=" + p.ServingKey,
+			"--client-ca-file=" + p.CACert,
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + p.SAPub,
+			"--service-account-signing-key-file=" + p.SAKey,
+			"--service-cluster-ip-range=10.96.0.0/16",
+			"--authorization-mode=Node,RBAC",
+			"--allow-privileged=true",
+			// 127.0.0.1 is not a valid endpoint for the kubernetes Service.
+			"--endpoint-reconciler-type=none",
+			"--profiling=false",
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		rc, err := rest.RESTClientFor(restConfigForReadyz(c.RESTConfig))
+		if err != nil {
+			return proc, fmt.Errorf("create a client: %w", err)
+		}
+		return proc, waitFor(ctx, "kube-apiserver /readyz", []*process{proc}, func(ctx context.Context) (bool, error) {
+			body, err := rc.Get().AbsPath("/readyz").Timeout(2 * time.Second).DoRaw(ctx)
+			if err != nil {
+				return false, fmt.Errorf("%w: %s", err, body)
+			}
+			return true, nil
+		})
+	})
+}
+
+func (c *Cluster) startControllerManager(p *pki) error {
+	_, err := c.start(KubeControllerManager, c.Binaries.KubeControllerManager, []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--controllers=" + strings.Join([]string{
+			"deployment-controller",
+			"replicaset-controller",
+			"daemonset-controller",
+			"statefulset-controller",
+			"job-controller",
+			"garbage-collector-controller",
+			"namespace-controller",
+			"serviceaccount-controller",
+			"serviceaccount-token-controller",
+			"root-ca-certificate-publisher-controller",
+		}, ","),
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + p.SAKey,
+		"--root-ca-file=" + p.CACert,
+		"--leader-elect=false",
+		"--secure-port=0",
+	}, nil)
+	return err
+}
+
+func (c *Cluster) startScheduler() error {
+	_, err := c.start(KubeScheduler, c.Binaries.KubeScheduler, []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	}, nil)
+	return err
+}
+
+func (c *Cluster) startKwok() error {
+	cfg, err := kwokConfig(c.Binaries)
+	if err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(c.Dir, "kwok.yaml")
+	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+		return fmt.Errorf("write the kwok config: %w", err)
+	}
+	// kwok also reads ~/.kwok/kwok.yaml; a private HOME keeps a developer's out.
+	home := filepath.Join(c.Dir, "kwok-home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return fmt.Errorf("create kwok's home: %w", err)
+	}
+	_, err = c.start(Kwok, c.Binaries.Kwok, []string{
+		"--config=" + cfgPath,
+		"--kubeconfig=" + c.Kubeconfig,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + NodeAnnotation + "=fake",
+		"--cidr=10.244.0.0/16",
+		"--node-ip=10.0.0.1",
+	}, append(os.Environ(), "HOME="+home))
+	return err
+}

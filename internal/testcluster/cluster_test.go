@@ -1,0 +1,370 @@
+//go:build e2e
+
+package testcluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+)
+
+var (
+	vmGVR  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+	vmiGVR = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+)
+
+// logWriter sends progress lines to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// poll waits up to timeout for cond, failing the test with what it last saw.
+func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			last = err
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
+	}
+}
+
+func TestCluster(t *testing.T) {
+	c := testcluster.ForTest(t, testcluster.Options{Nodes: 3, Log: logWriter{t}})
+	t.Logf("startup took %s (real KubeVirt CRDs: %v)", c.StartupTime, c.RealCRDs)
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig)
+	dyn := dynamic.NewForConfigOrDie(c.RESTConfig)
+
+	t.Run("nodes are Ready and untainted", func(t *testing.T) {
+		nodes, err := cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes.Items) != 3 {
+			t.Fatalf("got %d nodes, want 3", len(nodes.Items))
+		}
+		for _, n := range nodes.Items {
+			if !testcluster.NodeReady(&n) {
+				t.Errorf("node %s is not Ready: %+v", n.Name, n.Status.Conditions)
+			}
+			if len(n.Spec.Taints) != 0 {
+				t.Errorf("node %s has taints %v", n.Name, n.Spec.Taints)
+			}
+		}
+	})
+
+	t.Run("kwok runs a Deployment's pods and deletes them", func(t *testing.T) {
+		ctx := t.Context()
+		ns := createNamespace(t, cs, "deploy")
+		sel := map[string]string{"app": "web"}
+		_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](3),
+				Selector: &metav1.LabelSelector{MatchLabels: sel},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: sel},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
+				},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var running []corev1.Pod
+		poll(t, 60*time.Second, "3 Running pods", func(ctx context.Context) (bool, error) {
+			running = runningPods(ctx, t, cs, ns, sel)
+			return len(running) == 3, nil
+		})
+		victim := running[0]
+		if err := cs.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 30*time.Second, "the deleted pod to go", func(ctx context.Context) (bool, error) {
+			_, err := cs.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), err
+		})
+		poll(t, 60*time.Second, "a replacement pod", func(ctx context.Context) (bool, error) {
+			return len(runningPods(ctx, t, cs, ns, sel)) == 3, nil
+		})
+	})
+
+	t.Run("kwok leaves vmctl agent pods alone", func(t *testing.T) {
+		ctx := t.Context()
+		ns := createNamespace(t, cs, "agent")
+		pod := func(name string, lbls map[string]string) *corev1.Pod {
+			return &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+				Spec: corev1.PodSpec{
+					NodeName:   testcluster.NodeName(1),
+					Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+				},
+			}
+		}
+		agentLabels := map[string]string{
+			testcluster.AgentNameLabel:      testcluster.AgentNameValue,
+			testcluster.AgentComponentLabel: testcluster.AgentComponentValue,
+		}
+		// Only one of the two labels: still an ordinary pod for kwok.
+		halfLabels := map[string]string{testcluster.AgentComponentLabel: testcluster.AgentComponentValue}
+		for _, p := range []*corev1.Pod{pod("agent", agentLabels), pod("half", halfLabels), pod("plain", nil)} {
+			if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Both ordinary pods running shows kwok has processed this node's pods.
+		poll(t, 60*time.Second, "the ordinary pods to run", func(ctx context.Context) (bool, error) {
+			for _, name := range []string{"half", "plain"} {
+				p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+				if err != nil || p.Status.Phase != corev1.PodRunning {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+		agent, err := cs.CoreV1().Pods(ns).Get(ctx, "agent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if agent.Status.Phase != corev1.PodPending || agent.Status.PodIP != "" || len(agent.Status.ContainerStatuses) != 0 {
+			t.Errorf("kwok touched the agent pod: phase %q, podIP %q, containerStatuses %v",
+				agent.Status.Phase, agent.Status.PodIP, agent.Status.ContainerStatuses)
+		}
+	})
+
+	t.Run("the VM CRD accepts a VM and the GC deletes what it owns", func(t *testing.T) {
+		ctx := t.Context()
+		ns := createNamespace(t, cs, "vm")
+		vm := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kubevirt.io/v1",
+			"kind":       "VirtualMachine",
+			"metadata":   map[string]any{"name": "vm1"},
+			"spec": map[string]any{
+				"runStrategy": "Always",
+				"template": map[string]any{"spec": map[string]any{
+					"domain": map[string]any{
+						"devices":   map[string]any{},
+						"resources": map[string]any{"requests": map[string]any{"memory": "64Mi"}},
+					},
+				}},
+			},
+		}}
+		got, err := dyn.Resource(vmGVR).Namespace(ns).Create(ctx, vm, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create a VM: %v", err)
+		}
+		if rs, _, _ := unstructured.NestedString(got.Object, "spec", "runStrategy"); rs != "Always" {
+			t.Errorf("stored VM has runStrategy %q, want Always", rs)
+		}
+		vmi := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kubevirt.io/v1",
+			"kind":       "VirtualMachineInstance",
+			"metadata": map[string]any{
+				"name": "vm1",
+				"ownerReferences": []any{map[string]any{
+					"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "name": "vm1",
+					"uid": string(got.GetUID()), "controller": true, "blockOwnerDeletion": true,
+				}},
+			},
+			"spec": map[string]any{"domain": map[string]any{"devices": map[string]any{}}},
+		}}
+		if _, err := dyn.Resource(vmiGVR).Namespace(ns).Create(ctx, vmi, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create a VMI: %v", err)
+		}
+		if err := dyn.Resource(vmGVR).Namespace(ns).Delete(ctx, "vm1", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 60*time.Second, "the GC to delete the owned VMI", func(ctx context.Context) (bool, error) {
+			_, err := dyn.Resource(vmiGVR).Namespace(ns).Get(ctx, "vm1", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), err
+		})
+	})
+
+	t.Run("ServiceAccount tokens authenticate and RBAC denies by default", func(t *testing.T) {
+		ctx := t.Context()
+		ns := createNamespace(t, cs, "rbac")
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "robot", &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("TokenRequest: %v", err)
+		}
+		robotCfg := rest.AnonymousClientConfig(c.RESTConfig)
+		robotCfg.BearerToken = tr.Status.Token
+		robot := kubernetes.NewForConfigOrDie(robotCfg)
+
+		review, err := robot.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SelfSubjectReview with the token: %v", err)
+		}
+		if want := "system:serviceaccount:" + ns + ":robot"; review.Status.UserInfo.Username != want {
+			t.Errorf("token authenticates as %q, want %q", review.Status.UserInfo.Username, want)
+		}
+		if _, err := robot.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("listing pods without a RoleBinding: got %v, want Forbidden", err)
+		}
+
+		_, err = cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "robot-reads-pods"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "robot", Namespace: ns}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 10*time.Second, "the RoleBinding to allow listing pods", func(ctx context.Context) (bool, error) {
+			_, err := robot.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			return err == nil, err
+		})
+	})
+
+	t.Run("kubectl reads the server version", func(t *testing.T) {
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			t.Skip("kubectl is not on PATH")
+		}
+		out, err := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", c.Kubeconfig, "version", "-o", "json").Output()
+		if err != nil {
+			t.Fatalf("kubectl version: %v\n%s", err, out)
+		}
+		var v struct {
+			ServerVersion struct{ GitVersion string } `json:"serverVersion"`
+		}
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("parse kubectl version: %v\n%s", err, out)
+		}
+		if v.ServerVersion.GitVersion != testcluster.KubernetesVersion {
+			t.Errorf("server version %q, want %q", v.ServerVersion.GitVersion, testcluster.KubernetesVersion)
+		}
+		// Short names and the printer columns come from the CRDs.
+		out, err = exec.CommandContext(t.Context(), kubectl, "--kubeconfig", c.Kubeconfig, "get", "vmis", "-A").CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl get vmis: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("Stop ends every process and removes the directory", func(t *testing.T) {
+		pids := c.Pids()
+		if len(pids) != 5 {
+			t.Fatalf("got %d running components %v, want 5", len(pids), pids)
+		}
+		if err := c.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("process %d still exists after Stop (kill -0: %v)", pid, err)
+			}
+		}
+		if _, err := os.Stat(c.Dir); !os.IsNotExist(err) {
+			t.Errorf("cluster directory %s still exists: %v", c.Dir, err)
+		}
+	})
+}
+
+func TestFallbackCRDs(t *testing.T) {
+	c := testcluster.ForTest(t, testcluster.Options{Nodes: 1, FallbackCRDs: true})
+	if c.RealCRDs {
+		t.Fatal("RealCRDs is true with FallbackCRDs set")
+	}
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not on PATH")
+	}
+	manifest := `apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: fallback
+  namespace: default
+spec:
+  runStrategy: Halted
+  template:
+    spec:
+      domain:
+        devices: {}
+`
+	cmd := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", c.Kubeconfig, "create", "-f", "-")
+	cmd.Stdin = strings.NewReader(manifest)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl create a VM: %v\n%s", err, out)
+	}
+	out, err := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", c.Kubeconfig, "get", "vm", "fallback").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get vm: %v\n%s", err, out)
+	}
+	header := strings.Fields(string(bytes.SplitN(out, []byte("\n"), 2)[0]))
+	if got, want := strings.Join(header, " "), "NAME AGE STATUS READY"; got != want {
+		t.Errorf("kubectl get vm columns %q, want %q", got, want)
+	}
+}
+
+func createNamespace(t *testing.T, cs kubernetes.Interface, prefix string) string {
+	t.Helper()
+	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pods need the namespace's default ServiceAccount (ServiceAccount admission).
+	poll(t, 30*time.Second, "the default ServiceAccount in "+ns.Name, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
+	})
+	return ns.Name
+}
+
+func runningPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string, sel map[string]string) []corev1.Pod {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var running []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			running = append(running, p)
+		}
+	}
+	return running
+}

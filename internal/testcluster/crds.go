@@ -1,0 +1,117 @@
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+)
+
+// crdResource is the CustomResourceDefinition API. The dynamic client keeps the
+// apiextensions clientset out of the product's module.
+func crdResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+}
+
+// kubevirtCRDFiles are the CRDs vmctl needs, as named in both the real and
+// the fallback CRD directories.
+func kubevirtCRDFiles() []string {
+	return []string{"virtualmachines.kubevirt.io.yaml", "virtualmachineinstances.kubevirt.io.yaml"}
+}
+
+// RealCRDDir is where a checkout keeps KubeVirt's own CRDs, relative to the repository root.
+const RealCRDDir = "../shared/kubevirt-crds"
+
+// FallbackCRDDir holds the project's own minimal KubeVirt CRDs, relative to the repository root.
+const FallbackCRDDir = "testdata/crds"
+
+// crdDir picks KubeVirt's real CRDs when the checkout has them, else the fallback.
+func crdDir(root string, forceFallback bool) (dir string, real bool) {
+	realDir := filepath.Join(root, RealCRDDir)
+	if !forceFallback {
+		ok := true
+		for _, f := range kubevirtCRDFiles() {
+			if _, err := os.Stat(filepath.Join(realDir, f)); err != nil {
+				ok = false
+			}
+		}
+		if ok {
+			return filepath.Clean(realDir), true
+		}
+	}
+	return filepath.Join(root, FallbackCRDDir), false
+}
+
+// installCRDs creates the CRDs in dir with a plain create (they exceed the
+// client-side apply annotation limit) and waits until they are Established.
+func installCRDs(ctx context.Context, client dynamic.Interface, dir string) error {
+	var names []string
+	for _, f := range kubevirtCRDFiles() {
+		path := filepath.Join(dir, f)
+		objs, err := readObjects(path)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			if _, err := client.Resource(crdResource()).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create CRD %s from %s: %w", obj.GetName(), path, err)
+			}
+			names = append(names, obj.GetName())
+		}
+	}
+	return waitFor(ctx, "the KubeVirt CRDs to be established", nil, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			crd, err := client.Resource(crdResource()).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if !crdEstablished(crd) {
+				return false, fmt.Errorf("CRD %s is not established yet", name)
+			}
+		}
+		return true, nil
+	})
+}
+
+func crdEstablished(crd *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// readObjects decodes every YAML document in path.
+func readObjects(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, fmt.Errorf("decode %s: %w", path, err)
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+}

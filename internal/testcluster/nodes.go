@@ -1,0 +1,84 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// NodeName is the name of the i-th fake node.
+func NodeName(i int) string { return fmt.Sprintf("node-%d", i) }
+
+// fakeNode is a node kwok manages: annotated for kwok's selector, with room for
+// any number of Pods.
+func fakeNode(name string) *corev1.Node {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("1000"),
+		corev1.ResourceMemory: resource.MustParse("1Ti"),
+		corev1.ResourcePods:   resource.MustParse("1000"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{NodeAnnotation: "fake"},
+			Labels: map[string]string{
+				corev1.LabelHostname:   name,
+				corev1.LabelOSStable:   "linux",
+				corev1.LabelArchStable: "amd64",
+				"type":                 "kwok",
+			},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+}
+
+// createNodes creates the fake nodes and removes the not-ready taint that the
+// TaintNodesByCondition admission plugin adds on create: no node-lifecycle
+// controller runs to remove it once kwok marks the node Ready.
+func createNodes(ctx context.Context, cs kubernetes.Interface, n int) ([]string, error) {
+	names := make([]string, 0, n)
+	for i := range n {
+		node, err := cs.CoreV1().Nodes().Create(ctx, fakeNode(NodeName(i)), metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("create node %s: %w", NodeName(i), err)
+		}
+		if len(node.Spec.Taints) > 0 {
+			// A merge patch cannot conflict with kwok's status updates.
+			patch := []byte(`{"spec":{"taints":null}}`)
+			if _, err := cs.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				return nil, fmt.Errorf("untaint node %s: %w", node.Name, err)
+			}
+		}
+		names = append(names, node.Name)
+	}
+	return names, nil
+}
+
+// nodesReady reports whether every named node has condition Ready=True.
+func nodesReady(ctx context.Context, cs kubernetes.Interface, names []string) (bool, error) {
+	for _, name := range names {
+		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if !NodeReady(node) {
+			return false, fmt.Errorf("node %s is not Ready yet", name)
+		}
+	}
+	return true, nil
+}
+
+// NodeReady reports whether node has condition Ready=True.
+func NodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

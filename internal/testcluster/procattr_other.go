@@ -1,0 +1,12 @@
+//go:build unix && !linux
+
+package testcluster
+
+import "syscall"
+
+// procAttr puts a component in its own process group. Without Pdeathsig a
+// crashed test can leave components running; Stop and ForTest's signal handler
+// cover the ordinary exits.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
