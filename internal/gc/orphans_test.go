@@ -1,0 +1,128 @@
+package gc
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func pod(ns, name, uid string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}}
+}
+
+// vm is a VM derived for Pod podNS/podName (uid), created age ago.
+func vm(ns, name, podNS, podName, podUID string, age time.Duration, mods ...func(*kubevirtv1.VirtualMachine)) kubevirtv1.VirtualMachine {
+	v := kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: name, UID: types.UID("vm-" + name), CreationTimestamp: metav1.NewTime(t0.Add(-age)),
+		Labels: map[string]string{derive.LabelPrototype: "web", derive.LabelPod: podName},
+		Annotations: map[string]string{
+			derive.AnnotationPodName:      podName,
+			derive.AnnotationPodNamespace: podNS,
+			derive.AnnotationPodUID:       podUID,
+		},
+	}}
+	for _, m := range mods {
+		m(&v)
+	}
+	return v
+}
+
+func TestOrphans(t *testing.T) {
+	tests := []struct {
+		name   string
+		pods   []corev1.Pod
+		vms    []kubevirtv1.VirtualMachine
+		minAge time.Duration
+		want   []Orphan
+	}{{
+		name: "pod alive with the recorded UID",
+		pods: []corev1.Pod{pod("ns", "a", "uid-a")},
+		vms:  []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Hour)},
+	}, {
+		name: "pod gone",
+		vms:  []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Hour)},
+		want: []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodGone, Age: time.Hour}},
+	}, {
+		name: "pod of that name replaced",
+		pods: []corev1.Pod{pod("ns", "a", "uid-a2")},
+		vms:  []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Hour)},
+		want: []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodReplaced, Age: time.Hour}},
+	}, {
+		name: "a pod of the same name in another namespace does not count",
+		pods: []corev1.Pod{pod("other", "a", "uid-a")},
+		vms:  []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Hour)},
+		want: []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodGone, Age: time.Hour}},
+	}, {
+		name: "pod in another namespace than its VM is found",
+		pods: []corev1.Pod{pod("pods", "a", "uid-a")},
+		vms:  []kubevirtv1.VirtualMachine{vm("vms", "web-a", "pods", "a", "uid-a", time.Hour)},
+	}, {
+		name:   "younger than min age",
+		vms:    []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", 59*time.Second)},
+		minAge: time.Minute,
+	}, {
+		name:   "exactly min age",
+		vms:    []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Minute)},
+		minAge: time.Minute,
+		want:   []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodGone, Age: time.Minute}},
+	}, {
+		name: "already being deleted",
+		vms: []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Hour, func(v *kubevirtv1.VirtualMachine) {
+			now := metav1.NewTime(t0)
+			v.DeletionTimestamp = &now
+		})},
+	}, {
+		name: "never a VM without vmctl's labels, or without the pod recorded",
+		vms: []kubevirtv1.VirtualMachine{
+			vm("ns", "no-labels", "ns", "a", "uid-a", time.Hour, func(v *kubevirtv1.VirtualMachine) { v.Labels = nil }),
+			vm("ns", "one-label", "ns", "a", "uid-a", time.Hour, func(v *kubevirtv1.VirtualMachine) { delete(v.Labels, derive.LabelPod) }),
+			vm("ns", "no-uid", "ns", "a", "", time.Hour),
+			vm("ns", "no-pod-name", "ns", "", "uid-a", time.Hour),
+			vm("ns", "no-pod-namespace", "", "a", "uid-a", time.Hour),
+		},
+	}, {
+		name: "sorted by namespace and name",
+		vms: []kubevirtv1.VirtualMachine{
+			vm("b", "web-a", "b", "a", "uid-1", time.Hour),
+			vm("a", "web-z", "a", "z", "uid-2", time.Hour),
+			vm("a", "web-c", "a", "c", "uid-3", time.Hour),
+		},
+		want: []Orphan{
+			{Namespace: "a", Name: "web-c", UID: "vm-web-c", PodNamespace: "a", PodName: "c", PodUID: "uid-3", Reason: PodGone, Age: time.Hour},
+			{Namespace: "a", Name: "web-z", UID: "vm-web-z", PodNamespace: "a", PodName: "z", PodUID: "uid-2", Reason: PodGone, Age: time.Hour},
+			{Namespace: "b", Name: "web-a", UID: "vm-web-a", PodNamespace: "b", PodName: "a", PodUID: "uid-1", Reason: PodGone, Age: time.Hour},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Orphans(tt.pods, tt.vms, t0, tt.minAge)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Orphans (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWhy(t *testing.T) {
+	tests := []struct {
+		o    Orphan
+		want string
+	}{
+		{Orphan{Namespace: "ns", PodNamespace: "ns", PodName: "a", Reason: PodGone}, "orphaned: pod a gone"},
+		{Orphan{Namespace: "vms", PodNamespace: "pods", PodName: "a", Reason: PodReplaced}, "orphaned: pod pods/a replaced"},
+	}
+	for _, tt := range tests {
+		if got := tt.o.Why(); got != tt.want {
+			t.Errorf("Why() = %q, want %q", got, tt.want)
+		}
+	}
+}
