@@ -56,4 +56,3 @@ func Delete(ctx context.Context, c kubevirt.Interface, o Orphan, dryRun []string
 		DryRun:        dryRun,
 	})
 }
-
