@@ -1,0 +1,205 @@
+// Package drift compares derived VMs with what their prototype derives to
+// today, for `kubectl vmctl diff`. It compares only what the derivation
+// controls: metadata labels and annotations, and spec.
+package drift
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+// ignoredAnnotations are bookkeeping, not derivation: kubectl's and
+// KubeVirt's records of past writes, and the prototype generation, which
+// status already reports and which changes with every prototype edit even
+// when nothing a derived VM holds does.
+var ignoredAnnotations = []string{
+	corev1.LastAppliedConfigAnnotation,
+	kubevirtv1.ControllerAPILatestVersionObservedAnnotation,
+	kubevirtv1.ControllerAPIStorageVersionObservedAnnotation,
+	derive.AnnotationPrototypeGeneration,
+}
+
+// comparable returns the part of vm the derivation controls, as JSON
+// values: {metadata: {labels, annotations}, spec}, with ignored annotations
+// removed and empty values pruned.
+func comparable(vm *kubevirtv1.VirtualMachine) (map[string]any, error) {
+	annotations := map[string]string{}
+	for k, v := range vm.Annotations {
+		annotations[k] = v
+	}
+	for _, k := range ignoredAnnotations {
+		delete(annotations, k)
+	}
+	doc := struct {
+		Metadata struct {
+			Labels      map[string]string `json:"labels,omitempty"`
+			Annotations map[string]string `json:"annotations,omitempty"`
+		} `json:"metadata"`
+		Spec kubevirtv1.VirtualMachineSpec `json:"spec"`
+	}{Spec: vm.Spec}
+	doc.Metadata.Labels, doc.Metadata.Annotations = vm.Labels, annotations
+
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode virtualmachine %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decode virtualmachine %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	out, _ := prune(m).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	return out, nil
+}
+
+// prune drops nulls, empty strings and empty lists, and maps that held only
+// such values, so that absent and empty compare equal. It returns nil for a
+// value to drop. A map that was empty to begin with stays: after a typed
+// JSON encoding (omitempty drops empty map fields) `{}` is one of KubeVirt's
+// choice markers, such as an interface's `masquerade: {}`, and dropping it
+// would hide a change from masquerade to bridge.
+func prune(v any) any {
+	switch t := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if t == "" {
+			return nil
+		}
+	case []any:
+		out := make([]any, 0, len(t))
+		for _, e := range t {
+			if e = prune(e); e != nil {
+				out = append(out, e)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case map[string]any:
+		if len(t) == 0 {
+			return t
+		}
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			if e = prune(e); e != nil {
+				out[k] = e
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	return v
+}
+
+// dropDefaults removes from live the map keys that want lacks: values the
+// cluster filled in (KubeVirt's webhooks and controllers default machine
+// type, firmware UUID, resources and more). Lists are matched element by
+// element: by "name" when the elements have one, else by position when the
+// lengths agree. A live-only `{}` is kept, being a choice, not a default.
+func dropDefaults(live, want any) any {
+	switch l := live.(type) {
+	case map[string]any:
+		w, ok := want.(map[string]any)
+		if !ok {
+			return live
+		}
+		out := make(map[string]any, len(l))
+		for k, lv := range l {
+			wv, inWant := w[k]
+			if !inWant {
+				if m, isMap := lv.(map[string]any); isMap && len(m) == 0 {
+					out[k] = lv
+				}
+				continue
+			}
+			out[k] = dropDefaults(lv, wv)
+		}
+		return out
+	case []any:
+		w, ok := want.([]any)
+		if !ok {
+			return live
+		}
+		out := make([]any, len(l))
+		byName := named(w)
+		for i, lv := range l {
+			switch {
+			case byName != nil:
+				if wv, found := byName[nameOf(lv)]; found {
+					lv = dropDefaults(lv, wv)
+				}
+			case len(l) == len(w):
+				lv = dropDefaults(lv, w[i])
+			}
+			out[i] = lv
+		}
+		return out
+	}
+	return live
+}
+
+// named indexes list elements by their "name", or returns nil when not
+// every element is a map with a string name.
+func named(list []any) map[string]any {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(list))
+	for _, e := range list {
+		n := nameOf(e)
+		if n == "" {
+			return nil
+		}
+		out[n] = e
+	}
+	return out
+}
+
+func nameOf(v any) string {
+	m, _ := v.(map[string]any)
+	n, _ := m["name"].(string)
+	return n
+}
+
+// dropClusterMetadata removes from live's labels and annotations the keys
+// want lacks that KubeVirt's own components write (the kubevirt.io domain
+// and its subdomains, except vmctl's).
+func dropClusterMetadata(live, want map[string]any) {
+	lm, _ := live["metadata"].(map[string]any)
+	wm, _ := want["metadata"].(map[string]any)
+	for _, field := range []string{"labels", "annotations"} {
+		l, _ := lm[field].(map[string]any)
+		w, _ := wm[field].(map[string]any)
+		for k := range l {
+			if _, ok := w[k]; ok {
+				continue
+			}
+			if kubevirtOwned(k) {
+				delete(l, k)
+			}
+		}
+		if l != nil && len(l) == 0 {
+			delete(lm, field)
+		}
+	}
+}
+
+func kubevirtOwned(key string) bool {
+	domain, _, ok := strings.Cut(key, "/")
+	if !ok || domain == "vmctl.kubevirt.io" {
+		return false
+	}
+	return domain == "kubevirt.io" || strings.HasSuffix(domain, ".kubevirt.io")
+}
