@@ -34,6 +34,7 @@ VM on every node.`,
 		NewCmdVersion(streams),
 		NewCmdAgent(streams),
 		NewCmdScaffold(streams),
+		NewCmdCompletion(streams),
 	)
 	return cmd
 }
