@@ -58,6 +58,7 @@ type Cluster struct {
 	StartupTime time.Duration
 
 	log       io.Writer
+	begin     time.Time
 	removeDir bool
 	mu        sync.Mutex
 	procs     []*process
@@ -100,7 +101,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	c := &Cluster{Dir: opts.Dir, Binaries: bins, log: logw}
+	c := &Cluster{Dir: opts.Dir, Binaries: bins, log: logw, begin: begin}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "vmctl-testcluster-"); err != nil {
 			return nil, fmt.Errorf("create the cluster directory: %w", err)
@@ -127,7 +128,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.startAPIServer(ctx, etcdURL, p); err != nil {
 		return nil, err
 	}
-	c.logf("kube-apiserver ready at %s", c.RESTConfig.Host)
+	c.logf("kube-apiserver serving at %s", c.RESTConfig.Host)
 
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
 	if err != nil {
@@ -144,49 +145,68 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	dir, realCRDs := crdDir(root, opts.FallbackCRDs)
 	c.RealCRDs = realCRDs
 
-	// The garbage collector only watches resources it found in discovery when
-	// it started (it rescans every 30s), so the controller manager starts after
-	// the CRDs; the rest starts alongside.
+	// Validating KubeVirt's large CRDs costs the API server seconds, so they go
+	// in while it finishes starting. The garbage collector watches only the
+	// resources it found when it started (it rescans every 30s), so the
+	// controller manager starts after them.
+	startCtx, cancelStart := context.WithCancel(ctx)
+	defer cancelStart()
 	var wg sync.WaitGroup
-	errs := make([]error, 3)
+	errs := make([]error, 4)
 	wg.Go(func() {
-		if errs[0] = installCRDs(ctx, dyn, dir); errs[0] != nil {
+		if errs[0] = installCRDs(startCtx, dyn, dir); errs[0] != nil {
+			cancelStart()
 			return
 		}
 		c.logf("KubeVirt CRDs established (from %s)", dir)
 		errs[0] = c.startControllerManager(p)
 	})
-	wg.Go(func() { errs[1] = c.startScheduler() })
-	wg.Go(func() {
-		if errs[2] = c.startKwok(); errs[2] != nil {
-			return
-		}
-		c.Nodes, errs[2] = createNodes(ctx, cs, nodes)
-	})
+	if errs[1] = c.waitAPIServerReady(startCtx); errs[1] == nil {
+		c.logf("kube-apiserver ready")
+		wg.Go(func() { errs[2] = c.startScheduler() })
+		wg.Go(func() {
+			if errs[3] = c.startKwok(); errs[3] != nil {
+				return
+			}
+			c.Nodes, errs[3] = createNodes(startCtx, cs, nodes)
+			c.logf("%d nodes created", nodes)
+		})
+	} else {
+		cancelStart()
+	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 
-	err = waitFor(ctx, "the default ServiceAccount, kube-root-ca.crt and Ready nodes", c.processes(), func(ctx context.Context) (bool, error) {
+	err = waitFor(ctx, "the nodes to be Ready", c.processes(), func(ctx context.Context) (bool, error) {
+		return nodesReady(ctx, cs, c.Nodes)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.logf("nodes Ready")
+	// Pods need their namespace's default ServiceAccount (ServiceAccount
+	// admission) and projected tokens need kube-root-ca.crt.
+	err = waitFor(ctx, "the default ServiceAccount and kube-root-ca.crt", c.processes(), func(ctx context.Context) (bool, error) {
 		if _, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{}); err != nil {
 			return false, err
 		}
 		if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
 			return false, err
 		}
-		return nodesReady(ctx, cs, c.Nodes)
+		return true, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	c.StartupTime = time.Since(begin)
-	c.logf("cluster up in %s: %d Ready nodes, kubeconfig %s", c.StartupTime.Round(time.Millisecond), len(c.Nodes), c.Kubeconfig)
+	c.logf("cluster up: %d Ready nodes, kubeconfig %s", len(c.Nodes), c.Kubeconfig)
 	return c, nil
 }
 
 func (c *Cluster) logf(format string, args ...any) {
-	fmt.Fprintf(c.log, "testcluster: "+format+"\n", args...)
+	fmt.Fprintf(c.log, "testcluster: %5.1fs "+format+"\n", append([]any{time.Since(c.begin).Seconds()}, args...)...)
 }
 
 // start runs a component and records it for Stop.
@@ -322,21 +342,40 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) er
 			// 127.0.0.1 is not a valid endpoint for the kubernetes Service.
 			"--endpoint-reconciler-type=none",
 			"--profiling=false",
+			// Skips creating the default FlowSchemas at start; tests send little traffic.
+			"--enable-priority-and-fairness=false",
 		}, nil)
 		if err != nil {
 			return nil, err
 		}
-		rc, err := rest.RESTClientFor(restConfigForReadyz(c.RESTConfig))
+		rc, err := rest.RESTClientFor(restConfigForRaw(c.RESTConfig))
 		if err != nil {
 			return proc, fmt.Errorf("create a client: %w", err)
 		}
-		return proc, waitFor(ctx, "kube-apiserver /readyz", []*process{proc}, func(ctx context.Context) (bool, error) {
-			body, err := rc.Get().AbsPath("/readyz").Timeout(2 * time.Second).DoRaw(ctx)
+		// Serving is enough here: a port conflict shows before that.
+		return proc, waitFor(ctx, "kube-apiserver to serve", []*process{proc}, func(ctx context.Context) (bool, error) {
+			body, err := rc.Get().AbsPath("/livez/ping").Timeout(2 * time.Second).DoRaw(ctx)
 			if err != nil {
 				return false, fmt.Errorf("%w: %s", err, body)
 			}
 			return true, nil
 		})
+	})
+}
+
+// waitAPIServerReady waits for /readyz: post-start hooks done (RBAC bootstrap
+// roles, system namespaces) and informers synced.
+func (c *Cluster) waitAPIServerReady(ctx context.Context) error {
+	rc, err := rest.RESTClientFor(restConfigForRaw(c.RESTConfig))
+	if err != nil {
+		return fmt.Errorf("create a client: %w", err)
+	}
+	return waitFor(ctx, "kube-apiserver /readyz", c.processes(), func(ctx context.Context) (bool, error) {
+		body, err := rc.Get().AbsPath("/readyz").Timeout(2 * time.Second).DoRaw(ctx)
+		if err != nil {
+			return false, fmt.Errorf("%w: %s", err, body)
+		}
+		return true, nil
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,19 +56,43 @@ func crdDir(root string, forceFallback bool) (dir string, real bool) {
 // installCRDs creates the CRDs in dir with a plain create (they exceed the
 // client-side apply annotation limit) and waits until they are Established.
 func installCRDs(ctx context.Context, client dynamic.Interface, dir string) error {
-	var names []string
+	var objs []*unstructured.Unstructured
 	for _, f := range kubevirtCRDFiles() {
-		path := filepath.Join(dir, f)
-		objs, err := readObjects(path)
+		o, err := readObjects(filepath.Join(dir, f))
 		if err != nil {
 			return err
 		}
-		for _, obj := range objs {
-			if _, err := client.Resource(crdResource()).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("create CRD %s from %s: %w", obj.GetName(), path, err)
+		objs = append(objs, o...)
+	}
+	// Validating a large CRD takes the API server a while; do them together.
+	var wg sync.WaitGroup
+	errs := make([]error, len(objs))
+	names := make([]string, len(objs))
+	for i, obj := range objs {
+		names[i] = obj.GetName()
+		wg.Go(func() {
+			// The API server may still be starting: retry until it takes the
+			// CRD or rejects it.
+			var rejected error
+			errs[i] = waitFor(ctx, "CRD "+obj.GetName()+" to be created", nil, func(ctx context.Context) (bool, error) {
+				_, err := client.Resource(crdResource()).Create(ctx, obj, metav1.CreateOptions{})
+				switch {
+				case err == nil || apierrors.IsAlreadyExists(err):
+					return true, nil
+				case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+					rejected = fmt.Errorf("create CRD %s from %s: %w", obj.GetName(), dir, err)
+					return true, nil
+				}
+				return false, err
+			})
+			if rejected != nil {
+				errs[i] = rejected
 			}
-			names = append(names, obj.GetName())
-		}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	return waitFor(ctx, "the KubeVirt CRDs to be established", nil, func(ctx context.Context) (bool, error) {
 		for _, name := range names {

@@ -33,8 +33,8 @@ func etcdHealthy(ctx context.Context, clientURL string) (bool, error) {
 	return true, nil
 }
 
-// restConfigForReadyz is cfg set up for a raw RESTClient.
-func restConfigForReadyz(cfg *rest.Config) *rest.Config {
+// restConfigForRaw is cfg set up for a raw RESTClient.
+func restConfigForRaw(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.GroupVersion = &schema.GroupVersion{}
 	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+)
+
+// UpOptions configure `up` and `demo`.
+type UpOptions struct {
+	Nodes        int
+	Dir          string
+	VmctlBinary  string
+	FallbackCRDs bool
+
+	Out, ErrOut io.Writer
+}
+
+func newUpOptions(cmd *cobra.Command) *UpOptions {
+	return &UpOptions{Nodes: 3, Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
+}
+
+func (o *UpOptions) addFlags(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&o.Nodes, "nodes", o.Nodes, "number of fake nodes")
+	cmd.Flags().StringVar(&o.Dir, "dir", o.Dir, "working directory for data, certificates and logs (default: a temporary directory, removed on exit)")
+	cmd.Flags().StringVar(&o.VmctlBinary, "vmctl-binary", o.VmctlBinary, "kubectl-vmctl binary the kubelet double runs in agent Pods (default: bin/kubectl-vmctl when built)")
+	cmd.Flags().BoolVar(&o.FallbackCRDs, "fallback-crds", o.FallbackCRDs, "install the project's minimal KubeVirt CRDs even when ../shared/kubevirt-crds exists")
+}
+
+func newCmdUp() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a control plane with fake nodes and keep it running until Ctrl-C",
+		Args:  cobra.NoArgs,
+	}
+	o := newUpOptions(cmd)
+	o.addFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := o.Complete(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context(), nil)
+	}
+	return cmd
+}
+
+// Complete fills in the kubectl-vmctl binary when it was built into bin/.
+func (o *UpOptions) Complete() error {
+	if o.VmctlBinary != "" {
+		abs, err := filepath.Abs(o.VmctlBinary)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("--vmctl-binary: %w; run `make build` first", err)
+		}
+		o.VmctlBinary = abs
+		return nil
+	}
+	if root, err := testcluster.RepoRoot(); err == nil {
+		if p := filepath.Join(root, "bin", "kubectl-vmctl"); fileExists(p) {
+			o.VmctlBinary = p
+		}
+	}
+	return nil
+}
+
+// Run starts the cluster and the doubles, runs then (if set) with the running
+// cluster, and waits for ctx to end before stopping everything.
+func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *testcluster.Cluster) error) error {
+	bins, err := testcluster.EnsureBinaries(ctx, "", o.ErrOut)
+	if err != nil {
+		return err
+	}
+	c, err := testcluster.Start(ctx, testcluster.Options{
+		Nodes: o.Nodes, Dir: o.Dir, Binaries: bins, Log: o.ErrOut, FallbackCRDs: o.FallbackCRDs,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(o.ErrOut, "stopping the cluster...")
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(o.ErrOut, "error:", err)
+		}
+	}()
+
+	crds := "KubeVirt's CRDs"
+	if !c.RealCRDs {
+		crds = "the fallback KubeVirt CRDs"
+	}
+	fmt.Fprintf(o.Out, "cluster up in %s: %d nodes, %s; logs in %s\nkubeconfig: %s\n\n  export KUBECONFIG=%s\n\n",
+		c.StartupTime.Round(10*time.Millisecond), len(c.Nodes), crds, c.Dir, c.Kubeconfig, c.Kubeconfig)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	doubles := make(chan error, 1)
+	if o.VmctlBinary != "" {
+		log := slog.New(slog.NewTextHandler(o.ErrOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		go func() { doubles <- runDoubles(ctx, c, o.VmctlBinary, log) }()
+		fmt.Fprintf(o.Out, "virt-controller and kubelet doubles running agent Pods with %s\n", o.VmctlBinary)
+	} else {
+		fmt.Fprintln(o.Out, "no kubectl-vmctl binary (run `make build` or pass --vmctl-binary): agent Pods will stay Pending")
+	}
+
+	if then != nil {
+		if err := then(ctx, c); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(o.Out, "Ctrl-C stops the cluster.")
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-doubles:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("the virt-controller or kubelet double stopped: %w", err)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
