@@ -1,0 +1,183 @@
+package plugin
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// The -update flag may be defined by another golden test of this package;
+// define it only if nobody did, and read it by name.
+var _ = defineUpdateFlag()
+
+func defineUpdateFlag() bool {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite testdata golden files from the current output")
+	}
+	return true
+}
+
+func updateGolden() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+const testKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: test
+  user: {}
+contexts:
+- name: with-namespace
+  context: {cluster: test, user: test, namespace: from-kubeconfig}
+- name: without-namespace
+  context: {cluster: test, user: test}
+current-context: with-namespace
+`
+
+// runScaffold runs `kubectl vmctl scaffold args...` as version v1.2.3 against
+// a kubeconfig that names no real cluster.
+func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(testKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	o := NewScaffoldOptions(streams)
+	o.Version = "v1.2.3"
+	o.Image = scaffold.DefaultImage(o.Version)
+	cmd := newCmdScaffold(o)
+	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	cmd.SilenceUsage = true
+	cmd.SilenceErrors = true
+	err = cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestScaffoldGolden(t *testing.T) {
+	tests := []struct {
+		golden string
+		args   []string
+	}{
+		{golden: "deployment-defaults.yaml", args: []string{"deployment", "testvm"}},
+		{golden: "deployment-all-flags.yaml", args: []string{"deploy", "testvm", "-n", "vms", "--name", "web",
+			"--replicas", "3", "--service", "80:8080", "--pdb", "2", "--grace-period", "300",
+			"--allow-shared-volumes", "--image", "example.com/vmctl:test"}},
+		{golden: "deployment.json", args: []string{"deployment", "testvm", "-n", "vms", "-o", "json"}},
+		{golden: "daemonset-defaults.yaml", args: []string{"daemonset", "testvm", "--context", "without-namespace"}},
+		{golden: "daemonset-proto-namespace-admission-policy.yaml", args: []string{"ds", "testvm", "-n", "vms",
+			"--proto-namespace", "protos", "--admission-policy"}},
+		{golden: "statefulset.yaml", args: []string{"statefulset", "testvm", "-n", "vms", "--replicas", "2",
+			"--pdb", "50%", "--service", "22"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			out, errOut, err := runScaffold(t, tt.args...)
+			if err != nil {
+				t.Fatalf("scaffold %s: %v", strings.Join(tt.args, " "), err)
+			}
+			if errOut != "" {
+				t.Errorf("stderr = %q, want nothing", errOut)
+			}
+			path := filepath.Join("testdata", "scaffold", tt.golden)
+			if updateGolden() {
+				if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./plugin/ -run TestScaffoldGolden -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), out); diff != "" {
+				t.Errorf("scaffold %s (-want +got):\n%s", strings.Join(tt.args, " "), diff)
+			}
+		})
+	}
+}
+
+func TestScaffoldNamespace(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"ds", "testvm"}, want: "from-kubeconfig"},
+		{args: []string{"ds", "testvm", "--context", "without-namespace"}, want: "default"},
+		{args: []string{"ds", "testvm", "-n", "explicit"}, want: "explicit"},
+		{args: []string{"ds", "testvm", "--namespace", "explicit", "--context", "without-namespace"}, want: "explicit"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, _, err := runScaffold(t, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, doc := range strings.Split(out, "---\n") {
+				if !strings.Contains(doc, "\n  namespace: "+tt.want+"\n") {
+					t.Errorf("document lacks namespace %s:\n%s", tt.want, doc)
+				}
+			}
+		})
+	}
+}
+
+func TestScaffoldErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{name: "no args", args: nil, want: []string{"scaffold needs a KIND and a PROTOTYPE, got 0", scaffold.ValidKinds}},
+		{name: "one arg", args: []string{"deployment"}, want: []string{"got 1 argument"}},
+		{name: "three args", args: []string{"deployment", "a", "b"}, want: []string{"got 3 argument"}},
+		{name: "unknown kind", args: []string{"replicaset", "testvm"},
+			want: []string{`unknown workload kind "replicaset"`, "deployment (deploy), daemonset (ds), statefulset (sts)"}},
+		{name: "replicas on daemonset", args: []string{"ds", "testvm", "--replicas", "2"}, want: []string{"--replicas does not apply to a DaemonSet"}},
+		{name: "bad output", args: []string{"deploy", "testvm", "-o", "wide"}, want: []string{`--output must be yaml or json, not "wide"`}},
+		{name: "bad service", args: []string{"deploy", "testvm", "--service", "http"}, want: []string{"--service: invalid service port"}},
+		{name: "bad pdb", args: []string{"deploy", "testvm", "--pdb", "lots"}, want: []string{"--pdb: invalid PodDisruptionBudget minAvailable"}},
+		{name: "bad prototype", args: []string{"deploy", "Test_VM"}, want: []string{"cannot scaffold deployment", `invalid prototype name "Test_VM"`}},
+		{name: "bad name", args: []string{"sts", "testvm", "--name", "Web"}, want: []string{"cannot scaffold statefulset", `invalid name "Web"`, "pass --name"}},
+		{name: "bad namespace", args: []string{"deploy", "testvm", "-n", "Bad_NS"}, want: []string{`invalid namespace "Bad_NS"`}},
+		{name: "short grace period", args: []string{"deploy", "testvm", "--grace-period", "5"}, want: []string{"grace period 5s is too short"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := runScaffold(t, tt.args...)
+			if err == nil {
+				t.Fatalf("scaffold %v succeeded, want an error", tt.args)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			if out != "" {
+				t.Errorf("printed %q before failing, want nothing", out)
+			}
+		})
+	}
+}
+
+func TestScaffoldIsRegistered(t *testing.T) {
+	cmd, _, err := NewCmdVmctl(genericiooptions.NewTestIOStreamsDiscard()).Find([]string{"scaffold"})
+	if err != nil || cmd.Name() != "scaffold" {
+		t.Fatalf("kubectl vmctl has no scaffold command: %v", err)
+	}
+	if !strings.Contains(cmd.Example, "kubectl vmctl scaffold") || !strings.Contains(cmd.Example, "| kubectl apply -f -") {
+		t.Errorf("examples should read `kubectl vmctl scaffold ... | kubectl apply -f -`:\n%s", cmd.Example)
+	}
+}
