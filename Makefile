@@ -38,8 +38,9 @@ lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+## demo: a local control plane with 3 fake nodes running kubectl-vmctl's agents; Ctrl-C stops it
 demo: build
-	$(GO) run ./internal/testcluster/cmd/vmctl-cluster demo
+	$(GO) run ./internal/testcluster/cmd/vmctl-cluster demo --vmctl-binary $(BIN)/kubectl-vmctl
 
 clean:
 	rm -rf $(BIN) dist
