@@ -32,6 +32,8 @@ import (
 //     condition to match.
 //   - A VM being deleted is left alone: the garbage collector deletes its
 //     VMI, as it does for the real virt-controller's VMIs.
+//
+// It returns nil once ctx is done, and an error only when it cannot start.
 func RunVirtController(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
 	client, err := kubevirt.NewForConfig(cfg)
 	if err != nil {
@@ -94,7 +96,7 @@ func (c *virtController) run(ctx context.Context) error {
 		go inf.RunWithContext(ctx)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), vmInformer.HasSynced, vmiInformer.HasSynced) {
-		return ctx.Err()
+		return nil
 	}
 	c.log.Info("started")
 
@@ -104,7 +106,7 @@ func (c *virtController) run(ctx context.Context) error {
 	}()
 	for c.processNext(ctx) {
 	}
-	return ctx.Err()
+	return nil
 }
 
 func (c *virtController) enqueue(obj any) {

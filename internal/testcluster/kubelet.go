@@ -1,0 +1,242 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// KubeletOptions configure the kubelet double.
+type KubeletOptions struct {
+	// Binary is the kubectl-vmctl binary; each agent Pod runs `Binary agent ARGS`.
+	Binary string
+	// Dir holds one directory per Pod, <Dir>/<namespace>/<pod>, with the
+	// agent's kubeconfig and its log (see LogPath).
+	Dir string
+	// Env is added to every agent's environment, after a minimal base (PATH,
+	// HOME, HOSTNAME) and before the container's own env, e.g. GOCOVERDIR.
+	Env []string
+	// Log receives the double's own progress; nil discards it.
+	Log *slog.Logger
+}
+
+// Kubelet is a test double of the kubelet for vmctl agent Pods, which kwok
+// leaves alone. For each agent Pod bound to a node it runs the real agent
+// binary as a local process with a token of the Pod's ServiceAccount bound to
+// the Pod, reports the Pod's status (Running, readiness from the agent's
+// /readyz, restarts) and handles deletion the kubelet's way: SIGTERM, wait for
+// the process to exit (SIGKILL after the grace period), then remove the Pod.
+// Only the Pod's first container runs; probes other than readiness, volumes,
+// resources and security contexts are ignored.
+type Kubelet struct {
+	cfg    *rest.Config
+	opts   KubeletOptions
+	log    *slog.Logger
+	client kubernetes.Interface
+	pods   cache.Indexer
+	queue  workqueue.TypedInterface[string]
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	workers map[string]*podWorker // by namespace/name
+	nextIP  uint32
+}
+
+// NewKubelet returns a kubelet double that talks to the API server as cfg (an
+// admin identity) and gives agents the same server URL and CA.
+func NewKubelet(cfg *rest.Config, opts KubeletOptions) *Kubelet {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Kubelet{
+		cfg:     rest.CopyConfig(cfg),
+		opts:    opts,
+		log:     log.With("component", "kubelet-double"),
+		workers: map[string]*podWorker{},
+	}
+}
+
+// agentSelector selects vmctl agent Pods.
+func agentSelector() string {
+	return labels.Set{AgentNameLabel: AgentNameValue, AgentComponentLabel: AgentComponentValue}.String()
+}
+
+// Run runs agent Pods until ctx is done, then kills every agent (SIGKILL,
+// leaving their Pods and VMs behind, as a node that dies would) and returns
+// nil once they have exited. It returns an error only when it cannot start.
+func (k *Kubelet) Run(ctx context.Context) error {
+	if _, err := os.Stat(k.opts.Binary); err != nil {
+		return fmt.Errorf("kubelet double: agent binary: %w; build kubectl-vmctl and set KubeletOptions.Binary", err)
+	}
+	if err := os.MkdirAll(k.opts.Dir, 0o755); err != nil {
+		return fmt.Errorf("kubelet double: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(k.cfg)
+	if err != nil {
+		return fmt.Errorf("kubelet double: build a client: %w", err)
+	}
+	k.client = client
+	k.queue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "kubelet-double"})
+
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = agentSelector() }))
+	informer := factory.Core().V1().Pods().Informer()
+	k.pods = informer.GetIndexer()
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			k.queue.Add(key)
+		}
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}); err != nil {
+		return fmt.Errorf("kubelet double: register an event handler: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return nil
+	}
+	k.log.Info("started", "binary", k.opts.Binary, "dir", k.opts.Dir)
+
+	go func() {
+		<-ctx.Done()
+		k.queue.ShutDown()
+	}()
+	for {
+		key, shutdown := k.queue.Get()
+		if shutdown {
+			break
+		}
+		k.sync(ctx, key)
+		k.queue.Done(key)
+	}
+	// Every worker's context derives from ctx: they kill their agents now.
+	k.wg.Wait()
+	return nil
+}
+
+// sync brings the worker for the Pod at key in line with the Pod.
+func (k *Kubelet) sync(ctx context.Context, key string) {
+	var pod *corev1.Pod
+	if obj, exists, err := k.pods.GetByKey(key); err == nil && exists {
+		pod = obj.(*corev1.Pod)
+	}
+	k.mu.Lock()
+	w := k.workers[key]
+	k.mu.Unlock()
+
+	if w != nil && (pod == nil || pod.UID != w.uid) {
+		// The Pod went (or was replaced by one of the same name) without the
+		// double removing it: a force delete. The agent gets no signal.
+		if !w.finished() {
+			k.log.Info("pod gone, killing its agent", "pod", key)
+		}
+		w.kill()
+		<-w.done
+		k.mu.Lock()
+		delete(k.workers, key)
+		k.mu.Unlock()
+		w = nil
+	}
+	if pod == nil || pod.Spec.NodeName == "" || len(pod.Spec.Containers) == 0 {
+		return
+	}
+	if w == nil {
+		w = k.newWorker(ctx, pod)
+		k.mu.Lock()
+		k.workers[key] = w
+		k.mu.Unlock()
+		k.wg.Go(func() {
+			w.run()
+			// Let sync see the end, e.g. to start a replacement Pod.
+			k.queue.Add(key)
+		})
+	}
+	if pod.DeletionTimestamp != nil {
+		w.terminate(gracePeriod(pod))
+	}
+}
+
+// gracePeriod is how long a deleted Pod's agent gets between SIGTERM and
+// SIGKILL.
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	switch {
+	case pod.DeletionGracePeriodSeconds != nil:
+		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	default:
+		return corev1.DefaultTerminationGracePeriodSeconds * time.Second
+	}
+}
+
+// allocatePodIP hands out addresses from 10.250.0.0/16. They route nowhere;
+// a loopback address would be truthful but EndpointSlices reject it.
+func (k *Kubelet) allocatePodIP() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.nextIP++
+	n := k.nextIP % (1 << 16)
+	return netip.AddrFrom4([4]byte{10, 250, byte(n >> 8), byte(n)}).String()
+}
+
+func (k *Kubelet) worker(namespace, pod string) (*podWorker, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	w, ok := k.workers[namespace+"/"+pod]
+	if !ok {
+		return nil, fmt.Errorf("the kubelet double runs no Pod %s/%s", namespace, pod)
+	}
+	return w, nil
+}
+
+// Signal sends sig to the agent process of a Pod. After SIGKILL the agent
+// restarts as a crashed container would, and restartCount goes up.
+func (k *Kubelet) Signal(namespace, pod string, sig os.Signal) error {
+	w, err := k.worker(namespace, pod)
+	if err != nil {
+		return err
+	}
+	return w.signal(sig)
+}
+
+// LogPath is the file that collects the stdout and stderr of a Pod's agent,
+// across restarts.
+func (k *Kubelet) LogPath(namespace, pod string) string {
+	return filepath.Join(k.podDir(namespace, pod), "agent.log")
+}
+
+// Restarts returns how often a Pod's agent was restarted; the Pod's
+// status.containerStatuses[0].restartCount says the same. It is 0 for a Pod
+// the double does not run.
+func (k *Kubelet) Restarts(namespace, pod string) int {
+	w, err := k.worker(namespace, pod)
+	if err != nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return int(w.state.Restarts)
+}
+
+func (k *Kubelet) podDir(namespace, pod string) string {
+	return filepath.Join(k.opts.Dir, namespace, pod)
+}

@@ -1,0 +1,140 @@
+package testcluster
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The kubelet double's pure half for a container's environment and command
+// line, resolved the way the kubelet does it.
+
+// containerEnv resolves c's environment for pod like the kubelet: literal
+// values, with $(VAR) references to variables defined before them expanded,
+// and downward-API field references. podIP and hostIP stand in for the
+// status fields, which the kubelet knows before it writes them. ConfigMap,
+// Secret and resource references are not supported: the error says which.
+func containerEnv(pod *corev1.Pod, c *corev1.Container, podIP, hostIP string) ([]string, error) {
+	if len(c.EnvFrom) > 0 {
+		return nil, fmt.Errorf("container %s: envFrom is not supported by the kubelet double; use env with value or fieldRef", c.Name)
+	}
+	env := make([]string, 0, len(c.Env))
+	defined := map[string]string{}
+	for _, e := range c.Env {
+		value := e.Value
+		switch {
+		case e.ValueFrom == nil:
+			value = expandVars(value, defined)
+		case e.ValueFrom.FieldRef != nil:
+			v, err := podFieldValue(pod, e.ValueFrom.FieldRef.FieldPath, podIP, hostIP)
+			if err != nil {
+				return nil, fmt.Errorf("container %s: env %s: %w", c.Name, e.Name, err)
+			}
+			value = v
+		default:
+			return nil, fmt.Errorf("container %s: env %s: only value and fieldRef are supported by the kubelet double", c.Name, e.Name)
+		}
+		defined[e.Name] = value
+		env = append(env, e.Name+"="+value)
+	}
+	return env, nil
+}
+
+// podFieldValue returns the value of a downward-API fieldPath that env
+// variables may use.
+func podFieldValue(pod *corev1.Pod, path, podIP, hostIP string) (string, error) {
+	if key, ok := subscript(path, "metadata.labels"); ok {
+		return pod.Labels[key], nil
+	}
+	if key, ok := subscript(path, "metadata.annotations"); ok {
+		return pod.Annotations[key], nil
+	}
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.podIP", "status.podIPs":
+		return podIP, nil
+	case "status.hostIP", "status.hostIPs":
+		return hostIP, nil
+	}
+	return "", fmt.Errorf("fieldPath %q is not supported", path)
+}
+
+// subscript returns key for a path of the form prefix['key'].
+func subscript(path, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, prefix+"['")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "']")
+}
+
+// expandVars expands $(VAR) references to the variables in defined, as the
+// kubelet does for env values, command and args: $$ is a literal $, and a
+// reference to an undefined variable stays as written.
+func expandVars(s string, defined map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			ref := s[i : i+3+end]
+			if v, ok := defined[s[i+2:i+2+end]]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(ref)
+			}
+			i += len(ref) - 1
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+// agentArgs returns the arguments for the agent binary: the container's
+// command without its first word (the image runs `kubectl-vmctl agent`, and
+// the double runs the binary it was given instead) and its args, with $(VAR)
+// references expanded from env (NAME=value pairs).
+func agentArgs(c *corev1.Container, env []string) []string {
+	defined := make(map[string]string, len(env))
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		defined[name] = value
+	}
+	var args []string
+	if len(c.Command) > 0 {
+		for _, a := range c.Command[1:] {
+			args = append(args, expandVars(a, defined))
+		}
+	} else {
+		args = append(args, "agent")
+	}
+	for _, a := range c.Args {
+		args = append(args, expandVars(a, defined))
+	}
+	return args
+}
