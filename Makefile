@@ -14,7 +14,7 @@ LDFLAGS := -s -w \
 	-X github.com/kubectl-vmctl/kubectl-vmctl/internal/version.date=$(DATE)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build test unit e2e bench lint demo clean
+.PHONY: all build test unit e2e bench lint release-check demo clean
 
 all: build
 
@@ -34,9 +34,17 @@ e2e: build
 bench: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 60m ./internal/e2e/...
 
+## lint: go vet, gofmt, and golangci-lint (.golangci.yml; hack/tools.sh builds the pinned version once)
 lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@lint=$$(hack/tools.sh golangci-lint) && set -x && \
+		$$lint run ./... && \
+		cd hack/krew-tools && $$lint run --config ../../.golangci.yml ./...
+
+## release-check: goreleaser check + snapshot into dist/, archive checks, krew manifest render/validate/install
+release-check:
+	hack/release-check.sh
 
 ## demo: a local control plane with 3 fake nodes running kubectl-vmctl's agents; Ctrl-C stops it
 demo: build
