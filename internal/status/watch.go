@@ -34,9 +34,11 @@ func Watch(ctx context.Context, c Clients, q Query, tick time.Duration, update f
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
 		case <-w.changed:
 		case <-ticker.C:
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 		if !w.synced() {
 			continue

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,9 +100,10 @@ func TestWatchFollowsAgentsIntoOtherNamespaces(t *testing.T) {
 	virt := kubevirtfake.NewSimpleClientset(&proto, &vm)
 
 	found := make(chan struct{})
+	var once sync.Once
 	err := Watch(ctx, Clients{Kube: kube, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, time.Hour, func(inv *Inventory) error {
 		if rows := Pair(inv, t0); len(rows) == 1 && rows[0].VMNamespace == "vms" && len(rows[0].Problems) == 0 {
-			close(found)
+			once.Do(func() { close(found) })
 			cancel()
 		}
 		return nil
