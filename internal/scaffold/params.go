@@ -30,8 +30,8 @@ const ImageRepository = "ghcr.io/kubectl-vmctl/kubectl-vmctl"
 const (
 	DefaultReplicas           int32 = 1
 	DefaultGracePeriodSeconds int64 = 180
-	// MinGracePeriodSeconds leaves the agent a few seconds to delete its VM
-	// after the deleteMargin.
+	// MinGracePeriodSeconds leaves the agent a --delete-timeout of at least
+	// 5s once the 10s margin is taken off.
 	MinGracePeriodSeconds int64 = 15
 	// ProbePort is where the agent serves /healthz and /readyz.
 	ProbePort int32 = 8080
@@ -138,7 +138,8 @@ func sanitize(s string, max int) string {
 	if len(b) > max {
 		b = b[:max]
 	}
-	return strings.TrimFunc(string(b), func(r rune) bool { return r >= 0x80 || !isAlnum(byte(r)) })
+	// Every byte is ASCII now, so each rune is one byte.
+	return strings.TrimFunc(string(b), func(r rune) bool { return !isAlnum(byte(r)) })
 }
 
 func isAlnum(c byte) bool {
