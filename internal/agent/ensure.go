@@ -127,7 +127,7 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 	ref := klog.KObj(vm)
 	vw := newVMWatch(ctx, a.vms, vm.Namespace, vm.Name, vm.ResourceVersion, a.cfg.backoff())
 	defer vw.stop()
-	vw.open(ctx) // before the DELETE, so the Deleted event cannot slip past
+	_ = vw.open(ctx) // before the DELETE, so the Deleted event cannot slip past; next retries
 
 	opts := metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: ptr.To(vm.UID)},

@@ -37,19 +37,18 @@ func newVMWatch(ctx context.Context, api vmAPI, namespace, name, resourceVersion
 	}
 }
 
-// open starts the watch unless one runs; it reports whether one runs now.
-// Callers about to change the VM open first, so the change cannot slip past.
-func (vw *vmWatch) open(ctx context.Context) bool {
+// open starts the watch unless one runs. Callers about to change the VM
+// open first, so the change cannot slip past.
+func (vw *vmWatch) open(ctx context.Context) error {
 	if vw.w != nil {
-		return true
+		return nil
 	}
 	w, err := vw.api.watch(ctx, vw.namespace, vw.name, vw.rv)
 	if err != nil {
-		vw.logger.V(1).Info("Watch failed; will retry", "resourceVersion", vw.rv, "err", err)
-		return false
+		return err
 	}
 	vw.w, vw.gotEvent = w, false
-	return true
+	return nil
 }
 
 // next returns the VM's next state: Added or Modified with the object, or
@@ -61,7 +60,11 @@ func (vw *vmWatch) next(ctx context.Context) (typ watch.EventType, vm *kubevirtv
 			if vw.retry && !sleep(ctx, vw.backoff.Step()) {
 				break
 			}
-			if !vw.open(ctx) {
+			if err := vw.open(ctx); err != nil {
+				if isExpired(err) {
+					return vw.relist(ctx)
+				}
+				vw.logger.V(1).Info("Watch failed; will retry", "resourceVersion", vw.rv, "err", err)
 				vw.retry = true
 				continue
 			}
