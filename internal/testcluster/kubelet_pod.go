@@ -294,6 +294,15 @@ func (w *podWorker) supervise(p *agentProcess, probe readinessProbe) bool {
 		w.exited(p)
 		return !w.terminating() && w.ctx.Err() == nil
 	case <-w.termCh:
+		if w.grace <= 0 {
+			// A force delete, seen as an update before the Pod goes: the
+			// agent gets no chance to clean up. (A real kubelet would still
+			// allow 2s after SIGTERM; this double tests the worst case.)
+			w.log.Info("Pod force-deleted, sending SIGKILL", "pid", p.cmd.Process.Pid)
+			_ = p.cmd.Process.Kill()
+			<-p.done
+			break
+		}
 		w.log.Info("Pod deleted, sending SIGTERM", "pid", p.cmd.Process.Pid, "grace", w.grace)
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		t := time.NewTimer(w.grace)

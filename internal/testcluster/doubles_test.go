@@ -1,0 +1,500 @@
+//go:build e2e
+
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
+)
+
+// TestDoubles runs the virt-controller and kubelet doubles on a real control
+// plane. The kubelet double runs testdata/fakeagent instead of kubectl-vmctl.
+func TestDoubles(t *testing.T) {
+	c := ForTest(t, Options{Nodes: 2, Log: tLogWriter{t}})
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig)
+	log := slog.New(slog.NewTextHandler(tLogWriter{t}, nil))
+	agent := buildFakeAgent(t)
+	dir := t.TempDir()
+
+	vcCtx, stopVC := context.WithCancel(context.Background())
+	vcDone := make(chan error, 1)
+	go func() { vcDone <- RunVirtController(vcCtx, c.RESTConfig, log) }()
+	kCtx, stopKubelet := context.WithCancel(context.Background())
+	kDone := make(chan error, 1)
+	k := NewKubelet(c.RESTConfig, KubeletOptions{Binary: agent, Dir: dir, Log: log})
+	go func() { kDone <- k.Run(kCtx) }()
+	// Registered after ForTest, so it runs before the cluster stops.
+	t.Cleanup(func() {
+		stopVC()
+		stopKubelet()
+		for _, done := range []chan error{vcDone, kDone} {
+			if err := <-done; err != nil {
+				t.Errorf("double returned %v", err)
+			}
+		}
+	})
+
+	t.Run("virt-controller", func(t *testing.T) { testVirtController(t, c, cs) })
+	t.Run("kubelet", func(t *testing.T) { testKubelet(t, c, cs, k, dir) })
+	t.Run("kubelet stop kills agents", func(t *testing.T) {
+		ns := newTestNamespace(t, cs, "stop")
+		pod := createAgentPod(t, cs, agentPodSpec(ns, "agent-stop", c.Nodes[0], 30))
+		pid := agentPid(t, waitPod(t, cs, ns, pod.Name, "Running", podRunning))
+		stopKubelet()
+		select {
+		case err := <-kDone:
+			kDone <- err // for the cleanup
+		case <-time.After(30 * time.Second):
+			t.Fatal("Kubelet.Run did not return within 30s of its context ending")
+		}
+		if alive(pid) {
+			t.Errorf("agent %d still runs after Kubelet.Run returned", pid)
+		}
+		if got, _ := os.ReadFile(k.LogPath(ns, pod.Name)); strings.Contains(string(got), "got SIGTERM") {
+			t.Errorf("agent got SIGTERM on kubelet stop, want SIGKILL; log:\n%s", got)
+		}
+	})
+}
+
+func testVirtController(t *testing.T, c *Cluster, cs kubernetes.Interface) {
+	kv := kubevirt.NewForConfigOrDie(c.RESTConfig)
+	ns := newTestNamespace(t, cs, "vc")
+	vms := kv.KubevirtV1().VirtualMachines(ns)
+	vmis := kv.KubevirtV1().VirtualMachineInstances(ns)
+	node := c.Nodes[1]
+
+	vm, err := vms.Create(t.Context(), testVMFor(ns, "pinned", node), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vmi *kubevirtv1.VirtualMachineInstance
+	eventually(t, 30*time.Second, "a Ready VMI on "+node, func(ctx context.Context) (bool, error) {
+		vmi, err = vmis.Get(ctx, "pinned", metav1.GetOptions{})
+		return err == nil && vmiReady(vmi), err
+	})
+	if vmi.Status.NodeName != node || vmi.Labels[kubevirtv1.NodeNameLabel] != node || vmi.Labels["app"] != "web" {
+		t.Errorf("VMI node %q, labels %v; want node %s and app=web", vmi.Status.NodeName, vmi.Labels, node)
+	}
+	if !metav1.IsControlledBy(vmi, vm) {
+		t.Errorf("VMI owner references %+v, want controller %s", vmi.OwnerReferences, vm.UID)
+	}
+	waitVMStatus(t, vms, "pinned", vmStatusFields{Created: true, Ready: true, PrintableStatus: "Running"})
+
+	setRunStrategy(t, vms, "pinned", kubevirtv1.RunStrategyHalted)
+	waitGone(t, "the halted VM's VMI", func(ctx context.Context) error {
+		_, err := vmis.Get(ctx, "pinned", metav1.GetOptions{})
+		return err
+	})
+	waitVMStatus(t, vms, "pinned", vmStatusFields{PrintableStatus: "Stopped"})
+	setRunStrategy(t, vms, "pinned", kubevirtv1.RunStrategyAlways)
+	waitVMStatus(t, vms, "pinned", vmStatusFields{Created: true, Ready: true, PrintableStatus: "Running"})
+
+	legacy := testVMFor(ns, "legacy", node)
+	legacy.Spec.RunStrategy, legacy.Spec.Running = nil, ptr.To(true)
+	if _, err := vms.Create(t.Context(), legacy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitVMStatus(t, vms, "legacy", vmStatusFields{Created: true, Ready: true, PrintableStatus: "Running"})
+
+	if _, err := vms.Create(t.Context(), testVMFor(ns, "unpinned", ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitVMStatus(t, vms, "unpinned", vmStatusFields{Created: true, PrintableStatus: "Starting"})
+	if vmi, err := vmis.Get(t.Context(), "unpinned", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if vmi.Status.Phase != kubevirtv1.Scheduling || vmi.Status.NodeName != "" {
+		t.Errorf("unpinned VMI phase %q on %q, want Scheduling on no node", vmi.Status.Phase, vmi.Status.NodeName)
+	}
+
+	// As the agent deletes its VM: the garbage collector removes the VMI,
+	// then the VM.
+	if err := vms.Delete(t.Context(), "pinned", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, "the deleted VM's VMI", func(ctx context.Context) error {
+		_, err := vmis.Get(ctx, "pinned", metav1.GetOptions{})
+		return err
+	})
+	waitGone(t, "the deleted VM", func(ctx context.Context) error {
+		_, err := vms.Get(ctx, "pinned", metav1.GetOptions{})
+		return err
+	})
+}
+
+func testKubelet(t *testing.T, c *Cluster, cs kubernetes.Interface, k *Kubelet, dir string) {
+	ns := newTestNamespace(t, cs, "kubelet")
+	pods := cs.CoreV1().Pods(ns)
+	node := c.Nodes[0]
+
+	pod := createAgentPod(t, cs, agentPodSpec(ns, "agent-a", node, 30))
+	podDir := filepath.Join(dir, ns, pod.Name)
+	got := waitPod(t, cs, ns, pod.Name, "Running and Ready", func(p *corev1.Pod) bool { return podRunning(p) && podReady(p) })
+	st := got.Status
+	if st.PodIP == "" || st.HostIP == "" || st.StartTime == nil || st.ContainerStatuses[0].State.Running == nil ||
+		!st.ContainerStatuses[0].Ready || st.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("status of a Running Pod: %+v", st)
+	}
+	for _, want := range []string{
+		"whoami system:serviceaccount:" + ns + ":default",
+		"extra authentication.kubernetes.io/pod-name=[agent-a]",
+		"extra authentication.kubernetes.io/pod-uid=[" + string(pod.UID) + "]",
+		"env POD_NAME=agent-a",
+		"env POD_NAMESPACE=" + ns,
+		"env POD_UID=" + string(pod.UID),
+		"env NODE_NAME=" + node,
+		"env GREETING=hello-agent-a",
+		"env KUBECONFIG=\n",
+		`positional ["proto"]`,
+		`"--hostname-override=agent-a"`,
+	} {
+		if log := readFile(t, k.LogPath(ns, pod.Name)); !strings.Contains(log, want) {
+			t.Errorf("agent log lacks %q:\n%s", want, log)
+		}
+	}
+
+	t.Run("readiness follows /readyz", func(t *testing.T) {
+		touch(t, filepath.Join(podDir, "unready"))
+		waitPod(t, cs, ns, pod.Name, "not Ready", func(p *corev1.Pod) bool {
+			return !podReady(p) && !p.Status.ContainerStatuses[0].Ready && podRunning(p)
+		})
+		if err := os.Remove(filepath.Join(podDir, "unready")); err != nil {
+			t.Fatal(err)
+		}
+		waitPod(t, cs, ns, pod.Name, "Ready again", podReady)
+	})
+
+	t.Run("SIGKILL restarts the agent", func(t *testing.T) {
+		before := agentPid(t, waitPod(t, cs, ns, pod.Name, "Ready", podReady))
+		if err := k.Signal(ns, pod.Name, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		got := waitPod(t, cs, ns, pod.Name, "restarted and Ready", func(p *corev1.Pod) bool {
+			return podReady(p) && p.Status.ContainerStatuses[0].RestartCount == 1
+		})
+		cst := got.Status.ContainerStatuses[0]
+		if term := cst.LastTerminationState.Terminated; term == nil || term.ExitCode != 137 {
+			t.Errorf("lastState %+v, want terminated with exit code 137", cst.LastTerminationState)
+		}
+		if after := agentPid(t, got); after == before || alive(before) {
+			t.Errorf("agent pid %d before, %d after; the old one alive: %v", before, after, alive(before))
+		}
+		if n := k.Restarts(ns, pod.Name); n != 1 {
+			t.Errorf("Restarts() = %d, want 1", n)
+		}
+	})
+
+	t.Run("delete: SIGTERM, Pod removed after the agent exits", func(t *testing.T) {
+		pid := agentPid(t, waitPod(t, cs, ns, pod.Name, "Running", podRunning))
+		if err := pods.Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the agent to get SIGTERM", func(context.Context) (bool, error) {
+			return strings.Contains(readFile(t, k.LogPath(ns, pod.Name)), "got SIGTERM"), nil
+		})
+		// The agent holds on until "release" exists, so the Pod must still be there.
+		p, err := pods.Get(t.Context(), pod.Name, metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp == nil || p.UID != pod.UID {
+			t.Fatalf("Pod while its agent still runs: %v (err %v), want it terminating", p.ObjectMeta, err)
+		}
+		if !alive(pid) {
+			t.Fatalf("agent %d is gone before it was released", pid)
+		}
+		touch(t, filepath.Join(podDir, "release"))
+		waitGone(t, "the deleted Pod", func(ctx context.Context) error {
+			_, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+			return err
+		})
+		if alive(pid) {
+			t.Errorf("agent %d still runs after its Pod was removed", pid)
+		}
+		if log := readFile(t, k.LogPath(ns, pod.Name)); !strings.Contains(log, "fakeagent: exiting") {
+			t.Errorf("agent did not exit on its own:\n%s", log)
+		}
+	})
+
+	t.Run("delete: SIGKILL after the grace period", func(t *testing.T) {
+		// Scheduled by kube-scheduler rather than pinned.
+		p := createAgentPod(t, cs, agentPodSpec(ns, "agent-grace", "", 2))
+		pid := agentPid(t, waitPod(t, cs, ns, p.Name, "Running", podRunning))
+		start := time.Now()
+		if err := pods.Delete(t.Context(), p.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, "the deleted Pod", func(ctx context.Context) error {
+			_, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+			return err
+		})
+		if took := time.Since(start); took < 2*time.Second {
+			t.Errorf("Pod went after %s, before its 2s grace period", took)
+		}
+		log := readFile(t, k.LogPath(ns, p.Name))
+		if !strings.Contains(log, "got SIGTERM") || strings.Contains(log, "fakeagent: exiting") || alive(pid) {
+			t.Errorf("want SIGTERM, then SIGKILL (no clean exit); alive %v; log:\n%s", alive(pid), log)
+		}
+	})
+
+	t.Run("force delete kills the agent without SIGTERM", func(t *testing.T) {
+		p := createAgentPod(t, cs, agentPodSpec(ns, "agent-force", node, 30))
+		pid := agentPid(t, waitPod(t, cs, ns, p.Name, "Running", podRunning))
+		if err := pods.Delete(t.Context(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the agent to be killed", func(context.Context) (bool, error) {
+			return !alive(pid), nil
+		})
+		if log := readFile(t, k.LogPath(ns, p.Name)); strings.Contains(log, "got SIGTERM") {
+			t.Errorf("agent got SIGTERM on a force delete:\n%s", log)
+		}
+	})
+}
+
+// agentPodSpec is a vmctl agent Pod running the fake agent, which holds on
+// after SIGTERM until a "release" file exists.
+func agentPodSpec(ns, name, node string, grace int64) *corev1.Pod {
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: ns,
+			Labels: map[string]string{AgentNameLabel: AgentNameValue, AgentComponentLabel: AgentComponentValue},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: ptr.To(grace),
+			Containers: []corev1.Container{{
+				Name:  "agent",
+				Image: "example.com/kubectl-vmctl:test",
+				Args:  []string{"proto", "--hold-on-term"},
+				Env: []corev1.EnvVar{
+					field("POD_NAME", "metadata.name"),
+					field("POD_NAMESPACE", "metadata.namespace"),
+					field("POD_UID", "metadata.uid"),
+					field("NODE_NAME", "spec.nodeName"),
+					{Name: "GREETING", Value: "hello-$(POD_NAME)"},
+				},
+				Ports: []corev1.ContainerPort{{Name: "probes", ContainerPort: 8080}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("probes")}},
+					PeriodSeconds:    1,
+					FailureThreshold: 1,
+				},
+			}},
+		},
+	}
+}
+
+func createAgentPod(t *testing.T, cs kubernetes.Interface, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	created, err := cs.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+func testVMFor(ns, name, node string) *kubevirtv1.VirtualMachine {
+	vm := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: kubevirtv1.VirtualMachineSpec{
+			RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways),
+			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{}}},
+			},
+		},
+	}
+	if node != "" {
+		vm.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+			}}},
+		}}
+	}
+	return vm
+}
+
+func setRunStrategy(t *testing.T, vms interface {
+	Get(context.Context, string, metav1.GetOptions) (*kubevirtv1.VirtualMachine, error)
+	Update(context.Context, *kubevirtv1.VirtualMachine, metav1.UpdateOptions) (*kubevirtv1.VirtualMachine, error)
+}, name string, s kubevirtv1.VirtualMachineRunStrategy) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		vm, err := vms.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		vm.Spec.RunStrategy = &s
+		_, err = vms.Update(t.Context(), vm, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitVMStatus(t *testing.T, vms interface {
+	Get(context.Context, string, metav1.GetOptions) (*kubevirtv1.VirtualMachine, error)
+}, name string, want vmStatusFields) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("VM %s status %+v", name, want), func(ctx context.Context) (bool, error) {
+		vm, err := vms.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got := vmStatusFields{Created: vm.Status.Created, Ready: vm.Status.Ready, PrintableStatus: vm.Status.PrintableStatus}
+		if got != want {
+			return false, fmt.Errorf("status %+v", got)
+		}
+		for _, c := range vm.Status.Conditions {
+			if c.Type == kubevirtv1.VirtualMachineReady {
+				return (c.Status == corev1.ConditionTrue) == want.Ready, nil
+			}
+		}
+		return false, errors.New("no Ready condition")
+	})
+}
+
+func podRunning(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func waitPod(t *testing.T, cs kubernetes.Interface, ns, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	eventually(t, 30*time.Second, "Pod "+name+" "+what, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pod = p
+		if !cond(p) {
+			return false, fmt.Errorf("status %+v", p.Status)
+		}
+		return true, nil
+	})
+	return pod
+}
+
+// agentPid reads the agent's pid from the container ID, process://<pid>.
+func agentPid(t *testing.T, p *corev1.Pod) int {
+	t.Helper()
+	id := p.Status.ContainerStatuses[0].ContainerID
+	pid, err := strconv.Atoi(strings.TrimPrefix(id, "process://"))
+	if err != nil {
+		t.Fatalf("container ID %q: %v", id, err)
+	}
+	return pid
+}
+
+// alive reports whether pid is a process (the kubelet double reaps its
+// agents, so an exited one does not linger as a zombie).
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
+
+func newTestNamespace(t *testing.T, cs kubernetes.Interface, prefix string) string {
+	t.Helper()
+	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the default ServiceAccount in "+ns.Name, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
+	})
+	return ns.Name
+}
+
+// eventually polls cond for up to timeout, failing the test with the last
+// error cond returned.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
+	}
+}
+
+func waitGone(t *testing.T, what string, get func(ctx context.Context) error) {
+	t.Helper()
+	eventually(t, 60*time.Second, what+" to go", func(ctx context.Context) (bool, error) {
+		err := get(ctx)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err == nil {
+			err = errors.New("still there")
+		}
+		return false, err
+	})
+}
+
+func buildFakeAgent(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fakeagent")
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./testdata/fakeagent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build the fake agent: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tLogWriter sends lines to the test log.
+type tLogWriter struct{ t testing.TB }
+
+func (w tLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
