@@ -1,0 +1,189 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/kubernetes"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/drift"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
+)
+
+// DiffOptions are the options of `kubectl vmctl diff`.
+type DiffOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	// NewClients makes the clientsets; by default from ConfigFlags.
+	NewClients ClientsFunc
+
+	AllNamespaces bool
+	Prototype     string
+	Color         string
+	// Getenv is os.Getenv outside tests.
+	Getenv func(string) string
+
+	namespace string
+	color     bool
+	clients   status.Clients
+
+	genericiooptions.IOStreams
+}
+
+// NewDiffOptions returns DiffOptions with their defaults.
+func NewDiffOptions(streams genericiooptions.IOStreams) *DiffOptions {
+	o := &DiffOptions{
+		ConfigFlags: genericclioptions.NewConfigFlags(true),
+		Color:       string(table.ColorAuto),
+		Getenv:      os.Getenv,
+		IOStreams:   streams,
+	}
+	o.NewClients = clientsFromFlags(o.ConfigFlags)
+	return o
+}
+
+// NewDiffOptionsWithClients returns DiffOptions that talk through the given
+// clientsets instead of building them from the kubeconfig.
+func NewDiffOptionsWithClients(streams genericiooptions.IOStreams, kube kubernetes.Interface, virt kubevirt.Interface) *DiffOptions {
+	o := NewDiffOptions(streams)
+	o.NewClients = StaticClients(kube, virt)
+	return o
+}
+
+// NewCmdDiff returns `kubectl vmctl diff`.
+func NewCmdDiff(streams genericiooptions.IOStreams) *cobra.Command {
+	return NewCmdDiffWithOptions(NewDiffOptions(streams))
+}
+
+// NewCmdDiffWithOptions returns `kubectl vmctl diff` bound to o. Like
+// `kubectl diff` it exits 0 without drift, 1 with drift and 2 on any error,
+// flag errors included.
+func NewCmdDiffWithOptions(o *DiffOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "diff [PROTOTYPE] [flags]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Show how derived VMs differ from what their prototype derives today",
+		Long: `Re-derive every derived VM from its prototype as it is now, for the Pod,
+namespace and node the VM records, and show a unified diff per VM that
+differs: "-" lines are what the VM holds, "+" lines what the agent would make
+today. Then print "N of M derived VMs drifted".
+
+Only what the derivation controls is compared: labels, annotations and spec.
+Values the cluster fills in (defaults, firmware UUID, MAC addresses,
+KubeVirt's bookkeeping annotations) and the prototype-generation annotation
+are not reported; neither is a map key added to a VM's spec by hand.
+
+Exit status: 0 no drift, 1 drift, 2 error (as kubectl diff). Reads one paged
+LIST of VMs (derived VMs and prototypes), plus one per other namespace that
+holds prototypes.`,
+		Example: `  # Drift of every derived VM in the current namespace
+  kubectl vmctl diff
+
+  # Only the VMs of prototype testvm, in all namespaces
+  kubectl vmctl diff testvm -A`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.MaximumNArgs(1)(cmd, args); err != nil {
+				return &ExitError{Code: 2, Err: err}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return &ExitError{Code: 2, Err: err}
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &ExitError{Code: 2, Err: err}
+	})
+	f := cmd.Flags()
+	o.ConfigFlags.AddFlags(f)
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Diff derived VMs in all namespaces.")
+	f.StringVar(&o.Prototype, "prototype", o.Prototype, "Diff only the VMs of this prototype name (same as the PROTOTYPE argument).")
+	f.StringVar(&o.Color, "color", o.Color, "Colour the diff: auto (on a terminal, unless NO_COLOR is set), always or never.")
+	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
+	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
+	return cmd
+}
+
+// Complete resolves the namespace, prototype, colour and clients.
+func (o *DiffOptions) Complete(args []string) error {
+	var err error
+	if o.namespace, err = scopeNamespace(o.ConfigFlags, o.AllNamespaces); err != nil {
+		return err
+	}
+	if o.Prototype, err = prototypeArg(args, o.Prototype); err != nil {
+		return err
+	}
+	mode, err := table.ParseColorMode(o.Color)
+	if err != nil {
+		return err
+	}
+	o.color = table.UseColor(mode, o.Out, o.Getenv)
+	o.clients, err = o.NewClients()
+	return err
+}
+
+// Run prints the diffs and the summary, and returns the exit status as an
+// *ExitError when it is not 0.
+func (o *DiffOptions) Run(ctx context.Context) error {
+	vms, err := drift.Load(ctx, o.clients.KubeVirt, o.namespace)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	checks := drift.CheckAll(vms, o.namespace, o.Prototype)
+	drifted, failed := 0, 0
+	for _, c := range checks {
+		switch {
+		case c.Err != nil:
+			failed++
+			fmt.Fprintf(o.ErrOut, "error: %s/%s: %v\n", c.Namespace, c.Name, c.Err)
+		case c.Drifted():
+			drifted++
+			o.printDiff(c.Diff)
+		}
+	}
+	summary := fmt.Sprintf("%d of %d derived VMs drifted", drifted, len(checks))
+	if failed > 0 {
+		summary += fmt.Sprintf(", %d could not be compared", failed)
+	}
+	fmt.Fprintln(o.ErrOut, summary+inNamespace(o.namespace))
+	switch {
+	case failed > 0:
+		return &ExitError{Code: 2, Err: fmt.Errorf("could not compare %d derived VMs; see the errors above", failed)}
+	case drifted > 0:
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+// printDiff prints one unified diff, "-" lines red and "+" lines green when
+// colour is on. Lines are escaped: they hold labels and annotations.
+func (o *DiffOptions) printDiff(diff string) {
+	for _, line := range strings.SplitAfter(diff, "\n") {
+		if line == "" {
+			continue
+		}
+		text := printers.EscapeTerminal(strings.TrimSuffix(line, "\n"))
+		tone := table.Plain
+		switch {
+		case strings.HasPrefix(line, "---"), strings.HasPrefix(line, "+++"):
+			tone = table.Plain
+		case strings.HasPrefix(line, "@@"):
+			tone = table.Faint
+		case strings.HasPrefix(line, "-"):
+			tone = table.Bad
+		case strings.HasPrefix(line, "+"):
+			tone = table.Good
+		}
+		fmt.Fprintln(o.Out, table.Paint(text, tone, o.color))
+	}
+}

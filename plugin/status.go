@@ -1,0 +1,344 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/kubernetes"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
+)
+
+// ClientsFunc returns the clientsets an operator command (status, diff, gc)
+// talks through. Complete calls it once.
+type ClientsFunc func() (status.Clients, error)
+
+// StaticClients returns a ClientsFunc that always gives kube and virt, for
+// tests and for callers that already hold clientsets.
+func StaticClients(kube kubernetes.Interface, virt kubevirt.Interface) ClientsFunc {
+	return func() (status.Clients, error) { return status.Clients{Kube: kube, KubeVirt: virt}, nil }
+}
+
+// clientsFromFlags builds the clientsets from kubectl's flags and kubeconfig.
+func clientsFromFlags(f *genericclioptions.ConfigFlags) ClientsFunc {
+	return func() (status.Clients, error) {
+		rc, err := f.ToRESTConfig()
+		if err != nil {
+			return status.Clients{}, fmt.Errorf("load the client configuration: %w; pass --kubeconfig or --context", err)
+		}
+		rc.UserAgent = "kubectl-vmctl/" + version.Get().Version
+		kube, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return status.Clients{}, fmt.Errorf("make the Kubernetes client: %w", err)
+		}
+		virt, err := kubevirt.NewForConfig(rc)
+		if err != nil {
+			return status.Clients{}, fmt.Errorf("make the KubeVirt client: %w", err)
+		}
+		return status.Clients{Kube: kube, KubeVirt: virt}, nil
+	}
+}
+
+// scopeNamespace resolves -n and -A: "" for all namespaces, else -n or the
+// kubeconfig context's namespace.
+func scopeNamespace(f *genericclioptions.ConfigFlags, all bool) (string, error) {
+	if all {
+		return "", nil
+	}
+	ns, _, err := f.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("find the namespace: %w; pass -n NAMESPACE or -A", err)
+	}
+	return ns, nil
+}
+
+// prototypeArg resolves the optional PROTOTYPE argument and --prototype.
+func prototypeArg(args []string, flag string) (string, error) {
+	if len(args) == 0 {
+		return flag, nil
+	}
+	if flag != "" && flag != args[0] {
+		return "", fmt.Errorf("PROTOTYPE %q and --prototype %q differ; give one", args[0], flag)
+	}
+	return args[0], nil
+}
+
+// inNamespace phrases a scope as kubectl does in "No resources found ...".
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " in " + ns + " namespace"
+}
+
+// DefaultStatusRefresh is how often `status --watch` recomputes without
+// events, so ages and grace periods move on.
+const DefaultStatusRefresh = time.Second
+
+// StatusOptions are the options of `kubectl vmctl status`.
+type StatusOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	PrintFlags  *genericclioptions.PrintFlags
+	// NewClients makes the clientsets; by default from ConfigFlags.
+	NewClients ClientsFunc
+
+	AllNamespaces bool
+	Selector      string
+	Prototype     string
+	Watch         bool
+	ExitCode      bool
+	Color         string
+
+	// Refresh is how often --watch recomputes without events.
+	Refresh time.Duration
+	// Now and Getenv are time.Now and os.Getenv outside tests.
+	Now    func() time.Time
+	Getenv func(string) string
+
+	query    status.Query
+	clients  status.Clients
+	output   string
+	printer  printers.ResourcePrinter
+	color    bool
+	terminal bool
+
+	genericiooptions.IOStreams
+}
+
+// NewStatusOptions returns StatusOptions with their defaults.
+func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
+	o := &StatusOptions{
+		ConfigFlags: genericclioptions.NewConfigFlags(true),
+		PrintFlags:  genericclioptions.NewPrintFlags(""),
+		Color:       string(table.ColorAuto),
+		Refresh:     DefaultStatusRefresh,
+		Now:         time.Now,
+		Getenv:      os.Getenv,
+		IOStreams:   streams,
+	}
+	o.NewClients = clientsFromFlags(o.ConfigFlags)
+	return o
+}
+
+// NewStatusOptionsWithClients returns StatusOptions that talk through the
+// given clientsets instead of building them from the kubeconfig.
+func NewStatusOptionsWithClients(streams genericiooptions.IOStreams, kube kubernetes.Interface, virt kubevirt.Interface) *StatusOptions {
+	o := NewStatusOptions(streams)
+	o.NewClients = StaticClients(kube, virt)
+	return o
+}
+
+// NewCmdStatus returns `kubectl vmctl status`.
+func NewCmdStatus(streams genericiooptions.IOStreams) *cobra.Command {
+	return NewCmdStatusWithOptions(NewStatusOptions(streams))
+}
+
+// NewCmdStatusWithOptions returns `kubectl vmctl status` bound to o.
+func NewCmdStatusWithOptions(o *StatusOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "status [PROTOTYPE] [flags]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Show agent Pods with their derived VMs, and what is wrong",
+		Long: `Show each vmctl agent Pod with its derived VirtualMachine, the VM's status and
+the node its instance runs on, and name what is wrong:
+
+  VM missing                     the Pod runs (for 15s or more) but has no VM
+  VM on another node             the VM's instance runs elsewhere than its Pod
+  VM not ready for 6m            not ready for 5 minutes or more
+  orphaned VM (pod gone)         the VM outlived its Pod (see kubectl vmctl gc)
+  orphaned VM (pod replaced)     a new Pod of that name exists; it will not adopt the VM
+  VM from older prototype generation (3 < 5)
+                                 the prototype changed since the VM was derived
+  prototype missing              the VM's prototype no longer exists
+
+Reads one paged LIST each of VMs, VMIs and agent Pods (more only when agents
+keep VMs or prototypes in other namespaces), never a GET per object.`,
+		Example: `  # Agents and VMs in the current namespace
+  kubectl vmctl status
+
+  # Only the VMs of prototype testvm, in every namespace, with more columns
+  kubectl vmctl status testvm -A -o wide
+
+  # Fail a script when anything is wrong
+  kubectl vmctl status --exit-code
+
+  # Follow changes
+  kubectl vmctl status --watch`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := o.Complete(args)
+			if err == nil {
+				err = o.Validate()
+			}
+			if err == nil {
+				err = o.Run(cmd.Context())
+			}
+			return o.exitError(err)
+		},
+	}
+	f := cmd.Flags()
+	o.ConfigFlags.AddFlags(f)
+	o.PrintFlags.AddFlags(cmd)
+	f.Lookup("output").Usage = "Output format. One of: (wide, name, json, yaml, jsonpath, jsonpath-as-json, jsonpath-file, go-template, go-template-file)."
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Show agents and VMs in all namespaces.")
+	f.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector to narrow the agent Pods (e.g. app.kubernetes.io/instance=web). VMs without a selected Pod are then not shown.")
+	f.StringVar(&o.Prototype, "prototype", o.Prototype, "Show only the agents and VMs of this prototype name (same as the PROTOTYPE argument).")
+	f.BoolVarP(&o.Watch, "watch", "w", o.Watch, "After printing, follow changes: redraw on a terminal, print a new table on each change otherwise.")
+	f.BoolVar(&o.ExitCode, "exit-code", o.ExitCode, "Exit 1 when any row has a problem (2 on errors), else 0.")
+	f.StringVar(&o.Color, "color", o.Color, "Colour the table: auto (on a terminal, unless NO_COLOR is set), always or never.")
+	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
+	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
+	return cmd
+}
+
+// exitError makes errors exit 2 under --exit-code, where 1 means problems.
+func (o *StatusOptions) exitError(err error) error {
+	if err == nil || !o.ExitCode {
+		return err
+	}
+	if _, ok := err.(*ExitError); ok {
+		return err
+	}
+	return &ExitError{Code: 2, Err: err}
+}
+
+// Complete resolves the namespace, prototype, output, colour and clients.
+func (o *StatusOptions) Complete(args []string) error {
+	ns, err := scopeNamespace(o.ConfigFlags, o.AllNamespaces)
+	if err != nil {
+		return err
+	}
+	proto, err := prototypeArg(args, o.Prototype)
+	if err != nil {
+		return err
+	}
+	o.query = status.Query{Namespace: ns, Prototype: proto, PodSelector: o.Selector}
+
+	o.output = *o.PrintFlags.OutputFormat
+	switch o.output {
+	case "", "wide", "name":
+	default:
+		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
+			return err
+		}
+	}
+	mode, err := table.ParseColorMode(o.Color)
+	if err != nil {
+		return err
+	}
+	o.color = table.UseColor(mode, o.Out, o.Getenv)
+	o.terminal = table.IsTerminal(o.Out)
+
+	o.clients, err = o.NewClients()
+	return err
+}
+
+// Validate checks flag combinations.
+func (o *StatusOptions) Validate() error {
+	if o.Watch && o.ExitCode {
+		return fmt.Errorf("--watch runs until interrupted and has no exit code to give; drop --exit-code or --watch")
+	}
+	if o.Watch && o.output != "" && o.output != "wide" {
+		return fmt.Errorf("--watch prints tables only; drop -o %s or --watch", o.output)
+	}
+	if o.Refresh <= 0 {
+		return fmt.Errorf("refresh interval must be positive, not %v", o.Refresh)
+	}
+	return nil
+}
+
+// Run prints the status once, or follows it with --watch.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	if o.Watch {
+		return o.watch(ctx)
+	}
+	inv, err := status.Load(ctx, o.clients, o.query)
+	if err != nil {
+		return err
+	}
+	rows := status.Pair(inv, o.Now())
+	if err := o.print(rows); err != nil {
+		return err
+	}
+	if o.ExitCode && status.HasProblems(rows) {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+func (o *StatusOptions) print(rows []status.Row) error {
+	switch o.output {
+	case "name":
+		return status.WriteNames(o.Out, rows)
+	case "", "wide":
+		if len(rows) == 0 {
+			fmt.Fprintf(o.ErrOut, "No vmctl agents or derived VMs found%s.\n", inNamespace(o.query.Namespace))
+			return nil
+		}
+		return status.WriteTable(o.Out, rows, o.Now(), o.tableOptions())
+	}
+	list, err := status.ToList(rows)
+	if err != nil {
+		return err
+	}
+	return o.printer.PrintObj(list, o.Out)
+}
+
+func (o *StatusOptions) tableOptions() status.TableOptions {
+	return status.TableOptions{Wide: o.output == "wide", WithNamespace: o.AllNamespaces, Color: o.color}
+}
+
+// watch redraws the table in place on a terminal; elsewhere it prints a new
+// table, after a blank line, whenever a row changes (ages alone do not
+// count), so logs stay readable.
+func (o *StatusOptions) watch(ctx context.Context) error {
+	var last string
+	return status.Watch(ctx, o.clients, o.query, o.Refresh, func(inv *status.Inventory) error {
+		now := o.Now()
+		rows := status.Pair(inv, now)
+		var buf bytes.Buffer
+		if len(rows) == 0 {
+			fmt.Fprintf(&buf, "No vmctl agents or derived VMs found%s.\n", inNamespace(o.query.Namespace))
+		} else if err := status.WriteTable(&buf, rows, now, o.tableOptions()); err != nil {
+			return err
+		}
+		key := buf.String()
+		if !o.terminal {
+			b, err := json.Marshal(rows)
+			if err != nil {
+				return err
+			}
+			key = string(b)
+		}
+		if key == last {
+			return nil
+		}
+		first := last == ""
+		last = key
+		var err error
+		switch {
+		case o.terminal:
+			// Home the cursor and clear the screen, as watch(1) does.
+			_, err = fmt.Fprint(o.Out, "\x1b[H\x1b[2J"+buf.String())
+		case first:
+			_, err = o.Out.Write(buf.Bytes())
+		default:
+			_, err = fmt.Fprint(o.Out, "\n"+buf.String())
+		}
+		return err
+	})
+}
+
+// vmName is a VM's name as kubectl's -o name prints it.
+func vmName(name string) string { return "virtualmachine.kubevirt.io/" + name }
