@@ -35,6 +35,9 @@ VM on every node.`,
 		NewCmdAgent(streams),
 		NewCmdScaffold(streams),
 		NewCmdCompletion(streams),
+		NewCmdStatus(streams),
+		NewCmdDiff(streams),
+		NewCmdGC(streams),
 	)
 	return cmd
 }
