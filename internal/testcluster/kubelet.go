@@ -80,9 +80,15 @@ func agentSelector() string {
 // leaving their Pods and VMs behind, as a node that dies would) and returns
 // nil once they have exited. It returns an error only when it cannot start.
 func (k *Kubelet) Run(ctx context.Context) error {
-	if _, err := os.Stat(k.opts.Binary); err != nil {
+	// Absolute, since each agent runs in its Pod's directory.
+	binary, err := filepath.Abs(k.opts.Binary)
+	if err == nil {
+		_, err = os.Stat(binary)
+	}
+	if err != nil {
 		return fmt.Errorf("kubelet double: agent binary: %w; build kubectl-vmctl and set KubeletOptions.Binary", err)
 	}
+	k.opts.Binary = binary
 	if err := os.MkdirAll(k.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("kubelet double: %w", err)
 	}
@@ -146,8 +152,8 @@ func (k *Kubelet) sync(ctx context.Context, key string) {
 	if w != nil && (pod == nil || pod.UID != w.uid) {
 		// The Pod went (or was replaced by one of the same name) without the
 		// double removing it: a force delete. The agent gets no signal.
-		if !w.finished() {
-			k.log.Info("pod gone, killing its agent", "pod", key)
+		if w.running() {
+			k.log.Info("Pod gone, killing its agent", "pod", key)
 		}
 		w.kill()
 		<-w.done

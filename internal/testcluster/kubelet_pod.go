@@ -106,13 +106,11 @@ func (w *podWorker) terminating() bool {
 // kill stops the agent with SIGKILL and leaves the Pod alone.
 func (w *podWorker) kill() { w.cancel() }
 
-func (w *podWorker) finished() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
+// running reports whether an agent process runs now.
+func (w *podWorker) running() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.proc != nil
 }
 
 func (w *podWorker) signal(sig os.Signal) error {
