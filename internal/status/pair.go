@@ -49,13 +49,13 @@ type Row struct {
 	Node string `json:"node,omitempty"`
 	// Ready is the Pod's ready containers, as "1/1".
 	Ready    string `json:"ready,omitempty"`
-	PodReady bool   `json:"podReady"`
+	PodReady bool   `json:"podReady,omitempty"`
 
 	VM          string `json:"vm,omitempty"`
 	VMNamespace string `json:"vmNamespace,omitempty"`
 	// VMStatus is the VM's printableStatus.
 	VMStatus string `json:"vmStatus,omitempty"`
-	VMReady  bool   `json:"vmReady"`
+	VMReady  bool   `json:"vmReady,omitempty"`
 	// VMINode is the node the VM's instance runs on.
 	VMINode string `json:"vmiNode,omitempty"`
 

@@ -1,0 +1,397 @@
+package plugin
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+// The operator commands' tests (status, diff, gc) share the fixtures below;
+// their names start with "op" to stay clear of other tests in the package.
+
+// opNow is the fixed "now" of every operator command test.
+var opNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+var _ = opDefineUpdateFlag()
+
+// opDefineUpdateFlag defines -update unless another golden test of the
+// package already did.
+func opDefineUpdateFlag() bool {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite testdata golden files from the current output")
+	}
+	return true
+}
+
+// opGolden compares got with testdata/<name>, or rewrites it with -update.
+func opGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./plugin/ -run %s -update to create it)", err, t.Name())
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
+	}
+}
+
+const opKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: test
+  user: {}
+contexts:
+- name: test
+  context: {cluster: test, user: test, namespace: vms}
+current-context: test
+`
+
+// opKubeconfigFlag writes a kubeconfig whose context namespace is vms and
+// returns the flag that selects it, so no test reads the user's own.
+func opKubeconfigFlag(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(opKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "--kubeconfig=" + path
+}
+
+func opAgo(d time.Duration) metav1.Time { return metav1.NewTime(opNow.Add(-d)) }
+
+// opPod is a running, ready agent Pod of prototype proto, started age ago.
+func opPod(ns, name, node, proto string, age time.Duration, mods ...func(*corev1.Pod)) *corev1.Pod {
+	started := opAgo(age)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, UID: types.UID("uid-" + name), CreationTimestamp: opAgo(age),
+			Labels: map[string]string{"app.kubernetes.io/name": "vmctl", "app.kubernetes.io/component": "agent", "app.kubernetes.io/instance": proto},
+		},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "agent", Args: []string{proto}}}},
+		Status: corev1.PodStatus{
+			Phase:             corev1.PodRunning,
+			StartTime:         &started,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "agent", Ready: true}},
+		},
+	}
+	for _, m := range mods {
+		m(p)
+	}
+	return p
+}
+
+func opNotReadyPod(p *corev1.Pod) {
+	p.Status.Conditions[0].Status = corev1.ConditionFalse
+	p.Status.ContainerStatuses[0].Ready = false
+}
+
+// opPrototype is a prototype VM with a containerDisk, at generation gen.
+func opPrototype(ns, name string, gen int64) *kubevirtv1.VirtualMachine {
+	halted := kubevirtv1.RunStrategyHalted
+	return &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-proto-" + name), Generation: gen,
+			CreationTimestamp: opAgo(24 * time.Hour), Labels: map[string]string{"app": name}},
+		Spec: kubevirtv1.VirtualMachineSpec{
+			RunStrategy: &halted,
+			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
+				Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{
+					Disks: []kubevirtv1.Disk{{Name: "root", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: "virtio"}}}},
+				}},
+				Volumes: []kubevirtv1.Volume{{Name: "root", VolumeSource: kubevirtv1.VolumeSource{
+					ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: "quay.io/containerdisks/fedora:41"},
+				}}},
+			}},
+		},
+	}
+}
+
+// opDerived is the VM the agent of pod made from proto, as stored: ready,
+// age old, with the cluster's defaults filled in.
+func opDerived(t *testing.T, proto *kubevirtv1.VirtualMachine, pod *corev1.Pod, age time.Duration, mods ...func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	vm, err := derive.VM(proto, derive.Pod{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Node: pod.Spec.NodeName}, derive.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm.UID = types.UID("uid-vm-" + vm.Name)
+	vm.CreationTimestamp = opAgo(age)
+	vm.Annotations[kubevirtv1.ControllerAPILatestVersionObservedAnnotation] = "v1"
+	vm.Spec.Template.Spec.Domain.Machine = &kubevirtv1.Machine{Type: "q35"}
+	vm.Status = kubevirtv1.VirtualMachineStatus{Ready: true, PrintableStatus: kubevirtv1.VirtualMachineStatusRunning}
+	for _, m := range mods {
+		m(vm)
+	}
+	return vm
+}
+
+func opNotReadyVM(since time.Duration) func(*kubevirtv1.VirtualMachine) {
+	return func(vm *kubevirtv1.VirtualMachine) {
+		vm.Status.Ready = false
+		vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStarting
+		vm.Status.Conditions = []kubevirtv1.VirtualMachineCondition{{
+			Type: kubevirtv1.VirtualMachineReady, Status: corev1.ConditionFalse, LastTransitionTime: opAgo(since),
+		}}
+	}
+}
+
+func opVMI(vm *kubevirtv1.VirtualMachine, node string) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: vm.Namespace, Name: vm.Name, Labels: vm.Spec.Template.ObjectMeta.Labels},
+		Status:     kubevirtv1.VirtualMachineInstanceStatus{NodeName: node},
+	}
+}
+
+// opScene is a cluster with healthy and broken agents in namespaces vms and
+// team2:
+//
+//	vms/web-a      healthy
+//	vms/web-b      not ready for 10m, instance on another node, older generation
+//	vms/web-c      running 2m without VM
+//	vms/web-web-gone  VM whose Pod is gone
+//	vms/hand-made  someone's VM without vmctl's labels
+//	team2/db-0     healthy
+func opScene(t *testing.T) (kube []runtime.Object, virt []runtime.Object) {
+	t.Helper()
+	web := opPrototype("vms", "web", 5)
+	webOld := opPrototype("vms", "web", 3)
+	db := opPrototype("team2", "db", 1)
+	podA := opPod("vms", "web-a", "node-1", "web", time.Hour)
+	podB := opPod("vms", "web-b", "node-2", "web", time.Hour, opNotReadyPod)
+	podC := opPod("vms", "web-c", "node-1", "web", 2*time.Minute)
+	gone := opPod("vms", "web-gone", "node-3", "web", 3*time.Hour)
+	podDB := opPod("team2", "db-0", "node-2", "db", 30*time.Minute)
+	unlabelled := opPod("vms", "someone-else", "node-1", "web", time.Hour)
+	unlabelled.Labels = map[string]string{"app": "other"}
+
+	vmA := opDerived(t, web, podA, time.Hour)
+	vmB := opDerived(t, webOld, podB, time.Hour, opNotReadyVM(10*time.Minute))
+	vmGone := opDerived(t, web, gone, 2*time.Hour)
+	vmDB := opDerived(t, db, podDB, 30*time.Minute)
+	handMade := opPrototype("vms", "hand-made", 1)
+
+	kube = []runtime.Object{podA, podB, podC, podDB, unlabelled}
+	virt = []runtime.Object{web, db, vmA, vmB, vmGone, vmDB, handMade,
+		opVMI(vmA, "node-1"), opVMI(vmB, "node-3"), opVMI(vmGone, "node-3"), opVMI(vmDB, "node-2")}
+	return kube, virt
+}
+
+// opFakes returns fake clientsets holding objs, with one log of what both
+// were asked, in order.
+func opFakes(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevirtfake.Clientset, *[]string) {
+	kube := kubefake.NewClientset(kubeObjs...)
+	virt := kubevirtfake.NewSimpleClientset(virtObjs...)
+	log := &[]string{}
+	for _, f := range []*k8stesting.Fake{&kube.Fake, &virt.Fake} {
+		f.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			*log = append(*log, opDescribe(a))
+			return false, nil, nil
+		})
+	}
+	return kube, virt, log
+}
+
+// opDescribe renders an action as "verb resource namespace [selector|name]".
+func opDescribe(a k8stesting.Action) string {
+	s := a.GetVerb() + " " + a.GetResource().Resource + " " + a.GetNamespace()
+	switch a := a.(type) {
+	case k8stesting.ListAction:
+		if sel := a.GetListRestrictions().Labels.String(); sel != "" {
+			s += " " + sel
+		}
+	case k8stesting.DeleteAction:
+		s += " " + a.GetName()
+		opts := a.GetDeleteOptions()
+		if opts.Preconditions != nil && opts.Preconditions.UID != nil {
+			s += " uid=" + string(*opts.Preconditions.UID)
+		}
+		if len(opts.DryRun) > 0 {
+			s += " dryRun=" + strings.Join(opts.DryRun, ",")
+		}
+	case k8stesting.GetAction:
+		s += " " + a.GetName()
+	}
+	return s
+}
+
+// opExitCode is the exit status plugin.Execute would give err.
+func opExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		return exit.Code
+	}
+	return 1
+}
+
+// runStatus runs `kubectl vmctl status args...` against fakes holding the
+// objects, with no colour unless args ask for it.
+func runStatus(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
+	t.Helper()
+	kube, virt, log := opFakes(kubeObjs, virtObjs)
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	o := NewStatusOptionsWithClients(streams, kube, virt)
+	o.Now = func() time.Time { return opNow }
+	o.Getenv = func(string) string { return "" }
+	cmd := NewCmdStatusWithOptions(o)
+	cmd.SetArgs(append([]string{opKubeconfigFlag(t)}, args...))
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err = cmd.Execute()
+	return out.String(), errOut.String(), *log, err
+}
+
+func TestStatusGolden(t *testing.T) {
+	tests := []struct {
+		golden string
+		args   []string
+	}{
+		{golden: "status/plain.txt", args: nil},
+		{golden: "status/wide.txt", args: []string{"-o", "wide"}},
+		{golden: "status/all-namespaces.txt", args: []string{"-A"}},
+		{golden: "status/all-namespaces-wide.txt", args: []string{"-A", "-o", "wide"}},
+		{golden: "status/prototype.txt", args: []string{"db", "-n", "team2"}},
+		{golden: "status/json.json", args: []string{"-o", "json"}},
+		{golden: "status/yaml.yaml", args: []string{"-n", "team2", "-o", "yaml"}},
+		{golden: "status/name.txt", args: []string{"-o", "name"}},
+		{golden: "status/jsonpath.txt", args: []string{"-o", "jsonpath={range .items[*]}{.pod}{\"\\t\"}{.problems}{\"\\n\"}{end}"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			kube, virt := opScene(t)
+			out, errOut, _, err := runStatus(t, kube, virt, tt.args...)
+			if err != nil {
+				t.Fatalf("status %v: %v\n%s", tt.args, err, errOut)
+			}
+			if strings.Contains(out, "\x1b") {
+				t.Errorf("output to a non-terminal holds ANSI escapes:\n%q", out)
+			}
+			opGolden(t, tt.golden, out)
+		})
+	}
+}
+
+func TestStatusReadsOneListPerKind(t *testing.T) {
+	kube, virt := opScene(t)
+	_, _, calls, err := runStatus(t, kube, virt, "-l", "app.kubernetes.io/instance=web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"list virtualmachines vms",
+		"list virtualmachineinstances vms vmctl.kubevirt.io/prototype",
+		"list pods vms app.kubernetes.io/component=agent,app.kubernetes.io/instance=web,app.kubernetes.io/name=vmctl",
+	}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("API calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestStatusExitCode(t *testing.T) {
+	kube, virt := opScene(t)
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+	}{
+		{name: "problems", args: []string{"--exit-code"}, wantCode: 1},
+		{name: "no problems", args: []string{"--exit-code", "-n", "team2"}, wantCode: 0},
+		{name: "problems without --exit-code", args: nil, wantCode: 0},
+		{name: "bad output under --exit-code", args: []string{"--exit-code", "-o", "xml"}, wantCode: 2},
+		{name: "bad colour", args: []string{"--color", "sometimes"}, wantCode: 1},
+		{name: "watch with exit code", args: []string{"--watch", "--exit-code"}, wantCode: 2},
+		{name: "watch with json", args: []string{"--watch", "-o", "json"}, wantCode: 1},
+		{name: "prototype twice", args: []string{"web", "--prototype", "db"}, wantCode: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, _, err := runStatus(t, kube, virt, tt.args...)
+			if got := opExitCode(err); got != tt.wantCode {
+				t.Errorf("exit code = %d (%v), want %d", got, err, tt.wantCode)
+			}
+		})
+	}
+}
+
+func TestStatusEmpty(t *testing.T) {
+	out, errOut, _, err := runStatus(t, nil, nil, "-n", "empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "" || errOut != "No vmctl agents or derived VMs found in empty namespace.\n" {
+		t.Errorf("stdout %q, stderr %q", out, errOut)
+	}
+}
+
+func TestStatusColor(t *testing.T) {
+	kube, virt := opScene(t)
+	// A Pod name with an escape sequence must reach the terminal escaped.
+	evil := opPod("vms", "evil", "node-1", "web", time.Hour)
+	evil.Spec.NodeName = "node\x1b]0;pwned\x07"
+	kube = append(kube, evil)
+
+	out, _, _, err := runStatus(t, kube, virt, "--color=always")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "\x1b[") {
+		t.Errorf("--color=always output has no colour:\n%q", out)
+	}
+	if strings.Contains(out, "\x1b]") || !strings.Contains(out, "node^[]0;pwned") {
+		t.Errorf("cluster string not escaped:\n%q", out)
+	}
+
+	t.Setenv("NO_COLOR", "1") // --color=auto never colours a pipe anyway; NO_COLOR must not break it
+	out, _, _, err = runStatus(t, kube, virt, "--color=never")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("--color=never output has colour:\n%q", out)
+	}
+}
+
+func TestStatusIsRegistered(t *testing.T) {
+	root := NewCmdVmctl(genericiooptions.NewTestIOStreamsDiscard())
+	for _, name := range []string{"status", "diff", "gc"} {
+		cmd, _, err := root.Find([]string{name})
+		if err != nil || cmd.Name() != name {
+			t.Errorf("kubectl vmctl %s is not registered: %v", name, err)
+			continue
+		}
+		if !strings.HasPrefix(cmd.CommandPath(), "kubectl vmctl ") {
+			t.Errorf("help reads %q, want kubectl vmctl %s", cmd.CommandPath(), name)
+		}
+	}
+}
