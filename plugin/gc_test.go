@@ -1,0 +1,212 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	k8stesting "k8s.io/client-go/testing"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// gcScene is opScene plus orphans of every kind: in vms, web-web-gone (2h,
+// pod gone), web-web-young (30s, pod gone: too young), web-web-r (pod
+// replaced), a terminating one, and one without vmctl's labels; in team2,
+// db-db-old (pod gone).
+func gcScene(t *testing.T) (kube, virt []runtime.Object) {
+	t.Helper()
+	kube, virt = opScene(t)
+	web := opPrototype("vms", "web", 5)
+	db := opPrototype("team2", "db", 1)
+	young := opDerived(t, web, opPod("vms", "web-young", "node-1", "web", time.Minute), 30*time.Second)
+	oldR := opPod("vms", "web-r", "node-1", "web", 3*time.Hour)
+	replaced := opDerived(t, web, oldR, 3*time.Hour)
+	newR := opPod("vms", "web-r", "node-1", "web", time.Minute)
+	newR.UID = "uid-web-r-2"
+	terminating := opDerived(t, web, opPod("vms", "web-t", "node-1", "web", time.Hour), time.Hour)
+	terminating.DeletionTimestamp = &metav1Time
+	notOurs := opDerived(t, web, opPod("vms", "web-x", "node-1", "web", time.Hour), time.Hour)
+	notOurs.Name = "not-ours"
+	notOurs.Labels = map[string]string{"app": "web"}
+	dbOld := opDerived(t, db, opPod("team2", "old", "node-1", "db", time.Hour), time.Hour)
+	kube = append(kube, newR)
+	virt = append(virt, young, replaced, terminating, notOurs, dbOld)
+	return kube, virt
+}
+
+var metav1Time = opAgo(time.Second)
+
+// runGC runs `kubectl vmctl gc args...` against fakes holding the objects.
+func runGC(t *testing.T, kubeObjs, virtObjs []runtime.Object, react k8stesting.ReactionFunc, args ...string) (stdout, stderr string, calls []string, err error) {
+	t.Helper()
+	kube, virt, log := opFakes(kubeObjs, virtObjs)
+	if react != nil {
+		virt.PrependReactor("delete", "virtualmachines", react)
+	}
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	o := NewGCOptionsWithClients(streams, kube, virt)
+	o.Now = func() time.Time { return opNow }
+	cmd := NewCmdGCWithOptions(o)
+	cmd.SetArgs(append([]string{opKubeconfigFlag(t)}, args...))
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err = cmd.Execute()
+	return out.String(), errOut.String(), *log, err
+}
+
+func TestGC(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		golden    string
+		wantCalls []string
+	}{{
+		name:   "current namespace",
+		golden: "gc/namespace.txt",
+		wantCalls: []string{
+			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+			"list pods vms",
+			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
+			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
+		},
+	}, {
+		name:   "all namespaces",
+		args:   []string{"-A"},
+		golden: "gc/all-namespaces.txt",
+		wantCalls: []string{
+			"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+			"list pods ",
+			"delete virtualmachines team2 db-old uid=uid-vm-db-old",
+			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
+			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
+		},
+	}, {
+		name:   "client dry run deletes nothing",
+		args:   []string{"--dry-run=client"},
+		golden: "gc/dry-run-client.txt",
+		wantCalls: []string{
+			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+			"list pods vms",
+		},
+	}, {
+		name:   "server dry run asks the server",
+		args:   []string{"--dry-run=server"},
+		golden: "gc/dry-run-server.txt",
+		wantCalls: []string{
+			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+			"list pods vms",
+			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone dryRun=All",
+			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r dryRun=All",
+		},
+	}, {
+		name:   "min age spares the young and -o name",
+		args:   []string{"--min-age=10s", "-o", "name"},
+		golden: "gc/min-age-name.txt",
+		wantCalls: []string{
+			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+			"list pods vms",
+			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
+			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
+			"delete virtualmachines vms web-web-young uid=uid-vm-web-web-young",
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kube, virt := gcScene(t)
+			out, errOut, calls, err := runGC(t, kube, virt, nil, tt.args...)
+			if err != nil {
+				t.Fatalf("gc: %v\n%s", err, errOut)
+			}
+			if diff := cmp.Diff(tt.wantCalls, calls); diff != "" {
+				t.Errorf("API calls (-want +got):\n%s", diff)
+			}
+			opGolden(t, tt.golden, out)
+		})
+	}
+}
+
+func TestGCFollowsPodsIntoOtherNamespaces(t *testing.T) {
+	web := opPrototype("vms", "web", 5)
+	pod := opPod("pods", "web-0", "node-1", "web", time.Hour)
+	vm := opDerived(t, web, pod, time.Hour) // a VM in vms for a Pod in pods: no ownerReference possible
+	vm.Namespace = "vms"
+	out, errOut, calls, err := runGC(t, []runtime.Object{pod}, []runtime.Object{vm}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+		"list pods vms",
+		"list pods pods",
+	}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("API calls (-want +got):\n%s", diff)
+	}
+	if out != "" || errOut != "No orphaned VMs found in vms namespace.\n" {
+		t.Errorf("stdout %q, stderr %q", out, errOut)
+	}
+}
+
+func TestGCDeleteRaces(t *testing.T) {
+	kube, virt := gcScene(t)
+	gr := schema.GroupResource{Group: kubevirtv1.SchemeGroupVersion.Group, Resource: "virtualmachines"}
+	react := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		switch a.(k8stesting.DeleteAction).GetName() {
+		case "web-web-gone":
+			return true, nil, apierrors.NewNotFound(gr, "web-web-gone")
+		case "web-web-r":
+			return true, nil, apierrors.NewConflict(gr, "web-web-r", nil)
+		}
+		return false, nil, nil
+	}
+	out, errOut, _, err := runGC(t, kube, virt, react)
+	if err != nil {
+		t.Fatalf("races are not errors: %v", err)
+	}
+	if out != "" {
+		t.Errorf("stdout = %q, want nothing deleted", out)
+	}
+	want := "virtualmachine.kubevirt.io/web-web-gone already gone from vms namespace\n" +
+		"virtualmachine.kubevirt.io/web-web-r in vms namespace skipped: replaced since it was listed\n"
+	if diff := cmp.Diff(want, errOut); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
+}
+
+func TestGCDeleteErrorsAreReportedAfterTheRest(t *testing.T) {
+	kube, virt := gcScene(t)
+	react := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.DeleteAction).GetName() == "web-web-gone" {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: kubevirtv1.SchemeGroupVersion.Group, Resource: "virtualmachines"}, "web-web-gone", nil)
+		}
+		return false, nil, nil
+	}
+	out, _, _, err := runGC(t, kube, virt, react)
+	if err == nil || !strings.Contains(err.Error(), "web-web-gone") {
+		t.Fatalf("err = %v, want the forbidden delete of web-web-gone", err)
+	}
+	if !strings.Contains(out, "web-web-r deleted") {
+		t.Errorf("the other orphan was not deleted after the failure:\n%s", out)
+	}
+}
+
+func TestGCFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--dry-run=maybe"},
+		{"--min-age=-1s"},
+		{"-o", "json"},
+		{"extra-arg"},
+	} {
+		_, _, calls, err := runGC(t, nil, nil, nil, args...)
+		if err == nil {
+			t.Errorf("gc %v: no error", args)
+		}
+		if len(calls) != 0 {
+			t.Errorf("gc %v called the API: %v", args, calls)
+		}
+	}
+}
