@@ -43,7 +43,10 @@ func TestResolveIdentity(t *testing.T) {
 		name: "service account namespace beats the kubeconfig",
 		env:  map[string]string{EnvPodName: "p"},
 		src: IdentitySources{ServiceAccountNamespace: func() (string, bool) { return "sa-ns", true },
-			KubeconfigNamespace: func() (string, error) { t.Error("kubeconfig read although the service account namespace is known"); return "", nil }},
+			KubeconfigNamespace: func() (string, error) {
+				t.Error("kubeconfig read although the service account namespace is known")
+				return "", nil
+			}},
 		want: Identity{PodName: "p", PodNamespace: "sa-ns"},
 	}, {
 		name: "kubeconfig namespace outside a Pod",

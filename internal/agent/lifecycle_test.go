@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,12 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 	vm.Status.Ready, vm.Status.PrintableStatus = true, kubevirtv1.VirtualMachineStatusRunning
 	h.update(vm)
 	h.waitReadyz(200, "ok")
+	// The fake's watch ignores the field selector, so the agent sees the
+	// prototype change too; it must not take it for its VM. The watch is
+	// ordered, so once the next VM change shows, this one was handled.
+	proto := prototype(testProto)
+	proto.Labels = map[string]string{"changed": "yes"}
+	h.update(proto)
 	vm.Status.Ready, vm.Status.PrintableStatus = false, kubevirtv1.VirtualMachineStatusStopping
 	h.update(vm)
 	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready: Stopping")
@@ -338,14 +345,16 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 			if diff := cmp.Diff(before, h.vm(testVM)); diff != "" {
 				t.Errorf("foreign VM changed (-want +got):\n%s", diff)
 			}
-			var warnings int
-			for _, e := range h.events() {
-				if e.Reason == ReasonVMConflict {
-					warnings++
+			// One Event write, though the agent retried: no creates or
+			// count-bumping patches per retry.
+			var writes []string
+			for _, a := range h.kube.Actions() {
+				if a.GetResource().Resource == "events" {
+					writes = append(writes, a.GetVerb())
 				}
 			}
-			if warnings != 1 {
-				t.Errorf("%d VMConflict Events over several retries, want 1", warnings)
+			if diff := cmp.Diff([]string{"create"}, writes); diff != "" {
+				t.Errorf("Event writes over several retries (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -439,14 +448,19 @@ func TestAllowSharedVolumes(t *testing.T) {
 }
 
 func TestProbeAddressInUse(t *testing.T) {
-	h := newHarness(t, Config{}, nil)
-	h.start()
-	h.waitReadyz(503, "waiting for prototype")
-	// Any agent's listener would do; take this one's port via a second agent.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
 	cfg := testConfig()
-	cfg.ProbeAddress = "256.0.0.1:1"
-	err := New(cfg, h.kv, h.kube).Run(t.Context())
+	cfg.ProbeAddress = ln.Addr().String()
+	h := newHarness(t, cfg, []runtime.Object{prototype(testProto)})
+	err = h.agent.Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "choose another --probe-address") {
 		t.Errorf("Run() = %v, want a probe address error", err)
+	}
+	if len(h.kv.Actions()) != 0 {
+		t.Errorf("requests %v before the probes were up; want none", h.requests())
 	}
 }

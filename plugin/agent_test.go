@@ -1,0 +1,261 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+)
+
+// writeAgentKubeconfig writes a kubeconfig for server whose context's
+// namespace is "from-kubeconfig", and returns its path.
+func writeAgentKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {server: %q}
+users:
+- name: test
+  user: {token: secret}
+contexts:
+- name: test
+  context: {cluster: test, user: test, namespace: from-kubeconfig}
+current-context: test
+`, server)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// newTestAgentOptions returns options that see env as the environment, no
+// service account, and fail the test on exit.
+func newTestAgentOptions(t *testing.T, env map[string]string) (*AgentOptions, genericiooptions.IOStreams) {
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	o := NewAgentOptions(streams)
+	o.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	o.Hostname = func() (string, error) { return "hostname-pod", nil }
+	o.ServiceAccountNamespaceFile = filepath.Join(t.TempDir(), "no-such-namespace-file")
+	o.TerminationLogPath = filepath.Join(t.TempDir(), "no-termination-log")
+	o.Exit = func(code int) { t.Errorf("exit(%d)", code) }
+	return o, streams
+}
+
+func TestAgentBadArgumentsAreFatal(t *testing.T) {
+	kubeconfig := writeAgentKubeconfig(t, "https://127.0.0.1:1")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no prototype", nil, "agent takes exactly one argument, the prototype VM's name, not 0"},
+		{"two prototypes", []string{"a", "b"}, "agent takes exactly one argument, the prototype VM's name, not 2"},
+		{"invalid prototype name", []string{"Test_VM"}, `prototype "Test_VM" is not a valid name`},
+		{"invalid namespace", []string{"testvm", "-n", "Bad.NS"}, `namespace "Bad.NS" is not a valid name`},
+		{"unknown flag", []string{"testvm", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{"zero delete timeout", []string{"testvm", "--delete-timeout=0s"}, "delete timeout must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, streams := newTestAgentOptions(t, map[string]string{agent.EnvPodName: "vmctl-abc"})
+			o.TerminationLogPath = filepath.Join(t.TempDir(), "termination-log")
+			if err := os.WriteFile(o.TerminationLogPath, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := newCmdAgent(o)
+			cmd.SetArgs(append(tt.args, "--kubeconfig", kubeconfig))
+			if code := Execute(cmd, streams); code == 0 {
+				t.Fatal("exit code 0, want non-zero")
+			}
+			got, err := os.ReadFile(o.TerminationLogPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(got), tt.want) {
+				t.Errorf("termination log = %q, want it to contain %q", got, tt.want)
+			}
+			if errOut := streams.ErrOut.(interface{ String() string }).String(); !strings.Contains(errOut, tt.want) {
+				t.Errorf("stderr = %q, want it to contain %q too", errOut, tt.want)
+			}
+		})
+	}
+}
+
+func TestAgentTerminationLogOnlyWhenPresent(t *testing.T) {
+	o, streams := newTestAgentOptions(t, nil)
+	cmd := newCmdAgent(o)
+	cmd.SetArgs([]string{})
+	if code := Execute(cmd, streams); code == 0 {
+		t.Fatal("exit code 0 without a prototype")
+	}
+	if _, err := os.Stat(o.TerminationLogPath); !os.IsNotExist(err) {
+		t.Errorf("termination log created outside a container: stat error %v", err)
+	}
+}
+
+func TestAgentComplete(t *testing.T) {
+	kubeconfig := writeAgentKubeconfig(t, "https://127.0.0.1:1")
+	downward := map[string]string{agent.EnvPodName: "vmctl-abc", agent.EnvPodNamespace: "apps", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1"}
+	tests := []struct {
+		name  string
+		env   map[string]string
+		flags []string
+		want  agent.Config
+	}{{
+		name: "in a Pod with the downward API",
+		env:  downward,
+		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps",
+			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
+	}, {
+		name:  "-n moves the VM and the prototype, not the Pod",
+		env:   downward,
+		flags: []string{"-n", "vms"},
+		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "vms", Namespace: "vms",
+			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
+	}, {
+		name:  "--proto-namespace moves the prototype only",
+		env:   downward,
+		flags: []string{"--proto-namespace", "protos", "--allow-shared-volumes", "--probe-address", ":9090", "--delete-timeout", "1m"},
+		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "protos", Namespace: "apps", AllowSharedVolumes: true,
+			ProbeAddress: ":9090", DeleteTimeout: time.Minute,
+			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
+	}, {
+		name:  "outside a Pod: hostname override and the kubeconfig's namespace",
+		flags: []string{"--hostname-override", "vmctl-0"},
+		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "from-kubeconfig", Namespace: "from-kubeconfig",
+			Pod: agent.Identity{PodName: "vmctl-0", PodNamespace: "from-kubeconfig"}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, _ := newTestAgentOptions(t, tt.env)
+			cmd := newCmdAgent(o)
+			if err := cmd.ParseFlags(append(tt.flags, "--kubeconfig", kubeconfig)); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Complete([]string{"testvm"}); err != nil {
+				t.Fatalf("Complete() = %v", err)
+			}
+			if err := o.Validate(); err != nil {
+				t.Fatalf("Validate() = %v", err)
+			}
+			want := tt.want
+			if want.ProbeAddress == "" {
+				want.ProbeAddress = agent.DefaultProbeAddress
+			}
+			if want.DeleteTimeout == 0 {
+				want.DeleteTimeout = agent.DefaultDeleteTimeout
+			}
+			if diff := cmp.Diff(want, o.config); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAgentRunsAgainstAPIServer runs the command's Run against an HTTP server
+// that answers like an API server without the prototype: the agent must ask
+// for the prototype, say why it waits on /readyz, and exit 0 on cancel.
+func TestAgentRunsAgainstAPIServer(t *testing.T) {
+	var mu sync.Mutex
+	var requests []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests = append(requests, r.Method+" "+r.URL.Path+" "+strings.SplitN(r.UserAgent(), "/", 2)[0])
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,`+
+			`"details":{"name":"testvm","group":"kubevirt.io","kind":"virtualmachines"}}`)
+	}))
+	defer api.Close()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probeAddr := ln.Addr().String()
+	ln.Close()
+
+	o, streams := newTestAgentOptions(t, map[string]string{
+		agent.EnvPodName: "vmctl-abc", agent.EnvPodNamespace: "default", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1"})
+	cmd := newCmdAgent(o)
+	if err := cmd.ParseFlags([]string{"--kubeconfig", writeAgentKubeconfig(t, api.URL), "--probe-address", probeAddr}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Complete([]string{"testvm"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+
+	var body string
+	err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := http.Get("http://" + probeAddr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		body = string(b)
+		if err != nil {
+			return false, nil
+		}
+		return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, "not found"), nil
+	})
+	if err != nil {
+		t.Fatalf("/readyz never said why it waits; last body %q", body)
+	}
+	if want := "waiting for prototype default/testvm: not found\n"; body != want {
+		t.Errorf("/readyz body = %q, want %q", body, want)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run() = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(requests) == 0 || requests[0] != "GET /apis/kubevirt.io/v1/namespaces/default/virtualmachines/testvm kubectl-vmctl-agent" {
+		t.Errorf("first request = %v, want the prototype GET with the agent's user agent", requests)
+	}
+	if log := streams.ErrOut.(interface{ String() string }).String(); !strings.Contains(log, `prototype="default/testvm"`) {
+		t.Errorf("log does not name the prototype:\n%s", log)
+	}
+}
+
+func TestAgentHelp(t *testing.T) {
+	streams, _, out, _ := genericiooptions.NewTestIOStreams()
+	root := NewCmdVmctl(streams)
+	root.SetArgs([]string{"agent", "--help"})
+	if code := Execute(root, streams); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	for _, want := range []string{"kubectl vmctl agent PROTOTYPE", "--proto-namespace", "--hostname-override", "--allow-shared-volumes",
+		`--probe-address string           Address to serve /healthz and /readyz on. (default ":8080")`, "(default 2m50s)", "-n, --namespace"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
+		}
+	}
+}
