@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,7 +267,7 @@ func (c *Cluster) Stop() error {
 
 // retryPortConflict runs attempt up to three times while it fails because
 // another process took one of the ports it picked.
-func retryPortConflict(attempt func() (*process, error)) error {
+func (c *Cluster) retryPortConflict(attempt func() (*process, error)) error {
 	var err error
 	for range 3 {
 		var p *process
@@ -277,13 +278,22 @@ func retryPortConflict(attempt func() (*process, error)) error {
 		if p == nil || !p.exited() || !strings.Contains(tail(p.logPath, 30), "address already in use") {
 			return err
 		}
+		c.forget(p)
 	}
 	return err
 }
 
+// forget drops an exited process, so later waits do not take its exit for
+// a failure.
+func (c *Cluster) forget(p *process) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.procs = slices.DeleteFunc(c.procs, func(q *process) bool { return q == p })
+}
+
 func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 	var clientURL string
-	err := retryPortConflict(func() (*process, error) {
+	err := c.retryPortConflict(func() (*process, error) {
 		ports, err := freePorts(2)
 		if err != nil {
 			return nil, err
@@ -315,7 +325,7 @@ func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 
 func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) error {
 	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
-	return retryPortConflict(func() (*process, error) {
+	return c.retryPortConflict(func() (*process, error) {
 		ports, err := freePorts(1)
 		if err != nil {
 			return nil, err

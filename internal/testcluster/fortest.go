@@ -1,7 +1,6 @@
 package testcluster
 
 import (
-	"context"
 	"os"
 	"os/signal"
 	"sync"
@@ -16,7 +15,7 @@ import (
 // stops the cluster before the process dies.
 func ForTest(t testing.TB, opts Options) *Cluster {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	if opts.Binaries.Etcd == "" {
 		b, err := EnsureBinaries(ctx, "", os.Stderr)
 		if err != nil {

@@ -19,14 +19,14 @@ func runDoubles(ctx context.Context, c *testcluster.Cluster, vmctlBinary string,
 	errs := make([]error, 2)
 	wg.Go(func() {
 		defer cancel()
-		errs[0] = testcluster.RunVirtController(ctx, c.RESTConfig, log.With("component", "virt-controller"))
+		errs[0] = testcluster.RunVirtController(ctx, c.RESTConfig, log)
 	})
 	wg.Go(func() {
 		defer cancel()
 		errs[1] = testcluster.NewKubelet(c.RESTConfig, testcluster.KubeletOptions{
 			Binary: vmctlBinary,
 			Dir:    filepath.Join(c.Dir, "kubelet"),
-			Log:    log.With("component", "kubelet"),
+			Log:    log,
 		}).Run(ctx)
 	})
 	wg.Wait()
