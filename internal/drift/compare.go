@@ -2,6 +2,7 @@ package drift
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -58,8 +59,9 @@ func Compare(live, derived *kubevirtv1.VirtualMachine, derivedFrom string) (Resu
 	}
 	name := live.Namespace + "/" + live.Name
 	r.Diff, err = difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A:        difflib.SplitLines(r.Live),
-		B:        difflib.SplitLines(r.Derived),
+		// SplitLines would add an empty last line for the final newline.
+		A:        difflib.SplitLines(strings.TrimSuffix(r.Live, "\n")),
+		B:        difflib.SplitLines(strings.TrimSuffix(r.Derived, "\n")),
 		FromFile: name + " (live)",
 		ToFile:   name + " (derived from " + derivedFrom + ")",
 		Context:  3,

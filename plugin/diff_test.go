@@ -1,0 +1,143 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// runDiff runs `kubectl vmctl diff args...` against fakes holding the objects.
+func runDiff(t *testing.T, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
+	t.Helper()
+	kube, virt, log := opFakes(nil, virtObjs)
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	o := NewDiffOptionsWithClients(streams, kube, virt)
+	o.Getenv = func(string) string { return "" }
+	cmd := NewCmdDiffWithOptions(o)
+	cmd.SetArgs(append([]string{opKubeconfigFlag(t)}, args...))
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err = cmd.Execute()
+	return out.String(), errOut.String(), *log, err
+}
+
+// diffScene has, in vms, prototype web (generation 5) and its VMs: web-web-a
+// as derived, web-web-b derived from generation 3 (2 cores then, 4 now) and
+// edited by hand (image); in team2, db-db-0 as derived.
+func diffScene(t *testing.T) []runtime.Object {
+	t.Helper()
+	web := opPrototype("vms", "web", 5)
+	web.Spec.Template.Spec.Domain.CPU = &kubevirtv1.CPU{Cores: 4}
+	webOld := opPrototype("vms", "web", 3)
+	webOld.Spec.Template.Spec.Domain.CPU = &kubevirtv1.CPU{Cores: 2}
+	db := opPrototype("team2", "db", 1)
+	vmA := opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
+	vmB := opDerived(t, webOld, opPod("vms", "web-b", "node-2", "web", time.Hour), time.Hour, func(vm *kubevirtv1.VirtualMachine) {
+		vm.Spec.Template.Spec.Volumes[0].ContainerDisk.Image = "quay.io/containerdisks/fedora:40"
+	})
+	vmDB := opDerived(t, db, opPod("team2", "db-0", "node-2", "db", time.Hour), time.Hour)
+	return []runtime.Object{web, db, vmA, vmB, vmDB, opPrototype("vms", "hand-made", 1)}
+}
+
+func TestDiff(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		golden     string
+		wantStderr string
+		wantCode   int
+		wantCalls  []string
+	}{{
+		name:       "drift in the current namespace",
+		golden:     "diff/drift.txt",
+		wantStderr: "1 of 2 derived VMs drifted in vms namespace\n",
+		wantCode:   1,
+		wantCalls:  []string{"list virtualmachines vms"},
+	}, {
+		name:       "no drift",
+		args:       []string{"-n", "team2"},
+		golden:     "diff/none.txt",
+		wantStderr: "0 of 1 derived VMs drifted in team2 namespace\n",
+		wantCode:   0,
+		wantCalls:  []string{"list virtualmachines team2"},
+	}, {
+		name:       "all namespaces, one prototype",
+		args:       []string{"db", "-A"},
+		golden:     "diff/none.txt",
+		wantStderr: "0 of 1 derived VMs drifted\n",
+		wantCode:   0,
+		wantCalls:  []string{"list virtualmachines "},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, calls, err := runDiff(t, diffScene(t), tt.args...)
+			if got := opExitCode(err); got != tt.wantCode {
+				t.Errorf("exit code = %d (%v), want %d", got, err, tt.wantCode)
+			}
+			if errOut != tt.wantStderr {
+				t.Errorf("stderr = %q, want %q", errOut, tt.wantStderr)
+			}
+			if diff := cmp.Diff(tt.wantCalls, calls); diff != "" {
+				t.Errorf("API calls (-want +got):\n%s", diff)
+			}
+			opGolden(t, tt.golden, out)
+		})
+	}
+}
+
+func TestDiffPrototypeElsewhere(t *testing.T) {
+	proto := opPrototype("protos", "web", 1)
+	vm := opDerived(t, proto, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
+	_, errOut, calls, err := runDiff(t, []runtime.Object{proto, vm})
+	if err != nil {
+		t.Fatalf("diff: %v\n%s", err, errOut)
+	}
+	want := []string{"list virtualmachines vms", "list virtualmachines protos"}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("API calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestDiffErrorsExitTwo(t *testing.T) {
+	web := opPrototype("vms", "web", 1)
+	vm := opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
+	tests := []struct {
+		name       string
+		objs       []runtime.Object
+		args       []string
+		wantStderr string
+	}{
+		{name: "prototype gone", objs: []runtime.Object{vm},
+			wantStderr: "error: vms/web-web-a: prototype vms/web not found; restore it, or delete the VM's agent Pod\n0 of 1 derived VMs drifted, 1 could not be compared in vms namespace\n"},
+		{name: "unknown flag", args: []string{"--bogus"}},
+		{name: "two arguments", args: []string{"a", "b"}},
+		{name: "bad colour", args: []string{"--color=rainbow"}},
+		{name: "prototype twice", args: []string{"web", "--prototype=db"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, _, err := runDiff(t, tt.objs, tt.args...)
+			if got := opExitCode(err); got != 2 {
+				t.Errorf("exit code = %d (%v), want 2", got, err)
+			}
+			if tt.wantStderr != "" && errOut != tt.wantStderr {
+				t.Errorf("stderr = %q, want %q", errOut, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestDiffColor(t *testing.T) {
+	out, _, _, _ := runDiff(t, diffScene(t), "--color=always")
+	if !strings.Contains(out, "\x1b[") || !strings.Contains(out, "cores: 4") {
+		t.Errorf("--color=always diff has no colour:\n%q", out)
+	}
+	out, _, _, _ = runDiff(t, diffScene(t), "--color=never")
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("--color=never diff has escapes:\n%q", out)
+	}
+}
