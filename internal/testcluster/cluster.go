@@ -46,7 +46,8 @@ type Cluster struct {
 	Dir string
 	// Kubeconfig is the path of an admin kubeconfig (group system:masters).
 	Kubeconfig string
-	// RESTConfig is the same admin identity for clients in the test process.
+	// RESTConfig is the same admin identity for clients in the test process
+	// (QPS 200, burst 400). Copy it with rest.CopyConfig before changing it.
 	RESTConfig *rest.Config
 	// Nodes are the fake nodes' names, all Ready when Start returns.
 	Nodes []string
@@ -67,7 +68,7 @@ type Cluster struct {
 	stopErr   error
 }
 
-// Components in start order; also the names of their log files.
+// The components a Cluster runs; also the names of their logs (see LogFile).
 const (
 	Etcd                  = "etcd"
 	KubeAPIServer         = "kube-apiserver"
