@@ -92,7 +92,7 @@ and POD_UID. Without NODE_NAME or POD_UID it GETs its Pod once.`,
 		// Arguments are checked in Complete, so mistakes reach the termination log.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := o.complete(cmd, args)
+			err := o.run(cmd, args)
 			if err != nil {
 				o.writeTerminationLog(err)
 			}
@@ -115,9 +115,9 @@ and POD_UID. Without NODE_NAME or POD_UID it GETs its Pod once.`,
 	return cmd
 }
 
-// complete runs Complete, Validate and Run, with the shutdown signals caught
+// run runs Complete, Validate and Run, with the shutdown signals caught
 // before anything else so nothing is created that a signal could orphan.
-func (o *AgentOptions) complete(cmd *cobra.Command, args []string) error {
+func (o *AgentOptions) run(cmd *cobra.Command, args []string) error {
 	ctx, stop := agent.ShutdownContext(cmd.Context(), o.Exit)
 	defer stop()
 	if err := o.Complete(args); err != nil {

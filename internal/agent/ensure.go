@@ -45,6 +45,9 @@ func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
 		if p.permanent && proto != nil {
 			// Retrying cannot help: wait for someone to fix the prototype.
 			a.waitPrototypeChange(ctx, proto)
+			if ctx.Err() != nil {
+				return nil
+			}
 			continue
 		}
 		if !sleep(ctx, b.Step()) {

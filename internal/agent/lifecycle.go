@@ -226,6 +226,7 @@ func (a *Agent) release(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	if err := a.deleteAndWait(ctx, vm); err != nil {
 		msg := fmt.Sprintf("VM %s/%s may outlive the Pod: %v", vm.Namespace, vm.Name, err)
 		logger.Error(err, "VM may outlive the Pod", "timeout", a.cfg.DeleteTimeout)
+		// Best effort: the process may exit before the Event is sent.
 		a.report.event(corev1.EventTypeWarning, ReasonDeleteFailed, msg)
 		return
 	}

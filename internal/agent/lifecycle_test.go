@@ -20,6 +20,9 @@ const vmSelector = "metadata.name=" + testVM
 
 func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 	h := newHarness(t, Config{}, []runtime.Object{prototype(testProto)})
+	if got := h.agent.VMName(); got != testVM {
+		t.Fatalf("VMName() = %q; these tests assume derive.Name gives %q", got, testVM)
+	}
 	h.start()
 
 	w := h.nextWatch()
