@@ -3,7 +3,20 @@
 // status.ready on /readyz, and deletes the VM when the Pod is told to stop.
 //
 // The agent talks to the API server as little as it can: before steady state
-// it GETs the prototype, CREATEs the VM, opens one WATCH on that VM by name,
-// and POSTs one Event (plus one Pod GET when the downward API did not provide
-// NODE_NAME and POD_UID). At steady state the one watch is all there is.
+// it GETs the prototype, CREATEs the VM, opens one WATCH on that VM by name
+// (field selector metadata.name, from the create's resourceVersion) and POSTs
+// one Event, plus one Pod GET when the downward API did not provide NODE_NAME
+// and POD_UID. At steady state the one watch is all there is.
+//
+// When the VM's name is taken, the agent adopts a VM made for its own Pod
+// UID, replaces one vmctl made for an earlier Pod of the same name and
+// prototype (DELETE with a UID precondition, wait until gone, CREATE), and
+// refuses anything else: it never touches such a VM, stays unready, and
+// retries with capped backoff. Transient errors are retried the same way and
+// are never fatal. A prototype that cannot be derived (shared writable
+// volumes, no template) is reported once and then watched, by name, until its
+// generation changes, or for ten minutes, before the agent tries again.
+//
+// Every problem shows on /readyz, in the log and, once per distinct problem,
+// as a Warning Event on the Pod.
 package agent
