@@ -127,7 +127,7 @@ func (o *DiffOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
-	o.color = table.UseColor(mode, o.Out, o.Getenv)
+	o.color = table.UseColor(mode, table.IsTerminal(o.Out), o.Getenv)
 	o.clients, err = o.NewClients()
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -102,9 +103,11 @@ type StatusOptions struct {
 
 	// Refresh is how often --watch recomputes without events.
 	Refresh time.Duration
-	// Now and Getenv are time.Now and os.Getenv outside tests.
-	Now    func() time.Time
-	Getenv func(string) string
+	// Now, Getenv and IsTerminal are time.Now, os.Getenv and
+	// table.IsTerminal outside tests.
+	Now        func() time.Time
+	Getenv     func(string) string
+	IsTerminal func(io.Writer) bool
 
 	query    status.Query
 	clients  status.Clients
@@ -125,6 +128,7 @@ func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
 		Refresh:     DefaultStatusRefresh,
 		Now:         time.Now,
 		Getenv:      os.Getenv,
+		IsTerminal:  table.IsTerminal,
 		IOStreams:   streams,
 	}
 	o.NewClients = clientsFromFlags(o.ConfigFlags)
@@ -237,8 +241,8 @@ func (o *StatusOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
-	o.color = table.UseColor(mode, o.Out, o.Getenv)
-	o.terminal = table.IsTerminal(o.Out)
+	o.terminal = o.IsTerminal(o.Out)
+	o.color = table.UseColor(mode, o.terminal, o.Getenv)
 
 	o.clients, err = o.NewClients()
 	return err

@@ -1,11 +1,15 @@
 package plugin
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -212,8 +217,11 @@ func opFakes(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevir
 	kube := kubefake.NewClientset(kubeObjs...)
 	virt := kubevirtfake.NewSimpleClientset(virtObjs...)
 	log := &[]string{}
+	var mu sync.Mutex // informers call both fakes at once
 	for _, f := range []*k8stesting.Fake{&kube.Fake, &virt.Fake} {
 		f.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
 			*log = append(*log, opDescribe(a))
 			return false, nil, nil
 		})
@@ -393,5 +401,124 @@ func TestStatusIsRegistered(t *testing.T) {
 		if !strings.HasPrefix(cmd.CommandPath(), "kubectl vmctl ") {
 			t.Errorf("help reads %q, want kubectl vmctl %s", cmd.CommandPath(), name)
 		}
+	}
+}
+
+// opSyncBuffer is a bytes.Buffer safe for a command writing from another
+// goroutine.
+type opSyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *opSyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *opSyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// opNoWatchList is KubeVirt's fake clientset, saying what its tracker cannot
+// do: stream the initial list as watch events (the real API server can).
+type opNoWatchList struct{ *kubevirtfake.Clientset }
+
+func (opNoWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+func TestStatusWatchPrintsABlockPerChange(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	kubeObjs, virtObjs := opScene(t)
+	kube, virt, _ := opFakes(kubeObjs, virtObjs)
+	out := &opSyncBuffer{}
+	o := NewStatusOptionsWithClients(genericiooptions.IOStreams{Out: out, ErrOut: out}, kube, opNoWatchList{virt})
+	o.Now = func() time.Time { return opNow }
+	o.Refresh = time.Hour
+	cmd := NewCmdStatusWithOptions(o)
+	cmd.SetArgs([]string{opKubeconfigFlag(t), "--watch"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return ok(), nil })
+		if err != nil {
+			t.Fatalf("%s: %v; output so far:\n%s", what, err, out.String())
+		}
+	}
+	watching := func(acts []k8stesting.Action, resource string) bool {
+		for _, a := range acts {
+			if a.GetVerb() == "watch" && a.GetResource().Resource == resource {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor("first table", func() bool { return strings.Contains(out.String(), "web-web-gone") })
+	waitFor("watches open", func() bool {
+		return watching(kube.Actions(), "pods") && watching(virt.Actions(), "virtualmachines") && watching(virt.Actions(), "virtualmachineinstances")
+	})
+	if err := virt.KubevirtV1().VirtualMachines("vms").Delete(ctx, "web-web-gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("second table", func() bool { return strings.Count(out.String(), "POD ") == 2 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("status --watch returned %v after cancel", err)
+	}
+
+	blocks := strings.Split(out.String(), "\n\n")
+	if len(blocks) != 2 {
+		t.Fatalf("want two table blocks separated by a blank line, got %d:\n%s", len(blocks), out.String())
+	}
+	if strings.Contains(blocks[1], "web-web-gone") || !strings.Contains(blocks[1], "web-web-a") {
+		t.Errorf("second block does not reflect the deletion:\n%s", blocks[1])
+	}
+	if strings.Contains(out.String(), "\x1b") {
+		t.Errorf("watch output to a pipe holds escapes:\n%q", out.String())
+	}
+}
+
+func TestStatusWatchRedrawsATerminal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	kubeObjs, virtObjs := opScene(t)
+	kube, virt, _ := opFakes(kubeObjs, virtObjs)
+	out := &opSyncBuffer{}
+	o := NewStatusOptionsWithClients(genericiooptions.IOStreams{Out: out, ErrOut: out}, kube, opNoWatchList{virt})
+	now := opNow
+	var mu sync.Mutex
+	o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(time.Minute); return now }
+	o.Refresh = 10 * time.Millisecond // every tick is a minute later: ages change, so it redraws
+	o.IsTerminal = func(io.Writer) bool { return true }
+	o.Getenv = func(k string) string { return map[string]string{"TERM": "xterm"}[k] }
+	cmd := NewCmdStatusWithOptions(o)
+	cmd.SetArgs([]string{opKubeconfigFlag(t), "--watch"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	const clear = "\x1b[H\x1b[2J"
+	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		return strings.Count(out.String(), clear) >= 2, nil
+	})
+	if err != nil {
+		t.Fatalf("no redraw: %v; output:\n%q", err, out.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("status --watch returned %v after cancel", err)
+	}
+	got := out.String()
+	if !strings.HasPrefix(got, clear) {
+		t.Errorf("first frame does not clear the screen:\n%q", got[:min(len(got), 80)])
+	}
+	if !strings.Contains(got, "\x1b[3") {
+		t.Errorf("terminal frames are not coloured:\n%q", got[:min(len(got), 400)])
 	}
 }

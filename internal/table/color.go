@@ -29,10 +29,11 @@ func ParseColorMode(s string) (ColorMode, error) {
 	return "", fmt.Errorf("--color must be auto, always or never, not %q", s)
 }
 
-// UseColor decides once whether output to out is coloured: always and never
-// win; auto colours only a terminal, and not when NO_COLOR is set (any value,
-// see no-color.org) or TERM is dumb. getenv is os.Getenv outside tests.
-func UseColor(mode ColorMode, out io.Writer, getenv func(string) string) bool {
+// UseColor decides once whether output is coloured: always and never win;
+// auto colours only a terminal (see IsTerminal), and not when NO_COLOR is set
+// (any value, see no-color.org) or TERM is dumb. getenv is os.Getenv outside
+// tests.
+func UseColor(mode ColorMode, terminal bool, getenv func(string) string) bool {
 	switch mode {
 	case ColorAlways:
 		return true
@@ -42,7 +43,7 @@ func UseColor(mode ColorMode, out io.Writer, getenv func(string) string) bool {
 	if getenv("NO_COLOR") != "" || getenv("TERM") == "dumb" {
 		return false
 	}
-	return IsTerminal(out)
+	return terminal
 }
 
 // IsTerminal reports whether w is a terminal (an *os.File on a TTY).
