@@ -42,9 +42,9 @@ func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
 			p = &problem{reason: ReasonCreateFailed, msg: err.Error(), err: err}
 		}
 		a.report.fail(ctx, p)
-		if p.permanent && proto != nil {
-			// Retrying cannot help: wait for someone to fix the prototype.
-			a.waitPrototypeChange(ctx, proto)
+		// Retrying cannot help a permanent problem: wait for someone to fix
+		// the prototype. Without leave to watch it, poll like any other.
+		if p.permanent && proto != nil && a.waitPrototypeChange(ctx, proto) {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -168,16 +168,22 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 }
 
 // waitPrototypeChange waits, with one watch on the prototype, until its
-// generation moves, it is deleted, or prototypeRecheck passes.
-func (a *Agent) waitPrototypeChange(ctx context.Context, proto *kubevirtv1.VirtualMachine) {
+// generation moves, it is deleted, or prototypeRecheck passes. It reports
+// false, at once, when the prototype cannot be watched (RBAC may grant only
+// get on it).
+func (a *Agent) waitPrototypeChange(ctx context.Context, proto *kubevirtv1.VirtualMachine) bool {
 	ctx, cancel := context.WithTimeout(ctx, prototypeRecheck)
 	defer cancel()
 	vw := newVMWatch(ctx, a.vms, proto.Namespace, proto.Name, proto.ResourceVersion, a.cfg.backoff())
 	defer vw.stop()
+	if err := vw.open(ctx); err != nil {
+		klog.FromContext(ctx).V(1).Info("Cannot watch the prototype; polling it instead", "err", err)
+		return false
+	}
 	for {
 		typ, obj, ok := vw.next(ctx)
 		if !ok || typ == watch.Deleted || obj.UID != proto.UID || obj.Generation != proto.Generation {
-			return
+			return true
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -8,8 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -436,6 +439,34 @@ func TestSharedVolumesCreateNothing(t *testing.T) {
 	h.nextWatch()
 	if h.vm(testVM) == nil {
 		t.Fatal("VM not created after the prototype was fixed")
+	}
+}
+
+func TestSharedVolumesPollWithoutWatchPermission(t *testing.T) {
+	h := newHarness(t, Config{}, []runtime.Object{withSharedPVC(prototype(testProto))})
+	// RBAC granting only get on the prototype (as across namespaces).
+	h.kv.PrependWatchReactor("virtualmachines", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		if action.(k8stesting.WatchAction).GetWatchRestrictions().Fields.String() == "metadata.name="+testProto {
+			return true, nil, apierrors.NewForbidden(vmResource.GroupResource(), testProto, errors.New("no watch"))
+		}
+		return false, nil, nil
+	})
+	h.start()
+	h.waitEvent(corev1.EventTypeWarning, ReasonSharedVolumes)
+	h.eventually("the agent polls the prototype", func() bool { return h.countRequests("get virtualmachines default/testvm") >= 3 })
+	h.update(prototype(testProto))
+	h.nextWatch()
+	if h.vm(testVM) == nil {
+		t.Fatal("VM not created after the prototype was fixed")
+	}
+	var warnings int
+	for _, e := range h.events() {
+		if e.Reason == ReasonSharedVolumes {
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Errorf("%d SharedVolumes Events while polling, want 1", warnings)
 	}
 }
 
