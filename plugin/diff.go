@@ -108,13 +108,13 @@ holds prototypes.`,
 	o.ConfigFlags.AddFlags(f)
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Diff derived VMs in all namespaces.")
 	f.StringVar(&o.Prototype, "prototype", o.Prototype, "Diff only the VMs of this prototype name (same as the PROTOTYPE argument).")
-	f.StringVar(&o.Color, "color", o.Color, "Colour the diff: auto (on a terminal, unless NO_COLOR is set), always or never.")
+	f.StringVar(&o.Color, "color", o.Color, "Color the diff: auto (on a terminal, unless NO_COLOR is set), always or never.")
 	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
 	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
 	return cmd
 }
 
-// Complete resolves the namespace, prototype, colour and clients.
+// Complete resolves the namespace, prototype, color and clients.
 func (o *DiffOptions) Complete(args []string) error {
 	var err error
 	if o.namespace, err = scopeNamespace(o.ConfigFlags, o.AllNamespaces); err != nil {
@@ -166,7 +166,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 }
 
 // printDiff prints one unified diff, "-" lines red and "+" lines green when
-// colour is on. Lines are escaped: they hold labels and annotations.
+// color is on. Lines are escaped: they hold labels and annotations.
 func (o *DiffOptions) printDiff(diff string) {
 	for _, line := range strings.SplitAfter(diff, "\n") {
 		if line == "" {

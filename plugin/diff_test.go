@@ -115,7 +115,7 @@ func TestDiffErrorsExitTwo(t *testing.T) {
 			wantStderr: "error: vms/web-web-a: prototype vms/web not found; restore it, or delete the VM's agent Pod\n0 of 1 derived VMs drifted, 1 could not be compared in vms namespace\n"},
 		{name: "unknown flag", args: []string{"--bogus"}},
 		{name: "two arguments", args: []string{"a", "b"}},
-		{name: "bad colour", args: []string{"--color=rainbow"}},
+		{name: "bad color", args: []string{"--color=rainbow"}},
 		{name: "prototype twice", args: []string{"web", "--prototype=db"}},
 	}
 	for _, tt := range tests {
@@ -134,7 +134,7 @@ func TestDiffErrorsExitTwo(t *testing.T) {
 func TestDiffColor(t *testing.T) {
 	out, _, _, _ := runDiff(t, diffScene(t), "--color=always")
 	if !strings.Contains(out, "\x1b[") || !strings.Contains(out, "cores: 4") {
-		t.Errorf("--color=always diff has no colour:\n%q", out)
+		t.Errorf("--color=always diff has no color:\n%q", out)
 	}
 	out, _, _, _ = runDiff(t, diffScene(t), "--color=never")
 	if strings.Contains(out, "\x1b") {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -200,7 +201,7 @@ keep VMs or prototypes in other namespaces), never a GET per object.`,
 	f.StringVar(&o.Prototype, "prototype", o.Prototype, "Show only the agents and VMs of this prototype name (same as the PROTOTYPE argument).")
 	f.BoolVarP(&o.Watch, "watch", "w", o.Watch, "After printing, follow changes: redraw on a terminal, print a new table on each change otherwise.")
 	f.BoolVar(&o.ExitCode, "exit-code", o.ExitCode, "Exit 1 when any row has a problem (2 on errors), else 0.")
-	f.StringVar(&o.Color, "color", o.Color, "Colour the table: auto (on a terminal, unless NO_COLOR is set), always or never.")
+	f.StringVar(&o.Color, "color", o.Color, "Color the table: auto (on a terminal, unless NO_COLOR is set), always or never.")
 	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
 	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
 	return cmd
@@ -211,13 +212,14 @@ func (o *StatusOptions) exitError(err error) error {
 	if err == nil || !o.ExitCode {
 		return err
 	}
-	if _, ok := err.(*ExitError); ok {
+	var exit *ExitError
+	if errors.As(err, &exit) {
 		return err
 	}
 	return &ExitError{Code: 2, Err: err}
 }
 
-// Complete resolves the namespace, prototype, output, colour and clients.
+// Complete resolves the namespace, prototype, output, color and clients.
 func (o *StatusOptions) Complete(args []string) error {
 	ns, err := scopeNamespace(o.ConfigFlags, o.AllNamespaces)
 	if err != nil {

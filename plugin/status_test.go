@@ -265,7 +265,7 @@ func opExitCode(err error) int {
 }
 
 // runStatus runs `kubectl vmctl status args...` against fakes holding the
-// objects, with no colour unless args ask for it.
+// objects, with no color unless args ask for it.
 func runStatus(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
 	t.Helper()
 	kube, virt, log := opFakes(kubeObjs, virtObjs)
@@ -337,7 +337,7 @@ func TestStatusExitCode(t *testing.T) {
 		{name: "no problems", args: []string{"--exit-code", "-n", "team2"}, wantCode: 0},
 		{name: "problems without --exit-code", args: nil, wantCode: 0},
 		{name: "bad output under --exit-code", args: []string{"--exit-code", "-o", "xml"}, wantCode: 2},
-		{name: "bad colour", args: []string{"--color", "sometimes"}, wantCode: 1},
+		{name: "bad color", args: []string{"--color", "sometimes"}, wantCode: 1},
 		{name: "watch with exit code", args: []string{"--watch", "--exit-code"}, wantCode: 2},
 		{name: "watch with json", args: []string{"--watch", "-o", "json"}, wantCode: 1},
 		{name: "prototype twice", args: []string{"web", "--prototype", "db"}, wantCode: 1},
@@ -374,19 +374,19 @@ func TestStatusColor(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, "\x1b[") {
-		t.Errorf("--color=always output has no colour:\n%q", out)
+		t.Errorf("--color=always output has no color:\n%q", out)
 	}
 	if strings.Contains(out, "\x1b]") || !strings.Contains(out, "node^[]0;pwned") {
 		t.Errorf("cluster string not escaped:\n%q", out)
 	}
 
-	t.Setenv("NO_COLOR", "1") // --color=auto never colours a pipe anyway; NO_COLOR must not break it
+	t.Setenv("NO_COLOR", "1") // --color=auto never colors a pipe anyway; NO_COLOR must not break it
 	out, _, _, err = runStatus(t, kube, virt, "--color=never")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out, "\x1b[") {
-		t.Errorf("--color=never output has colour:\n%q", out)
+		t.Errorf("--color=never output has color:\n%q", out)
 	}
 }
 
@@ -519,6 +519,6 @@ func TestStatusWatchRedrawsATerminal(t *testing.T) {
 		t.Errorf("first frame does not clear the screen:\n%q", got[:min(len(got), 80)])
 	}
 	if !strings.Contains(got, "\x1b[3") {
-		t.Errorf("terminal frames are not coloured:\n%q", got[:min(len(got), 400)])
+		t.Errorf("terminal frames are not colored:\n%q", got[:min(len(got), 400)])
 	}
 }

@@ -190,7 +190,7 @@ func dropClusterMetadata(live, want map[string]any) {
 				delete(l, k)
 			}
 		}
-		if l != nil && len(l) == 0 {
+		if len(l) == 0 {
 			delete(lm, field)
 		}
 	}

@@ -54,4 +54,5 @@ func IsDerived(vm *kubevirtv1.VirtualMachine) bool {
 // Key is a namespace/name pair used to look objects up.
 type Key struct{ Namespace, Name string }
 
+// String returns "namespace/name".
 func (k Key) String() string { return k.Namespace + "/" + k.Name }

@@ -26,7 +26,7 @@ type TableOptions struct {
 	Wide bool
 	// WithNamespace puts NAMESPACE first, as kubectl does with -A.
 	WithNamespace bool
-	// Color renders a coloured lipgloss table instead of plain columns.
+	// Color renders a colored lipgloss table instead of plain columns.
 	Color bool
 }
 

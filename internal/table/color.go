@@ -1,5 +1,5 @@
 // Package table prints the human output of vmctl's operator commands: a
-// coloured lipgloss table on a terminal, plain aligned columns (as kubectl's
+// colored lipgloss table on a terminal, plain aligned columns (as kubectl's
 // printers.GetNewTabWriter makes them) anywhere else.
 package table
 
@@ -29,8 +29,8 @@ func ParseColorMode(s string) (ColorMode, error) {
 	return "", fmt.Errorf("--color must be auto, always or never, not %q", s)
 }
 
-// UseColor decides once whether output is coloured: always and never win;
-// auto colours only a terminal (see IsTerminal), and not when NO_COLOR is set
+// UseColor decides once whether output is colored: always and never win;
+// auto colors only a terminal (see IsTerminal), and not when NO_COLOR is set
 // (any value, see no-color.org) or TERM is dumb. getenv is os.Getenv outside
 // tests.
 func UseColor(mode ColorMode, terminal bool, getenv func(string) string) bool {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 )
 
-// Tone is the meaning of a cell, which sets its colour on a terminal.
+// Tone is the meaning of a cell, which sets its color on a terminal.
 type Tone int
 
 // The tones a cell can have.
@@ -31,10 +31,10 @@ type Cell struct {
 // Text returns a Plain cell.
 func Text(s string) Cell { return Cell{Text: s} }
 
-// Write prints headers and rows to w: as a lipgloss table with coloured
+// Write prints headers and rows to w: as a lipgloss table with colored
 // cells when color is true, else as kubectl-style tab-aligned columns with no
 // ANSI codes at all. Every cell is passed through printers.EscapeTerminal so
-// names and messages from the cluster cannot move the cursor or recolour the
+// names and messages from the cluster cannot move the cursor or recolor the
 // terminal.
 func Write(w io.Writer, headers []string, rows [][]Cell, color bool) error {
 	if color {
@@ -107,7 +107,7 @@ func escapeAll(in []string) []string {
 	return out
 }
 
-// Paint renders s in the colour of tone when color is true, for output that
+// Paint renders s in the color of tone when color is true, for output that
 // is not a table, such as diff lines. It does not escape s.
 func Paint(s string, tone Tone, color bool) string {
 	if !color || tone == Plain {

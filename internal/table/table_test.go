@@ -35,7 +35,7 @@ func TestWriteColor(t *testing.T) {
 	}
 	got := out.String()
 	if !strings.Contains(got, "\x1b[") {
-		t.Errorf("colour table has no ANSI sequence:\n%q", got)
+		t.Errorf("color table has no ANSI sequence:\n%q", got)
 	}
 	if !strings.Contains(got, "evil^[]0;title") {
 		t.Errorf("cluster string not escaped:\n%q", got)
@@ -100,9 +100,9 @@ func TestParseColorMode(t *testing.T) {
 
 func TestPaint(t *testing.T) {
 	if got := Paint("-x", Bad, false); got != "-x" {
-		t.Errorf("Paint without colour = %q", got)
+		t.Errorf("Paint without color = %q", got)
 	}
 	if got := Paint("-x", Bad, true); got == "-x" || !strings.Contains(got, "-x") {
-		t.Errorf("Paint with colour = %q", got)
+		t.Errorf("Paint with color = %q", got)
 	}
 }
