@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -134,5 +135,37 @@ func TestLoad(t *testing.T) {
 					len(inv.Pods), len(inv.VMs), len(inv.VMIs), tt.wantPods, tt.wantVMs, tt.wantVMIs)
 			}
 		})
+	}
+}
+
+func TestListFollowsPages(t *testing.T) {
+	kube := kubefake.NewClientset()
+	var seen []metav1.ListOptions
+	kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		opts := a.(k8stesting.ListActionImpl).ListOptions
+		seen = append(seen, opts)
+		page := &corev1.PodList{}
+		switch opts.Continue {
+		case "":
+			page.Items = []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)}
+			page.Continue = "page-2"
+		case "page-2":
+			page.Items = []corev1.Pod{agentPod("ns", "b", "uid-b", "n1", "web", time.Hour)}
+		}
+		return true, page, nil
+	})
+	pods, err := ListPods(t.Context(), kube, "ns", AgentSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 2 || pods[0].Name != "a" || pods[1].Name != "b" {
+		t.Errorf("got %d pods, want a and b from two pages", len(pods))
+	}
+	want := []metav1.ListOptions{
+		{LabelSelector: AgentSelector, Limit: 500},
+		{LabelSelector: AgentSelector, Limit: 500, Continue: "page-2"},
+	}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("list options (-want +got):\n%s", diff)
 	}
 }
