@@ -3,8 +3,10 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -194,7 +196,10 @@ func (o *AgentOptions) Validate() error {
 
 // Run runs the agent until ctx is cancelled, then deletes the VM.
 func (o *AgentOptions) Run(ctx context.Context) error {
-	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(o.ErrOut), textlogger.Verbosity(o.Verbosity)))
+	// The logger writes from several goroutines and does not lock; ErrOut
+	// need not be safe for that (a test's buffer is not).
+	out := &lockedWriter{w: o.ErrOut}
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(o.Verbosity)))
 	ctx = klog.NewContext(ctx, logger)
 	return agent.New(o.config, o.kubevirt, o.kube).Run(ctx)
 }
@@ -208,4 +213,16 @@ func (o *AgentOptions) writeTerminationLog(err error) {
 	}
 	defer f.Close()
 	_, _ = f.WriteString(strings.TrimSpace(err.Error()) + "\n")
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

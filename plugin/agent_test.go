@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -193,8 +194,11 @@ func TestAgentRunsAgainstAPIServer(t *testing.T) {
 	probeAddr := ln.Addr().String()
 	ln.Close()
 
-	o, streams := newTestAgentOptions(t, map[string]string{
+	o, _ := newTestAgentOptions(t, map[string]string{
 		agent.EnvPodName: "vmctl-abc", agent.EnvPodNamespace: "default", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1"})
+	// The Event sender may still log a failed POST just after Run returns.
+	logs := &lockedBuffer{}
+	o.ErrOut = logs
 	cmd := newCmdAgent(o)
 	if err := cmd.ParseFlags([]string{"--kubeconfig", writeAgentKubeconfig(t, api.URL), "--probe-address", probeAddr}); err != nil {
 		t.Fatal(err)
@@ -240,9 +244,27 @@ func TestAgentRunsAgainstAPIServer(t *testing.T) {
 	if len(requests) == 0 || requests[0] != "GET /apis/kubevirt.io/v1/namespaces/default/virtualmachines/testvm kubectl-vmctl-agent" {
 		t.Errorf("first request = %v, want the prototype GET with the agent's user agent", requests)
 	}
-	if log := streams.ErrOut.(interface{ String() string }).String(); !strings.Contains(log, `prototype="default/testvm"`) {
+	if log := logs.String(); !strings.Contains(log, `prototype="default/testvm"`) {
 		t.Errorf("log does not name the prototype:\n%s", log)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestAgentHelp(t *testing.T) {

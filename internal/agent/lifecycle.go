@@ -60,7 +60,9 @@ func (a *Agent) VMName() string {
 // Run serves the probes, creates the derived VM and keeps it until ctx is
 // cancelled (the shutdown signal), then deletes it and waits until it is gone
 // or cfg.DeleteTimeout passes. Problems on the way are retried, never fatal:
-// Run returns an error only when it cannot serve the probes.
+// Run returns an error only when it cannot serve the probes. An Event still
+// being sent when Run returns is abandoned, though client-go's sender may
+// log that a moment later.
 func (a *Agent) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues(
 		"vm", klog.KRef(a.cfg.Namespace, a.VMName()),
