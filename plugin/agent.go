@@ -194,7 +194,7 @@ func (o *AgentOptions) Validate() error {
 	return nil
 }
 
-// Run runs the agent until ctx is cancelled, then deletes the VM.
+// Run runs the agent until ctx is canceled, then deletes the VM.
 func (o *AgentOptions) Run(ctx context.Context) error {
 	// The logger writes from several goroutines and does not lock; ErrOut
 	// need not be safe for that (a test's buffer is not).
@@ -211,8 +211,8 @@ func (o *AgentOptions) writeTerminationLog(err error) {
 	if openErr != nil {
 		return
 	}
-	defer f.Close()
 	_, _ = f.WriteString(strings.TrimSpace(err.Error()) + "\n")
+	_ = f.Close() // nothing left to tell anyone
 }
 
 // lockedWriter serializes writes to w.

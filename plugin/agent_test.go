@@ -182,7 +182,7 @@ func TestAgentRunsAgainstAPIServer(t *testing.T) {
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,`+
+		_, _ = fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,`+
 			`"details":{"name":"testvm","group":"kubevirt.io","kind":"virtualmachines"}}`)
 	}))
 	defer api.Close()
@@ -192,7 +192,7 @@ func TestAgentRunsAgainstAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	probeAddr := ln.Addr().String()
-	ln.Close()
+	_ = ln.Close()
 
 	o, _ := newTestAgentOptions(t, map[string]string{
 		agent.EnvPodName: "vmctl-abc", agent.EnvPodNamespace: "default", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1"})
@@ -216,7 +216,7 @@ func TestAgentRunsAgainstAPIServer(t *testing.T) {
 		if err != nil {
 			return false, nil
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, err := io.ReadAll(resp.Body)
 		body = string(b)
 		if err != nil {

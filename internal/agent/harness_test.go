@@ -164,13 +164,14 @@ func (h *harness) countRequests(prefix string) int {
 func describe(a k8stesting.Action) string {
 	ns := a.GetNamespace()
 	switch a := a.(type) {
+	// A DeleteAction is a GetAction too (both have GetName), so it goes first.
+	case k8stesting.DeleteAction:
+		return fmt.Sprintf("delete %s %s/%s", a.GetResource().Resource, ns, a.GetName())
 	case k8stesting.GetAction:
 		return fmt.Sprintf("get %s %s/%s", a.GetResource().Resource, ns, a.GetName())
 	case k8stesting.CreateAction:
 		m, _ := a.GetObject().(metav1.Object)
 		return fmt.Sprintf("create %s %s/%s", a.GetResource().Resource, ns, m.GetName())
-	case k8stesting.DeleteAction:
-		return fmt.Sprintf("delete %s %s/%s", a.GetResource().Resource, ns, a.GetName())
 	case k8stesting.WatchAction:
 		r := a.GetWatchRestrictions()
 		return fmt.Sprintf("watch %s %s %s rv=%s", a.GetResource().Resource, ns, r.Fields, r.ResourceVersion)

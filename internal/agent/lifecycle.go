@@ -58,7 +58,7 @@ func (a *Agent) VMName() string {
 }
 
 // Run serves the probes, creates the derived VM and keeps it until ctx is
-// cancelled (the shutdown signal), then deletes it and waits until it is gone
+// canceled (the shutdown signal), then deletes it and waits until it is gone
 // or cfg.DeleteTimeout passes. Problems on the way are retried, never fatal:
 // Run returns an error only when it cannot serve the probes. An Event still
 // being sent when Run returns is abandoned, though client-go's sender may
@@ -139,7 +139,7 @@ func (a *Agent) resolvePod(ctx context.Context) bool {
 	}
 }
 
-// keep creates the VM and follows it until ctx is cancelled, recreating it
+// keep creates the VM and follows it until ctx is canceled, recreating it
 // whenever someone else deletes it. It returns the VM the agent owns then.
 func (a *Agent) keep(ctx context.Context) *kubevirtv1.VirtualMachine {
 	recreate := a.cfg.backoff()
@@ -163,7 +163,7 @@ func (a *Agent) keep(ctx context.Context) *kubevirtv1.VirtualMachine {
 	}
 }
 
-// follow watches vm and mirrors its readiness until ctx is cancelled or the
+// follow watches vm and mirrors its readiness until ctx is canceled or the
 // VM is gone. It returns the last state seen, whether the VM is gone, and
 // whether it was ready at some point.
 func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (latest *kubevirtv1.VirtualMachine, gone, wasReady bool) {

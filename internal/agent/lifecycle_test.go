@@ -486,7 +486,7 @@ func TestProbeAddressInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	cfg := testConfig()
 	cfg.ProbeAddress = ln.Addr().String()
 	h := newHarness(t, cfg, []runtime.Object{prototype(testProto)})

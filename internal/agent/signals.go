@@ -9,7 +9,7 @@ import (
 	"syscall"
 )
 
-// ShutdownContext returns a context that is cancelled at the first SIGTERM or
+// ShutdownContext returns a context that is canceled at the first SIGTERM or
 // SIGINT, with the signal as its cause. A second signal calls exit(1) at once:
 // whoever sends it no longer wants the VM cleaned up first. Call stop to
 // restore default signal handling.

@@ -16,7 +16,7 @@ func TestShutdownOn(t *testing.T) {
 	defer stop()
 
 	if ctx.Err() != nil {
-		t.Fatal("context cancelled before any signal")
+		t.Fatal("context canceled before any signal")
 	}
 	sigs <- syscall.SIGTERM
 	select {

@@ -136,7 +136,7 @@ func TestVMWatchResumes(t *testing.T) {
 	}
 	cancel()
 	if _, open := <-steps; open {
-		t.Error("next returned a step after ctx was cancelled")
+		t.Error("next returned a step after ctx was canceled")
 	}
 }
 
