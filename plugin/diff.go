@@ -145,17 +145,24 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		switch {
 		case c.Err != nil:
 			failed++
-			fmt.Fprintf(o.ErrOut, "error: %s/%s: %v\n", c.Namespace, c.Name, c.Err)
+			// The error names a prototype and Pod from annotations.
+			if _, err := fmt.Fprintf(o.ErrOut, "error: %s/%s: %s\n", c.Namespace, c.Name, printers.EscapeTerminal(c.Err.Error())); err != nil {
+				return &ExitError{Code: 2, Err: err}
+			}
 		case c.Drifted():
 			drifted++
-			o.printDiff(c.Diff)
+			if err := o.printDiff(c.Diff); err != nil {
+				return &ExitError{Code: 2, Err: err}
+			}
 		}
 	}
 	summary := fmt.Sprintf("%d of %d derived VMs drifted", drifted, len(checks))
 	if failed > 0 {
 		summary += fmt.Sprintf(", %d could not be compared", failed)
 	}
-	fmt.Fprintln(o.ErrOut, summary+inNamespace(o.namespace))
+	if _, err := fmt.Fprintln(o.ErrOut, summary+inNamespace(o.namespace)); err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
 	switch {
 	case failed > 0:
 		return &ExitError{Code: 2, Err: fmt.Errorf("could not compare %d derived VMs; see the errors above", failed)}
@@ -167,7 +174,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 
 // printDiff prints one unified diff, "-" lines red and "+" lines green when
 // color is on. Lines are escaped: they hold labels and annotations.
-func (o *DiffOptions) printDiff(diff string) {
+func (o *DiffOptions) printDiff(diff string) error {
 	for _, line := range strings.SplitAfter(diff, "\n") {
 		if line == "" {
 			continue
@@ -184,6 +191,9 @@ func (o *DiffOptions) printDiff(diff string) {
 		case strings.HasPrefix(line, "+"):
 			tone = table.Good
 		}
-		fmt.Fprintln(o.Out, table.Paint(text, tone, o.color))
+		if _, err := fmt.Fprintln(o.Out, table.Paint(text, tone, o.color)); err != nil {
+			return err
+		}
 	}
+	return nil
 }

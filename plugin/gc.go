@@ -145,8 +145,8 @@ func (o *GCOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if len(orphans) == 0 {
-		fmt.Fprintf(o.ErrOut, "No orphaned VMs found%s.\n", inNamespace(o.namespace))
-		return nil
+		_, err := fmt.Fprintf(o.ErrOut, "No orphaned VMs found%s.\n", inNamespace(o.namespace))
+		return err
 	}
 	var dryRun []string
 	if o.dryRun == cmdutil.DryRunServer {
@@ -156,28 +156,35 @@ func (o *GCOptions) Run(ctx context.Context) error {
 	for _, orphan := range orphans {
 		if o.dryRun != cmdutil.DryRunClient {
 			err := gc.Delete(ctx, o.clients.KubeVirt, orphan, dryRun)
+			var note string
 			switch {
 			case apierrors.IsNotFound(err):
-				fmt.Fprintf(o.ErrOut, "%s already gone from %s namespace\n", vmName(orphan.Name), orphan.Namespace)
-				continue
+				note = "already gone from " + orphan.Namespace + " namespace"
 			case apierrors.IsConflict(err):
-				fmt.Fprintf(o.ErrOut, "%s in %s namespace skipped: replaced since it was listed\n", vmName(orphan.Name), orphan.Namespace)
-				continue
+				note = "in " + orphan.Namespace + " namespace skipped: replaced since it was listed"
 			case err != nil:
 				errs = append(errs, fmt.Errorf("delete %s in %s namespace: %w", vmName(orphan.Name), orphan.Namespace, err))
 				continue
 			}
+			if note != "" {
+				if _, err := fmt.Fprintf(o.ErrOut, "%s %s\n", vmName(orphan.Name), note); err != nil {
+					return err
+				}
+				continue
+			}
 		}
-		o.printDeleted(orphan)
+		if err := o.printDeleted(orphan); err != nil {
+			return err
+		}
 	}
 	return errors.Join(errs...)
 }
 
 // printDeleted prints a deletion as kubectl delete does, with the reason.
-func (o *GCOptions) printDeleted(orphan gc.Orphan) {
+func (o *GCOptions) printDeleted(orphan gc.Orphan) error {
 	if o.Output == "name" {
-		fmt.Fprintln(o.Out, vmName(orphan.Name))
-		return
+		_, err := fmt.Fprintln(o.Out, vmName(orphan.Name))
+		return err
 	}
 	op := "deleted from " + orphan.Namespace + " namespace"
 	switch o.dryRun {
@@ -187,5 +194,6 @@ func (o *GCOptions) printDeleted(orphan gc.Orphan) {
 		op += " (server dry run)"
 	}
 	// The Pod name comes from an annotation anyone could have written.
-	fmt.Fprintf(o.Out, "%s %s (%s)\n", vmName(orphan.Name), op, printers.EscapeTerminal(orphan.Why()))
+	_, err := fmt.Fprintf(o.Out, "%s %s (%s)\n", vmName(orphan.Name), op, printers.EscapeTerminal(orphan.Why()))
+	return err
 }

@@ -289,8 +289,8 @@ func (o *StatusOptions) print(rows []status.Row) error {
 		return status.WriteNames(o.Out, rows)
 	case "", "wide":
 		if len(rows) == 0 {
-			fmt.Fprintf(o.ErrOut, "No vmctl agents or derived VMs found%s.\n", inNamespace(o.query.Namespace))
-			return nil
+			_, err := fmt.Fprintf(o.ErrOut, "No vmctl agents or derived VMs found%s.\n", inNamespace(o.query.Namespace))
+			return err
 		}
 		return status.WriteTable(o.Out, rows, o.Now(), o.tableOptions())
 	}

@@ -503,9 +503,9 @@ func TestStatusWatchRedrawsATerminal(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 
-	const clear = "\x1b[H\x1b[2J"
+	const clearScreen = "\x1b[H\x1b[2J"
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return strings.Count(out.String(), clear) >= 2, nil
+		return strings.Count(out.String(), clearScreen) >= 2, nil
 	})
 	if err != nil {
 		t.Fatalf("no redraw: %v; output:\n%q", err, out.String())
@@ -515,7 +515,7 @@ func TestStatusWatchRedrawsATerminal(t *testing.T) {
 		t.Errorf("status --watch returned %v after cancel", err)
 	}
 	got := out.String()
-	if !strings.HasPrefix(got, clear) {
+	if !strings.HasPrefix(got, clearScreen) {
 		t.Errorf("first frame does not clear the screen:\n%q", got[:min(len(got), 80)])
 	}
 	if !strings.Contains(got, "\x1b[3") {

@@ -33,11 +33,11 @@ func (r Result) Drifted() bool { return r.Diff != "" }
 // values, and added or removed list elements, are.
 func Compare(live, derived *kubevirtv1.VirtualMachine, derivedFrom string) (Result, error) {
 	r := Result{Namespace: live.Namespace, Name: live.Name}
-	l, err := comparable(live)
+	l, err := controlled(live)
 	if err != nil {
 		return r, err
 	}
-	d, err := comparable(derived)
+	d, err := controlled(derived)
 	if err != nil {
 		return r, err
 	}

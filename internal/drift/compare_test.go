@@ -61,7 +61,7 @@ func asStored(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
 	spec.Domain.Resources.Requests = k8sv1.ResourceList{k8sv1.ResourceMemory: resource.MustParse("2Gi")}
 	spec.Domain.Devices.Interfaces[0].MacAddress = "02:11:22:33:44:55"
 	for i := range spec.Domain.Devices.Disks {
-		spec.Domain.Devices.Disks[i].DiskDevice.Disk.Bus = "virtio"
+		spec.Domain.Devices.Disks[i].Disk.Bus = "virtio"
 	}
 	vm.Status = kubevirtv1.VirtualMachineStatus{Ready: true, PrintableStatus: kubevirtv1.VirtualMachineStatusRunning}
 	return vm

@@ -25,10 +25,10 @@ var ignoredAnnotations = []string{
 	derive.AnnotationPrototypeGeneration,
 }
 
-// comparable returns the part of vm the derivation controls, as JSON
+// controlled returns the part of vm the derivation controls, as JSON
 // values: {metadata: {labels, annotations}, spec}, with ignored annotations
 // removed and empty values pruned.
-func comparable(vm *kubevirtv1.VirtualMachine) (map[string]any, error) {
+func controlled(vm *kubevirtv1.VirtualMachine) (map[string]any, error) {
 	annotations := map[string]string{}
 	for k, v := range vm.Annotations {
 		annotations[k] = v

@@ -2,9 +2,9 @@ package status
 
 import (
 	"context"
-	corev1 "k8s.io/api/core/v1"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"

@@ -45,13 +45,17 @@ func Write(w io.Writer, headers []string, rows [][]Cell, color bool) error {
 
 func writePlain(w io.Writer, headers []string, rows [][]Cell) error {
 	tw := printers.GetNewTabWriter(w)
-	fmt.Fprintln(tw, strings.Join(escapeAll(headers), "\t"))
+	if _, err := fmt.Fprintln(tw, strings.Join(escapeAll(headers), "\t")); err != nil {
+		return err
+	}
 	for _, row := range rows {
 		texts := make([]string, len(row))
 		for i, c := range row {
 			texts[i] = printers.EscapeTerminal(c.Text)
 		}
-		fmt.Fprintln(tw, strings.Join(texts, "\t"))
+		if _, err := fmt.Fprintln(tw, strings.Join(texts, "\t")); err != nil {
+			return err
+		}
 	}
 	return tw.Flush()
 }

@@ -81,7 +81,7 @@ func TestIsTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { _ = f.Close() })
 	if IsTerminal(f) || IsTerminal(&bytes.Buffer{}) {
 		t.Error("IsTerminal is true for /dev/null or a buffer")
 	}
