@@ -16,7 +16,8 @@ GORELEASER_VERSION=v2.15.4
 GOLANGCI_LINT_VERSION=v2.15.0
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-cache="$root/.cache/tools"
+# TOOLS_CACHE lets a scratch clone reuse the tools built in another checkout.
+cache="${TOOLS_CACHE:-$root/.cache/tools}"
 krew_tools="$root/hack/krew-tools"
 
 krew_version() {
@@ -30,8 +31,9 @@ build() {
 	shift 2
 	local tmp
 	tmp="$(mktemp -d "$cache/.build-XXXXXX")"
+	chmod 755 "$tmp"
 	local start=$SECONDS
-	echo "hack/tools.sh: building $name into ${dir#"$root"/} (first run only)" >&2
+	echo "hack/tools.sh: building $name into $dir (first run only)" >&2
 	if ! GOBIN="$tmp" GOFLAGS="${GOFLAGS:-} -mod=readonly" "$@" >&2; then
 		rm -rf "$tmp"
 		echo "hack/tools.sh: building $name failed" >&2
