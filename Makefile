@@ -39,8 +39,9 @@ lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@lint=$$(hack/tools.sh golangci-lint) && set -x && \
-		$$lint run ./... && \
-		cd hack/krew-tools && $$lint run --config ../../.golangci.yml ./...
+		{ $$lint run ./...; main=$$?; } && \
+		{ (cd hack/krew-tools && $$lint run --config ../../.golangci.yml ./...); tools=$$?; } && \
+		exit $$((main | tools))
 
 ## release-check: goreleaser check + snapshot into dist/, archive checks, krew manifest render/validate/install
 release-check:

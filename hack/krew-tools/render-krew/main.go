@@ -15,7 +15,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -95,14 +94,11 @@ func (o options) uriAndSha(urlTemplate, tag string) (string, error) {
 }
 
 func fileSHA256(name string) (string, error) {
-	f, err := os.Open(name)
+	// Archives are a few MB: reading one whole is simpler than streaming.
+	b, err := os.ReadFile(name)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
