@@ -1,0 +1,188 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+func TestAgentRecreatesExternallyDeletedVM(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	before := waitPaired(t, ns, "testvm", 1, settle)
+	pod := firstKey(before)
+	vm := before[pod]
+
+	if err := e.virt.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), vm.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	after := waitPaired(t, ns, "testvm", 1, settle)
+	if after[pod].UID == vm.UID {
+		t.Fatalf("VM %s was not recreated (same uid %s)", vm.Name, vm.UID)
+	}
+}
+
+func TestAgentDeletesVMOnSIGTERMBeforePodGoes(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	before := waitPaired(t, ns, "testvm", 1, settle)
+	pod := firstKey(before)
+	vm := before[pod]
+
+	// The kubelet double removes the pod only after the agent exits, so a VM
+	// gone while the pod still exists was deleted by the agent, not by the
+	// garbage collector (which waits for the pod).
+	w, err := e.virt.KubevirtV1().VirtualMachines(ns).Watch(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", vm.Name).String(), ResourceVersion: vm.ResourceVersion,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := e.kube.CoreV1().Pods(ns).Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, settle, "VM deleted", func(ctx context.Context) (bool, string, error) {
+		_, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, vm.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, "VM still there", err
+	})
+	p, err := e.kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		// The pod may have gone in the same instant; the agent's log tells.
+		log, _ := os.ReadFile(e.kubelet.LogPath(ns, pod))
+		if !strings.Contains(strings.ToLower(string(log)), "delet") {
+			t.Fatalf("pod gone and agent log does not mention deleting the VM:\n%s", log)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.DeletionTimestamp == nil {
+		t.Fatalf("pod %s is not being deleted", pod)
+	}
+}
+
+func TestAgentRefusesVMItDidNotMake(t *testing.T) {
+	ns := namespace(t)
+	proto := createPrototype(t, ns, "testvm.yaml")
+	// A StatefulSet's pods have predictable names, so the VM the first pod
+	// would make can be taken beforehand by someone else.
+	name := derive.Name("testvm", "vmctl-testvm-0")
+	foreign := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"owner": "someone-else"}},
+		Spec:       *proto.Spec.DeepCopy(),
+	}
+	foreign, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), foreign, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, ns, scaffold.KindStatefulSet, "testvm", "--replicas", "1")
+
+	eventually(t, settle, "warning event about the foreign VM", func(ctx context.Context) (bool, string, error) {
+		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.name": "vmctl-testvm-0", "type": corev1.EventTypeWarning}.String(),
+		})
+		if err != nil {
+			return false, "", err
+		}
+		var msgs []string
+		for _, ev := range events.Items {
+			msgs = append(msgs, ev.Message)
+			if strings.Contains(ev.Message, name) {
+				return true, "", nil
+			}
+		}
+		return false, strings.Join(msgs, " | "), nil
+	})
+	got, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the foreign VM is gone: %v", err)
+	}
+	if got.UID != foreign.UID || got.Generation != foreign.Generation || derive.IsDerived(got) {
+		t.Fatalf("the agent touched a VM it did not make: uid %s->%s generation %d->%d labels %v",
+			foreign.UID, got.UID, foreign.Generation, got.Generation, got.Labels)
+	}
+	// Deleting the workload must leave the foreign VM alone too.
+	kubectl(t, nil, "delete", "-n", ns, "statefulset/vmctl-testvm", "--wait=true")
+	eventually(t, settle, "agent pods gone", func(ctx context.Context) (bool, string, error) {
+		pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, fmt.Sprintf("%d pods", len(pods.Items)), err
+	})
+	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the foreign VM was deleted with the workload: %v", err)
+	}
+}
+
+// TestDerivedVMsSurviveKubeVirtSchema creates the VM derived from every
+// prototype in testdata through the API server with KubeVirt's real CRD (a
+// server-side dry run, so no controller acts on it) and checks that pruning
+// dropped nothing: the derived VMs are valid for the real KubeVirt API shape.
+func TestDerivedVMsSurviveKubeVirtSchema(t *testing.T) {
+	if !e.cluster.RealCRDs {
+		t.Skip("KubeVirt's real CRDs (../shared/kubevirt-crds) are not here; the fallback CRD does not prune, so this would prove nothing")
+	}
+	ns := namespace(t)
+	for _, file := range []string{"testvm.yaml", "datavolume-vm.yaml", "shared-pvc-vm.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			proto := createPrototype(t, ns, file)
+			pod := derive.Pod{Name: "vmctl-" + proto.Name + "-7d9f8b-x2x9z", Namespace: ns, UID: types.UID("0b5d5c4e-5c84-4bd6-9c3b-0f0e4d7b7d21"), Node: e.cluster.Nodes[0]}
+			want, err := derive.VM(proto, pod, derive.Options{AllowSharedVolumes: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), want, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				t.Fatalf("the API server rejects the derived VM: %v", err)
+			}
+			if diff := cmp.Diff(asJSON(t, want.Spec), asJSON(t, got.Spec)); diff != "" {
+				t.Errorf("the real CRD schema changed the derived spec (-derived +stored):\n%s", diff)
+			}
+			if diff := cmp.Diff(want.Labels, got.Labels); diff != "" {
+				t.Errorf("labels changed (-derived +stored):\n%s", diff)
+			}
+			if diff := cmp.Diff(want.Annotations, got.Annotations); diff != "" {
+				t.Errorf("annotations changed (-derived +stored):\n%s", diff)
+			}
+			if diff := cmp.Diff(want.OwnerReferences, got.OwnerReferences); diff != "" {
+				t.Errorf("ownerReferences changed (-derived +stored):\n%s", diff)
+			}
+		})
+	}
+}
+
+// asJSON round-trips v through JSON into generic maps, so the comparison is of
+// what would be stored, not of Go zero values.
+func asJSON(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

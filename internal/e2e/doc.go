@@ -1,0 +1,6 @@
+// Package e2e holds the end-to-end tests of kubectl-vmctl. They run the built
+// binary (VMCTL_BINARY, `make e2e` sets it) against a real control plane on
+// loopback (package testcluster): kube-apiserver, etcd, controller manager,
+// scheduler and kwok, with test doubles of KubeVirt's virt-controller and of
+// the kubelet for agent Pods. They need the build tag `e2e`.
+package e2e

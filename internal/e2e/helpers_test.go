@@ -1,0 +1,262 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// namespace creates a namespace for t and deletes it when t ends.
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	ns, err := e.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: strings.TrimRight(name, "-") + "-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpAgentLogs(t, ns.Name)
+		}
+		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}
+
+// dumpAgentLogs logs the tail of every agent's log in ns, for failed tests.
+func dumpAgentLogs(t *testing.T, ns string) {
+	pods, err := e.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		b, err := os.ReadFile(e.kubelet.LogPath(ns, p.Name))
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) > 20 {
+			lines = lines[len(lines)-20:]
+		}
+		t.Logf("agent log of %s/%s:\n%s", ns, p.Name, strings.Join(lines, "\n"))
+	}
+}
+
+// repoFile is the path of a file in the repository.
+func repoFile(rel string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", rel)
+}
+
+// createPrototype creates the prototype VM of testdata/<file> in ns.
+func createPrototype(t *testing.T, ns, file string) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	b, err := os.ReadFile(repoFile(filepath.Join("testdata", file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vm kubevirtv1.VirtualMachine
+	if err := yaml.UnmarshalStrict(b, &vm); err != nil {
+		t.Fatalf("parse %s: %v", file, err)
+	}
+	created, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), &vm, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create prototype %s: %v", vm.Name, err)
+	}
+	return created
+}
+
+// vmctl runs the kubectl-vmctl binary as the cluster admin and returns its
+// stdout; a non-zero exit fails t unless wantCode says otherwise.
+func vmctl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, _, code := vmctlCode(t, args...)
+	if code != 0 {
+		t.Fatalf("kubectl vmctl %s: exit %d", strings.Join(args, " "), code)
+	}
+	return out
+}
+
+// vmctlCode runs kubectl-vmctl and returns stdout, stderr and the exit code.
+func vmctlCode(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return runCode(t, nil, e.binary, args...)
+}
+
+// kubectl runs kubectl against the cluster with stdin and fails t on error.
+func kubectl(t *testing.T, stdin []byte, args ...string) string {
+	t.Helper()
+	out, stderr, code := runCode(t, stdin, "kubectl", args...)
+	if code != 0 {
+		t.Fatalf("kubectl %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	return out
+}
+
+func runCode(t *testing.T, stdin []byte, name string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.cluster.Kubeconfig, "NO_COLOR=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("run %s: %v", name, err)
+		}
+		code = exit.ExitCode()
+	}
+	if stderr.Len() > 0 {
+		t.Logf("%s %s stderr: %s", filepath.Base(name), strings.Join(args, " "), stderr.String())
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// deploy scaffolds a workload for prototype with kubectl vmctl scaffold and
+// applies it with kubectl, as a user would.
+func deploy(t *testing.T, ns string, kind scaffold.Kind, prototype string, flags ...string) {
+	t.Helper()
+	args := append([]string{"scaffold", strings.ToLower(string(kind)), prototype, "-n", ns,
+		"--grace-period", "30"}, flags...)
+	manifests := vmctl(t, args...)
+	kubectl(t, []byte(manifests), "apply", "-f", "-")
+}
+
+// eventually polls cond every 100ms until it holds or timeout passes, then
+// fails t with what it last saw.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, seen, err := cond(ctx)
+		last = seen
+		return ok, err
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s: %v; last seen: %s", what, timeout, err, last)
+	}
+}
+
+// agentPods lists the Running agent pods in ns by name.
+func agentPods(ctx context.Context, ns string) (map[string]corev1.Pod, error) {
+	list, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: scaffold.LabelName + "=" + scaffold.AppName + "," + scaffold.LabelComponent + "=" + scaffold.ComponentAgent,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pods := map[string]corev1.Pod{}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
+			pods[p.Name] = p
+		}
+	}
+	return pods, nil
+}
+
+// derivedVMs lists the VMs in ns that vmctl made, by name.
+func derivedVMs(ctx context.Context, ns string) (map[string]kubevirtv1.VirtualMachine, error) {
+	list, err := e.virt.KubevirtV1().VirtualMachines(ns).List(ctx, metav1.ListOptions{LabelSelector: derive.DerivedSelector})
+	if err != nil {
+		return nil, err
+	}
+	vms := map[string]kubevirtv1.VirtualMachine{}
+	for _, vm := range list.Items {
+		vms[vm.Name] = vm
+	}
+	return vms, nil
+}
+
+// pinnedNode is the node a derived VM's required node affinity pins it to.
+func pinnedNode(vm *kubevirtv1.VirtualMachine) string {
+	a := vm.Spec.Template.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
+// waitPaired waits until ns holds exactly want agent pods and, for each, exactly
+// one derived VM of prototype that is pinned to the pod's node, belongs to the
+// pod's UID and is ready, and no other derived VM. It returns the pairs.
+func waitPaired(t *testing.T, ns, prototype string, want int, timeout time.Duration) map[string]kubevirtv1.VirtualMachine {
+	t.Helper()
+	var pairs map[string]kubevirtv1.VirtualMachine
+	eventually(t, timeout, fmt.Sprintf("%d pods paired with ready VMs of %s", want, prototype), func(ctx context.Context) (bool, string, error) {
+		pods, err := agentPods(ctx, ns)
+		if err != nil {
+			return false, "", err
+		}
+		vms, err := derivedVMs(ctx, ns)
+		if err != nil {
+			return false, "", err
+		}
+		seen := describe(pods, vms)
+		if len(pods) != want || len(vms) != want {
+			return false, seen, nil
+		}
+		pairs = map[string]kubevirtv1.VirtualMachine{}
+		for name, pod := range pods {
+			vm, ok := vms[derive.Name(prototype, name)]
+			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) ||
+				pinnedNode(&vm) != pod.Spec.NodeName || vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready {
+				return false, seen, nil
+			}
+			pairs[name] = vm
+		}
+		return true, seen, nil
+	})
+	return pairs
+}
+
+func describe(pods map[string]corev1.Pod, vms map[string]kubevirtv1.VirtualMachine) string {
+	var s []string
+	for name, p := range pods {
+		s = append(s, fmt.Sprintf("pod %s uid=%s node=%s", name, p.UID, p.Spec.NodeName))
+	}
+	for name, vm := range vms {
+		s = append(s, fmt.Sprintf("vm %s pod-uid=%s node=%s status=%s ready=%v deleting=%v",
+			name, vm.Annotations[derive.AnnotationPodUID], pinnedNode(&vm), vm.Status.PrintableStatus, vm.Status.Ready, vm.DeletionTimestamp != nil))
+	}
+	sort.Strings(s)
+	return strings.Join(s, "; ")
+}

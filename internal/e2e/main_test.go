@@ -1,0 +1,123 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+)
+
+// env is the one cluster every test shares; each test works in a namespace of
+// its own, so tests stay independent without paying for a cluster each.
+type env struct {
+	cluster *testcluster.Cluster
+	kube    kubernetes.Interface
+	virt    kubevirt.Interface
+	kubelet *testcluster.Kubelet
+	binary  string
+}
+
+// e is set once by TestMain before any test runs and never changed after.
+var e env
+
+const nodes = 4
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	binary, err := vmctlBinary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	bins, err := testcluster.EnsureBinaries(ctx, "", os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build the control plane:", err)
+		return 2
+	}
+	c, err := testcluster.Start(ctx, testcluster.Options{Nodes: nodes, Binaries: bins, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the control plane:", err)
+		return 2
+	}
+	stopOnSignal := c.StopOnSignal()
+	defer func() {
+		stopOnSignal()
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop the control plane:", err)
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "e2e: control plane up in %s (real KubeVirt CRDs: %v), kubeconfig %s\n",
+		c.StartupTime.Round(time.Millisecond), c.RealCRDs, c.Kubeconfig)
+
+	logFile, err := os.Create(filepath.Join(c.Dir, "doubles.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer func() { _ = logFile.Close() }()
+	log := slog.New(slog.NewTextHandler(logFile, nil))
+
+	e = env{cluster: c, binary: binary}
+	if e.kube, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if e.virt, err = kubevirt.NewForConfig(c.RESTConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	e.kubelet = testcluster.NewKubelet(c.RESTConfig, testcluster.KubeletOptions{
+		Binary: binary,
+		Dir:    filepath.Join(c.Dir, "kubelet"),
+		Log:    log,
+	})
+	doubles := make(chan error, 2)
+	go func() { doubles <- testcluster.RunVirtController(ctx, c.RESTConfig, log) }()
+	go func() { doubles <- e.kubelet.Run(ctx) }()
+
+	code := m.Run()
+	cancel()
+	for range 2 {
+		if err := <-doubles; err != nil {
+			fmt.Fprintln(os.Stderr, "test double:", err)
+			code = 2
+		}
+	}
+	return code
+}
+
+// vmctlBinary is the kubectl-vmctl under test: VMCTL_BINARY, else a fresh
+// build into a temporary directory.
+func vmctlBinary() (string, error) {
+	if b := os.Getenv("VMCTL_BINARY"); b != "" {
+		return filepath.Abs(b)
+	}
+	dir, err := os.MkdirTemp("", "vmctl-e2e-bin")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "kubectl-vmctl")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/kubectl-vmctl/kubectl-vmctl/cmd/kubectl-vmctl")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build kubectl-vmctl: %w", err)
+	}
+	return out, nil
+}

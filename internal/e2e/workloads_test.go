@@ -1,0 +1,239 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// settle is the deadline for the cluster to converge after a change: pods
+// scheduled, agents started, VMs created or deleted.
+const settle = 90 * time.Second
+
+func TestDeploymentScalesVMs(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "3")
+	waitPaired(t, ns, "testvm", 3, settle)
+
+	kubectl(t, nil, "scale", "-n", ns, "deployment/vmctl-testvm", "--replicas=5")
+	waitPaired(t, ns, "testvm", 5, settle)
+
+	kubectl(t, nil, "scale", "-n", ns, "deployment/vmctl-testvm", "--replicas=1")
+	waitPaired(t, ns, "testvm", 1, settle)
+}
+
+func TestDaemonSetOneVMPerNode(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDaemonSet, "testvm")
+	pairs := waitPaired(t, ns, "testvm", nodes, settle)
+	onNode := map[string]string{}
+	for pod, vm := range pairs {
+		node := pinnedNode(&vm)
+		if other, dup := onNode[node]; dup {
+			t.Errorf("node %s has the VMs of pods %s and %s", node, other, pod)
+		}
+		onNode[node] = pod
+	}
+	for _, n := range e.cluster.Nodes {
+		if _, ok := onNode[n]; !ok {
+			t.Errorf("node %s has no VM; pinned: %v", n, onNode)
+		}
+	}
+}
+
+func TestDeletedPodsVMGoesAndReplacementGetsOne(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "2")
+	before := waitPaired(t, ns, "testvm", 2, settle)
+
+	victim := firstKey(before)
+	if err := e.kube.CoreV1().Pods(ns).Delete(context.Background(), victim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	after := waitPaired(t, ns, "testvm", 2, settle)
+	if _, ok := after[victim]; ok {
+		t.Fatalf("pod %s still paired after its deletion", victim)
+	}
+	for pod, vm := range after {
+		if b, ok := before[pod]; ok && b.UID != vm.UID {
+			t.Errorf("VM of surviving pod %s was replaced: uid %s -> %s", pod, b.UID, vm.UID)
+		}
+	}
+}
+
+func TestForceDeletedPodsVMIsGarbageCollected(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	before := waitPaired(t, ns, "testvm", 1, settle)
+	victim := firstKey(before)
+	vm := before[victim]
+
+	// Grace period 0: the pod is gone at once and the agent gets no signal;
+	// only the VM's ownerReference to the pod can clean up.
+	if err := e.kube.CoreV1().Pods(ns).Delete(context.Background(), victim, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, settle, "force-deleted pod's VM garbage-collected", func(ctx context.Context) (bool, string, error) {
+		got, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, vm.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "gone", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		if got.UID != vm.UID {
+			return true, "replaced by a new VM", nil
+		}
+		return false, fmt.Sprintf("VM %s still there (deleting=%v)", vm.Name, got.DeletionTimestamp != nil), nil
+	})
+	waitPaired(t, ns, "testvm", 1, settle)
+}
+
+func TestKilledAgentAdoptsItsVM(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	before := waitPaired(t, ns, "testvm", 1, settle)
+	pod := firstKey(before)
+
+	if err := e.kubelet.Signal(ns, pod, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, settle, "agent restarted and ready again", func(ctx context.Context) (bool, string, error) {
+		p, err := e.kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		if len(p.Status.ContainerStatuses) == 0 {
+			return false, "no container status", nil
+		}
+		cs := p.Status.ContainerStatuses[0]
+		return cs.RestartCount >= 1 && cs.Ready, fmt.Sprintf("restarts=%d ready=%v", cs.RestartCount, cs.Ready), nil
+	})
+	after := waitPaired(t, ns, "testvm", 1, settle)
+	if got, want := after[pod].UID, before[pod].UID; got != want {
+		t.Errorf("restarted agent replaced its VM (uid %s -> %s) instead of adopting it", want, got)
+	}
+	log, err := os.ReadFile(e.kubelet.LogPath(ns, pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.ToLower(string(log)), "already exists") && !strings.Contains(strings.ToLower(string(log)), "adopt") {
+		t.Errorf("restarted agent did not say it adopted the VM:\n%s", log)
+	}
+}
+
+func TestDataVolumeTemplatesArePerVM(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "datavolume-vm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "dvvm", "--replicas", "3")
+	pairs := waitPaired(t, ns, "dvvm", 3, settle)
+	seen := map[string]string{}
+	for pod, vm := range pairs {
+		if len(vm.Spec.DataVolumeTemplates) != 1 {
+			t.Fatalf("VM %s has %d dataVolumeTemplates, want 1", vm.Name, len(vm.Spec.DataVolumeTemplates))
+		}
+		dv := vm.Spec.DataVolumeTemplates[0].Name
+		if dv == "rootdisk" {
+			t.Errorf("VM %s kept the prototype's DataVolume name %q", vm.Name, dv)
+		}
+		if other, dup := seen[dv]; dup {
+			t.Errorf("pods %s and %s share DataVolume %s", other, pod, dv)
+		}
+		seen[dv] = pod
+		var refs []string
+		for _, v := range vm.Spec.Template.Spec.Volumes {
+			if v.DataVolume != nil {
+				refs = append(refs, v.DataVolume.Name)
+			}
+		}
+		if len(refs) != 1 || refs[0] != dv {
+			t.Errorf("VM %s: volumes refer to DataVolumes %v, want [%s]", vm.Name, refs, dv)
+		}
+	}
+}
+
+func TestSharedWritablePVCIsRefused(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "shared-pvc-vm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "pvcvm", "--replicas", "1")
+
+	var pod corev1.Pod
+	eventually(t, settle, "warning event that names the shared volume", func(ctx context.Context) (bool, string, error) {
+		pods, err := agentPods(ctx, ns)
+		if err != nil || len(pods) != 1 {
+			return false, fmt.Sprintf("%d pods", len(pods)), err
+		}
+		pod = pods[firstKey(pods)]
+		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.name": pod.Name, "type": corev1.EventTypeWarning}.String(),
+		})
+		if err != nil {
+			return false, "", err
+		}
+		var msgs []string
+		for _, ev := range events.Items {
+			msgs = append(msgs, ev.Reason+": "+ev.Message)
+			if strings.Contains(ev.Message, "data") && strings.Contains(ev.Message, "shared-data") {
+				return true, "", nil
+			}
+		}
+		return false, strings.Join(msgs, " | "), nil
+	})
+	log, err := os.ReadFile(e.kubelet.LogPath(ns, pod.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "shared-data") {
+		t.Errorf("agent log does not name the shared claim:\n%s", log)
+	}
+	vms, err := derivedVMs(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vms) != 0 {
+		t.Errorf("derived VMs made from a prototype with a shared writable PVC: %v", firstKey(vms))
+	}
+	p, err := e.kube.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := "missing"
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = string(c.Status)
+		}
+	}
+	if ready != string(corev1.ConditionFalse) {
+		t.Errorf("pod %s: Ready condition is %s, want False (the agent has no VM)", pod.Name, ready)
+	}
+	if _, ok := vms[derive.Name("pvcvm", pod.Name)]; ok {
+		t.Errorf("VM made for %s", pod.Name)
+	}
+}
+
+func firstKey[V any](m map[string]V) string {
+	for k := range m {
+		return k
+	}
+	return ""
+}
