@@ -27,7 +27,7 @@ import (
 )
 
 // namespace creates a namespace for t and deletes it when t ends.
-func namespace(t *testing.T) string {
+func namespace(t testing.TB) string {
 	t.Helper()
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(name) > 50 {
@@ -49,7 +49,7 @@ func namespace(t *testing.T) string {
 }
 
 // dumpAgentLogs logs the tail of every agent's log in ns, for failed tests.
-func dumpAgentLogs(t *testing.T, ns string) {
+func dumpAgentLogs(t testing.TB, ns string) {
 	pods, err := e.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return
@@ -74,7 +74,7 @@ func repoFile(rel string) string {
 }
 
 // createPrototype creates the prototype VM of testdata/<file> in ns.
-func createPrototype(t *testing.T, ns, file string) *kubevirtv1.VirtualMachine {
+func createPrototype(t testing.TB, ns, file string) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	b, err := os.ReadFile(repoFile(filepath.Join("testdata", file)))
 	if err != nil {

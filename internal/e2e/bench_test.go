@@ -1,0 +1,167 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+// BenchmarkAgentLifecycle runs the agent binary outside a Pod (acting for a
+// real Pod object, as --hostname-override allows) and measures, over 20 runs:
+// process start → derived VM created, SIGTERM → VM gone, and the agent's
+// memory once its VM is ready. Run it with `make bench`.
+func BenchmarkAgentLifecycle(b *testing.B) {
+	const runs = 20
+	ctx := context.Background()
+	ns := namespace(b)
+	createPrototype(b, ns, "testvm.yaml")
+	// Not an agent Pod: the kubelet double leaves it alone, kwok runs it.
+	pod, err := e.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
+		Spec:       corev1.PodSpec{NodeName: e.cluster.Nodes[0], Containers: []corev1.Container{{Name: "c", Image: "none"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	vmName := derive.Name("testvm", pod.Name)
+	var started, stopped []time.Duration
+	var rssAnon, rss []int
+	for range b.N {
+		for i := range runs {
+			w, err := e.virt.KubevirtV1().VirtualMachines(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", vmName).String()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd := exec.Command(e.binary, "agent", "testvm", "--hostname-override", pod.Name,
+				"--kubeconfig", e.cluster.Kubeconfig, "-n", ns, "--probe-address", "127.0.0.1:0")
+			cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns, "POD_UID="+string(pod.UID), "NODE_NAME="+pod.Spec.NodeName)
+			logPath := filepath.Join(b.TempDir(), "agent.log")
+			logFile, err := os.Create(logPath)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd.Stdout, cmd.Stderr = logFile, logFile
+			t0 := time.Now()
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			waitEvent(b, w, watch.Added, 30*time.Second, logPath)
+			started = append(started, time.Since(t0))
+			if i == runs-1 {
+				// Steady state: the VM is ready (the virt-controller double
+				// marks it), the agent holds only its watch.
+				waitReady(b, w, 30*time.Second, logPath)
+				anon, total := memory(b, cmd.Process.Pid)
+				rssAnon, rss = append(rssAnon, anon), append(rss, total)
+			}
+			t1 := time.Now()
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				b.Fatal(err)
+			}
+			waitEvent(b, w, watch.Deleted, 60*time.Second, logPath)
+			stopped = append(stopped, time.Since(t1))
+			if err := cmd.Wait(); err != nil {
+				b.Fatalf("agent exited with %v; log %s", err, logPath)
+			}
+			w.Stop()
+			_ = logFile.Close()
+		}
+	}
+	report(b, "start→created", started)
+	report(b, "SIGTERM→gone", stopped)
+	b.ReportMetric(float64(rssAnon[len(rssAnon)-1])/1024, "RssAnon-MiB")
+	b.ReportMetric(float64(rss[len(rss)-1])/1024, "RSS-MiB")
+	fmt.Printf("agent: start→created p50 %s p95 %s; SIGTERM→gone p50 %s p95 %s (n=%d); steady state RssAnon %.1f MiB, RSS %.1f MiB\n",
+		pct(started, 50), pct(started, 95), pct(stopped, 50), pct(stopped, 95), len(started),
+		float64(rssAnon[len(rssAnon)-1])/1024, float64(rss[len(rss)-1])/1024)
+}
+
+func waitEvent(b *testing.B, w watch.Interface, want watch.EventType, timeout time.Duration, log string) {
+	b.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				b.Fatalf("watch closed waiting for %s", want)
+			}
+			if ev.Type == want {
+				return
+			}
+		case <-deadline:
+			out, _ := os.ReadFile(log)
+			b.Fatalf("no %s event within %s; agent log:\n%s", want, timeout, out)
+		}
+	}
+}
+
+func waitReady(b *testing.B, w watch.Interface, timeout time.Duration, log string) {
+	b.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if vm, ok := ev.Object.(*kubevirtv1.VirtualMachine); ok && vm.Status.Ready {
+				return
+			}
+		case <-deadline:
+			out, _ := os.ReadFile(log)
+			b.Fatalf("VM not ready within %s; agent log:\n%s", timeout, out)
+		}
+	}
+}
+
+// memory reads RssAnon (private memory) and VmRSS in KiB from /proc.
+func memory(b *testing.B, pid int) (anon, total int) {
+	b.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		v, _ := strconv.Atoi(fields[1])
+		switch fields[0] {
+		case "RssAnon:":
+			anon = v
+		case "VmRSS:":
+			total = v
+		}
+	}
+	return anon, total
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)*p/100].Round(time.Millisecond)
+}
+
+func report(b *testing.B, name string, d []time.Duration) {
+	b.ReportMetric(float64(pct(d, 50).Milliseconds()), name+"-p50-ms")
+	b.ReportMetric(float64(pct(d, 95).Milliseconds()), name+"-p95-ms")
+}
