@@ -3,11 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
+
+// demoNamespace is where the walkthrough puts the prototype and its workloads:
+// the kubeconfig's default, so the printed commands work as shown.
+const demoNamespace = "default"
+
+// demoTimeout bounds each wait of the walkthrough.
+const demoTimeout = 2 * time.Minute
 
 func newCmdDemo() *cobra.Command {
 	cmd := &cobra.Command{
@@ -21,6 +30,9 @@ func newCmdDemo() *cobra.Command {
 		if err := o.Complete(); err != nil {
 			return err
 		}
+		if o.VmctlBinary == "" {
+			return fmt.Errorf("demo needs a kubectl-vmctl binary: run `make build` or pass --vmctl-binary")
+		}
 		return o.Run(cmd.Context(), func(ctx context.Context, c *testcluster.Cluster) error {
 			return demo(ctx, o, c)
 		})
@@ -28,11 +40,58 @@ func newCmdDemo() *cobra.Command {
 	return cmd
 }
 
-// demo is the hook for the walkthrough: it runs once the cluster (and, with a
-// kubectl-vmctl binary, the doubles) are up and before waiting for Ctrl-C.
-// Planned steps: apply a prototype VM, `kubectl vmctl scaffold` a Deployment
-// for it, apply that, then show `kubectl vmctl status`.
-func demo(_ context.Context, o *UpOptions, c *testcluster.Cluster) error {
-	fmt.Fprintf(o.Out, "demo: the cluster is ready (KUBECONFIG=%s); the walkthrough is not wired up yet\n", c.Kubeconfig)
+// demo walks through kubectl-vmctl once the cluster and the doubles are up:
+// a prototype VM, a DaemonSet of agents (one VM per node), a Deployment
+// scaled from 2 to 4 (VMs follow the Pods), and `kubectl vmctl status` along
+// the way. It returns so that Run keeps the cluster until Ctrl-C.
+func demo(ctx context.Context, o *UpOptions, c *testcluster.Cluster) error {
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		return fmt.Errorf("finding testdata/testvm.yaml: %w", err)
+	}
+	r, err := newDemoRunner(o, c)
+	if err != nil {
+		return err
+	}
+	const proto = "testvm"
+
+	r.step("A prototype VM: a template that stays Halted; agents derive running copies of it")
+	if err := r.run(ctx, "kubectl", "apply", "-f", filepath.Join(root, "testdata", "testvm.yaml")); err != nil {
+		return err
+	}
+
+	r.step("A DaemonSet of agents: one derived VM per node")
+	if err := r.pipe(ctx, []string{"kubectl", "vmctl", "scaffold", "daemonset", proto}, []string{"kubectl", "apply", "-f", "-"}); err != nil {
+		return err
+	}
+	if err := r.waitPaired(ctx, proto, "vmctl-"+proto, len(c.Nodes)); err != nil {
+		return err
+	}
+	if err := r.run(ctx, "kubectl", "vmctl", "status"); err != nil {
+		return err
+	}
+
+	r.step("A Deployment of agents: VMs follow its Pods as it scales")
+	if err := r.pipe(ctx, []string{"kubectl", "vmctl", "scaffold", "deployment", proto, "--name", "web", "--replicas", "2"}, []string{"kubectl", "apply", "-f", "-"}); err != nil {
+		return err
+	}
+	if err := r.waitPaired(ctx, proto, "web", 2); err != nil {
+		return err
+	}
+	if err := r.run(ctx, "kubectl", "scale", "deployment/web", "--replicas", "4"); err != nil {
+		return err
+	}
+	if err := r.waitPaired(ctx, proto, "web", 4); err != nil {
+		return err
+	}
+	if err := r.run(ctx, "kubectl", "vmctl", "status"); err != nil {
+		return err
+	}
+	if err := r.run(ctx, "kubectl", "get", "vm"); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(o.Out, "\nYour turn. The cluster keeps running; in another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH\n  kubectl vmctl status -A\n\n",
+		c.Kubeconfig, filepath.Dir(o.VmctlBinary))
 	return nil
 }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+)
+
+// demoRunner runs the walkthrough's commands against one cluster and prints
+// each as a person would type it.
+type demoRunner struct {
+	out, errOut io.Writer
+	vmctl       string
+	env         []string
+	kube        kubernetes.Interface
+	virt        kubevirt.Interface
+}
+
+func newDemoRunner(o *UpOptions, c *testcluster.Cluster) (*demoRunner, error) {
+	kube, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	virt, err := kubevirt.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubevirt client: %w", err)
+	}
+	return &demoRunner{
+		out: o.Out, errOut: o.ErrOut, vmctl: o.VmctlBinary,
+		// NO_COLOR is left as the user has it, so a terminal gets colour.
+		env:  append(os.Environ(), "KUBECONFIG="+c.Kubeconfig),
+		kube: kube, virt: virt,
+	}, nil
+}
+
+// step prints a heading for the next part of the walkthrough.
+func (r *demoRunner) step(title string) {
+	fmt.Fprintf(r.out, "\n== %s\n", title)
+}
+
+// command builds argv, running `kubectl vmctl` as the binary itself: the
+// user's kubectl may not find the plugin on PATH.
+func (r *demoRunner) command(ctx context.Context, argv []string) *exec.Cmd {
+	if len(argv) > 1 && argv[0] == "kubectl" && argv[1] == "vmctl" {
+		argv = append([]string{r.vmctl}, argv[2:]...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = r.env
+	cmd.Stdout, cmd.Stderr = r.out, r.errOut
+	return cmd
+}
+
+// run prints and runs one command, its output going to the terminal.
+func (r *demoRunner) run(ctx context.Context, argv ...string) error {
+	fmt.Fprintf(r.out, "\n$ %s\n", strings.Join(argv, " "))
+	if err := r.command(ctx, argv).Run(); err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	}
+	return nil
+}
+
+// pipe prints and runs `from | to`.
+func (r *demoRunner) pipe(ctx context.Context, from, to []string) error {
+	line := strings.Join(from, " ") + " | " + strings.Join(to, " ")
+	fmt.Fprintf(r.out, "\n$ %s\n", line)
+	var manifests bytes.Buffer
+	src := r.command(ctx, from)
+	src.Stdout = &manifests
+	if err := src.Run(); err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(from, " "), err)
+	}
+	dst := r.command(ctx, to)
+	dst.Stdin = &manifests
+	if err := dst.Run(); err != nil {
+		return fmt.Errorf("%s: %w", line, err)
+	}
+	return nil
+}
