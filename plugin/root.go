@@ -68,10 +68,10 @@ func Execute(cmd *cobra.Command, streams genericiooptions.IOStreams) int {
 	var exit *ExitError
 	if errors.As(err, &exit) {
 		if exit.Err != nil {
-			fmt.Fprintf(streams.ErrOut, "error: %v\n", exit.Err)
+			_, _ = fmt.Fprintf(streams.ErrOut, "error: %v\n", exit.Err)
 		}
 		return exit.Code
 	}
-	fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+	_, _ = fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
 	return 1
 }

@@ -37,11 +37,12 @@ func pinToNode(affinity *corev1.Affinity, node string) *corev1.Affinity {
 				fields = append(fields, r)
 			}
 		}
-		term.MatchFields = append(fields, corev1.NodeSelectorRequirement{
+		fields = append(fields, corev1.NodeSelectorRequirement{
 			Key:      metav1.ObjectNameField,
 			Operator: corev1.NodeSelectorOpIn,
 			Values:   []string{node},
 		})
+		term.MatchFields = fields
 	}
 	return affinity
 }

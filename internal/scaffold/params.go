@@ -125,18 +125,18 @@ func DefaultImage(version string) string { return ImageRepository + ":" + imageT
 // "+dirty", into an image tag.
 func imageTag(version string) string { return sanitize(version, 128) }
 
-// sanitize replaces runes outside [A-Za-z0-9_.-] with '_', cuts s to max
+// sanitize replaces runes outside [A-Za-z0-9_.-] with '_', cuts s to maxLen
 // bytes and trims it to start and end alphanumeric, as label values and image
 // tags need.
-func sanitize(s string, max int) string {
+func sanitize(s string, maxLen int) string {
 	b := []byte(s)
 	for i, c := range b {
 		if !isAlnum(c) && c != '-' && c != '_' && c != '.' {
 			b[i] = '_'
 		}
 	}
-	if len(b) > max {
-		b = b[:max]
+	if len(b) > maxLen {
+		b = b[:maxLen]
 	}
 	// Every byte is ASCII now, so each rune is one byte.
 	return strings.TrimFunc(string(b), func(r rune) bool { return !isAlnum(byte(r)) })

@@ -113,7 +113,7 @@ func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (B
 		return Binaries{}, fmt.Errorf("create the binary cache: %w", err)
 	}
 	unlock, err := lockFile(ctx, filepath.Join(cacheDir, ".lock"), func() {
-		fmt.Fprintln(progress, "waiting for another process building the control plane...")
+		_, _ = fmt.Fprintln(progress, "waiting for another process building the control plane...")
 	})
 	if err != nil {
 		return Binaries{}, err
@@ -142,10 +142,10 @@ func toolsHash(toolsDir string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("read the tools module: %w", err)
 		}
-		fmt.Fprintf(h, "%s %d\n", f, len(data))
+		_, _ = fmt.Fprintf(h, "%s %d\n", f, len(data))
 		h.Write(data)
 	}
-	fmt.Fprintf(h, "ldflags %s\n%s/%s\n", ldflags(), runtime.GOOS, runtime.GOARCH)
+	_, _ = fmt.Fprintf(h, "ldflags %s\n%s/%s\n", ldflags(), runtime.GOOS, runtime.GOARCH)
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
@@ -176,7 +176,7 @@ func cachedBinaries(dir string) (Binaries, bool) {
 
 func build(ctx context.Context, toolsDir, dir string, progress io.Writer) error {
 	start := time.Now()
-	fmt.Fprintf(progress, "building control plane %s (about 8-13 minutes on 2 cores with a cold cache) into %s...\n", KubernetesVersion, dir)
+	_, _ = fmt.Fprintf(progress, "building control plane %s (about 8-13 minutes on 2 cores with a cold cache) into %s...\n", KubernetesVersion, dir)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clear the old build: %w", err)
 	}
@@ -198,7 +198,7 @@ func build(ctx context.Context, toolsDir, dir string, progress io.Writer) error 
 		if err != nil {
 			return fmt.Errorf("build %s in %s: %w\n%s", c.name, toolsDir, err, out)
 		}
-		fmt.Fprintf(progress, "  built %-24s %s\n", c.name, time.Since(t).Round(time.Second))
+		_, _ = fmt.Fprintf(progress, "  built %-24s %s\n", c.name, time.Since(t).Round(time.Second))
 	}
 
 	kwokDir, err := moduleDir(ctx, toolsDir, env, "sigs.k8s.io/kwok")
@@ -217,7 +217,7 @@ func build(ctx context.Context, toolsDir, dir string, progress io.Writer) error 
 	if err := os.WriteFile(filepath.Join(dir, completeMarker), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
 		return fmt.Errorf("mark the build complete: %w", err)
 	}
-	fmt.Fprintf(progress, "control plane built in %s\n", time.Since(start).Round(time.Second))
+	_, _ = fmt.Fprintf(progress, "control plane built in %s\n", time.Since(start).Round(time.Second))
 	return nil
 }
 

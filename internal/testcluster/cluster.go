@@ -208,7 +208,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 }
 
 func (c *Cluster) logf(format string, args ...any) {
-	fmt.Fprintf(c.log, "testcluster: %5.1fs "+format+"\n", append([]any{time.Since(c.begin).Seconds()}, args...)...)
+	_, _ = fmt.Fprintf(c.log, "testcluster: %5.1fs "+format+"\n", append([]any{time.Since(c.begin).Seconds()}, args...)...)
 }
 
 // start runs a component and records it for Stop.

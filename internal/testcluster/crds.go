@@ -37,7 +37,7 @@ const RealCRDDir = "../shared/kubevirt-crds"
 const FallbackCRDDir = "testdata/crds"
 
 // crdDir picks KubeVirt's real CRDs when the checkout has them, else the fallback.
-func crdDir(root string, forceFallback bool) (dir string, real bool) {
+func crdDir(root string, forceFallback bool) (dir string, isReal bool) {
 	realDir := filepath.Join(root, RealCRDDir)
 	if !forceFallback {
 		ok := true

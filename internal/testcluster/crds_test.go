@@ -44,13 +44,13 @@ func TestCRDDir(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir, real := crdDir(tt.root, tt.forceFallback)
+			dir, isReal := crdDir(tt.root, tt.forceFallback)
 			want := tt.wantDir
 			if want == "" {
 				want = filepath.Join(tt.root, FallbackCRDDir)
 			}
-			if dir != want || real != tt.wantReal {
-				t.Errorf("crdDir = %q, %v; want %q, %v", dir, real, want, tt.wantReal)
+			if dir != want || isReal != tt.wantReal {
+				t.Errorf("crdDir = %q, %v; want %q, %v", dir, isReal, want, tt.wantReal)
 			}
 		})
 	}
@@ -100,11 +100,11 @@ func TestFallbackCRDsMatchKubeVirtNames(t *testing.T) {
 			if err != nil || len(fallback) != 1 {
 				t.Fatalf("read the fallback CRD: %v (%d objects)", err, len(fallback))
 			}
-			real, err := readObjects(realFile)
-			if err != nil || len(real) != 1 {
-				t.Fatalf("read KubeVirt's CRD: %v (%d objects)", err, len(real))
+			realObjs, err := readObjects(realFile)
+			if err != nil || len(realObjs) != 1 {
+				t.Fatalf("read KubeVirt's CRD: %v (%d objects)", err, len(realObjs))
 			}
-			if diff := cmp.Diff(summarize(real[0]), summarize(fallback[0])); diff != "" {
+			if diff := cmp.Diff(summarize(realObjs[0]), summarize(fallback[0])); diff != "" {
 				t.Errorf("fallback CRD differs from KubeVirt's (-kubevirt +fallback):\n%s", diff)
 			}
 		})

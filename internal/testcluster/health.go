@@ -25,7 +25,7 @@ func etcdHealthy(ctx context.Context, clientURL string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"health":"true"`) {
 		return false, fmt.Errorf("etcd /health: %s %s", resp.Status, body)

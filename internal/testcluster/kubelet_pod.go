@@ -240,7 +240,7 @@ func (w *podWorker) start(c *corev1.Container, env []string, kubeconfig string) 
 	if err != nil {
 		return nil, readinessProbe{}, fmt.Errorf("open the agent log: %w", err)
 	}
-	fmt.Fprintf(logFile, "# kubelet double, Pod UID %s: %s %s\n", w.uid, w.k.opts.Binary, strings.Join(args, " "))
+	_, _ = fmt.Fprintf(logFile, "# kubelet double, Pod UID %s: %s %s\n", w.uid, w.k.opts.Binary, strings.Join(args, " "))
 
 	cmd := exec.Command(w.k.opts.Binary, args...)
 	cmd.Dir = w.dir

@@ -14,7 +14,7 @@ import (
 func TestPodStatusFor(t *testing.T) {
 	c := &corev1.Container{Name: "agent", Image: "example.com/vmctl:v1"}
 	t0, t1, t2 := time.Unix(1000, 0), time.Unix(1010, 0), time.Unix(1020, 0)
-	at := func(t time.Time) metav1.Time { return metav1.NewTime(t) }
+	at := metav1.NewTime
 	conditions := func(ready corev1.ConditionStatus, readyAt time.Time) []corev1.PodCondition {
 		reason, message := "", ""
 		if ready == corev1.ConditionFalse {

@@ -33,7 +33,7 @@ func startProcess(name, dir, binary string, args []string, env []string) (*proce
 	if err != nil {
 		return nil, fmt.Errorf("open the %s log: %w", name, err)
 	}
-	fmt.Fprintf(logFile, "# %s %s\n", binary, strings.Join(args, " "))
+	_, _ = fmt.Fprintf(logFile, "# %s %s\n", binary, strings.Join(args, " "))
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -65,7 +65,10 @@ func (p *process) exited() bool {
 
 // exitError describes an early exit with the tail of the component's log.
 func (p *process) exitError() error {
-	return fmt.Errorf("%s exited: %v; its log %s ends with:\n%s", p.name, p.err, p.logPath, tail(p.logPath, 20))
+	if p.err == nil {
+		return fmt.Errorf("%s exited with status 0; its log %s ends with:\n%s", p.name, p.logPath, tail(p.logPath, 20))
+	}
+	return fmt.Errorf("%s exited: %w; its log %s ends with:\n%s", p.name, p.err, p.logPath, tail(p.logPath, 20))
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after stopGrace.
@@ -117,7 +120,7 @@ func waitFor(ctx context.Context, what string, procs []*process, check func(cont
 	case err == nil:
 		return nil
 	case ctx.Err() != nil && last != nil:
-		return fmt.Errorf("wait for %s: %w (last error: %v)", what, err, last)
+		return fmt.Errorf("wait for %s: %w (last error: %w)", what, err, last)
 	default:
 		return fmt.Errorf("wait for %s: %w", what, err)
 	}

@@ -87,9 +87,9 @@ func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *t
 		return err
 	}
 	defer func() {
-		fmt.Fprintln(o.ErrOut, "stopping the cluster...")
+		_, _ = fmt.Fprintln(o.ErrOut, "stopping the cluster...")
 		if err := c.Stop(); err != nil {
-			fmt.Fprintln(o.ErrOut, "error:", err)
+			_, _ = fmt.Fprintln(o.ErrOut, "error:", err)
 		}
 	}()
 
@@ -97,7 +97,7 @@ func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *t
 	if !c.RealCRDs {
 		crds = "the fallback KubeVirt CRDs"
 	}
-	fmt.Fprintf(o.Out, "cluster up in %s: %d nodes, %s; logs in %s\nkubeconfig: %s\n\n  export KUBECONFIG=%s\n\n",
+	_, _ = fmt.Fprintf(o.Out, "cluster up in %s: %d nodes, %s; logs in %s\nkubeconfig: %s\n\n  export KUBECONFIG=%s\n\n",
 		c.StartupTime.Round(10*time.Millisecond), len(c.Nodes), crds, c.Dir, c.Kubeconfig, c.Kubeconfig)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -106,9 +106,9 @@ func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *t
 	if o.VmctlBinary != "" {
 		log := slog.New(slog.NewTextHandler(o.ErrOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		go func() { doubles <- runDoubles(ctx, c, o.VmctlBinary, log) }()
-		fmt.Fprintf(o.Out, "virt-controller and kubelet doubles running agent Pods with %s\n", o.VmctlBinary)
+		_, _ = fmt.Fprintf(o.Out, "virt-controller and kubelet doubles running agent Pods with %s\n", o.VmctlBinary)
 	} else {
-		fmt.Fprintln(o.Out, "no kubectl-vmctl binary (run `make build` or pass --vmctl-binary): agent Pods will stay Pending")
+		_, _ = fmt.Fprintln(o.Out, "no kubectl-vmctl binary (run `make build` or pass --vmctl-binary): agent Pods will stay Pending")
 	}
 
 	if then != nil {
@@ -116,7 +116,7 @@ func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *t
 			return err
 		}
 	}
-	fmt.Fprintln(o.Out, "Ctrl-C stops the cluster.")
+	_, _ = fmt.Fprintln(o.Out, "Ctrl-C stops the cluster.")
 	select {
 	case <-ctx.Done():
 		return nil
