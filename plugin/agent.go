@@ -114,6 +114,8 @@ and POD_UID. Without NODE_NAME or POD_UID it GETs its Pod once.`,
 	f.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz and /readyz on.")
 	f.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout, "How long to wait on shutdown for the VM to be gone. Keep it under the Pod's terminationGracePeriodSeconds.")
 	f.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
+	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
+	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
 	return cmd
 }
 

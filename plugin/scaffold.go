@@ -89,11 +89,12 @@ it belongs to.`,
 
   # Review the manifests as a JSON List first
   kubectl vmctl scaffold deploy testvm -o json`,
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) == 0 {
 				return []cobra.Completion{"deployment", "daemonset", "statefulset"}, cobra.ShellCompDirectiveNoFileComp
 			}
-			return nil, cobra.ShellCompDirectiveNoFileComp
+			// PROTOTYPE is the second argument: complete it as the first.
+			return CompletePrototypes(o.ConfigFlags)(cmd, args[1:], toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -120,6 +121,7 @@ it belongs to.`,
 		"Let the agents derive VMs from a prototype with writable PersistentVolumeClaims, which all VMs then share.")
 	f.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, json).")
 	o.ConfigFlags.AddFlags(f)
+	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
 	return cmd
 }
 
