@@ -91,7 +91,7 @@ func demo(ctx context.Context, o *UpOptions, c *testcluster.Cluster) error {
 		return err
 	}
 
-	fmt.Fprintf(o.Out, "\nYour turn. The cluster keeps running; in another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH\n  kubectl vmctl status -A\n\n",
+	r.printf("\nYour turn. The cluster keeps running; in another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH\n  kubectl vmctl status -A\n\n",
 		c.Kubeconfig, filepath.Dir(o.VmctlBinary))
 	return nil
 }

@@ -42,9 +42,15 @@ func newDemoRunner(o *UpOptions, c *testcluster.Cluster) (*demoRunner, error) {
 	}, nil
 }
 
+// printf writes to the terminal; a failed write is not worth stopping the
+// walkthrough for.
+func (r *demoRunner) printf(format string, args ...any) {
+	_, _ = fmt.Fprintf(r.out, format, args...)
+}
+
 // step prints a heading for the next part of the walkthrough.
 func (r *demoRunner) step(title string) {
-	fmt.Fprintf(r.out, "\n== %s\n", title)
+	r.printf("\n== %s\n", title)
 }
 
 // command builds argv, running `kubectl vmctl` as the binary itself: the
@@ -61,7 +67,7 @@ func (r *demoRunner) command(ctx context.Context, argv []string) *exec.Cmd {
 
 // run prints and runs one command, its output going to the terminal.
 func (r *demoRunner) run(ctx context.Context, argv ...string) error {
-	fmt.Fprintf(r.out, "\n$ %s\n", strings.Join(argv, " "))
+	r.printf("\n$ %s\n", strings.Join(argv, " "))
 	if err := r.command(ctx, argv).Run(); err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
 	}
@@ -71,7 +77,7 @@ func (r *demoRunner) run(ctx context.Context, argv ...string) error {
 // pipe prints and runs `from | to`.
 func (r *demoRunner) pipe(ctx context.Context, from, to []string) error {
 	line := strings.Join(from, " ") + " | " + strings.Join(to, " ")
-	fmt.Fprintf(r.out, "\n$ %s\n", line)
+	r.printf("\n$ %s\n", line)
 	var manifests bytes.Buffer
 	src := r.command(ctx, from)
 	src.Stdout = &manifests

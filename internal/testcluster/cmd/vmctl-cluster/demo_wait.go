@@ -21,7 +21,7 @@ import (
 // agent Pods, each owning a ready VM derived from proto and pinned to the
 // Pod's node, and prints the pairs. It gives up after demoTimeout, saying what was still missing.
 func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, want int) error {
-	fmt.Fprintf(r.out, "\nwaiting for %d agent Pods of %s, each with a ready VM derived from %s...\n", want, instance, proto)
+	r.printf("\nwaiting for %d agent Pods of %s, each with a ready VM derived from %s...\n", want, instance, proto)
 	podSelector := labels.Set{
 		scaffold.LabelName:      scaffold.AppName,
 		scaffold.LabelInstance:  instance,
@@ -79,7 +79,7 @@ func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, wan
 		return fmt.Errorf("waiting for %d agent Pods of %s with ready VMs: %w (last seen: %s); see the kubelet and virt-controller lines above and `kubectl get pods,vm`", want, instance, err, missing)
 	}
 	sort.Strings(pairs)
-	fmt.Fprintf(r.out, "ready after %s:\n%s\n", time.Since(begin).Round(100*time.Millisecond), strings.Join(pairs, "\n"))
+	r.printf("ready after %s:\n%s\n", time.Since(begin).Round(100*time.Millisecond), strings.Join(pairs, "\n"))
 	return nil
 }
 
