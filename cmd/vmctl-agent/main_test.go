@@ -52,4 +52,3 @@ func TestMissingPrototype(t *testing.T) {
 		t.Errorf("Execute() = %v, want the one-argument error", err)
 	}
 }
-
