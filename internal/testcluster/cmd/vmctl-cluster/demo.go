@@ -34,7 +34,11 @@ func newCmdDemo() *cobra.Command {
 			return fmt.Errorf("demo needs a kubectl-vmctl binary: run `make build` or pass --vmctl-binary")
 		}
 		return o.Run(cmd.Context(), func(ctx context.Context, c *testcluster.Cluster) error {
-			return demo(ctx, o, c)
+			err := demo(ctx, o, c)
+			if ctx.Err() != nil {
+				return nil // Ctrl-C during the walkthrough: stop quietly
+			}
+			return err
 		})
 	}
 	return cmd

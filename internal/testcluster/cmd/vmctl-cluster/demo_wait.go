@@ -19,7 +19,8 @@ import (
 
 // waitPaired waits until the workload named instance has exactly want Ready
 // agent Pods, each owning a ready VM derived from proto and pinned to the
-// Pod's node, and prints the pairs. It gives up after demoTimeout, saying what was still missing.
+// Pod's node, and prints the pairs. It gives up after demoTimeout, saying
+// what was still missing.
 func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, want int) error {
 	r.printf("\nwaiting for %d agent Pods of %s, each with a ready VM derived from %s...\n", want, instance, proto)
 	podSelector := labels.Set{
@@ -28,17 +29,21 @@ func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, wan
 		scaffold.LabelComponent: scaffold.ComponentAgent,
 	}.String()
 	begin := time.Now()
+	// missing is what the last successful look found lacking; listErr is the
+	// last failed look, reported only when no look succeeded (near the
+	// deadline, client-go's rate limiter fails lists before they are sent).
 	var missing string
+	var listErr error
 	var pairs []string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, demoTimeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := r.kube.CoreV1().Pods(demoNamespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector})
 		if err != nil {
-			missing = "listing agent Pods: " + err.Error()
+			listErr = fmt.Errorf("listing agent Pods: %w", err)
 			return false, nil
 		}
 		vms, err := r.virt.KubevirtV1().VirtualMachines(demoNamespace).List(ctx, metav1.ListOptions{LabelSelector: derive.PrototypeSelector(proto)})
 		if err != nil {
-			missing = "listing derived VMs: " + err.Error()
+			listErr = fmt.Errorf("listing derived VMs: %w", err)
 			return false, nil
 		}
 		ready := map[string]*kubevirtv1.VirtualMachine{} // by the owning Pod's UID
@@ -75,8 +80,15 @@ func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, wan
 		}
 		return missing == "", nil
 	})
+	if missing == "" && listErr != nil {
+		missing = listErr.Error()
+	}
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("%d agent Pods of %s with ready VMs: not there after %s (last seen: %s); see the kubelet and virt-controller lines above and `kubectl get pods,vm`",
+			want, instance, demoTimeout, missing)
+	}
 	if err != nil {
-		return fmt.Errorf("waiting for %d agent Pods of %s with ready VMs: %w (last seen: %s); see the kubelet and virt-controller lines above and `kubectl get pods,vm`", want, instance, err, missing)
+		return fmt.Errorf("waiting for %d agent Pods of %s with ready VMs: %w (last seen: %s)", want, instance, err, missing)
 	}
 	sort.Strings(pairs)
 	r.printf("ready after %s:\n%s\n", time.Since(begin).Round(100*time.Millisecond), strings.Join(pairs, "\n"))
