@@ -104,9 +104,17 @@ func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *t
 	defer cancel()
 	doubles := make(chan error, 1)
 	if o.VmctlBinary != "" {
-		log := slog.New(slog.NewTextHandler(o.ErrOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		// The doubles log to a file beside the components' logs, so their
+		// lines do not interleave with the walkthrough on the terminal.
+		logPath := filepath.Join(c.Dir, "doubles.log")
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = logFile.Close() }()
+		log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		go func() { doubles <- runDoubles(ctx, c, o.VmctlBinary, log) }()
-		_, _ = fmt.Fprintf(o.Out, "virt-controller and kubelet doubles running agent Pods with %s\n", o.VmctlBinary)
+		_, _ = fmt.Fprintf(o.Out, "virt-controller and kubelet doubles running agent Pods with %s (log: %s)\n", o.VmctlBinary, logPath)
 	} else {
 		_, _ = fmt.Fprintln(o.Out, "no kubectl-vmctl binary (run `make build` or pass --vmctl-binary): agent Pods will stay Pending")
 	}
