@@ -199,22 +199,6 @@ func derivedVMs(ctx context.Context, ns string) (map[string]kubevirtv1.VirtualMa
 	return vms, nil
 }
 
-// pinnedNode is the node a derived VM's required node affinity pins it to.
-func pinnedNode(vm *kubevirtv1.VirtualMachine) string {
-	a := vm.Spec.Template.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, f := range term.MatchFields {
-			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
-}
-
 // waitPaired waits until ns holds exactly want agent pods and, for each, exactly
 // one derived VM of prototype that is pinned to the pod's node, belongs to the
 // pod's UID and is ready, and no other derived VM. It returns the pairs.
@@ -238,7 +222,7 @@ func waitPaired(t *testing.T, ns, prototype string, want int, timeout time.Durat
 		for name, pod := range pods {
 			vm, ok := vms[derive.Name(prototype, name)]
 			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) ||
-				pinnedNode(&vm) != pod.Spec.NodeName || vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready {
+				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName || vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready {
 				return false, seen, nil
 			}
 			pairs[name] = vm
@@ -255,7 +239,7 @@ func describe(pods map[string]corev1.Pod, vms map[string]kubevirtv1.VirtualMachi
 	}
 	for name, vm := range vms {
 		s = append(s, fmt.Sprintf("vm %s pod-uid=%s node=%s status=%s ready=%v deleting=%v",
-			name, vm.Annotations[derive.AnnotationPodUID], pinnedNode(&vm), vm.Status.PrintableStatus, vm.Status.Ready, vm.DeletionTimestamp != nil))
+			name, vm.Annotations[derive.AnnotationPodUID], derive.PinnedNode(vm.Spec.Template.Spec.Affinity), vm.Status.PrintableStatus, vm.Status.Ready, vm.DeletionTimestamp != nil))
 	}
 	sort.Strings(s)
 	return strings.Join(s, "; ")

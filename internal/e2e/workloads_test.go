@@ -45,7 +45,7 @@ func TestDaemonSetOneVMPerNode(t *testing.T) {
 	pairs := waitPaired(t, ns, "testvm", nodes, settle)
 	onNode := map[string]string{}
 	for pod, vm := range pairs {
-		node := pinnedNode(&vm)
+		node := derive.PinnedNode(vm.Spec.Template.Spec.Affinity)
 		if other, dup := onNode[node]; dup {
 			t.Errorf("node %s has the VMs of pods %s and %s", node, other, pod)
 		}

@@ -66,7 +66,7 @@ func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, wan
 			// The VM must run where its Pod runs: that is what the workload's
 			// placement means for the VMs. The Pod's readiness is the agent
 			// reporting the VM's, so status shows 1/1 once this returns.
-			if !ok || p.Spec.NodeName == "" || pinnedNode(vm) != p.Spec.NodeName || !podReady(&p) {
+			if !ok || p.Spec.NodeName == "" || derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != p.Spec.NodeName || !podReady(&p) {
 				unpaired = append(unpaired, p.Name)
 				continue
 			}
@@ -93,23 +93,6 @@ func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, wan
 	sort.Strings(pairs)
 	r.printf("ready after %s:\n%s\n", time.Since(begin).Round(100*time.Millisecond), strings.Join(pairs, "\n"))
 	return nil
-}
-
-// pinnedNode is the node a derived VM's required node affinity pins it to, or
-// "" when it has none.
-func pinnedNode(vm *kubevirtv1.VirtualMachine) string {
-	a := vm.Spec.Template.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, f := range term.MatchFields {
-			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
 }
 
 // podReady reports whether p's Ready condition is True.
