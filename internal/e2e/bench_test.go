@@ -86,6 +86,9 @@ func BenchmarkAgentLifecycle(b *testing.B) {
 			_ = logFile.Close()
 		}
 	}
+	toReady, lifetime := agentRequests(b, ns, pod, vmName)
+	b.ReportMetric(float64(lifetime), "requests/lifetime")
+	fmt.Printf("agent: API requests to a ready VM %v; whole lifetime %d\n", toReady, lifetime)
 	report(b, "start→created", started)
 	report(b, "SIGTERM→gone", stopped)
 	b.ReportMetric(float64(rssAnon[len(rssAnon)-1])/1024, "RssAnon-MiB")
@@ -164,4 +167,42 @@ func pct(d []time.Duration, p int) time.Duration {
 func report(b *testing.B, name string, d []time.Duration) {
 	b.ReportMetric(float64(pct(d, 50).Milliseconds()), name+"-p50-ms")
 	b.ReportMetric(float64(pct(d, 95).Milliseconds()), name+"-p95-ms")
+}
+
+// agentRequests runs one more agent through a counting proxy and returns the
+// requests it made until its VM was ready, and over its whole lifetime.
+func agentRequests(b *testing.B, ns string, pod *corev1.Pod, vmName string) (map[string]int, int) {
+	b.Helper()
+	srv, counts := countingProxy(b)
+	kubeconfig := filepath.Join(b.TempDir(), "proxy.kubeconfig")
+	writeProxyKubeconfig(b, kubeconfig, srv.URL, ns)
+	w, err := e.virt.KubevirtV1().VirtualMachines(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", vmName).String()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	logPath := filepath.Join(b.TempDir(), "agent.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = logFile.Close() }()
+	cmd := exec.Command(e.binary, "agent", "testvm", "--hostname-override", pod.Name,
+		"--kubeconfig", kubeconfig, "-n", ns, "--probe-address", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns, "POD_UID="+string(pod.UID), "NODE_NAME="+pod.Spec.NodeName)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	waitReady(b, w, 30*time.Second, logPath)
+	toReady, _ := counts.snapshot()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		b.Fatal(err)
+	}
+	waitEvent(b, w, watch.Deleted, 60*time.Second, logPath)
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("agent exited with %v; log %s", err, logPath)
+	}
+	_, lifetime := counts.snapshot()
+	return toReady, lifetime
 }
