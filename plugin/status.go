@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
@@ -45,7 +47,13 @@ func clientsFromFlags(f *genericclioptions.ConfigFlags) ClientsFunc {
 		if rc.QPS == 0 {
 			rc.QPS, rc.Burst = 50, 100
 		}
-		kube, err := kubernetes.NewForConfig(rc)
+		// Pods in protobuf, as the controllers read them: at thousands of
+		// Pods decoding JSON is most of a LIST's cost. KubeVirt's types are
+		// custom resources, which the API server serves only as JSON.
+		kubeRC := rest.CopyConfig(rc)
+		kubeRC.ContentType = runtime.ContentTypeProtobuf
+		kubeRC.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+		kube, err := kubernetes.NewForConfig(kubeRC)
 		if err != nil {
 			return status.Clients{}, fmt.Errorf("make the Kubernetes client: %w", err)
 		}
