@@ -10,9 +10,12 @@ import (
 )
 
 // ShutdownContext returns a context that is canceled at the first SIGTERM or
-// SIGINT, with the signal as its cause. A second signal calls exit(1) at once:
-// whoever sends it no longer wants the VM cleaned up first. Call stop to
-// restore default signal handling.
+// SIGINT, with the signal as its cause. A later SIGINT (a second Ctrl-C)
+// calls exit(1) at once: whoever sends it no longer wants the VM cleaned up
+// first. A repeated SIGTERM does not: `timeout`, shells and init processes
+// that signal a whole process group deliver one SIGTERM twice, and the way to
+// cut a Pod's shutdown short is SIGKILL. Call stop to restore default signal
+// handling.
 func ShutdownContext(parent context.Context, exit func(code int)) (ctx context.Context, stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
@@ -34,10 +37,16 @@ func shutdownOn(parent context.Context, sigs <-chan os.Signal, exit func(code in
 		case <-done:
 			return
 		}
-		select {
-		case <-sigs:
-			exit(1)
-		case <-done:
+		for {
+			select {
+			case sig := <-sigs:
+				if sig == os.Interrupt {
+					exit(1)
+					return
+				}
+			case <-done:
+				return
+			}
 		}
 	}()
 	var once sync.Once
