@@ -19,7 +19,7 @@ import (
 // TestREADME runs the README's ```console blocks in order, in the default
 // namespace, as a user would type them, and checks that each command prints
 // what the README shows. Columns may be aligned differently and ages, node
-// names, UIDs and the build's version may differ; everything else must match.
+// names, UIDs, log headers, loopback ports and the build's version may differ; everything else must match.
 // A line "..." ends a shown output early: the rest is not checked.
 //
 // VMCTL_UPDATE_README=1 writes the real output into README.md instead.
@@ -160,6 +160,8 @@ var normalizers = []struct {
 }{
 	{regexp.MustCompile(`kubectl-vmctl \S+ \(commit \w+, built \S+\)`), "kubectl-vmctl VERSION (commit COMMIT, built DATE)"},
 	{regexp.MustCompile(`(kubectl-vmctl:|app\.kubernetes\.io/version: )\S+`), "${1}VERSION"},
+	{regexp.MustCompile(`\b[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6}\s+\d+ [\w.]+:\d+\]`), "LOG]"},
+	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
 	{regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "UID"},
 	{regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b`), "TIME"},
 	{regexp.MustCompile(`\bnode-\d+\b`), "NODE"},
