@@ -36,7 +36,7 @@ import (
 // through the API, times `kubectl get vm` against `kubectl vmctl status`,
 // counts the requests status makes, then deletes a tenth of the Pods and times
 // and counts `kubectl vmctl gc`, which must delete exactly those VMs.
-// VMCTL_BENCH_BASELINE=path/to/kubectl-vmctl also times that build's status.
+// VMCTL_BENCH_BASELINE=old/kubectl-vmctl[:other/kubectl-vmctl] also times those builds' status.
 func BenchmarkStatusAndGC(b *testing.B) {
 	n := 10000
 	if s := os.Getenv("VMCTL_BENCH_VMS"); s != "" {
@@ -115,16 +115,22 @@ func BenchmarkStatusAndGC(b *testing.B) {
 
 	get := timeRuns(b, 3, e.cluster.Kubeconfig, "kubectl", "get", "vm", "-n", ns)
 	status := timeRuns(b, 3, e.cluster.Kubeconfig, e.binary, "status", "-n", ns)
-	// VMCTL_BENCH_BASELINE names another kubectl-vmctl build (say, of main)
-	// to time on the same VMs, interleaved, for an A/B comparison.
-	if base := os.Getenv("VMCTL_BENCH_BASELINE"); base != "" {
-		var baseRuns []time.Duration
+	// VMCTL_BENCH_BASELINE names other kubectl-vmctl builds (say, of main),
+	// separated like PATH, to time on the same VMs, interleaved with this
+	// one, for an A/B comparison.
+	if list := os.Getenv("VMCTL_BENCH_BASELINE"); list != "" {
+		bases := filepath.SplitList(list)
+		baseRuns := make([][]time.Duration, len(bases))
 		for range 3 {
-			baseRuns = append(baseRuns, timeRuns(b, 1, e.cluster.Kubeconfig, base, "status", "-n", ns)...)
+			for i, base := range bases {
+				baseRuns[i] = append(baseRuns[i], timeRuns(b, 1, e.cluster.Kubeconfig, base, "status", "-n", ns)...)
+			}
 			status = append(status, timeRuns(b, 1, e.cluster.Kubeconfig, e.binary, "status", "-n", ns)...)
 		}
-		fmt.Printf("status/gc: baseline %s status min %s p50 %s; this build min %s p50 %s (%d runs)\n",
-			base, minDur(baseRuns), median(baseRuns), minDur(status), median(status), len(status))
+		for i, base := range bases {
+			fmt.Printf("status/gc: baseline %s: status min %s p50 %s (%d runs)\n", base, minDur(baseRuns[i]), median(baseRuns[i]), len(baseRuns[i]))
+		}
+		fmt.Printf("status/gc: this build: status min %s p50 %s (%d runs)\n", minDur(status), median(status), len(status))
 	}
 	counts.reset()
 	out := mustRun(b, proxyKubeconfig, e.binary, "status", "-n", ns)

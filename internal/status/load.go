@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -45,10 +44,10 @@ type Inventory struct {
 }
 
 // Load reads an Inventory with one paged LIST per kind and namespace
-// scope, never a GET per object: VMs (derived and prototypes alike) first,
-// then VMIs and agent Pods side by side. VMs come before Pods so that a VM
-// found without its Pod really outlived it: a Pod started after the VM LIST
-// may lack a VM, which Pair forgives for MissingGrace.
+// scope, never a GET per object: VMs (derived and prototypes alike), then
+// VMIs, then agent Pods. VMs come first so that a VM found without its Pod
+// really outlived it: a Pod started after the VM LIST may lack a VM, which
+// Pair forgives for MissingGrace.
 //
 // When q.Namespace is set and the agents there work across namespaces (a VM
 // or prototype elsewhere, or a VM whose Pod is elsewhere), each such other
@@ -64,22 +63,14 @@ func Load(ctx context.Context, c Clients, q Query) (*Inventory, error) {
 	if q.Prototype != "" {
 		vmiSelector = derive.PrototypeSelector(q.Prototype)
 	}
+	if inv.VMIs, err = ListVMIs(ctx, c.KubeVirt, q.Namespace, vmiSelector); err != nil {
+		return nil, err
+	}
 	podSelector := AgentSelector
 	if q.PodSelector != "" {
 		podSelector += "," + q.PodSelector
 	}
-	// The two LISTs wait on the API server, not on each other: side by side
-	// they take as long as the slower one.
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) {
-		inv.VMIs, err = ListVMIs(gctx, c.KubeVirt, q.Namespace, vmiSelector)
-		return err
-	})
-	g.Go(func() (err error) {
-		inv.Pods, err = ListPods(gctx, c.Kube, q.Namespace, podSelector)
-		return err
-	})
-	if err := g.Wait(); err != nil {
+	if inv.Pods, err = ListPods(ctx, c.Kube, q.Namespace, podSelector); err != nil {
 		return nil, err
 	}
 	if q.Namespace == "" {
