@@ -4,10 +4,13 @@ package plugin
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 )
 
 // NewCmdVmctl returns the root command, `kubectl vmctl`.
@@ -27,6 +30,7 @@ VM on every node.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	cmd.PersistentFlags().AddFlag(verbosityFlag())
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
@@ -40,6 +44,17 @@ VM on every node.`,
 		NewCmdGC(streams),
 	)
 	return cmd
+}
+
+// verbosityFlag is kubectl's -v: client-go logs each request from 6 up, and
+// its headers and bodies from 8, through klog. The agent has a -v of its own
+// for its logger, which takes precedence there.
+func verbosityFlag() *pflag.Flag {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	v := pflag.PFlagFromGoFlag(fs.Lookup("v"))
+	v.Shorthand = "v"
+	return v
 }
 
 // ExitError carries a specific exit code, as `kubectl diff` uses 1 for

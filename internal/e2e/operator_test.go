@@ -79,6 +79,14 @@ func TestStatus(t *testing.T) {
 		t.Errorf("status --exit-code of a healthy deployment: exit %d, want 0", code)
 	}
 
+	// -v=6, as kubectl's, logs each request client-go makes.
+	_, stderr, code := vmctlCode(t, "status", "-n", ns, "-v=6")
+	for _, path := range []string{"/apis/kubevirt.io/v1/namespaces/" + ns + "/virtualmachines", "/api/v1/namespaces/" + ns + "/pods"} {
+		if code != 0 || !strings.Contains(stderr, path) || !strings.Contains(stderr, "200 OK") {
+			t.Errorf("status -v=6: exit %d, want 0 and a logged 200 OK GET of %s", code, path)
+		}
+	}
+
 	rows := statusRows(t, ns)
 	if len(rows) != 2 {
 		t.Fatalf("status -o json: %d rows, want 2: %+v", len(rows), rows)
