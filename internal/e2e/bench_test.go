@@ -47,19 +47,8 @@ func BenchmarkAgentLifecycle(b *testing.B) {
 	var rssAnon, rss []int
 	for range b.N {
 		for i := range runs {
-			w, err := e.virt.KubevirtV1().VirtualMachines(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", vmName).String()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			cmd := exec.Command(e.binary, "agent", "testvm", "--hostname-override", pod.Name,
-				"--kubeconfig", e.cluster.Kubeconfig, "-n", ns, "--probe-address", "127.0.0.1:0")
-			cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns, "POD_UID="+string(pod.UID), "NODE_NAME="+pod.Spec.NodeName)
-			logPath := filepath.Join(b.TempDir(), "agent.log")
-			logFile, err := os.Create(logPath)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cmd.Stdout, cmd.Stderr = logFile, logFile
+			w := watchVM(b, ns, vmName)
+			cmd, logPath, closeLog := agentCmd(b, e.cluster.Kubeconfig, ns, pod)
 			t0 := time.Now()
 			if err := cmd.Start(); err != nil {
 				b.Fatal(err)
@@ -83,7 +72,7 @@ func BenchmarkAgentLifecycle(b *testing.B) {
 				b.Fatalf("agent exited with %v; log %s", err, logPath)
 			}
 			w.Stop()
-			_ = logFile.Close()
+			closeLog()
 		}
 	}
 	toReady, lifetime := agentRequests(b, ns, pod, vmName)
@@ -176,21 +165,10 @@ func agentRequests(b *testing.B, ns string, pod *corev1.Pod, vmName string) (map
 	srv, counts := countingProxy(b)
 	kubeconfig := filepath.Join(b.TempDir(), "proxy.kubeconfig")
 	writeProxyKubeconfig(b, kubeconfig, srv.URL, ns)
-	w, err := e.virt.KubevirtV1().VirtualMachines(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", vmName).String()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := watchVM(b, ns, vmName)
 	defer w.Stop()
-	logPath := filepath.Join(b.TempDir(), "agent.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = logFile.Close() }()
-	cmd := exec.Command(e.binary, "agent", "testvm", "--hostname-override", pod.Name,
-		"--kubeconfig", kubeconfig, "-n", ns, "--probe-address", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns, "POD_UID="+string(pod.UID), "NODE_NAME="+pod.Spec.NodeName)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd, logPath, closeLog := agentCmd(b, kubeconfig, ns, pod)
+	defer closeLog()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -205,4 +183,31 @@ func agentRequests(b *testing.B, ns string, pod *corev1.Pod, vmName string) (map
 	}
 	_, lifetime := counts.snapshot()
 	return toReady, lifetime
+}
+
+// watchVM watches the one VM name in ns.
+func watchVM(b *testing.B, ns, name string) watch.Interface {
+	b.Helper()
+	w, err := e.virt.KubevirtV1().VirtualMachines(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// agentCmd is the agent binary for prototype testvm outside a Pod, acting
+// for pod, talking to the API server of kubeconfig, not yet started, with its
+// output going to the returned log path; closeLog closes that file.
+func agentCmd(b *testing.B, kubeconfig, ns string, pod *corev1.Pod) (cmd *exec.Cmd, logPath string, closeLog func()) {
+	b.Helper()
+	logPath = filepath.Join(b.TempDir(), "agent.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd = exec.Command(e.binary, "agent", "testvm", "--hostname-override", pod.Name,
+		"--kubeconfig", kubeconfig, "-n", ns, "--probe-address", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns, "POD_UID="+string(pod.UID), "NODE_NAME="+pod.Spec.NodeName)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	return cmd, logPath, func() { _ = logFile.Close() }
 }
