@@ -14,13 +14,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // TestREADME runs the README's ```console blocks in order, in the default
 // namespace, as a user would type them, and checks that each command prints
 // what the README shows. Columns may be aligned differently and ages, node
-// names, UIDs, log headers, loopback ports and the build's version may differ; everything else must match.
-// A line "..." ends a shown output early: the rest is not checked.
+// names, UIDs, log headers, loopback ports and the build's version may
+// differ; everything else must match. A line "..." ends a shown output
+// early: the rest is not checked.
 //
 // VMCTL_UPDATE_README=1 writes the real output into README.md instead.
 func TestREADME(t *testing.T) {
@@ -207,11 +210,12 @@ func runREADMECommand(t *testing.T, command string) string {
 // namespace: Pods first, so their agents delete their VMs, then the rest.
 func cleanupREADME(t *testing.T) {
 	t.Helper()
+	scaffolded := scaffold.LabelManagedBy + "=" + scaffold.ManagedBy
 	for _, args := range [][]string{
-		{"delete", "statefulset,deployment,daemonset", "-l", "app.kubernetes.io/managed-by=kubectl-vmctl", "--ignore-not-found", "--wait=true"},
-		{"delete", "pods", "-l", "app.kubernetes.io/managed-by=kubectl-vmctl", "--ignore-not-found", "--wait=true"},
+		{"delete", "statefulset,deployment,daemonset", "-l", scaffolded, "--ignore-not-found", "--wait=true"},
+		{"delete", "pods", "-l", scaffolded, "--ignore-not-found", "--wait=true"},
 		{"delete", "vm", "--all", "--ignore-not-found", "--wait=true"},
-		{"delete", "serviceaccount,role,rolebinding,service,poddisruptionbudget", "-l", "app.kubernetes.io/managed-by=kubectl-vmctl", "--ignore-not-found"},
+		{"delete", "serviceaccount,role,rolebinding,service,poddisruptionbudget", "-l", scaffolded, "--ignore-not-found"},
 	} {
 		kubectl(t, nil, append(args, "-n", "default")...)
 	}
