@@ -128,8 +128,15 @@ it belongs to.`,
 // Complete reads the arguments, the namespace and the flags into scaffold.Params.
 func (o *ScaffoldOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) != 2 {
-		return fmt.Errorf("scaffold needs a KIND and a PROTOTYPE, got %d argument(s): run `kubectl vmctl scaffold daemonset PROTOTYPE`, with KIND one of %s",
-			len(args), scaffold.ValidKinds)
+		// With only a valid KIND given, show the command with that KIND.
+		example := "daemonset"
+		if len(args) == 1 {
+			if k, err := scaffold.ParseKind(args[0]); err == nil {
+				example = strings.ToLower(string(k))
+			}
+		}
+		return fmt.Errorf("scaffold needs a KIND and a PROTOTYPE, got %d argument(s): run `kubectl vmctl scaffold %s PROTOTYPE`, with KIND one of %s",
+			len(args), example, scaffold.ValidKinds)
 	}
 	kind, err := scaffold.ParseKind(args[0])
 	if err != nil {

@@ -141,7 +141,7 @@ func TestScaffoldErrors(t *testing.T) {
 		want []string
 	}{
 		{name: "no args", args: nil, want: []string{"scaffold needs a KIND and a PROTOTYPE, got 0", scaffold.ValidKinds}},
-		{name: "one arg", args: []string{"deployment"}, want: []string{"got 1 argument"}},
+		{name: "one arg", args: []string{"deploy"}, want: []string{"got 1 argument", "run `kubectl vmctl scaffold deployment PROTOTYPE`"}},
 		{name: "three args", args: []string{"deployment", "a", "b"}, want: []string{"got 3 argument"}},
 		{name: "unknown kind", args: []string{"replicaset", "testvm"},
 			want: []string{`unknown workload kind "replicaset"`, "deployment (deploy), daemonset (ds), statefulset (sts)"}},
