@@ -74,7 +74,7 @@ func scopeNamespace(f *genericclioptions.ConfigFlags, all bool) (string, error) 
 	}
 	ns, _, err := f.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return "", fmt.Errorf("find the namespace: %w; pass -n NAMESPACE or -A", err)
+		return "", fmt.Errorf("read the kubeconfig for the namespace: %w; check --kubeconfig and --context (`kubectl config get-contexts` lists them)", err)
 	}
 	return ns, nil
 }

@@ -522,3 +522,11 @@ func TestStatusWatchRedrawsATerminal(t *testing.T) {
 		t.Errorf("terminal frames are not colored:\n%q", got[:min(len(got), 400)])
 	}
 }
+
+func TestStatusUnknownContext(t *testing.T) {
+	kube, virt := opScene(t)
+	_, _, _, err := runStatus(t, kube, virt, "--context", "nope")
+	if err == nil || !strings.Contains(err.Error(), `context was not found for specified context: nope`) || !strings.Contains(err.Error(), "check --kubeconfig and --context") {
+		t.Errorf("status --context nope: %v, want the missing context named and --context suggested", err)
+	}
+}
