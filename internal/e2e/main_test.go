@@ -16,6 +16,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/doubles"
 )
 
 // env is the one cluster every test shares; each test works in a namespace of
@@ -24,7 +25,7 @@ type env struct {
 	cluster *testcluster.Cluster
 	kube    kubernetes.Interface
 	virt    kubevirt.Interface
-	kubelet *testcluster.Kubelet
+	kubelet *doubles.Kubelet
 	binary  string
 }
 
@@ -83,19 +84,19 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	e.kubelet = testcluster.NewKubelet(c.RESTConfig, testcluster.KubeletOptions{
+	e.kubelet = doubles.NewKubelet(c.RESTConfig, doubles.KubeletOptions{
 		Binary: binary,
 		Dir:    filepath.Join(c.Dir, "kubelet"),
 		Log:    log,
 	})
-	doubles := make(chan error, 2)
-	go func() { doubles <- testcluster.RunVirtController(ctx, c.RESTConfig, log) }()
-	go func() { doubles <- e.kubelet.Run(ctx) }()
+	running := make(chan error, 2)
+	go func() { running <- doubles.RunVirtController(ctx, c.RESTConfig, log) }()
+	go func() { running <- e.kubelet.Run(ctx) }()
 
 	code := m.Run()
 	cancel()
 	for range 2 {
-		if err := <-doubles; err != nil {
+		if err := <-running; err != nil {
 			fmt.Fprintln(os.Stderr, "test double:", err)
 			code = 2
 		}

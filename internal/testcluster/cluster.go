@@ -295,7 +295,7 @@ func (c *Cluster) forget(p *process) {
 func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 	var clientURL string
 	err := c.retryPortConflict(func() (*process, error) {
-		ports, err := freePorts(2)
+		ports, err := FreePorts(2)
 		if err != nil {
 			return nil, err
 		}
@@ -327,7 +327,7 @@ func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) error {
 	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
 	return c.retryPortConflict(func() (*process, error) {
-		ports, err := freePorts(1)
+		ports, err := FreePorts(1)
 		if err != nil {
 			return nil, err
 		}

@@ -7,8 +7,8 @@
 // them; ForTest wires a cluster into one test.
 //
 // kwok runs every Pod except vmctl agent Pods (labels AgentNameLabel and
-// AgentComponentLabel), whose status and deletion the package's kubelet double
-// manages instead.
+// AgentComponentLabel), whose status and deletion the kubelet double in
+// package doubles manages instead.
 //
 // A TestMain that shares one cluster between a package's tests:
 //

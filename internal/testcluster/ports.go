@@ -5,9 +5,9 @@ import (
 	"net"
 )
 
-// freePorts returns n distinct loopback ports that were free a moment ago. A
+// FreePorts returns n distinct loopback ports that were free a moment ago. A
 // component may still lose one to another process; Start retries then.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var ls []net.Listener
 	defer func() {

@@ -2,9 +2,9 @@ package testcluster
 
 import "syscall"
 
-// procAttr puts a component in its own process group, so a terminal's Ctrl-C
+// SysProcAttr puts a component in its own process group, so a terminal's Ctrl-C
 // reaches only the test (which then stops the cluster in order), and has the
 // kernel kill it if the process that started it dies without stopping it.
-func procAttr() *syscall.SysProcAttr {
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -4,9 +4,9 @@ package testcluster
 
 import "syscall"
 
-// procAttr puts a component in its own process group. Without Pdeathsig a
+// SysProcAttr puts a component in its own process group. Without Pdeathsig a
 // crashed test can leave components running; Stop and ForTest's signal handler
 // cover the ordinary exits.
-func procAttr() *syscall.SysProcAttr {
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

@@ -39,7 +39,7 @@ func startProcess(name, dir, binary string, args []string, env []string) (*proce
 	cmd.Env = env
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = SysProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

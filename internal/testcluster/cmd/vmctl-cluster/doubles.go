@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/doubles"
 )
 
 // runDoubles runs the virt-controller double (VMs to VMIs) and the kubelet
@@ -19,11 +20,11 @@ func runDoubles(ctx context.Context, c *testcluster.Cluster, vmctlBinary string,
 	errs := make([]error, 2)
 	wg.Go(func() {
 		defer cancel()
-		errs[0] = testcluster.RunVirtController(ctx, c.RESTConfig, log)
+		errs[0] = doubles.RunVirtController(ctx, c.RESTConfig, log)
 	})
 	wg.Go(func() {
 		defer cancel()
-		errs[1] = testcluster.NewKubelet(c.RESTConfig, testcluster.KubeletOptions{
+		errs[1] = doubles.NewKubelet(c.RESTConfig, doubles.KubeletOptions{
 			Binary: vmctlBinary,
 			Dir:    filepath.Join(c.Dir, "kubelet"),
 			Log:    log,

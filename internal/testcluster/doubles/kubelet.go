@@ -1,4 +1,4 @@
-package testcluster
+package doubles
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // KubeletOptions configure the kubelet double.
@@ -73,7 +75,7 @@ func NewKubelet(cfg *rest.Config, opts KubeletOptions) *Kubelet {
 
 // agentSelector selects vmctl agent Pods.
 func agentSelector() string {
-	return labels.Set{AgentNameLabel: AgentNameValue, AgentComponentLabel: AgentComponentValue}.String()
+	return labels.Set{testcluster.AgentNameLabel: testcluster.AgentNameValue, testcluster.AgentComponentLabel: testcluster.AgentComponentValue}.String()
 }
 
 // Run runs agent Pods until ctx is done, then kills every agent (SIGKILL,

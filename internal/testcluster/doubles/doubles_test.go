@@ -1,6 +1,6 @@
 //go:build e2e
 
-package testcluster
+package doubles
 
 import (
 	"context"
@@ -26,12 +26,14 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // TestDoubles runs the virt-controller and kubelet doubles on a real control
 // plane. The kubelet double runs testdata/fakeagent instead of kubectl-vmctl.
 func TestDoubles(t *testing.T) {
-	c := ForTest(t, Options{Nodes: 2, Log: tLogWriter{t}})
+	c := testcluster.ForTest(t, testcluster.Options{Nodes: 2, Log: tLogWriter{t}})
 	cs := kubernetes.NewForConfigOrDie(c.RESTConfig)
 	log := slog.New(slog.NewTextHandler(tLogWriter{t}, nil))
 	agent := buildFakeAgent(t)
@@ -77,7 +79,7 @@ func TestDoubles(t *testing.T) {
 	})
 }
 
-func testVirtController(t *testing.T, c *Cluster, cs kubernetes.Interface) {
+func testVirtController(t *testing.T, c *testcluster.Cluster, cs kubernetes.Interface) {
 	kv := kubevirt.NewForConfigOrDie(c.RESTConfig)
 	ns := newTestNamespace(t, cs, "vc")
 	vms := kv.KubevirtV1().VirtualMachines(ns)
@@ -142,7 +144,7 @@ func testVirtController(t *testing.T, c *Cluster, cs kubernetes.Interface) {
 	})
 }
 
-func testKubelet(t *testing.T, c *Cluster, cs kubernetes.Interface, k *Kubelet, dir string) {
+func testKubelet(t *testing.T, c *testcluster.Cluster, cs kubernetes.Interface, k *Kubelet, dir string) {
 	ns := newTestNamespace(t, cs, "kubelet")
 	pods := cs.CoreV1().Pods(ns)
 	node := c.Nodes[0]
@@ -278,7 +280,7 @@ func agentPodSpec(ns, name, node string, grace int64) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: ns,
-			Labels: map[string]string{AgentNameLabel: AgentNameValue, AgentComponentLabel: AgentComponentValue},
+			Labels: map[string]string{testcluster.AgentNameLabel: testcluster.AgentNameValue, testcluster.AgentComponentLabel: testcluster.AgentComponentValue},
 		},
 		Spec: corev1.PodSpec{
 			NodeName:                      node,

@@ -1,4 +1,4 @@
-package testcluster
+package doubles
 
 import (
 	"bytes"
@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // Restart backoff for a crashed agent: shorter than the kubelet's 10s..5m so
@@ -226,7 +228,7 @@ func (w *podWorker) runAgent() {
 
 // start runs the agent binary once for container c.
 func (w *podWorker) start(c *corev1.Container, env []string, kubeconfig string) (*agentProcess, readinessProbe, error) {
-	ports, err := freePorts(1)
+	ports, err := testcluster.FreePorts(1)
 	if err != nil {
 		return nil, readinessProbe{}, err
 	}
@@ -248,7 +250,7 @@ func (w *podWorker) start(c *corev1.Container, env []string, kubeconfig string) 
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + w.dir, "HOSTNAME=" + w.pod.Name}, w.k.opts.Env...)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = testcluster.SysProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, readinessProbe{}, fmt.Errorf("start %s: %w", w.k.opts.Binary, err)

@@ -1,0 +1,12 @@
+// Package doubles holds the test doubles that stand in for the parts of a
+// cluster that the loopback control plane (package testcluster) does not run
+// for real. Each one says in its doc comment which real component it plays
+// and what it leaves out:
+//
+//   - Kubelet plays the kubelet for vmctl agent Pods on kwok's simulated
+//     nodes: it runs the real kubectl-vmctl binary as a process with a token
+//     bound to the Pod.
+//   - RunVirtController plays KubeVirt's virt-controller.
+//
+// Nothing in the product imports this package.
+package doubles
