@@ -109,7 +109,9 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = logFile.Close() }()
 	virtDone := make(chan error, 1)
-	go func() { virtDone <- doubles.RunVirtController(ctx, c.RESTConfig, slog.New(slog.NewTextHandler(logFile, nil))) }()
+	go func() {
+		virtDone <- doubles.RunVirtController(ctx, c.RESTConfig, slog.New(slog.NewTextHandler(logFile, nil)))
+	}()
 	fmt.Fprintf(os.Stderr, "realnode: cluster and node %s up, kubeconfig %s, image %s\n", n.Name, c.Kubeconfig, e.image)
 
 	code := m.Run()
@@ -139,5 +141,5 @@ func taintKwokNodes(ctx context.Context) error {
 	return nil
 }
 
-// ensure the waits below have an upper bound tests share.
+// settle bounds every wait for the cluster to converge.
 const settle = 90 * time.Second
