@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -138,9 +139,11 @@ func (n *Node) startContainerd(ctx context.Context) error {
 // ctr runs ctr against the node's containerd in the Kubernetes namespace.
 func (n *Node) ctr(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, n.bins.Ctr, append([]string{"--address", socketPath(n.Dir), "--namespace", "k8s.io"}, args...)...)
-	out, err := cmd.CombinedOutput()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr // warnings, e.g. cgroup v1's deprecation
+	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return string(out), fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return string(out), nil
 }

@@ -346,14 +346,26 @@ func (n *Node) drain() {
 	for _, p := range list.Items {
 		_ = n.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(1))})
 	}
-	_ = n.waitFor(ctx, "the node's Pods to stop", nil, func(ctx context.Context) (bool, error) {
-		left, err := pods.List(ctx, onNode)
-		if err != nil || len(left.Items) > 0 {
+	start := time.Now()
+	var left string
+	err = n.waitFor(ctx, "the node's Pods to stop", nil, func(ctx context.Context) (bool, error) {
+		list, err := pods.List(ctx, onNode)
+		if err != nil {
 			return false, err
 		}
+		if len(list.Items) > 0 {
+			left = fmt.Sprintf("%d Pods", len(list.Items))
+			return false, nil
+		}
 		out, err := n.ctr(ctx, "tasks", "ls", "-q")
+		left = "tasks: " + strings.Join(strings.Fields(out), " ")
 		return err == nil && strings.TrimSpace(out) == "", err
 	})
+	if err != nil {
+		n.logf("drain: %v (left: %s); sweeping instead", err, left)
+		return
+	}
+	n.logf("drained %d Pods in %s", len(list.Items), time.Since(start).Round(time.Millisecond))
 }
 
 // StopOnSignal stops the node, then calls then (e.g. the cluster's Stop),

@@ -133,30 +133,7 @@ func TestRealNodeRunsAPodAndLeavesNothingBehind(t *testing.T) {
 		t.Errorf("capacity devices.kubevirt.io/kvm = %s, want 110", q.String())
 	}
 
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "pause", Namespace: "default"},
-		Spec: corev1.PodSpec{
-			NodeName:                      n.Name,
-			TerminationGracePeriodSeconds: ptr.To(int64(5)),
-			Containers:                    []corev1.Container{{Name: "pause", Image: node.PauseImage, ImagePullPolicy: corev1.PullNever}},
-		},
-	}
-	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var running *corev1.Pod
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := cs.CoreV1().Pods("default").Get(ctx, "pause", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		running = p
-		return p.Status.Phase == corev1.PodRunning, nil
-	})
-	if err != nil {
-		b, _ := os.ReadFile(n.LogFile(node.Kubelet))
-		t.Fatalf("pod not Running: %v; status %+v\nkubelet log tail:\n%s", err, running.Status, tailOf(b, 30))
-	}
+	running := runPause(t, cs, n)
 	ip, err := netip.ParseAddr(running.Status.PodIP)
 	if err != nil || !netip.MustParsePrefix(node.Subnet).Contains(ip) {
 		t.Errorf("pod IP %q, want one in %s", running.Status.PodIP, node.Subnet)
@@ -173,12 +150,7 @@ func TestRealNodeRunsAPodAndLeavesNothingBehind(t *testing.T) {
 		t.Fatalf("stop the node: %v", err)
 	}
 	stopped = true
-	after := machineState(t)
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("%s changed:\nbefore:\n%s\nafter:\n%s", k, v, after[k])
-		}
-	}
+	compare(t, before, machineState(t))
 }
 
 func tailOf(b []byte, n int) string {
@@ -187,4 +159,35 @@ func tailOf(b []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// runPause runs a Pod of the node's pause image on n and waits for it to run.
+func runPause(t *testing.T, cs kubernetes.Interface, n *node.Node) *corev1.Pod {
+	t.Helper()
+	ctx := t.Context()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pause", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:                      n.Name,
+			TerminationGracePeriodSeconds: ptr.To(int64(5)),
+			Containers:                    []corev1.Container{{Name: "pause", Image: node.PauseImage, ImagePullPolicy: corev1.PullNever}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var running *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "pause", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		running = p
+		return p.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		b, _ := os.ReadFile(n.LogFile(node.Kubelet))
+		t.Fatalf("pod not Running: %v; status %+v\nkubelet log tail:\n%s", err, running.Status, tailOf(b, 30))
+	}
+	return running
 }
