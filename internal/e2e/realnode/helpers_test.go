@@ -71,10 +71,10 @@ func repoFile(rel string) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", rel)
 }
 
-// createPrototype creates testdata/testvm.yaml's prototype VM in ns.
-func createPrototype(t *testing.T, ns string) {
+// createPrototype creates the prototype VM of testdata/<file> in ns.
+func createPrototype(t *testing.T, ns, file string) {
 	t.Helper()
-	b, err := os.ReadFile(repoFile("testdata/testvm.yaml"))
+	b, err := os.ReadFile(repoFile(filepath.Join("testdata", file)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +118,11 @@ func runCode(t *testing.T, stdin []byte, name string, args ...string) (string, s
 	}
 }
 
-// deploy applies what `kubectl vmctl scaffold KIND testvm --image IMAGE`
+// deploy applies what `kubectl vmctl scaffold KIND PROTOTYPE --image IMAGE`
 // writes, as a user would: nothing but the image is set.
-func deploy(t *testing.T, ns string, kind scaffold.Kind) {
+func deploy(t *testing.T, ns string, kind scaffold.Kind, prototype string) {
 	t.Helper()
-	manifests, stderr, code := runCode(t, nil, e.binary, "scaffold", strings.ToLower(string(kind)), "testvm", "-n", ns, "--image", e.image)
+	manifests, stderr, code := runCode(t, nil, e.binary, "scaffold", strings.ToLower(string(kind)), prototype, "-n", ns, "--image", e.image)
 	if code != 0 {
 		t.Fatalf("kubectl vmctl scaffold: exit %d: %s", code, stderr)
 	}

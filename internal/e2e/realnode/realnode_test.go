@@ -53,8 +53,8 @@ func TestScaffoldedWorkloadsRunOnTheRealNode(t *testing.T) {
 	for _, kind := range []scaffold.Kind{scaffold.KindDeployment, scaffold.KindDaemonSet, scaffold.KindStatefulSet} {
 		t.Run(string(kind), func(t *testing.T) {
 			ns := namespace(t)
-			createPrototype(t, ns)
-			deploy(t, ns, kind)
+			createPrototype(t, ns, "testvm.yaml")
+			deploy(t, ns, kind, "testvm")
 			pod := readyAgentPod(t, ns)
 			pairedVM(t, ns, pod)
 			if n := pod.Status.ContainerStatuses[0].RestartCount; n != 0 {
@@ -64,14 +64,55 @@ func TestScaffoldedWorkloadsRunOnTheRealNode(t *testing.T) {
 	}
 }
 
+// TestPodWithoutItsVMIsNotReady: the agent refuses a prototype whose
+// writable PVC every VM would share, so no VM comes, and the kubelet's
+// readiness probe keeps the running Pod unready.
+func TestPodWithoutItsVMIsNotReady(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "shared-pvc-vm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "pvcvm")
+	var pod *corev1.Pod
+	eventually(t, settle, "the agent running and its readiness probe failing", func(ctx context.Context) (bool, string, error) {
+		list, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 {
+			return false, fmt.Sprintf("%d pods", len(list.Items)), err
+		}
+		pod = &list.Items[0]
+		evs, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod.Name).String()})
+		if err != nil {
+			return false, "", err
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == "Unhealthy" && ev.Source.Component == "kubelet" && strings.Contains(ev.Message, "Readiness probe failed") {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("pod %s phase %s, no failed readiness probe yet", pod.Name, pod.Status.Phase), nil
+	})
+	pod, err := e.kube.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Status.Phase != corev1.PodRunning || podReady(pod) {
+		t.Errorf("pod %s: phase %s ready %v, want Running and not Ready", pod.Name, pod.Status.Phase, podReady(pod))
+	}
+	vms, err := e.virt.KubevirtV1().VirtualMachines(ns).List(context.Background(), metav1.ListOptions{LabelSelector: derive.DerivedSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vms.Items) != 0 {
+		t.Errorf("%d derived VMs, want none", len(vms.Items))
+	}
+}
+
 // TestAgentPodOnTheRealNode follows one scaffolded Deployment's Pod through
 // what only a real kubelet and runtime show: its log, its security context as
 // the kernel applies it, exec, a restart after its process is killed, and
 // deletion.
 func TestAgentPodOnTheRealNode(t *testing.T) {
 	ns := namespace(t)
-	createPrototype(t, ns)
-	deploy(t, ns, scaffold.KindDeployment)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm")
 	pod := readyAgentPod(t, ns)
 	vm := pairedVM(t, ns, pod)
 	ctx := context.Background()

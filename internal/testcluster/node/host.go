@@ -122,8 +122,12 @@ func preflight() error {
 	if _, err := os.Stat(filepath.Join("/sys/class/net", Bridge)); err == nil {
 		errs = append(errs, fmt.Errorf("network interface %s exists and is not this harness's (no %s); remove it (ip link del %s) if it is a leftover", Bridge, StateFile, Bridge))
 	}
-	if out, err := run("ip", "-4", "route", "show", "match", Address); err == nil && strings.TrimSpace(out) != "" && !strings.HasPrefix(strings.TrimSpace(out), "default") {
-		errs = append(errs, fmt.Errorf("the machine already routes %s (%s); the node's subnet %s would clash", Address, strings.TrimSpace(out), Subnet))
+	if out, err := run("ip", "-4", "route", "show", "match", Address); err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if line != "" && !strings.HasPrefix(line, "default") {
+				errs = append(errs, fmt.Errorf("the machine already routes %s (%s); the node's subnet %s would clash", Address, line, Subnet))
+			}
+		}
 	}
 	if out, err := run("ip", "-4", "route", "show", "root", ServiceCIDR); err == nil && strings.TrimSpace(out) != "" {
 		errs = append(errs, fmt.Errorf("the machine already routes part of the Service range %s: %s", ServiceCIDR, strings.TrimSpace(out)))
