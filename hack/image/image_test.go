@@ -3,13 +3,14 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,41 +31,42 @@ import "os"
 func main() { os.Stdout.WriteString("hello from the image\n") }
 `
 
-var (
-	binariesOnce sync.Once
-	binaries     map[string]string // GOARCH -> path
-	binariesErr  error
-)
+// binaries maps GOARCH to program built for linux/GOARCH, once for all tests.
+var binaries map[string]string
 
-// staticBinary builds program for linux/arch once per test run.
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "image-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte(program), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	binaries = map[string]string{}
+	for _, arch := range []string{"amd64", "arm64"} {
+		out := filepath.Join(dir, arch, "vmctl-agent")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", out, src)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOFLAGS=")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build the test binary: %v\n%s", err, b)
+			return 2
+		}
+		binaries[arch] = out
+	}
+	return m.Run()
+}
+
+// staticBinary is the test program built for linux/arch.
 func staticBinary(t *testing.T, arch string) string {
 	t.Helper()
-	binariesOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "image-test-")
-		if err != nil {
-			binariesErr = err
-			return
-		}
-		src := filepath.Join(dir, "main.go")
-		if binariesErr = os.WriteFile(src, []byte(program), 0o644); binariesErr != nil {
-			return
-		}
-		binaries = map[string]string{}
-		for _, a := range []string{"amd64", "arm64"} {
-			out := filepath.Join(dir, a, "vmctl-agent")
-			cmd := exec.Command("go", "build", "-trimpath", "-o", out, src)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+a, "GOFLAGS=")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				binariesErr = err
-				t.Logf("go build: %s", b)
-				return
-			}
-			binaries[a] = out
-		}
-	})
-	if binariesErr != nil {
-		t.Fatalf("build the test binary: %v", binariesErr)
-	}
 	return binaries[arch]
 }
 
@@ -115,7 +117,7 @@ func TestBuildTarballEntrypointUserAndLayer(t *testing.T) {
 			if got := cf.Config.Labels["org.opencontainers.image.version"]; got != "v1.2.3" {
 				t.Errorf("version label %q, want v1.2.3", got)
 			}
-			if want := time.Unix(1700000000, 0).UTC(); !cf.Created.Time.Equal(want) {
+			if want := time.Unix(1700000000, 0).UTC(); !cf.Created.Equal(want) {
 				t.Errorf("created %s, want %s", cf.Created.Time, want)
 			}
 			layers, err := img.Layers()
@@ -229,7 +231,9 @@ func TestCheckRejects(t *testing.T) {
 		}
 		return out
 	}
-	extra, err := tarball.LayerFromReader(bytes.NewReader(layerTar("/bin/sh", []byte("#!"), time.Unix(0, 0))))
+	extra, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar("/bin/sh", []byte("#!"), time.Unix(0, 0)))), nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,7 +200,7 @@ func (n *Node) waitFor(ctx context.Context, what string, ds []*daemon, check fun
 		return ok, nil
 	})
 	if err != nil && last != nil && ctx.Err() != nil {
-		return fmt.Errorf("wait for %s: %w (last: %v)", what, err, last)
+		return fmt.Errorf("wait for %s: %w (last: %w)", what, err, last)
 	}
 	if err != nil {
 		return fmt.Errorf("wait for %s: %w", what, err)

@@ -63,7 +63,7 @@ func (d *daemon) exited() bool {
 
 // exitError describes an early exit with the tail of the daemon's log.
 func (d *daemon) exitError() error {
-	return fmt.Errorf("%s exited (%v); its log %s ends with:\n%s", d.name, d.err, d.logPath, tail(d.logPath, 25))
+	return fmt.Errorf("%s exited (%w); its log %s ends with:\n%s", d.name, d.err, d.logPath, tail(d.logPath, 25))
 }
 
 // stop sends SIGTERM to the daemon's group, then SIGKILL after stopGrace.

@@ -43,14 +43,15 @@ func TestHelperNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	runPause(t, cs, n) // containers, shims, mounts and a veth to clean up
-	os.Stdout.WriteString("READY\n")
+	_, _ = os.Stdout.WriteString("READY\n")
 	select {}
 }
 
 // startHelper runs TestHelperNode and returns once its node is Ready.
 func startHelper(t *testing.T) *exec.Cmd {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "vmctl-node-")
+	// Not t.TempDir: its path is too long for containerd's shim sockets.
+	dir, err := os.MkdirTemp("", "vmctl-node-") //nolint:usetesting // see above
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,8 @@ func TestInterruptedNodeLeavesNothingBehind(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		t.Logf("the interrupted helper exited: %v", err)
 	case <-time.After(time.Minute):
 		t.Fatal("the interrupted helper did not exit within a minute")
 	}
