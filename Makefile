@@ -8,6 +8,11 @@ BIN := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# Evaluated once, so every target of one make run (the image and the e2e run
+# that loads it) agrees on them, even if the tree changes meanwhile.
+VERSION := $(VERSION)
+COMMIT := $(COMMIT)
+DATE := $(DATE)
 LDFLAGS := -s -w \
 	-X github.com/kubectl-vmctl/kubectl-vmctl/internal/version.version=$(VERSION) \
 	-X github.com/kubectl-vmctl/kubectl-vmctl/internal/version.commit=$(COMMIT) \
@@ -32,6 +37,7 @@ build:
 ## tagged $(IMAGE); no Docker needed. Load it with kind load image-archive,
 ## minikube image load, docker load or ctr -n k8s.io images import.
 image:
+	@rm -f $(CURDIR)/dist/kubectl-vmctl-image_*.tar
 	@set -e; for p in $(IMAGE_PLATFORMS); do \
 		bin=$(CURDIR)/dist/image-bin/$${p/\//_}/vmctl-agent; \
 		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$bin ./cmd/vmctl-agent; \
