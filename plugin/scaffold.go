@@ -109,7 +109,10 @@ it belongs to.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Name, "name", o.Name, `Name of the workload, ServiceAccount, Roles and Services (default "vmctl-PROTOTYPE").`)
 	f.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM, if not the workload's.")
-	f.StringVar(&o.Image, "image", o.Image, "Container image of the agent.")
+	f.StringVar(&o.Image, "image", o.Image,
+		"Container image of the agent. From source, 'make image' writes dist/kubectl-vmctl-image_VERSION_linux_ARCH.tar "+
+			"and prints the image's name; load it with 'kind load image-archive FILE', 'minikube image load FILE' "+
+			"or 'ctr -n k8s.io images import FILE' on each containerd node.")
 	f.Int32Var(&o.Replicas, "replicas", o.Replicas, "Number of agent Pods, and so of VMs, of a Deployment or StatefulSet.")
 	f.Int64Var(&o.GracePeriod, "grace-period", o.GracePeriod,
 		"Seconds an agent Pod has to delete its VM when it stops (terminationGracePeriodSeconds); the agent gives up 10s before.")

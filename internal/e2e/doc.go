@@ -2,5 +2,6 @@
 // binary (VMCTL_BINARY, `make e2e` sets it) against a real control plane on
 // loopback (package testcluster): kube-apiserver, etcd, controller manager,
 // scheduler and kwok, with test doubles of KubeVirt's virt-controller and of
-// the kubelet for agent Pods. They need the build tag `e2e`.
+// the kubelet for agent Pods on kwok's many nodes. The agent image on a real
+// kubelet is tested in internal/e2e/realnode. They need the build tag `e2e`.
 package e2e

@@ -21,13 +21,16 @@ import (
 const KubernetesVersion = "v1.36.3"
 
 // Binaries locates the control-plane commands and kwok's Stage files that
-// EnsureBinaries built and copied.
+// EnsureBinaries built and copied, and the real node's kubelet and kube-proxy
+// (package node runs them), built from the same Kubernetes module.
 type Binaries struct {
 	Etcd                  string
 	KubeAPIServer         string
 	KubeControllerManager string
 	KubeScheduler         string
 	Kwok                  string
+	Kubelet               string
+	KubeProxy             string
 	// NodeStages and PodStages are the kwok Stage YAML files that ship in the
 	// kwok module (kustomize/stage/node/... and kustomize/stage/pod/general).
 	NodeStages []string
@@ -48,6 +51,8 @@ func components() []component {
 		{"kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager", func(b *Binaries) *string { return &b.KubeControllerManager }},
 		{"kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", func(b *Binaries) *string { return &b.KubeScheduler }},
 		{"kwok", "sigs.k8s.io/kwok/cmd/kwok", func(b *Binaries) *string { return &b.Kwok }},
+		{"kubelet", "k8s.io/kubernetes/cmd/kubelet", func(b *Binaries) *string { return &b.Kubelet }},
+		{"kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", func(b *Binaries) *string { return &b.KubeProxy }},
 	}
 }
 
@@ -146,6 +151,9 @@ func toolsHash(toolsDir string) (string, error) {
 		h.Write(data)
 	}
 	_, _ = fmt.Fprintf(h, "ldflags %s\n%s/%s\n", ldflags(), runtime.GOOS, runtime.GOARCH)
+	for _, c := range components() {
+		_, _ = fmt.Fprintf(h, "component %s %s\n", c.name, c.pkg)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 

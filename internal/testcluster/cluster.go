@@ -37,6 +37,10 @@ type Options struct {
 	FallbackCRDs bool
 	// Timeout bounds startup once the binaries are there. Zero means 2 minutes.
 	Timeout time.Duration
+	// BindAddress is where the API server listens; empty means 127.0.0.1.
+	// The Pods of a real node (package node) reach it through the kubernetes
+	// Service at the node's address, so a cluster for one needs 0.0.0.0.
+	BindAddress string
 }
 
 // Cluster is a running control plane. Its exported fields are set by Start and
@@ -66,6 +70,8 @@ type Cluster struct {
 	procs     []*process
 	stopOnce  sync.Once
 	stopErr   error
+
+	bindAddress string // Options.BindAddress, else 127.0.0.1
 }
 
 // The components a Cluster runs; also the names of their logs (see LogFile).
@@ -103,7 +109,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	c := &Cluster{Dir: opts.Dir, Binaries: bins, log: logw, begin: begin}
+	c := &Cluster{Dir: opts.Dir, Binaries: bins, log: logw, begin: begin, bindAddress: opts.BindAddress}
+	if c.bindAddress == "" {
+		c.bindAddress = "127.0.0.1"
+	}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "vmctl-testcluster-"); err != nil {
 			return nil, fmt.Errorf("create the cluster directory: %w", err)
@@ -337,7 +346,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) er
 		}
 		proc, err := c.start(KubeAPIServer, c.Binaries.KubeAPIServer, []string{
 			"--etcd-servers=" + etcdURL,
-			"--bind-address=127.0.0.1",
+			"--bind-address=" + c.bindAddress,
 			"--advertise-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(ports[0]),
 			"--cert-dir=" + filepath.Join(c.Dir, "pki"),
@@ -349,6 +358,10 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) er
 			"--service-account-signing-key-file=" + p.SAKey,
 			"--service-cluster-ip-range=10.96.0.0/16",
 			"--authorization-mode=Node,RBAC",
+			"--kubelet-client-certificate=" + p.KubeletClientCert,
+			"--kubelet-client-key=" + p.KubeletClientKey,
+			// A real node's hostname does not resolve; its InternalIP does.
+			"--kubelet-preferred-address-types=InternalIP,Hostname",
 			"--allow-privileged=true",
 			// 127.0.0.1 is not a valid endpoint for the kubernetes Service.
 			"--endpoint-reconciler-type=none",

@@ -23,6 +23,8 @@ type pki struct {
 	CACert, CAKey              string
 	ServingCert, ServingKey    string
 	SAKey, SAPub               string
+	KubeletClientCert          string // the API server's identity towards kubelets
+	KubeletClientKey           string
 	caPEM, adminCert, adminKey []byte // for the kubeconfig
 }
 
@@ -95,6 +97,14 @@ func writePKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("generate the admin certificate: %w", err)
 	}
 
+	// For `kubectl logs` and `exec` on a real node (package node), as
+	// kubeadm's apiserver-kubelet-client.
+	kubeletClientCert, kubeletClientKey, err := leaf(4, pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		x509.ExtKeyUsageClientAuth, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("generate the kubelet client certificate: %w", err)
+	}
+
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generate the service-account key: %w", err)
@@ -116,12 +126,14 @@ func writePKI(dir string) (*pki, error) {
 		CACert: filepath.Join(dir, "ca.crt"), CAKey: filepath.Join(dir, "ca.key"),
 		ServingCert: filepath.Join(dir, "apiserver.crt"), ServingKey: filepath.Join(dir, "apiserver.key"),
 		SAKey: filepath.Join(dir, "sa.key"), SAPub: filepath.Join(dir, "sa.pub"),
+		KubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"), KubeletClientKey: filepath.Join(dir, "apiserver-kubelet-client.key"),
 		caPEM: certPEM(caDER), adminCert: adminCert, adminKey: adminKey,
 	}
 	for path, data := range map[string][]byte{
 		p.CACert: p.caPEM, p.CAKey: caKeyPEM,
 		p.ServingCert: servingCert, p.ServingKey: servingKey,
 		p.SAKey: saKeyPEM, p.SAPub: saPubPEM,
+		p.KubeletClientCert: kubeletClientCert, p.KubeletClientKey: kubeletClientKey,
 	} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, fmt.Errorf("write %s: %w", path, err)

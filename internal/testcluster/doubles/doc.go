@@ -5,7 +5,10 @@
 //
 //   - Kubelet plays the kubelet for vmctl agent Pods on kwok's simulated
 //     nodes: it runs the real kubectl-vmctl binary as a process with a token
-//     bound to the Pod.
+//     bound to the Pod. It stays for what one real node cannot do: many
+//     nodes (a DaemonSet on four, Deployments at scale). The image, the
+//     securityContext, probes, logs, exec, restarts and deletion are tested
+//     on a real kubelet (package node, internal/e2e/realnode).
 //   - RunVirtController plays KubeVirt's virt-controller.
 //
 // Nothing in the product imports this package.
