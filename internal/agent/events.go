@@ -22,6 +22,7 @@ const (
 	ReasonCreateFailed         = "CreateFailed"
 	ReasonVMDeleted            = "VMDeleted"
 	ReasonDeleteFailed         = "DeleteFailed"
+	ReasonWatchDenied          = "WatchDenied"
 	ReasonPodUnknown           = "PodUnknown"
 )
 

@@ -54,13 +54,13 @@ func withSharedPVC(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
 }
 
 // derived returns the VM derive makes for pod from the test prototype, as
-// the API server would hold it, with uid and resourceVersion.
-func derived(t *testing.T, pod Identity, uid types.UID, rv string) *kubevirtv1.VirtualMachine {
+// the API server would hold it, with uid.
+func derived(t *testing.T, pod Identity, uid types.UID) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	vm, err := derive.VM(prototype(testProto), derive.Pod{Name: pod.PodName, Namespace: pod.PodNamespace, UID: pod.PodUID, Node: pod.Node}, derive.Options{})
 	if err != nil {
 		t.Fatalf("derive.VM() = %v", err)
 	}
-	vm.UID, vm.ResourceVersion = uid, rv
+	vm.UID = uid
 	return vm
 }

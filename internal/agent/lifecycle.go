@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -36,10 +35,14 @@ type Agent struct {
 
 // New returns an Agent for cfg, which must have passed Validate.
 func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface) *Agent {
+	return newAgent(cfg, kubevirtVMs{kv}, kube)
+}
+
+func newAgent(cfg Config, vms vmAPI, kube kubernetes.Interface) *Agent {
 	status := newReadiness("starting")
 	return &Agent{
 		cfg:    cfg,
-		vms:    kubevirtVMs{kv},
+		vms:    vms,
 		pods:   kubePods{kube},
 		kube:   kube,
 		status: status,
@@ -169,28 +172,28 @@ func (a *Agent) keep(ctx context.Context) *kubevirtv1.VirtualMachine {
 func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (latest *kubevirtv1.VirtualMachine, gone, wasReady bool) {
 	latest = vm
 	wasReady = a.observe(ctx, vm)
-	vw := newVMWatch(ctx, a.vms, vm.Namespace, vm.Name, vm.ResourceVersion, a.cfg.backoff())
-	defer vw.stop()
-	for {
-		typ, obj, ok := vw.next(ctx)
-		switch {
-		case !ok:
-			return latest, false, wasReady
-		case obj == nil, typ == watch.Deleted && obj.UID == latest.UID:
-			a.status.set(false, fmt.Sprintf("VM %s/%s was deleted", vm.Namespace, vm.Name))
-			return nil, true, wasReady
-		case typ == watch.Deleted:
-			// An earlier VM of that name, replaced before this watch began.
-		case obj.UID != latest.UID:
-			// Ours went while the watch was down and another took the name.
-			return nil, true, wasReady
-		default:
-			latest = obj
-			if a.observe(ctx, obj) {
-				wasReady = true
-			}
+	ref := vm.Namespace + "/" + vm.Name
+	_ = watchVM(ctx, a.vms, vm.Namespace, vm.Name, watchBackoff(a.cfg.backoff()), func(err error) bool {
+		a.report.fail(ctx, watchProblem(ref, err))
+		return false // the reflector retries; readiness returns with the VM
+	}, func(cur *kubevirtv1.VirtualMachine) bool {
+		if cur == nil || cur.UID != vm.UID {
+			// Deleted, or deleted and its name taken by another VM while
+			// the watch was down.
+			gone = true
+			return true
 		}
+		latest = cur
+		if a.observe(ctx, cur) {
+			wasReady = true
+		}
+		return false
+	})
+	if gone {
+		a.status.set(false, fmt.Sprintf("VM %s was deleted", ref))
+		return nil, true, wasReady
 	}
+	return latest, false, wasReady
 }
 
 // observe mirrors vm's status.ready on /readyz and logs changes.
