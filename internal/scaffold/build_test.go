@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,11 +167,11 @@ func TestBuildObjects(t *testing.T) {
 func wantRules() (proto, vms, events rbacv1.PolicyRule) {
 	proto = rbacv1.PolicyRule{
 		APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"},
-		ResourceNames: []string{"testvm"}, Verbs: []string{"get"},
+		ResourceNames: []string{"testvm"}, Verbs: []string{"get", "list", "watch"},
 	}
 	vms = rbacv1.PolicyRule{
 		APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"},
-		Verbs: []string{"create", "get", "watch", "delete"},
+		Verbs: []string{"create", "get", "list", "watch", "delete"},
 	}
 	events = rbacv1.PolicyRule{
 		APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"},
@@ -242,8 +243,10 @@ func TestRBACGrantsNoPods(t *testing.T) {
 			if !cmp.Equal(r.Resources, []string{"virtualmachines"}) && !cmp.Equal(r.Resources, []string{"events"}) {
 				t.Errorf("Role %s/%s grants %v on %v; the agent needs only virtualmachines and events", role.Namespace, role.Name, r.Verbs, r.Resources)
 			}
+			// list is granted where watch is, which reads as much (a watch
+			// can stream its initial list); the reflector falls back to it.
 			for _, v := range r.Verbs {
-				if v == "*" || v == "list" || v == "update" || v == "deletecollection" {
+				if v == "*" || v == "update" || v == "deletecollection" || (v == "list" && !slices.Contains(r.Verbs, "watch")) {
 					t.Errorf("Role %s/%s grants %q on %v, which the agent never needs", role.Namespace, role.Name, v, r.Resources)
 				}
 			}
