@@ -100,8 +100,8 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 		return nil, nil, &problem{reason: ReasonVMConflict, msg: why}
 	}
 
-	a.status.set(false, why)
-	klog.FromContext(ctx).Info("Replacing VM", "uid", existing.UID, "podUID", existing.Annotations[derive.AnnotationPodUID])
+	a.status.set(false, ReadyzReplacing)
+	klog.FromContext(ctx).Info("Replacing VM", "reason", why, "uid", existing.UID, "podUID", existing.Annotations[derive.AnnotationPodUID])
 	if err := a.deleteAndWait(ctx, existing); err != nil {
 		return nil, nil, &problem{reason: ReasonDeleteFailed, msg: fmt.Sprintf("replacing VM %s: %v", ref, err), err: err}
 	}

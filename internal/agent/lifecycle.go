@@ -39,7 +39,7 @@ func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface) *Agent {
 }
 
 func newAgent(cfg Config, vms vmAPI, kube kubernetes.Interface) *Agent {
-	status := newReadiness("starting")
+	status := newReadiness(ReadyzStarting)
 	return &Agent{
 		cfg:    cfg,
 		vms:    vms,
@@ -76,9 +76,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("serving probes: %w; choose another --probe-address", err)
 	}
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := probeServer(a.Handler(), defaultProbeLimits)
 	go func() {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(defaultProbeLimits.limit(ln)); !errors.Is(err, http.ErrServerClosed) {
 			logger.Error(err, "Probe server stopped")
 		}
 	}()
@@ -190,7 +190,7 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 		return false
 	})
 	if gone {
-		a.status.set(false, fmt.Sprintf("VM %s was deleted", ref))
+		a.status.set(false, ReasonVMDeleted)
 		return nil, true, wasReady
 	}
 	return latest, false, wasReady
@@ -198,17 +198,16 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 
 // observe mirrors vm's status.ready on /readyz and logs changes.
 func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool {
-	ref := vm.Namespace + "/" + vm.Name
 	ready := vm.Status.Ready && vm.DeletionTimestamp == nil
 	switch {
 	case ready:
 		a.status.set(true, "")
 	case vm.DeletionTimestamp != nil:
-		a.status.set(false, fmt.Sprintf("VM %s is being deleted", ref))
+		a.status.set(false, ReadyzVMDeleting)
 	case vm.Status.PrintableStatus != "":
-		a.status.set(false, fmt.Sprintf("VM %s not ready: %s", ref, vm.Status.PrintableStatus))
+		a.status.set(false, ReadyzVMNotReady+": "+string(vm.Status.PrintableStatus))
 	default:
-		a.status.set(false, fmt.Sprintf("VM %s not ready", ref))
+		a.status.set(false, ReadyzVMNotReady)
 	}
 	if ready != a.wasReady {
 		a.wasReady = ready
@@ -220,7 +219,7 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 // release deletes the VM the agent owns, if any, when the Pod is told to stop.
 func (a *Agent) release(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	logger := klog.FromContext(ctx)
-	a.status.set(false, "shutting down")
+	a.status.set(false, ReadyzShuttingDown)
 	logger.Info("Shutting down", "cause", context.Cause(ctx))
 	if vm == nil {
 		logger.Info("No VM to delete")

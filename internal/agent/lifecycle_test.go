@@ -36,17 +36,17 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 	if vm.Spec.RunStrategy == nil || *vm.Spec.RunStrategy != kubevirtv1.RunStrategyAlways {
 		t.Errorf("VM runStrategy = %v, want Always", vm.Spec.RunStrategy)
 	}
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready")
+	h.waitReadyz(503, "VMNotReady")
 
 	vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStarting
 	h.api.put(vm)
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready: Starting")
+	h.waitReadyz(503, "VMNotReady: Starting")
 	vm.Status.Ready, vm.Status.PrintableStatus = true, kubevirtv1.VirtualMachineStatusRunning
 	h.api.put(vm)
 	h.waitReadyz(200, "ok")
 	vm.Status.Ready, vm.Status.PrintableStatus = false, kubevirtv1.VirtualMachineStatusStopping
 	h.api.put(vm)
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready: Stopping")
+	h.waitReadyz(503, "VMNotReady: Stopping")
 
 	// Request budget before steady state: GET prototype, CREATE, one
 	// streaming list that stays open as the watch, one Event.
@@ -94,8 +94,8 @@ func TestShutdownDeletesVMInForeground(t *testing.T) {
 	if diff := cmp.Diff(want, deletes); diff != "" {
 		t.Errorf("DELETE options (-want +got):\n%s", diff)
 	}
-	if code, body := h.readyz(); code != 503 || body != "shutting down" {
-		t.Errorf("/readyz after shutdown = %d %q, want 503 shutting down", code, body)
+	if code, body := h.readyz(); code != 503 || body != ReadyzShuttingDown {
+		t.Errorf("/readyz after shutdown = %d %q, want 503 ShuttingDown", code, body)
 	}
 }
 
@@ -144,7 +144,7 @@ func TestShutdownGivesUpAfterDeleteTimeout(t *testing.T) {
 func TestShutdownWithoutVM(t *testing.T) {
 	h := newHarness(t, Config{}, nil) // no prototype: nothing is ever created
 	h.start()
-	h.waitReadyz(503, "waiting for prototype default/testvm: not found")
+	h.waitReadyz(503, ReasonPrototypeUnavailable)
 	if err := h.sigterm(); err != nil {
 		t.Fatalf("Run() = %v", err)
 	}
@@ -190,7 +190,7 @@ func TestPodLookupRetries(t *testing.T) {
 	cfg.Pod = Identity{PodName: testPod, PodNamespace: testNamespace, Node: testNode} // no UID
 	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})       // and no Pod yet
 	h.start()
-	h.waitReadyz(503, "looking up Pod default/vmctl-abc for its node and UID: not found")
+	h.waitReadyz(503, ReasonPodUnknown)
 	if err := h.kube.Tracker().Add(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: testPod, Namespace: testNamespace, UID: "late-uid"},
 		Spec:       corev1.PodSpec{NodeName: "elsewhere"},
@@ -269,7 +269,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 	tests := []struct {
 		name     string
 		existing func(t *testing.T) *kubevirtv1.VirtualMachine
-		readyz   string
+		event    string
 	}{{
 		name: "not made by vmctl",
 		existing: func(*testing.T) *kubevirtv1.VirtualMachine {
@@ -277,7 +277,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 			vm.UID = "foreign-uid"
 			return vm
 		},
-		readyz: "VM default/testvm-vmctl-abc exists and was not made by vmctl",
+		event: "VM default/testvm-vmctl-abc exists and was not made by vmctl",
 	}, {
 		name: "made for another Pod",
 		existing: func(t *testing.T) *kubevirtv1.VirtualMachine {
@@ -285,7 +285,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 			vm.Name = testVM
 			return vm
 		},
-		readyz: "VM default/testvm-vmctl-abc belongs to Pod default/vmctl-xyz",
+		event: "VM default/testvm-vmctl-abc belongs to Pod default/vmctl-xyz",
 	}, {
 		name: "derived from another prototype",
 		existing: func(t *testing.T) *kubevirtv1.VirtualMachine {
@@ -293,7 +293,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 			vm.Annotations[derive.AnnotationPrototypeName] = "other"
 			return vm
 		},
-		readyz: "was derived from prototype default/other, not default/testvm",
+		event: "was derived from prototype default/other, not default/testvm",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -301,8 +301,10 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 			h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto), existing})
 			before := h.api.object(testVM)
 			h.start()
-			h.waitReadyz(503, tt.readyz)
-			h.waitEvent(corev1.EventTypeWarning, ReasonVMConflict)
+			h.waitReadyz(503, ReasonVMConflict)
+			if ev := h.waitEvent(corev1.EventTypeWarning, ReasonVMConflict); !strings.Contains(ev.Message, tt.event) {
+				t.Errorf("VMConflict Event %q, want it to say %q", ev.Message, tt.event)
+			}
 			// It keeps trying rather than exiting.
 			h.eventually("the agent retries", func() bool { return h.api.count("create ") >= 3 })
 
@@ -335,7 +337,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 func TestWaitsForPrototype(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
 	h.start()
-	h.waitReadyz(503, "waiting for prototype default/testvm: not found")
+	h.waitReadyz(503, ReasonPrototypeUnavailable)
 	ev := h.waitEvent(corev1.EventTypeWarning, ReasonPrototypeUnavailable)
 	if ev.Message != "waiting for prototype default/testvm: not found" {
 		t.Errorf("Event message %q", ev.Message)
@@ -369,7 +371,7 @@ func TestRecreatesDeletedVM(t *testing.T) {
 		t.Fatalf("VM not recreated after an external delete: %v", again)
 	}
 	h.waitEvent(corev1.EventTypeWarning, ReasonVMDeleted)
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready")
+	h.waitReadyz(503, "VMNotReady")
 	if got := h.api.count("create "); got != 2 {
 		t.Errorf("%d creates, want 2", got)
 	}
@@ -382,7 +384,7 @@ func TestSharedVolumesCreateNothing(t *testing.T) {
 	if !strings.Contains(ev.Message, `volume "data"`) || !strings.Contains(ev.Message, "--allow-shared-volumes") {
 		t.Errorf("Event message %q does not name the volume and the way out", ev.Message)
 	}
-	h.waitReadyz(503, "prototype default/testvm")
+	h.waitReadyz(503, ReasonSharedVolumes)
 	// Rather than polling, it watches the prototype for a change.
 	if got := h.api.next("watch " + testProto); got != "watch testvm rv= initial" {
 		t.Errorf("prototype watch %q, want a streaming list of it", got)
@@ -439,7 +441,7 @@ func TestWatchDeniedIsReported(t *testing.T) {
 		return nil
 	}
 	h.start()
-	h.waitReadyz(503, "watching VM default/testvm-vmctl-abc")
+	h.waitReadyz(503, ReasonWatchDenied)
 	ev := h.waitEvent(corev1.EventTypeWarning, ReasonWatchDenied)
 	if !strings.Contains(ev.Message, "grant the Pod's service account list and watch on virtualmachines.kubevirt.io") {
 		t.Errorf("Event %q does not say what to grant", ev.Message)
