@@ -485,3 +485,22 @@ func TestProbeAddressInUse(t *testing.T) {
 		t.Errorf("requests %v before the probes were up; want none", reqs)
 	}
 }
+
+func TestRefusesPrototypeCopiedFromDerivedVM(t *testing.T) {
+	// Someone copied a derived VM (get -o yaml, renamed, owner references
+	// stripped) to make the prototype: it still carries vmctl's markers.
+	copied := derived(t, testIdentity, "proto-uid")
+	copied.Name, copied.OwnerReferences = testProto, nil
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{copied})
+	h.start()
+	h.waitReadyz(503, ReasonInvalidPrototype)
+	ev := h.waitEvent(corev1.EventTypeWarning, ReasonInvalidPrototype)
+	if !strings.Contains(ev.Message, derive.LabelPod) || !strings.Contains(ev.Message, "kubectl label vm testvm") {
+		t.Errorf("Event %q does not name the markers and how to remove them", ev.Message)
+	}
+	// Like any prototype that cannot be derived, it is watched for a fix.
+	h.api.next("watch " + testProto)
+	if n := h.api.count("create "); n != 0 {
+		t.Errorf("%d creates from a prototype with derived-VM markers, want none", n)
+	}
+}
