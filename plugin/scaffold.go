@@ -1,13 +1,20 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
@@ -27,6 +34,11 @@ type ScaffoldOptions struct {
 	AdmissionPolicy    bool
 	AllowSharedVolumes bool
 	Output             string
+
+	// Prototype looks the prototype up, to check that its guest's grace
+	// period fits the Pod's; nil means through ConfigFlags. Scaffolding
+	// works without a cluster: when the lookup fails, scaffold says nothing.
+	Prototype func(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error)
 
 	// replicasSet records an explicit --replicas, which a DaemonSet rejects.
 	replicasSet bool
@@ -103,7 +115,7 @@ it belongs to.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return o.Run()
+			return o.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
@@ -209,14 +221,55 @@ func (o *ScaffoldOptions) Validate() error {
 	return nil
 }
 
-// Run prints the manifests.
-func (o *ScaffoldOptions) Run() error {
+// Run prints the manifests, and warns on ErrOut when the prototype's guest
+// may take longer to shut down than its Pod is given.
+func (o *ScaffoldOptions) Run(ctx context.Context) error {
 	objs, err := scaffold.Build(o.params)
 	if err != nil {
 		return err
 	}
+	o.warnGracePeriod(ctx)
 	if o.Output == "json" {
 		return scaffold.WriteJSON(o.Out, objs)
 	}
 	return scaffold.WriteYAML(o.Out, objs)
+}
+
+// prototypeLookupTimeout bounds the one GET of the prototype: scaffold must
+// not hang without a cluster.
+const prototypeLookupTimeout = 3 * time.Second
+
+// warnGracePeriod prints a warning when the prototype's guest may take longer
+// to shut down than the agent waits for it. Without a cluster, or without
+// leave to read the prototype, it only logs why at -v=2.
+func (o *ScaffoldOptions) warnGracePeriod(ctx context.Context) {
+	get := o.Prototype
+	if get == nil {
+		get = func(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error) {
+			rc, err := o.ConfigFlags.ToRESTConfig()
+			if err != nil {
+				return nil, err
+			}
+			rc.Timeout = prototypeLookupTimeout
+			cs, err := kubevirt.NewForConfig(rc)
+			if err != nil {
+				return nil, err
+			}
+			return cs.KubevirtV1().VirtualMachines(namespace).Get(ctx, name, metav1.GetOptions{})
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, prototypeLookupTimeout)
+	defer cancel()
+	ns := o.params.ProtoNamespace
+	if ns == "" {
+		ns = o.params.Namespace
+	}
+	proto, err := get(ctx, ns, o.params.Prototype)
+	if err != nil {
+		klog.V(2).InfoS("Not checking the prototype's grace period", "prototype", klog.KRef(ns, o.params.Prototype), "err", err)
+		return
+	}
+	if msg := o.params.GracePeriodWarning(derive.GuestGracePeriod(proto)); msg != "" {
+		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s\n", msg)
+	}
 }

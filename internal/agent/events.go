@@ -23,6 +23,7 @@ const (
 	ReasonVMDeleted            = "VMDeleted"
 	ReasonDeleteFailed         = "DeleteFailed"
 	ReasonWatchDenied          = "WatchDenied"
+	ReasonGracePeriod          = "GracePeriodTooShort"
 	ReasonPodUnknown           = "PodUnknown"
 )
 

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -130,14 +131,54 @@ func TestShutdownGivesUpAfterDeleteTimeout(t *testing.T) {
 	h.start()
 	h.watchFollowed()
 	start := time.Now()
-	if err := h.sigterm(); err != nil {
-		t.Fatalf("Run() = %v, want nil: the Pod is going anyway", err)
+	// The VM may outlive the Pod: say so with the exit code and the
+	// termination message (Run's error), not only in the log.
+	err := h.sigterm()
+	if err == nil || !strings.Contains(err.Error(), "may outlive the Pod") || !strings.Contains(err.Error(), "shutdown deadline") {
+		t.Fatalf("Run() = %v, want an error saying the VM may outlive the Pod", err)
 	}
 	if h.api.object(testVM) == nil {
 		t.Error("VM vanished, but the fake never deletes it")
 	}
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("shutdown took %v with a 50ms delete timeout", elapsed)
+	}
+}
+
+// TestShutdownDeadlineCoversCreateInFlight: a create still going on at the
+// signal may run on, but only until the one shutdown deadline; the delete
+// gets no new clock of its own after it.
+func TestShutdownDeadlineCoversCreateInFlight(t *testing.T) {
+	cfg := testConfig()
+	cfg.DeleteTimeout = 300 * time.Millisecond
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	h.api.stallCreates = true // the API server takes its time
+	h.start()
+	h.api.next("create " + testVM)
+	start := time.Now()
+	err := h.sigterm()
+	if elapsed := time.Since(start); elapsed > 3*time.Second {
+		t.Errorf("shutdown took %v with a 300ms deadline", elapsed)
+	}
+	if err == nil || !strings.Contains(err.Error(), "its create was still going on") {
+		t.Errorf("Run() = %v, want an error saying the cut-short create may have made the VM", err)
+	}
+}
+
+func TestWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
+	proto := prototype(testProto)
+	proto.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{proto})
+	h.start()
+	h.watchFollowed()
+	ev := h.waitEvent(corev1.EventTypeWarning, ReasonGracePeriod)
+	for _, want := range []string{"10m0s", "10s", "--grace-period 620", "may outlive the Pod"} {
+		if !strings.Contains(ev.Message, want) {
+			t.Errorf("Event %q does not say %q", ev.Message, want)
+		}
+	}
+	if h.api.object(testVM) == nil {
+		t.Error("no VM: the warning must not stop the agent")
 	}
 }
 

@@ -149,7 +149,7 @@ func runCode(t *testing.T, stdin []byte, name string, args ...string) (string, s
 func deploy(t *testing.T, ns string, kind scaffold.Kind, prototype string, flags ...string) {
 	t.Helper()
 	args := append([]string{"scaffold", strings.ToLower(string(kind)), prototype, "-n", ns,
-		"--grace-period", "30"}, flags...)
+		"--grace-period", "60"}, flags...)
 	manifests := vmctl(t, args...)
 	kubectl(t, []byte(manifests), "apply", "-f", "-")
 }

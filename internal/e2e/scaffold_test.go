@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +165,33 @@ func TestScaffoldServiceAccountLimits(t *testing.T) {
 	}
 	if _, err := admin.Get(ctx, other.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("VM %s after the agent's denied delete: %v", other.Name, err)
+	}
+}
+
+// TestScaffoldWarnsAboutGuestGracePeriod: with a cluster at hand, scaffold
+// reads the prototype and warns when its guest may take longer to shut down
+// than the agent waits, and the agent says so on its Pod.
+func TestScaffoldWarnsAboutGuestGracePeriod(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml") // its guest gets 30s
+	args := []string{"scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "40"}
+	manifests, stderr, code := vmctlCode(t, args...)
+	if code != 0 {
+		t.Fatalf("scaffold: exit %d", code)
+	}
+	want := "Warning: prototype " + ns + "/testvm gives its guest 30s to shut down"
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "use --grace-period 50 or more") {
+		t.Errorf("scaffold stderr %q, want %q and the grace period to use", stderr, want)
+	}
+	kubectl(t, []byte(manifests), "apply", "-f", "-")
+	eventually(t, settle, "the agent's GracePeriodTooShort Event", func(ctx context.Context) (bool, string, error) {
+		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=GracePeriodTooShort"})
+		if err != nil {
+			return false, "", err
+		}
+		return len(events.Items) == 1 && strings.Contains(events.Items[0].Message, "--grace-period 50"), fmt.Sprint(len(events.Items), " events"), nil
+	})
+	if _, stderr, _ := vmctlCode(t, "scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "50"); stderr != "" {
+		t.Errorf("scaffold --grace-period 50 stderr %q, want nothing", stderr)
 	}
 }
