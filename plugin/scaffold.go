@@ -52,13 +52,14 @@ type ScaffoldOptions struct {
 func NewScaffoldOptions(streams genericiooptions.IOStreams) *ScaffoldOptions {
 	v := version.Get().Version
 	return &ScaffoldOptions{
-		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		Version:     v,
-		Image:       scaffold.DefaultImage(v),
-		Replicas:    scaffold.DefaultReplicas,
-		GracePeriod: scaffold.DefaultGracePeriodSeconds,
-		Output:      "yaml",
-		IOStreams:   streams,
+		ConfigFlags:     genericclioptions.NewConfigFlags(true),
+		Version:         v,
+		Image:           scaffold.DefaultImage(v),
+		Replicas:        scaffold.DefaultReplicas,
+		GracePeriod:     scaffold.DefaultGracePeriodSeconds,
+		AdmissionPolicy: true,
+		Output:          "yaml",
+		IOStreams:       streams,
 	}
 }
 
@@ -81,14 +82,19 @@ workload, whose Pods run "kubectl-vmctl agent PROTOTYPE" with a restricted
 security context. A StatefulSet also gets its headless Service.
 
 The VMs go where the workload goes: -n, else the kubeconfig's namespace, else
-"default". Nothing is read from or sent to the cluster.
+"default". Nothing is sent to the cluster; when it can be reached, the
+prototype is read once, to warn if its guest may take longer to shut down
+than the Pod is given.
 
 Kinds: ` + scaffold.ValidKinds + `.
 
---admission-policy adds a ValidatingAdmissionPolicy and its binding, which are
-cluster-scoped: applying them needs cluster-admin rights. They confine the
-ServiceAccount to VMs of this prototype, each made and deleted only by the Pod
-it belongs to.`,
+By default the output includes a ValidatingAdmissionPolicy and its binding,
+which are cluster-scoped: applying them needs cluster-admin rights. They
+confine the ServiceAccount to what an agent does: create the one VM derived
+from the prototype for its own Pod, with no volume, device, network or
+credential the prototype lacks, and delete its own Pod's VM; never change or
+delete the prototype. Without cluster-admin, pass --admission-policy=false and
+put the fleet in a namespace of its own (see "Security model" in the README).`,
 		Example: `  # One VM per node from the prototype VM "testvm" in the current namespace
   kubectl vmctl scaffold daemonset testvm | kubectl apply -f -
 
@@ -128,7 +134,7 @@ it belongs to.`,
 	f.StringVar(&o.Service, "service", o.Service, "Add a Service named NAME-vms in front of the VMs, as PORT[:TARGETPORT].")
 	f.StringVar(&o.PDB, "pdb", o.PDB, "Add a PodDisruptionBudget keeping MIN_AVAILABLE agent Pods (a number or a percentage) and so their VMs.")
 	f.BoolVar(&o.AdmissionPolicy, "admission-policy", o.AdmissionPolicy,
-		"Add a cluster-scoped ValidatingAdmissionPolicy confining the ServiceAccount to its own Pods' VMs.")
+		"Add a cluster-scoped ValidatingAdmissionPolicy and binding that confine the ServiceAccount to creating and deleting its own Pods' VMs, derived from the prototype; applying them needs cluster-admin. --admission-policy=false leaves them out.")
 	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes,
 		"Let the agents derive VMs from a prototype with writable PersistentVolumeClaims, which all VMs then share.")
 	f.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, json).")

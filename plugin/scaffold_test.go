@@ -144,6 +144,9 @@ func TestScaffoldNamespace(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, doc := range strings.Split(out, "---\n") {
+				if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") {
+					continue // cluster-scoped
+				}
 				if !strings.Contains(doc, "\n  namespace: "+tt.want+"\n") {
 					t.Errorf("document lacks namespace %s:\n%s", tt.want, doc)
 				}

@@ -44,6 +44,7 @@ func namespace(t testing.TB) string {
 			dumpAgentLogs(t, ns.Name)
 		}
 		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+		deleteAdmissionPolicies(ns.Name)
 	})
 	return ns.Name
 }
@@ -245,4 +246,26 @@ func describe(pods map[string]corev1.Pod, vms map[string]kubevirtv1.VirtualMachi
 	}
 	sort.Strings(s)
 	return strings.Join(s, "; ")
+}
+
+// deleteAdmissionPolicies deletes the cluster-scoped admission policies and
+// bindings that scaffold made for workloads in ns ("<name>.<ns>"): the
+// namespace's deletion does not take them.
+func deleteAdmissionPolicies(ns string) {
+	ctx := context.Background()
+	ar := e.kube.AdmissionregistrationV1()
+	if list, err := ar.ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, b := range list.Items {
+			if strings.HasSuffix(b.Name, "."+ns) {
+				_ = ar.ValidatingAdmissionPolicyBindings().Delete(ctx, b.Name, metav1.DeleteOptions{})
+			}
+		}
+	}
+	if list, err := ar.ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range list.Items {
+			if strings.HasSuffix(p.Name, "."+ns) {
+				_ = ar.ValidatingAdmissionPolicies().Delete(ctx, p.Name, metav1.DeleteOptions{})
+			}
+		}
+	}
 }
