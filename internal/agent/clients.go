@@ -17,8 +17,10 @@ type vmAPI interface {
 	get(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error)
 	create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error)
 	delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
-	// watch follows the one VM namespace/name from resourceVersion.
-	watch(ctx context.Context, namespace, name, resourceVersion string) (watch.Interface, error)
+	// list and watch serve an informer on the one VM namespace/name: they
+	// narrow opts to it with a field selector.
+	list(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error)
+	watch(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // podAPI is all the agent asks of the core API about Pods: its own, once.
@@ -40,13 +42,20 @@ func (c kubevirtVMs) delete(ctx context.Context, namespace, name string, opts me
 	return c.cs.KubevirtV1().VirtualMachines(namespace).Delete(ctx, name, opts)
 }
 
-func (c kubevirtVMs) watch(ctx context.Context, namespace, name, resourceVersion string) (watch.Interface, error) {
-	return c.cs.KubevirtV1().VirtualMachines(namespace).Watch(ctx, metav1.ListOptions{
-		// One object by name: never a watch over every VM in the namespace.
-		FieldSelector:       fields.OneTermEqualSelector("metadata.name", name).String(),
-		ResourceVersion:     resourceVersion,
-		AllowWatchBookmarks: true,
-	})
+func (c kubevirtVMs) list(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error) {
+	return c.cs.KubevirtV1().VirtualMachines(namespace).List(ctx, byName(opts, name))
+}
+
+func (c kubevirtVMs) watch(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
+	return c.cs.KubevirtV1().VirtualMachines(namespace).Watch(ctx, byName(opts, name))
+}
+
+// byName narrows opts to one object: never a list or watch of every VM in
+// the namespace. RBAC then also sees the name, so a Role's resourceNames can
+// allow list and watch of just that object.
+func byName(opts metav1.ListOptions, name string) metav1.ListOptions {
+	opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	return opts
 }
 
 type kubePods struct{ cs kubernetes.Interface }

@@ -20,9 +20,11 @@ const (
 )
 
 // DefaultBackoff paces retries of failed steps: 200ms doubling to a 30s cap,
-// with 10% jitter so a whole Deployment does not retry in lockstep.
+// each wait stretched by up to half again at random, so a Deployment or a
+// fleet that failed together (an API server restart) does not retry in
+// lockstep.
 func DefaultBackoff() wait.Backoff {
-	return wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
+	return wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 30 * time.Second}
 }
 
 // Config is what one agent needs to know.

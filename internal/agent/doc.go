@@ -4,9 +4,12 @@
 //
 // The agent talks to the API server as little as it can: before steady state
 // it GETs the prototype, CREATEs the VM, opens one WATCH on that VM by name
-// (field selector metadata.name, from the create's resourceVersion) and POSTs
-// one Event, plus one Pod GET when the downward API did not provide NODE_NAME
-// and POD_UID. At steady state the one watch is all there is.
+// (field selector metadata.name; a streaming list that stays open as the
+// watch) and POSTs one Event, plus one Pod GET when the downward API did not
+// provide NODE_NAME and POD_UID. At steady state the one watch is all there
+// is. Its watches are client-go's Reflector (see watchVM): after an API
+// server restart or a 410 Gone they list again from a current
+// resourceVersion, one or two requests, with jittered backoff.
 //
 // When the VM's name is taken, the agent adopts a VM made for its own Pod
 // UID, replaces one vmctl made for an earlier Pod of the same name and

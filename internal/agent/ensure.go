@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -76,6 +76,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 		return nil, proto, &problem{reason: reason, msg: err.Error(), err: err, permanent: true}
 	}
 	ref := want.Namespace + "/" + want.Name
+	a.checkGracePeriod(ctx, want, protoRef)
 
 	created, err := a.create(ctx, want)
 	if err == nil {
@@ -101,8 +102,8 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 		return nil, nil, &problem{reason: ReasonVMConflict, msg: why}
 	}
 
-	a.status.set(false, why)
-	klog.FromContext(ctx).Info("Replacing VM", "uid", existing.UID, "podUID", existing.Annotations[derive.AnnotationPodUID])
+	a.status.set(false, ReadyzReplacing)
+	klog.FromContext(ctx).Info("Replacing VM", "reason", why, "uid", existing.UID, "podUID", existing.Annotations[derive.AnnotationPodUID])
 	if err := a.deleteAndWait(ctx, existing); err != nil {
 		return nil, nil, &problem{reason: ReasonDeleteFailed, msg: fmt.Sprintf("replacing VM %s: %v", ref, err), err: err}
 	}
@@ -115,23 +116,26 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 	return created, nil, nil
 }
 
-// create runs detached from ctx's cancellation: a create cut short by the
-// shutdown signal might still succeed, and the agent must know to delete it.
+// create runs past the shutdown signal, up to the final deadline: a create
+// cut short by the signal might still succeed, and the agent must know to
+// delete it. When the final deadline cuts it short, the agent cannot know,
+// and says so as it exits.
 func (a *Agent) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	ctx, cancel := context.WithTimeout(klog.NewContext(a.final, klog.FromContext(ctx)), requestTimeout)
 	defer cancel()
-	return a.vms.create(ctx, vm)
+	created, err := a.vms.create(ctx, vm)
+	if err != nil && a.final.Err() != nil {
+		a.cutShort = vm.Name
+	}
+	return created, err
 }
 
 // deleteAndWait deletes vm, precondition its UID, in the foreground (the VM
-// goes only after its VMI), and waits on a watch until it is gone. A VM that
-// is already gone, or whose name now belongs to another UID, counts as gone.
+// goes only after its VMI), and waits until it is gone. A VM that is already
+// gone, or whose name now belongs to another UID, counts as gone. The watch
+// starts with a list after the DELETE, so no deletion can slip past it.
 func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine) error {
 	ref := klog.KObj(vm)
-	vw := newVMWatch(ctx, a.vms, vm.Namespace, vm.Name, vm.ResourceVersion, a.cfg.backoff())
-	defer vw.stop()
-	_ = vw.open(ctx) // before the DELETE, so the Deleted event cannot slip past; next retries
-
 	opts := metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: ptr.To(vm.UID)},
 		PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
@@ -141,51 +145,42 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 		dctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		err := a.vms.delete(dctx, vm.Namespace, vm.Name, opts)
 		cancel()
-		switch {
-		case err == nil:
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			// Gone, or the name is another VM's now (UID precondition failed).
 			return nil
-		default:
-			klog.FromContext(ctx).Info("Delete failed; will retry", "vm", ref, "err", err)
-			if !sleep(ctx, b.Step()) {
-				return fmt.Errorf("deleting VM %s: %w", ref, err)
-			}
-			continue
 		}
-		break
-	}
-
-	for {
-		typ, obj, ok := vw.next(ctx)
-		if !ok {
-			return fmt.Errorf("VM %s is still there: %w", ref, context.Cause(ctx))
+		if err == nil {
+			break
 		}
-		if obj == nil || (typ == watch.Deleted && obj.UID == vm.UID) || (typ != watch.Deleted && obj.UID != vm.UID) {
-			return nil
+		klog.FromContext(ctx).Info("Delete failed; will retry", "vm", ref, "err", err)
+		if !sleep(ctx, b.Step()) {
+			return fmt.Errorf("deleting VM %s: %w", ref, err)
 		}
 	}
+	err := watchVM(ctx, a.vms, vm.Namespace, vm.Name, watchBackoff(a.cfg.backoff()), giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
+		return cur == nil || cur.UID != vm.UID
+	})
+	if err != nil {
+		return fmt.Errorf("VM %s is still there: %w", ref, err)
+	}
+	return nil
 }
 
 // waitPrototypeChange waits, with one watch on the prototype, until its
 // generation moves, it is deleted, or prototypeRecheck passes. It reports
-// false, at once, when the prototype cannot be watched (RBAC may grant only
-// get on it).
+// false, at once, when the prototype cannot be watched (a Role from an older
+// scaffold grants only get on it): the caller then polls.
 func (a *Agent) waitPrototypeChange(ctx context.Context, proto *kubevirtv1.VirtualMachine) bool {
 	ctx, cancel := context.WithTimeout(ctx, prototypeRecheck)
 	defer cancel()
-	vw := newVMWatch(ctx, a.vms, proto.Namespace, proto.Name, proto.ResourceVersion, a.cfg.backoff())
-	defer vw.stop()
-	if err := vw.open(ctx); err != nil {
+	err := watchVM(ctx, a.vms, proto.Namespace, proto.Name, watchBackoff(a.cfg.backoff()), giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
+		return cur == nil || cur.UID != proto.UID || cur.Generation != proto.Generation
+	})
+	if isDenied(err) {
 		klog.FromContext(ctx).V(1).Info("Cannot watch the prototype; polling it instead", "err", err)
 		return false
 	}
-	for {
-		typ, obj, ok := vw.next(ctx)
-		if !ok || typ == watch.Deleted || obj.UID != proto.UID || obj.Generation != proto.Generation {
-			return true
-		}
-	}
+	return true
 }
 
 func prototypeProblem(ref, namespace string, err error) *problem {
@@ -210,4 +205,29 @@ func createProblem(ref string, err error) *problem {
 		p.msg += "; grant the Pod's service account create on virtualmachines.kubevirt.io"
 	}
 	return p
+}
+
+func watchProblem(ref string, err error) *problem {
+	p := &problem{reason: ReasonWatchDenied, err: err, msg: fmt.Sprintf("watching VM %s: %v", ref, err)}
+	if apierrors.IsForbidden(err) {
+		p.msg += "; grant the Pod's service account list and watch on virtualmachines.kubevirt.io"
+	}
+	return p
+}
+
+// checkGracePeriod warns, once, when the guest may take longer to shut down
+// than the agent waits for it on shutdown: the VM would outlive the Pod.
+func (a *Agent) checkGracePeriod(ctx context.Context, vm *kubevirtv1.VirtualMachine, protoRef string) {
+	guest := derive.GuestGracePeriod(vm)
+	if a.warnedGrace || guest+derive.ShutdownSlack <= a.cfg.DeleteTimeout {
+		return
+	}
+	a.warnedGrace = true
+	msg := fmt.Sprintf("the VM's guest gets %v to shut down (terminationGracePeriodSeconds of prototype %s), "+
+		"but the agent waits at most %v for the VM to go on shutdown (--delete-timeout, the Pod's grace period less 10s): "+
+		"the VM may outlive the Pod; give the Pod a terminationGracePeriodSeconds of at least %d "+
+		"(kubectl vmctl scaffold --grace-period %[4]d) or shorten the guest's",
+		guest, protoRef, a.cfg.DeleteTimeout, int64((guest+derive.ShutdownSlack+10*time.Second)/time.Second))
+	klog.FromContext(ctx).Info("Grace period too short", "message", msg)
+	a.report.event(corev1.EventTypeWarning, ReasonGracePeriod, msg)
 }

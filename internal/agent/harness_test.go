@@ -7,62 +7,57 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	kvfake "kubevirt.io/client-go/kubevirt/fake"
 )
 
-// harness runs an Agent against fake clientsets. The fakes stand in for the
-// API server: a reactor gives created VMs a UID and resourceVersion, and
-// every watch is reported on watches once it is registered, so tests change
-// objects only after the agent can see the change.
-type harness struct {
-	t       *testing.T
-	kv      *kvfake.Clientset
-	kube    *k8sfake.Clientset
-	agent   *Agent
-	watches chan k8stesting.WatchActionImpl
-	seq     atomic.Int64
-	cancel  context.CancelCauseFunc
-	done    chan struct{} // closed when Run returns
-	err     error         // what Run returned
+var vmResource = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+
+// testBackoff retries at once, so tests wait on events, not on time.
+func testBackoff() wait.Backoff {
+	return wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 20 * time.Millisecond, Steps: 1 << 30}
 }
 
-func newHarness(t *testing.T, cfg Config, vms []runtime.Object, kubeObjs ...runtime.Object) *harness {
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	h := &harness{
-		t:       t,
-		kv:      kvfake.NewSimpleClientset(vms...),
-		kube:    k8sfake.NewClientset(kubeObjs...),
-		watches: make(chan k8stesting.WatchActionImpl, 100),
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
 	}
-	h.kv.PrependReactor("create", "virtualmachines", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		vm := action.(k8stesting.CreateAction).GetObject().(*kubevirtv1.VirtualMachine)
-		n := h.seq.Add(1)
-		vm.UID, vm.ResourceVersion = types.UID(fmt.Sprintf("created-uid-%d", n)), fmt.Sprint(100+n)
-		return false, nil, nil // the tracker stores it
-	})
-	h.kv.PrependWatchReactor("virtualmachines", func(action k8stesting.Action) (bool, watch.Interface, error) {
-		w, err := h.kv.Tracker().Watch(vmResource, action.GetNamespace())
-		h.watches <- action.(k8stesting.WatchActionImpl)
-		return true, w, err
-	})
+}
+
+// harness runs an Agent against fakeAPI for KubeVirt and a fake clientset
+// for the core API (Events, the Pod's GET).
+type harness struct {
+	t      *testing.T
+	api    *fakeAPI
+	kube   *k8sfake.Clientset
+	agent  *Agent
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when Run returns
+	err    error         // what Run returned
+}
+
+func newHarness(t *testing.T, cfg Config, vms []*kubevirtv1.VirtualMachine, kubeObjs ...runtime.Object) *harness {
+	t.Helper()
+	h := &harness{t: t, api: newFakeAPI(t, vms...), kube: k8sfake.NewClientset(kubeObjs...)}
 	if cfg.Prototype == "" {
 		cfg = testConfig()
 	}
-	h.agent = New(cfg, h.kv, h.kube)
+	h.agent = newAgent(cfg, h.api, h.kube)
 	return h
 }
 
@@ -88,18 +83,18 @@ func (h *harness) start() {
 	})
 }
 
+// watchFollowed waits until the agent watches its VM.
+func (h *harness) watchFollowed() string {
+	h.t.Helper()
+	return h.api.next("watch " + testVM)
+}
+
 // sigterm asks the agent to stop, as the signal handler would, and waits for Run.
 func (h *harness) sigterm() error {
 	h.t.Helper()
 	h.cancel(errors.New("received terminated"))
 	receive(h.t, h.done, "Run to return")
 	return h.err
-}
-
-// nextWatch returns the next watch the agent opened.
-func (h *harness) nextWatch() k8stesting.WatchActionImpl {
-	h.t.Helper()
-	return receive(h.t, h.watches, "a watch")
 }
 
 func (h *harness) eventually(what string, cond func() bool) {
@@ -123,60 +118,6 @@ func (h *harness) waitReadyz(code int, bodyContains string) {
 		c, body := h.readyz()
 		return c == code && strings.Contains(body, bodyContains)
 	})
-}
-
-// vm returns the VM the fake API server holds, or nil.
-func (h *harness) vm(name string) *kubevirtv1.VirtualMachine {
-	obj, err := h.kv.Tracker().Get(vmResource, testNamespace, name)
-	if err != nil {
-		return nil
-	}
-	return obj.(*kubevirtv1.VirtualMachine)
-}
-
-// update changes a VM in the fake API server; the agent's watch sees it.
-func (h *harness) update(vm *kubevirtv1.VirtualMachine) {
-	h.t.Helper()
-	if err := h.kv.Tracker().Update(vmResource, vm, vm.Namespace); err != nil {
-		h.t.Fatalf("updating VM %s: %v", vm.Name, err)
-	}
-}
-
-// requests summarizes the KubeVirt API requests the agent made, in order.
-func (h *harness) requests() []string {
-	var out []string
-	for _, a := range h.kv.Actions() {
-		out = append(out, describe(a))
-	}
-	return out
-}
-
-func (h *harness) countRequests(prefix string) int {
-	n := 0
-	for _, r := range h.requests() {
-		if strings.HasPrefix(r, prefix) {
-			n++
-		}
-	}
-	return n
-}
-
-func describe(a k8stesting.Action) string {
-	ns := a.GetNamespace()
-	switch a := a.(type) {
-	// A DeleteAction is a GetAction too (both have GetName), so it goes first.
-	case k8stesting.DeleteAction:
-		return fmt.Sprintf("delete %s %s/%s", a.GetResource().Resource, ns, a.GetName())
-	case k8stesting.GetAction:
-		return fmt.Sprintf("get %s %s/%s", a.GetResource().Resource, ns, a.GetName())
-	case k8stesting.CreateAction:
-		m, _ := a.GetObject().(metav1.Object)
-		return fmt.Sprintf("create %s %s/%s", a.GetResource().Resource, ns, m.GetName())
-	case k8stesting.WatchAction:
-		r := a.GetWatchRestrictions()
-		return fmt.Sprintf("watch %s %s %s rv=%s", a.GetResource().Resource, ns, r.Fields, r.ResourceVersion)
-	}
-	return a.GetVerb() + " " + a.GetResource().Resource
 }
 
 // events returns the Events the agent posted, as "Type Reason: message".

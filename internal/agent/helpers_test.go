@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -32,6 +33,8 @@ func prototype(name string) *kubevirtv1.VirtualMachine {
 		Spec: kubevirtv1.VirtualMachineSpec{
 			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
 				Spec: kubevirtv1.VirtualMachineInstanceSpec{
+					// A guest that stops at once fits any test's delete timeout.
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
 					Volumes: []kubevirtv1.Volume{{
 						Name:         "root",
 						VolumeSource: kubevirtv1.VolumeSource{ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: "quay.io/containerdisks/fedora"}},
@@ -54,13 +57,13 @@ func withSharedPVC(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
 }
 
 // derived returns the VM derive makes for pod from the test prototype, as
-// the API server would hold it, with uid and resourceVersion.
-func derived(t *testing.T, pod Identity, uid types.UID, rv string) *kubevirtv1.VirtualMachine {
+// the API server would hold it, with uid.
+func derived(t *testing.T, pod Identity, uid types.UID) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	vm, err := derive.VM(prototype(testProto), derive.Pod{Name: pod.PodName, Namespace: pod.PodNamespace, UID: pod.PodUID, Node: pod.Node}, derive.Options{})
 	if err != nil {
 		t.Fatalf("derive.VM() = %v", err)
 	}
-	vm.UID, vm.ResourceVersion = uid, rv
+	vm.UID = uid
 	return vm
 }

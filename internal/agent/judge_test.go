@@ -23,12 +23,12 @@ func TestJudge(t *testing.T) {
 		why      string
 	}{{
 		name:     "made for this Pod",
-		existing: func() *kubevirtv1.VirtualMachine { return derived(t, testIdentity, "vm-1", "5") },
+		existing: func() *kubevirtv1.VirtualMachine { return derived(t, testIdentity, "vm-1") },
 		want:     adopt,
 		why:      "Adopted VM default/testvm-vmctl-abc",
 	}, {
 		name:     "made for an earlier Pod of the same name",
-		existing: func() *kubevirtv1.VirtualMachine { return derived(t, earlierPod, "vm-1", "5") },
+		existing: func() *kubevirtv1.VirtualMachine { return derived(t, earlierPod, "vm-1") },
 		want:     replace,
 		why:      "made for an earlier Pod default/vmctl-abc (uid earlier-pod-uid)",
 	}, {
@@ -41,7 +41,7 @@ func TestJudge(t *testing.T) {
 	}, {
 		name: "vmctl labels copied without the Pod UID",
 		existing: func() *kubevirtv1.VirtualMachine {
-			vm := derived(t, testIdentity, "vm-1", "5")
+			vm := derived(t, testIdentity, "vm-1")
 			delete(vm.Annotations, derive.AnnotationPodUID)
 			return vm
 		},
@@ -50,7 +50,7 @@ func TestJudge(t *testing.T) {
 	}, {
 		name: "made for another Pod",
 		existing: func() *kubevirtv1.VirtualMachine {
-			vm := derived(t, otherPod, "vm-1", "5")
+			vm := derived(t, otherPod, "vm-1")
 			vm.Name = testVM
 			return vm
 		},
@@ -59,7 +59,7 @@ func TestJudge(t *testing.T) {
 	}, {
 		name: "made for a Pod of the same name in another namespace",
 		existing: func() *kubevirtv1.VirtualMachine {
-			vm := derived(t, testIdentity, "vm-1", "5")
+			vm := derived(t, testIdentity, "vm-1")
 			vm.Annotations[derive.AnnotationPodNamespace] = "elsewhere"
 			return vm
 		},
@@ -68,7 +68,7 @@ func TestJudge(t *testing.T) {
 	}, {
 		name: "derived from another prototype",
 		existing: func() *kubevirtv1.VirtualMachine {
-			vm := derived(t, testIdentity, "vm-1", "5")
+			vm := derived(t, testIdentity, "vm-1")
 			vm.Annotations[derive.AnnotationPrototypeName] = "testvm-vmctl"
 			return vm
 		},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,28 +12,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
-const vmSelector = "metadata.name=" + testVM
-
 func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
-	h := newHarness(t, Config{}, []runtime.Object{prototype(testProto)})
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
 	if got := h.agent.VMName(); got != testVM {
 		t.Fatalf("VMName() = %q; these tests assume derive.Name gives %q", got, testVM)
 	}
 	h.start()
 
-	w := h.nextWatch()
-	if got := w.GetWatchRestrictions(); got.Fields.String() != vmSelector || got.ResourceVersion != "101" {
-		t.Errorf("watch %s from %q, want %s from the create's resourceVersion 101", got.Fields, got.ResourceVersion, vmSelector)
-	}
-	vm := h.vm(testVM)
+	h.watchFollowed()
+	vm := h.api.object(testVM)
 	if vm == nil {
 		t.Fatalf("VM %s not created", testVM)
 	}
@@ -43,31 +37,26 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 	if vm.Spec.RunStrategy == nil || *vm.Spec.RunStrategy != kubevirtv1.RunStrategyAlways {
 		t.Errorf("VM runStrategy = %v, want Always", vm.Spec.RunStrategy)
 	}
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready")
+	h.waitReadyz(503, "VMNotReady")
 
 	vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStarting
-	h.update(vm)
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready: Starting")
+	h.api.put(vm)
+	h.waitReadyz(503, "VMNotReady: Starting")
 	vm.Status.Ready, vm.Status.PrintableStatus = true, kubevirtv1.VirtualMachineStatusRunning
-	h.update(vm)
+	h.api.put(vm)
 	h.waitReadyz(200, "ok")
-	// The fake's watch ignores the field selector, so the agent sees the
-	// prototype change too; it must not take it for its VM. The watch is
-	// ordered, so once the next VM change shows, this one was handled.
-	proto := prototype(testProto)
-	proto.Labels = map[string]string{"changed": "yes"}
-	h.update(proto)
 	vm.Status.Ready, vm.Status.PrintableStatus = false, kubevirtv1.VirtualMachineStatusStopping
-	h.update(vm)
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready: Stopping")
+	h.api.put(vm)
+	h.waitReadyz(503, "VMNotReady: Stopping")
 
-	// Request budget before steady state: GET prototype, CREATE, WATCH, one Event.
+	// Request budget before steady state: GET prototype, CREATE, one
+	// streaming list that stays open as the watch, one Event.
 	want := []string{
-		"get virtualmachines default/testvm",
-		"create virtualmachines default/testvm-vmctl-abc",
-		"watch virtualmachines default " + vmSelector + " rv=101",
+		"get testvm",
+		"create testvm-vmctl-abc",
+		"watch testvm-vmctl-abc rv= initial",
 	}
-	if diff := cmp.Diff(want, h.requests()); diff != "" {
+	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
 		t.Errorf("KubeVirt API requests (-want +got):\n%s", diff)
 	}
 	ev := h.waitEvent(corev1.EventTypeNormal, ReasonCreated)
@@ -88,60 +77,47 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 }
 
 func TestShutdownDeletesVMInForeground(t *testing.T) {
-	h := newHarness(t, Config{}, []runtime.Object{prototype(testProto)})
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	var deletes []metav1.DeleteOptions
+	h.api.onDelete = func(opts metav1.DeleteOptions) { deletes = append(deletes, opts) }
 	h.start()
-	h.nextWatch()
-	uid := h.vm(testVM).UID
+	h.watchFollowed()
+	uid := h.api.object(testVM).UID
 
 	if err := h.sigterm(); err != nil {
 		t.Fatalf("Run() = %v, want nil after a clean shutdown", err)
 	}
-	if h.vm(testVM) != nil {
+	if h.api.object(testVM) != nil {
 		t.Errorf("VM %s still exists after shutdown", testVM)
-	}
-	var deletes []metav1.DeleteOptions
-	for _, a := range h.kv.Actions() {
-		if d, ok := a.(k8stesting.DeleteActionImpl); ok {
-			deletes = append(deletes, d.DeleteOptions)
-		}
 	}
 	foreground := metav1.DeletePropagationForeground
 	want := []metav1.DeleteOptions{{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &foreground}}
 	if diff := cmp.Diff(want, deletes); diff != "" {
 		t.Errorf("DELETE options (-want +got):\n%s", diff)
 	}
-	if code, body := h.readyz(); code != 503 || body != "shutting down" {
-		t.Errorf("/readyz after shutdown = %d %q, want 503 shutting down", code, body)
+	if code, body := h.readyz(); code != 503 || body != ReadyzShuttingDown {
+		t.Errorf("/readyz after shutdown = %d %q, want 503 ShuttingDown", code, body)
 	}
 }
 
 func TestShutdownWaitsForForegroundDeletion(t *testing.T) {
-	h := newHarness(t, Config{}, []runtime.Object{prototype(testProto)})
-	// Like the API server with foreground deletion: the VM only gets a
-	// deletionTimestamp; it goes when its VMI is gone.
-	h.kv.PrependReactor("delete", "virtualmachines", func(k8stesting.Action) (bool, runtime.Object, error) {
-		vm := h.vm(testVM)
-		now := metav1.Now()
-		vm.DeletionTimestamp = &now
-		vm.Finalizers = []string{metav1.FinalizerDeleteDependents}
-		h.update(vm)
-		return true, nil, nil
-	})
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	// As with foreground deletion: the VM only gets a deletionTimestamp; it
+	// goes when its VMI is gone.
+	h.api.holdDeletes = true
 	h.start()
-	h.nextWatch()
+	h.watchFollowed()
 
 	done := make(chan error, 1)
 	go func() { done <- h.sigterm() }()
-	h.nextWatch() // the shutdown's own watch, opened before the DELETE
-	h.eventually("the VM is marked for deletion", func() bool { vm := h.vm(testVM); return vm != nil && vm.DeletionTimestamp != nil })
+	h.api.next("delete " + testVM)
+	h.api.next("watch " + testVM) // the shutdown's own, after the DELETE
 	select {
 	case err := <-done:
 		t.Fatalf("Run() = %v before the VM was gone", err)
-	default:
+	case <-time.After(100 * time.Millisecond):
 	}
-	if err := h.kv.Tracker().Delete(vmResource, testNamespace, testVM); err != nil {
-		t.Fatal(err)
-	}
+	h.api.finishDelete(testVM)
 	if err := receive(t, done, "Run to return once the VM is gone"); err != nil {
 		t.Errorf("Run() = %v", err)
 	}
@@ -150,17 +126,18 @@ func TestShutdownWaitsForForegroundDeletion(t *testing.T) {
 func TestShutdownGivesUpAfterDeleteTimeout(t *testing.T) {
 	cfg := testConfig()
 	cfg.DeleteTimeout = 50 * time.Millisecond
-	h := newHarness(t, cfg, []runtime.Object{prototype(testProto)})
-	h.kv.PrependReactor("delete", "virtualmachines", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, nil // accepted, but the VM never goes
-	})
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	h.api.holdDeletes = true // accepted, but the VM never goes
 	h.start()
-	h.nextWatch()
+	h.watchFollowed()
 	start := time.Now()
-	if err := h.sigterm(); err != nil {
-		t.Fatalf("Run() = %v, want nil: the Pod is going anyway", err)
+	// The VM may outlive the Pod: say so with the exit code and the
+	// termination message (Run's error), not only in the log.
+	err := h.sigterm()
+	if err == nil || !strings.Contains(err.Error(), "may outlive the Pod") || !strings.Contains(err.Error(), "shutdown deadline") {
+		t.Fatalf("Run() = %v, want an error saying the VM may outlive the Pod", err)
 	}
-	if h.vm(testVM) == nil {
+	if h.api.object(testVM) == nil {
 		t.Error("VM vanished, but the fake never deletes it")
 	}
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
@@ -168,15 +145,52 @@ func TestShutdownGivesUpAfterDeleteTimeout(t *testing.T) {
 	}
 }
 
+// TestShutdownDeadlineCoversCreateInFlight: a create still going on at the
+// signal may run on, but only until the one shutdown deadline; the delete
+// gets no new clock of its own after it.
+func TestShutdownDeadlineCoversCreateInFlight(t *testing.T) {
+	cfg := testConfig()
+	cfg.DeleteTimeout = 300 * time.Millisecond
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	h.api.stallCreates = true // the API server takes its time
+	h.start()
+	h.api.next("create " + testVM)
+	start := time.Now()
+	err := h.sigterm()
+	if elapsed := time.Since(start); elapsed > 3*time.Second {
+		t.Errorf("shutdown took %v with a 300ms deadline", elapsed)
+	}
+	if err == nil || !strings.Contains(err.Error(), "its create was still going on") {
+		t.Errorf("Run() = %v, want an error saying the cut-short create may have made the VM", err)
+	}
+}
+
+func TestWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
+	proto := prototype(testProto)
+	proto.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{proto})
+	h.start()
+	h.watchFollowed()
+	ev := h.waitEvent(corev1.EventTypeWarning, ReasonGracePeriod)
+	for _, want := range []string{"10m0s", "10s", "--grace-period 620", "may outlive the Pod"} {
+		if !strings.Contains(ev.Message, want) {
+			t.Errorf("Event %q does not say %q", ev.Message, want)
+		}
+	}
+	if h.api.object(testVM) == nil {
+		t.Error("no VM: the warning must not stop the agent")
+	}
+}
+
 func TestShutdownWithoutVM(t *testing.T) {
 	h := newHarness(t, Config{}, nil) // no prototype: nothing is ever created
 	h.start()
-	h.waitReadyz(503, "waiting for prototype default/testvm: not found")
+	h.waitReadyz(503, ReasonPrototypeUnavailable)
 	if err := h.sigterm(); err != nil {
 		t.Fatalf("Run() = %v", err)
 	}
-	for _, r := range h.requests() {
-		if !strings.HasPrefix(r, "get virtualmachines default/testvm") {
+	for _, r := range h.api.requestLog() {
+		if r != "get "+testProto {
 			t.Errorf("unexpected request %q; want only prototype GETs", r)
 		}
 	}
@@ -189,11 +203,11 @@ func TestGetsPodOnceWithoutDownwardAPI(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: testPod, Namespace: testNamespace, UID: "uid-from-get"},
 		Spec:       corev1.PodSpec{NodeName: "node-from-get"},
 	}
-	h := newHarness(t, cfg, []runtime.Object{prototype(testProto)}, pod)
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)}, pod)
 	h.start()
-	h.nextWatch()
+	h.watchFollowed()
 
-	a := h.vm(testVM).Annotations
+	a := h.api.object(testVM).Annotations
 	if a[derive.AnnotationPodUID] != "uid-from-get" || a[derive.AnnotationNode] != "node-from-get" {
 		t.Errorf("VM annotations = %v, want the Pod's UID and node from its GET", a)
 	}
@@ -215,38 +229,38 @@ func TestGetsPodOnceWithoutDownwardAPI(t *testing.T) {
 func TestPodLookupRetries(t *testing.T) {
 	cfg := testConfig()
 	cfg.Pod = Identity{PodName: testPod, PodNamespace: testNamespace, Node: testNode} // no UID
-	h := newHarness(t, cfg, []runtime.Object{prototype(testProto)})                   // and no Pod yet
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})       // and no Pod yet
 	h.start()
-	h.waitReadyz(503, "looking up Pod default/vmctl-abc for its node and UID: not found")
+	h.waitReadyz(503, ReasonPodUnknown)
 	if err := h.kube.Tracker().Add(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: testPod, Namespace: testNamespace, UID: "late-uid"},
 		Spec:       corev1.PodSpec{NodeName: "elsewhere"},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	h.nextWatch()
-	a := h.vm(testVM).Annotations
+	h.watchFollowed()
+	a := h.api.object(testVM).Annotations
 	if a[derive.AnnotationPodUID] != "late-uid" || a[derive.AnnotationNode] != testNode {
 		t.Errorf("VM annotations = %v, want UID from the Pod and node from NODE_NAME", a)
 	}
 }
 
 func TestAdoptsVMOfThisPod(t *testing.T) {
-	existing := derived(t, testIdentity, "existing-uid", "42")
-	h := newHarness(t, Config{}, []runtime.Object{prototype(testProto), existing})
+	existing := derived(t, testIdentity, "existing-uid")
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto), existing})
 	h.start()
-	h.nextWatch()
+	h.watchFollowed()
 
 	want := []string{
-		"get virtualmachines default/testvm",
-		"create virtualmachines default/testvm-vmctl-abc",
-		"get virtualmachines default/testvm-vmctl-abc",
-		"watch virtualmachines default " + vmSelector + " rv=42",
+		"get testvm",
+		"create testvm-vmctl-abc",
+		"get testvm-vmctl-abc",
+		"watch testvm-vmctl-abc rv= initial",
 	}
-	if diff := cmp.Diff(want, h.requests()); diff != "" {
+	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
 		t.Errorf("KubeVirt API requests (-want +got):\n%s", diff)
 	}
-	if got := h.vm(testVM).UID; got != "existing-uid" {
+	if got := h.api.object(testVM).UID; got != "existing-uid" {
 		t.Errorf("VM UID = %q, want the adopted existing-uid", got)
 	}
 	h.waitEvent(corev1.EventTypeNormal, ReasonAdopted)
@@ -255,7 +269,7 @@ func TestAdoptsVMOfThisPod(t *testing.T) {
 	if err := h.sigterm(); err != nil {
 		t.Fatal(err)
 	}
-	if h.vm(testVM) != nil {
+	if h.api.object(testVM) != nil {
 		t.Error("adopted VM not deleted on shutdown")
 	}
 }
@@ -263,32 +277,25 @@ func TestAdoptsVMOfThisPod(t *testing.T) {
 func TestReplacesVMOfEarlierPod(t *testing.T) {
 	earlier := testIdentity
 	earlier.PodUID = "dead-pod-uid"
-	existing := derived(t, earlier, "old-vm-uid", "42")
-	h := newHarness(t, Config{}, []runtime.Object{prototype(testProto), existing})
+	existing := derived(t, earlier, "old-vm-uid")
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto), existing})
+	var deletes []metav1.DeleteOptions
+	h.api.onDelete = func(opts metav1.DeleteOptions) { deletes = append(deletes, opts) }
 	h.start()
-	deleteWatch := h.nextWatch()
-	if rv := deleteWatch.GetWatchRestrictions().ResourceVersion; rv != "42" {
-		t.Errorf("waited for the old VM from resourceVersion %q, want 42", rv)
-	}
-	h.nextWatch()
+	h.watchFollowed() // waiting for the old VM to go
+	h.watchFollowed() // following the new one
 
-	vm := h.vm(testVM)
+	vm := h.api.object(testVM)
 	if vm.UID == "old-vm-uid" || vm.Annotations[derive.AnnotationPodUID] != string(testPodUID) {
 		t.Errorf("VM uid %s pod-uid %s, want a new VM for this Pod", vm.UID, vm.Annotations[derive.AnnotationPodUID])
 	}
-	var del *k8stesting.DeleteActionImpl
-	for _, a := range h.kv.Actions() {
-		if d, ok := a.(k8stesting.DeleteActionImpl); ok {
-			del = &d
-		}
+	if len(deletes) != 1 {
+		t.Fatalf("%d DELETEs, want 1 of the old VM", len(deletes))
 	}
-	if del == nil {
-		t.Fatal("old VM not deleted")
-	}
-	if p := del.DeleteOptions.Preconditions; p == nil || p.UID == nil || *p.UID != "old-vm-uid" {
+	if p := deletes[0].Preconditions; p == nil || p.UID == nil || *p.UID != "old-vm-uid" {
 		t.Errorf("DELETE preconditions = %+v, want UID old-vm-uid", p)
 	}
-	if pp := del.DeleteOptions.PropagationPolicy; pp == nil || *pp != metav1.DeletePropagationForeground {
+	if pp := deletes[0].PropagationPolicy; pp == nil || *pp != metav1.DeletePropagationForeground {
 		t.Errorf("DELETE propagationPolicy = %v, want Foreground", pp)
 	}
 	ev := h.waitEvent(corev1.EventTypeNormal, ReasonReplaced)
@@ -303,52 +310,54 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 	tests := []struct {
 		name     string
 		existing func(t *testing.T) *kubevirtv1.VirtualMachine
-		readyz   string
+		event    string
 	}{{
 		name: "not made by vmctl",
 		existing: func(*testing.T) *kubevirtv1.VirtualMachine {
 			vm := prototype(testVM)
-			vm.UID, vm.ResourceVersion = "foreign-uid", "42"
+			vm.UID = "foreign-uid"
 			return vm
 		},
-		readyz: "VM default/testvm-vmctl-abc exists and was not made by vmctl",
+		event: "VM default/testvm-vmctl-abc exists and was not made by vmctl",
 	}, {
 		name: "made for another Pod",
 		existing: func(t *testing.T) *kubevirtv1.VirtualMachine {
-			vm := derived(t, otherPod, "foreign-uid", "42")
+			vm := derived(t, otherPod, "foreign-uid")
 			vm.Name = testVM
 			return vm
 		},
-		readyz: "VM default/testvm-vmctl-abc belongs to Pod default/vmctl-xyz",
+		event: "VM default/testvm-vmctl-abc belongs to Pod default/vmctl-xyz",
 	}, {
 		name: "derived from another prototype",
 		existing: func(t *testing.T) *kubevirtv1.VirtualMachine {
-			vm := derived(t, testIdentity, "foreign-uid", "42")
+			vm := derived(t, testIdentity, "foreign-uid")
 			vm.Annotations[derive.AnnotationPrototypeName] = "other"
 			return vm
 		},
-		readyz: "was derived from prototype default/other, not default/testvm",
+		event: "was derived from prototype default/other, not default/testvm",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			existing := tt.existing(t)
-			before := existing.DeepCopy()
-			h := newHarness(t, Config{}, []runtime.Object{prototype(testProto), existing})
+			h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto), existing})
+			before := h.api.object(testVM)
 			h.start()
-			h.waitReadyz(503, tt.readyz)
-			h.waitEvent(corev1.EventTypeWarning, ReasonVMConflict)
+			h.waitReadyz(503, ReasonVMConflict)
+			if ev := h.waitEvent(corev1.EventTypeWarning, ReasonVMConflict); !strings.Contains(ev.Message, tt.event) {
+				t.Errorf("VMConflict Event %q, want it to say %q", ev.Message, tt.event)
+			}
 			// It keeps trying rather than exiting.
-			h.eventually("the agent retries", func() bool { return h.countRequests("create ") >= 3 })
+			h.eventually("the agent retries", func() bool { return h.api.count("create ") >= 3 })
 
 			if err := h.sigterm(); err != nil {
 				t.Fatal(err)
 			}
-			for _, r := range h.requests() {
-				if strings.HasPrefix(r, "delete") || strings.HasPrefix(r, "update") || strings.HasPrefix(r, "patch") {
+			for _, r := range h.api.requestLog() {
+				if strings.HasPrefix(r, "delete") {
 					t.Errorf("touched a VM it did not make: %s", r)
 				}
 			}
-			if diff := cmp.Diff(before, h.vm(testVM)); diff != "" {
+			if diff := cmp.Diff(before, h.api.object(testVM)); diff != "" {
 				t.Errorf("foreign VM changed (-want +got):\n%s", diff)
 			}
 			// One Event write, though the agent retried: no creates or
@@ -369,18 +378,16 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 func TestWaitsForPrototype(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
 	h.start()
-	h.waitReadyz(503, "waiting for prototype default/testvm: not found")
+	h.waitReadyz(503, ReasonPrototypeUnavailable)
 	ev := h.waitEvent(corev1.EventTypeWarning, ReasonPrototypeUnavailable)
 	if ev.Message != "waiting for prototype default/testvm: not found" {
 		t.Errorf("Event message %q", ev.Message)
 	}
-	h.eventually("the agent retries", func() bool { return h.countRequests("get virtualmachines default/testvm") >= 3 })
+	h.eventually("the agent retries", func() bool { return h.api.count("get "+testProto) >= 3 })
 
-	if err := h.kv.Tracker().Add(prototype(testProto)); err != nil {
-		t.Fatal(err)
-	}
-	h.nextWatch()
-	if h.vm(testVM) == nil {
+	h.api.put(prototype(testProto))
+	h.watchFollowed()
+	if h.api.object(testVM) == nil {
 		t.Fatal("VM not created once the prototype appeared")
 	}
 	h.waitEvent(corev1.EventTypeNormal, ReasonCreated)
@@ -390,73 +397,67 @@ func TestWaitsForPrototype(t *testing.T) {
 }
 
 func TestRecreatesDeletedVM(t *testing.T) {
-	h := newHarness(t, Config{}, []runtime.Object{prototype(testProto)})
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
 	h.start()
-	h.nextWatch()
-	vm := h.vm(testVM)
+	h.watchFollowed()
+	vm := h.api.object(testVM)
 	vm.Status.Ready = true
-	h.update(vm)
+	h.api.put(vm)
 	h.waitReadyz(200, "ok")
 
-	if err := h.kv.Tracker().Delete(vmResource, testNamespace, testVM); err != nil {
-		t.Fatal(err)
-	}
-	w := h.nextWatch()
-	again := h.vm(testVM)
+	h.api.removeVM(testVM)
+	h.watchFollowed()
+	again := h.api.object(testVM)
 	if again == nil || again.UID == vm.UID {
 		t.Fatalf("VM not recreated after an external delete: %v", again)
 	}
-	if rv := w.GetWatchRestrictions().ResourceVersion; rv != again.ResourceVersion {
-		t.Errorf("new watch from %q, want the new VM's %q", rv, again.ResourceVersion)
-	}
 	h.waitEvent(corev1.EventTypeWarning, ReasonVMDeleted)
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready")
-	if got := h.countRequests("create "); got != 2 {
+	h.waitReadyz(503, "VMNotReady")
+	if got := h.api.count("create "); got != 2 {
 		t.Errorf("%d creates, want 2", got)
 	}
 }
 
 func TestSharedVolumesCreateNothing(t *testing.T) {
-	h := newHarness(t, Config{}, []runtime.Object{withSharedPVC(prototype(testProto))})
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{withSharedPVC(prototype(testProto))})
 	h.start()
 	ev := h.waitEvent(corev1.EventTypeWarning, ReasonSharedVolumes)
 	if !strings.Contains(ev.Message, `volume "data"`) || !strings.Contains(ev.Message, "--allow-shared-volumes") {
 		t.Errorf("Event message %q does not name the volume and the way out", ev.Message)
 	}
-	h.waitReadyz(503, "prototype default/testvm")
-	// Rather than polling, it waits for the prototype to change.
-	w := h.nextWatch()
-	if got := w.GetWatchRestrictions(); got.Fields.String() != "metadata.name="+testProto || got.ResourceVersion != "10" {
-		t.Errorf("watch %s from %q, want the prototype from its resourceVersion 10", got.Fields, got.ResourceVersion)
+	h.waitReadyz(503, ReasonSharedVolumes)
+	// Rather than polling, it watches the prototype for a change.
+	if got := h.api.next("watch " + testProto); got != "watch testvm rv= initial" {
+		t.Errorf("prototype watch %q, want a streaming list of it", got)
 	}
-	if n := h.countRequests("create "); n != 0 {
+	if n := h.api.count("create "); n != 0 {
 		t.Fatalf("%d creates with a shared volume, want none", n)
 	}
 
 	fixed := prototype(testProto)
 	fixed.Generation = 2
-	h.update(fixed)
-	h.nextWatch()
-	if h.vm(testVM) == nil {
+	h.api.put(fixed)
+	h.watchFollowed()
+	if h.api.object(testVM) == nil {
 		t.Fatal("VM not created after the prototype was fixed")
 	}
 }
 
 func TestSharedVolumesPollWithoutWatchPermission(t *testing.T) {
-	h := newHarness(t, Config{}, []runtime.Object{withSharedPVC(prototype(testProto))})
-	// RBAC granting only get on the prototype (as across namespaces).
-	h.kv.PrependWatchReactor("virtualmachines", func(action k8stesting.Action) (bool, watch.Interface, error) {
-		if action.(k8stesting.WatchAction).GetWatchRestrictions().Fields.String() == "metadata.name="+testProto {
-			return true, nil, apierrors.NewForbidden(vmResource.GroupResource(), testProto, errors.New("no watch"))
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{withSharedPVC(prototype(testProto))})
+	// RBAC granting only get on the prototype (a Role of an older scaffold).
+	h.api.fail = func(req string) error {
+		if strings.HasPrefix(req, "watch "+testProto+" ") || strings.HasPrefix(req, "list "+testProto+" ") {
+			return apierrors.NewForbidden(vmResource.GroupResource(), testProto, errors.New("no list or watch"))
 		}
-		return false, nil, nil
-	})
+		return nil
+	}
 	h.start()
 	h.waitEvent(corev1.EventTypeWarning, ReasonSharedVolumes)
-	h.eventually("the agent polls the prototype", func() bool { return h.countRequests("get virtualmachines default/testvm") >= 3 })
-	h.update(prototype(testProto))
-	h.nextWatch()
-	if h.vm(testVM) == nil {
+	h.eventually("the agent polls the prototype", func() bool { return h.api.count("get "+testProto) >= 3 })
+	h.api.put(prototype(testProto))
+	h.watchFollowed()
+	if h.api.object(testVM) == nil {
 		t.Fatal("VM not created after the prototype was fixed")
 	}
 	var warnings int
@@ -470,13 +471,40 @@ func TestSharedVolumesPollWithoutWatchPermission(t *testing.T) {
 	}
 }
 
+func TestWatchDeniedIsReported(t *testing.T) {
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	var denied atomic.Bool
+	denied.Store(true)
+	h.api.fail = func(req string) error {
+		if denied.Load() && (strings.HasPrefix(req, "watch "+testVM+" ") || strings.HasPrefix(req, "list "+testVM+" ")) {
+			return apierrors.NewForbidden(vmResource.GroupResource(), "", errors.New("cannot list"))
+		}
+		return nil
+	}
+	h.start()
+	h.waitReadyz(503, ReasonWatchDenied)
+	ev := h.waitEvent(corev1.EventTypeWarning, ReasonWatchDenied)
+	if !strings.Contains(ev.Message, "grant the Pod's service account list and watch on virtualmachines.kubevirt.io") {
+		t.Errorf("Event %q does not say what to grant", ev.Message)
+	}
+	// Once RBAC is fixed, the informer's own retry finds the VM.
+	denied.Store(false)
+	vm := h.api.object(testVM)
+	vm.Status.Ready = true
+	h.api.put(vm)
+	h.waitReadyz(200, "ok")
+	if n := h.api.count("create "); n != 1 {
+		t.Errorf("%d creates, want 1: a denied watch is no reason to make the VM again", n)
+	}
+}
+
 func TestAllowSharedVolumes(t *testing.T) {
 	cfg := testConfig()
 	cfg.AllowSharedVolumes = true
-	h := newHarness(t, cfg, []runtime.Object{withSharedPVC(prototype(testProto))})
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{withSharedPVC(prototype(testProto))})
 	h.start()
-	h.nextWatch()
-	if h.vm(testVM) == nil {
+	h.watchFollowed()
+	if h.api.object(testVM) == nil {
 		t.Fatal("VM not created with --allow-shared-volumes")
 	}
 }
@@ -489,12 +517,31 @@ func TestProbeAddressInUse(t *testing.T) {
 	defer func() { _ = ln.Close() }()
 	cfg := testConfig()
 	cfg.ProbeAddress = ln.Addr().String()
-	h := newHarness(t, cfg, []runtime.Object{prototype(testProto)})
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})
 	err = h.agent.Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "choose another --probe-address") {
 		t.Errorf("Run() = %v, want a probe address error", err)
 	}
-	if len(h.kv.Actions()) != 0 {
-		t.Errorf("requests %v before the probes were up; want none", h.requests())
+	if reqs := h.api.requestLog(); len(reqs) != 0 {
+		t.Errorf("requests %v before the probes were up; want none", reqs)
+	}
+}
+
+func TestRefusesPrototypeCopiedFromDerivedVM(t *testing.T) {
+	// Someone copied a derived VM (get -o yaml, renamed, owner references
+	// stripped) to make the prototype: it still carries vmctl's markers.
+	copied := derived(t, testIdentity, "proto-uid")
+	copied.Name, copied.OwnerReferences = testProto, nil
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{copied})
+	h.start()
+	h.waitReadyz(503, ReasonInvalidPrototype)
+	ev := h.waitEvent(corev1.EventTypeWarning, ReasonInvalidPrototype)
+	if !strings.Contains(ev.Message, derive.LabelPod) || !strings.Contains(ev.Message, "kubectl label vm testvm") {
+		t.Errorf("Event %q does not name the markers and how to remove them", ev.Message)
+	}
+	// Like any prototype that cannot be derived, it is watched for a fix.
+	h.api.next("watch " + testProto)
+	if n := h.api.count("create "); n != 0 {
+		t.Errorf("%d creates from a prototype with derived-VM markers, want none", n)
 	}
 }

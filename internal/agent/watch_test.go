@@ -1,186 +1,242 @@
 package agent
 
 import (
-	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/klog/v2/ktesting"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	kvfake "kubevirt.io/client-go/kubevirt/fake"
 )
 
-var vmResource = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+// These tests run every watch of the agent against an API server whose
+// watch cache has moved past the resourceVersion the watch knows, as after a
+// kube-apiserver restart or in a busy namespace, including when the watched
+// object itself has not changed since. Each asserts a request budget, and
+// that nothing more is asked over a quiet spell far longer than the test
+// backoff's retry delays (at most 20 ms): a hot loop fails them.
 
-// testBackoff retries at once, so tests wait on events, not on time.
-func testBackoff() wait.Backoff {
-	return wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 20 * time.Millisecond, Steps: 1 << 30}
+// quietSpell is a hundred times the test backoff's cap.
+const quietSpell = 2 * time.Second
+
+// requestsAfter returns the requests made after the first n.
+func (h *harness) requestsAfter(n int) []string {
+	return h.api.requestLog()[n:]
 }
 
-type openedWatch struct {
-	rv, fieldSelector string
-	w                 *watch.FakeWatcher
-}
-
-// scriptedWatches makes every VM watch a FakeWatcher the test drives.
-func scriptedWatches(cs *kvfake.Clientset) <-chan openedWatch {
-	opened := make(chan openedWatch, 10)
-	cs.PrependWatchReactor("virtualmachines", func(action k8stesting.Action) (bool, watch.Interface, error) {
-		r := action.(k8stesting.WatchAction).GetWatchRestrictions()
-		w := watch.NewFake()
-		opened <- openedWatch{rv: r.ResourceVersion, fieldSelector: r.Fields.String(), w: w}
-		return true, w, nil
-	})
-	return opened
-}
-
-func receive[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		var zero T
-		return zero
+// expectQuiet fails t if any request arrives during quietSpell.
+func (h *harness) expectQuiet(what string) {
+	h.t.Helper()
+	n := len(h.api.requestLog())
+	time.Sleep(quietSpell)
+	if after := h.requestsAfter(n); len(after) > 0 {
+		h.t.Errorf("%s: %d requests in a quiet %v, want none: %q", what, len(after), quietSpell, after)
 	}
 }
 
-type step struct {
-	Type watch.EventType
-	RV   string // of the VM returned; "<nil>" for none
+// readyVM starts the agent and makes its VM ready.
+func (h *harness) readyVM() *kubevirtv1.VirtualMachine {
+	h.t.Helper()
+	h.start()
+	h.watchFollowed()
+	vm := h.api.object(testVM)
+	vm.Status.Ready = true
+	h.api.put(vm)
+	h.waitReadyz(200, "ok")
+	return vm
 }
 
-func vmAt(name, rv string) *kubevirtv1.VirtualMachine {
-	return &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace, ResourceVersion: rv, UID: "vm-uid"}}
+// watchesBack waits until a watch of name is open again.
+func (h *harness) watchesBack(name string) {
+	h.t.Helper()
+	h.eventually("a watch of "+name+" is open", func() bool { return h.api.watching(name) })
 }
 
-func TestVMWatchResumes(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	cs := kvfake.NewSimpleClientset(vmAt(testVM, "9"))
-	opened := scriptedWatches(cs)
-	vw := newVMWatch(ctx, kubevirtVMs{cs}, testNamespace, testVM, "1", testBackoff())
-	defer vw.stop()
-	steps := make(chan step)
-	go func() {
-		for {
-			typ, vm, ok := vw.next(ctx)
-			if !ok {
-				close(steps)
-				return
+func TestFollowSurvivesAPIServerRestart(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		bookmark bool // the last bookmark came after the churn
+		budget   int
+	}{
+		// The watch resumes from the bookmark's version, which the new
+		// cache still holds.
+		{name: "bookmark after the churn", bookmark: true, budget: 1},
+		// 410 Gone, then a streaming list from a current version.
+		{name: "no bookmark since", budget: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+			vm := h.readyVM()
+			// Unchanged since, while the rest of the namespace moved on.
+			h.api.churn(500)
+			if tt.bookmark {
+				h.api.bookmark()
 			}
-			s := step{Type: typ, RV: "<nil>"}
-			if vm != nil {
-				s.RV = vm.ResourceVersion
+			time.Sleep(100 * time.Millisecond)
+			n := len(h.api.requestLog())
+
+			h.api.restart(300*time.Millisecond, nil)
+			h.watchesBack(testVM)
+			h.expectQuiet("after the restart")
+			after := h.requestsAfter(n)
+			if len(after) > tt.budget {
+				t.Errorf("%d requests to recover, want at most %d: %q", len(after), tt.budget, after)
 			}
-			steps <- s
-		}
-	}()
-
-	w := receive(t, opened, "the first watch")
-	if diff := cmp.Diff(openedWatch{rv: "1", fieldSelector: "metadata.name=" + testVM}, w, cmp.AllowUnexported(openedWatch{}), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".w" }, cmp.Ignore())); diff != "" {
-		t.Errorf("first watch (-want +got):\n%s", diff)
-	}
-	w.w.Modify(vmAt(testVM, "5"))
-	if diff := cmp.Diff(step{watch.Modified, "5"}, receive(t, steps, "Modified")); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-
-	// A dropped watch resumes from the last resourceVersion seen.
-	w.w.Stop()
-	w = receive(t, opened, "the watch after a drop")
-	if w.rv != "5" {
-		t.Errorf("resumed at resourceVersion %q, want 5", w.rv)
-	}
-
-	// Bookmarks move the resourceVersion on without an event; other names are ignored.
-	w.w.Action(watch.Bookmark, vmAt(testVM, "7"))
-	w.w.Add(vmAt("someone-else", "8"))
-	w.w.Stop()
-	w = receive(t, opened, "the watch after a bookmark")
-	if w.rv != "7" {
-		t.Errorf("resumed at resourceVersion %q, want 7 from the bookmark", w.rv)
-	}
-
-	// 410 Gone: GET the VM and carry on from its resourceVersion.
-	w.w.Error(&apierrors.NewResourceExpired("too old resource version: 7 (8)").ErrStatus)
-	if diff := cmp.Diff(step{watch.Modified, "9"}, receive(t, steps, "the re-GET VM")); diff != "" {
-		t.Errorf("after 410 (-want +got):\n%s", diff)
-	}
-	w = receive(t, opened, "the watch after 410")
-	if w.rv != "9" {
-		t.Errorf("resumed at resourceVersion %q, want 9 from the GET", w.rv)
-	}
-
-	w.w.Delete(vmAt(testVM, "11"))
-	if diff := cmp.Diff(step{watch.Deleted, "11"}, receive(t, steps, "Deleted")); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-
-	var verbs []string
-	for _, a := range cs.Actions() {
-		verbs = append(verbs, a.GetVerb())
-	}
-	if diff := cmp.Diff([]string{"watch", "watch", "watch", "get", "watch"}, verbs); diff != "" {
-		t.Errorf("API requests (-want +got):\n%s", diff)
-	}
-	cancel()
-	if _, open := <-steps; open {
-		t.Error("next returned a step after ctx was canceled")
+			for _, r := range after {
+				if !strings.HasPrefix(r, "watch "+testVM) {
+					t.Errorf("request %q after the restart; want only watches of the VM", r)
+				}
+			}
+			if got := h.api.object(testVM); got.UID != vm.UID {
+				t.Errorf("VM UID %s after the restart, want %s: no VM replaced", got.UID, vm.UID)
+			}
+			if code, _ := h.readyz(); code != 200 {
+				t.Errorf("/readyz %d after the restart, want 200", code)
+			}
+		})
 	}
 }
 
-func TestVMWatchGoneAndNotFound(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cs := kvfake.NewSimpleClientset() // the VM does not exist
-	calls := 0
-	cs.PrependWatchReactor("virtualmachines", func(k8stesting.Action) (bool, watch.Interface, error) {
-		calls++
-		return true, nil, apierrors.NewResourceExpired("too old resource version")
+func TestDeletedWhileAPIServerDownIsRecreatedOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	vm := h.readyVM()
+	n := len(h.api.requestLog())
+
+	h.api.restart(300*time.Millisecond, func() { h.api.removeVM(testVM) })
+
+	h.eventually("the VM is recreated and followed", func() bool {
+		reqs := h.api.requestLog()
+		created := slices.Index(reqs[n:], "create "+testVM)
+		return created >= 0 && slices.Contains(reqs[n+created:], "watch "+testVM+" rv= initial") && h.api.watching(testVM)
 	})
-	vw := newVMWatch(ctx, kubevirtVMs{cs}, testNamespace, testVM, "3", testBackoff())
-	typ, vm, ok := vw.next(ctx)
-	if !ok || typ != watch.Deleted || vm != nil {
-		t.Errorf("next() = %v, %v, %v; want Deleted, nil, true", typ, vm, ok)
+	h.expectQuiet("after the recreate")
+	if again := h.api.object(testVM); again == nil || again.UID == vm.UID {
+		t.Errorf("VM %v after the restart, want a new one", again)
 	}
-	if calls != 1 {
-		t.Errorf("%d watch calls, want 1", calls)
+	if got := h.api.count("create "); got != 2 {
+		t.Errorf("%d creates in all, want 2: the first, and one after the restart", got)
 	}
-	if vw.rv != "" {
-		t.Errorf("resourceVersion after NotFound = %q, want empty to start afresh", vw.rv)
+	h.waitEvent(corev1.EventTypeWarning, ReasonVMDeleted)
+	if after := h.requestsAfter(n); len(after) > 6 {
+		t.Errorf("%d requests to notice and recreate, want at most 6 (410, streaming list, GET prototype, POST, streaming list): %q", len(after), after)
 	}
 }
 
-func TestVMWatchRetriesFailedWatch(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cs := kvfake.NewSimpleClientset()
-	fw := watch.NewFake()
-	calls := 0
-	cs.PrependWatchReactor("virtualmachines", func(k8stesting.Action) (bool, watch.Interface, error) {
-		calls++
-		if calls < 3 {
-			return true, nil, apierrors.NewServiceUnavailable("etcd leader changed")
-		}
-		go fw.Modify(vmAt(testVM, "4"))
-		return true, fw, nil
-	})
-	vw := newVMWatch(ctx, kubevirtVMs{cs}, testNamespace, testVM, "3", testBackoff())
-	defer vw.stop()
-	typ, vm, ok := vw.next(ctx)
-	if !ok || typ != watch.Modified || vm.ResourceVersion != "4" {
-		t.Errorf("next() = %v, %v, %v; want Modified at 4", typ, vm, ok)
+func TestAdoptAfterChurnOpensFromNow(t *testing.T) {
+	t.Parallel()
+	existing := derived(t, testIdentity, "existing-uid")
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto), existing})
+	// The agent's container restarts in a busy namespace: its VM has not
+	// changed since long before the watch cache's window.
+	h.api.churn(5000)
+	h.start()
+	h.watchFollowed()
+	h.expectQuiet("after adopting")
+	want := []string{
+		"get testvm",
+		"create testvm-vmctl-abc",
+		"get testvm-vmctl-abc",
+		"watch testvm-vmctl-abc rv= initial",
 	}
-	if calls != 3 {
-		t.Errorf("%d watch calls, want 3 (two failures, one success)", calls)
+	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	h.waitEvent(corev1.EventTypeNormal, ReasonAdopted)
+}
+
+func TestPrototypeWaitAfterChurn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{withSharedPVC(prototype(testProto))})
+	h.api.churn(500) // the prototype was last edited long ago
+	h.start()
+	h.waitEvent(corev1.EventTypeWarning, ReasonSharedVolumes)
+	h.api.next("watch " + testProto)
+	h.expectQuiet("waiting on an unchanged prototype")
+
+	// The window moves on again and the watch ends (a restart, a timeout).
+	n := len(h.api.requestLog())
+	h.api.churn(500)
+	h.api.closeWatches()
+	h.watchesBack(testProto)
+	h.expectQuiet("waiting on the prototype again")
+	if after := h.requestsAfter(n); len(after) > 2 {
+		t.Errorf("%d requests to resume the prototype watch, want at most 2: %q", len(after), after)
+	}
+
+	fixed := prototype(testProto)
+	fixed.Generation = 2
+	h.api.put(fixed)
+	h.watchFollowed()
+	if h.api.object(testVM) == nil {
+		t.Fatal("VM not created after the prototype was fixed")
+	}
+	if got := h.api.count("get " + testProto); got != 2 {
+		t.Errorf("%d prototype GETs, want 2: before and after the wait", got)
+	}
+}
+
+func TestReplaceWaitsOnTerminatingVMAfterChurn(t *testing.T) {
+	t.Parallel()
+	earlier := testIdentity
+	earlier.PodUID = "dead-pod-uid"
+	existing := derived(t, earlier, "old-vm-uid")
+	existing.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	existing.Finalizers = []string{metav1.FinalizerDeleteDependents}
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto), existing})
+	h.api.holdDeletes = true
+	h.api.churn(500)
+	h.start()
+	if got := h.api.next("watch " + testVM); got != "watch testvm-vmctl-abc rv= initial" {
+		t.Errorf("waited for the old VM with %q, want a streaming list", got)
+	}
+	h.expectQuiet("waiting for the old VM to go")
+
+	h.api.setHoldDeletes(false) // for the shutdown at the test's end
+	h.api.finishDelete(testVM)
+	h.watchFollowed()
+	if vm := h.api.object(testVM); vm == nil || vm.UID == "old-vm-uid" {
+		t.Fatalf("VM %v, want a new one once the old one went", vm)
+	}
+	want := []string{
+		"get testvm",
+		"create testvm-vmctl-abc",
+		"get testvm-vmctl-abc",
+		"delete testvm-vmctl-abc",
+		"watch testvm-vmctl-abc rv= initial",
+		"create testvm-vmctl-abc",
+		"watch testvm-vmctl-abc rv= initial",
+	}
+	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestShutdownWaitAfterChurn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	h.readyVM()
+	h.api.holdDeletes = true
+	done := make(chan error, 1)
+	go func() { done <- h.sigterm() }()
+	h.api.next("delete " + testVM)
+	h.api.next("watch " + testVM)
+
+	n := len(h.api.requestLog())
+	h.api.churn(500)
+	h.api.restart(300*time.Millisecond, nil)
+	h.watchesBack(testVM)
+	h.expectQuiet("waiting for the deletion after a restart")
+	if after := h.requestsAfter(n); len(after) > 2 {
+		t.Errorf("%d requests to resume the shutdown's watch, want at most 2: %q", len(after), after)
+	}
+	h.api.finishDelete(testVM)
+	if err := receive(t, done, "Run to return once the VM is gone"); err != nil {
+		t.Errorf("Run() = %v", err)
 	}
 }

@@ -44,6 +44,7 @@ func namespace(t testing.TB) string {
 			dumpAgentLogs(t, ns.Name)
 		}
 		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+		deleteAdmissionPolicies(ns.Name)
 	})
 	return ns.Name
 }
@@ -149,7 +150,7 @@ func runCode(t *testing.T, stdin []byte, name string, args ...string) (string, s
 func deploy(t *testing.T, ns string, kind scaffold.Kind, prototype string, flags ...string) {
 	t.Helper()
 	args := append([]string{"scaffold", strings.ToLower(string(kind)), prototype, "-n", ns,
-		"--grace-period", "30"}, flags...)
+		"--grace-period", "60"}, flags...)
 	manifests := vmctl(t, args...)
 	kubectl(t, []byte(manifests), "apply", "-f", "-")
 }
@@ -161,7 +162,9 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, seen, err := cond(ctx)
-		last = seen
+		if err == nil || seen != "" {
+			last = seen // a request cut short by the deadline saw nothing
+		}
 		return ok, err
 	})
 	if err != nil {
@@ -243,4 +246,26 @@ func describe(pods map[string]corev1.Pod, vms map[string]kubevirtv1.VirtualMachi
 	}
 	sort.Strings(s)
 	return strings.Join(s, "; ")
+}
+
+// deleteAdmissionPolicies deletes the cluster-scoped admission policies and
+// bindings that scaffold made for workloads in ns ("<name>.<ns>"): the
+// namespace's deletion does not take them.
+func deleteAdmissionPolicies(ns string) {
+	ctx := context.Background()
+	ar := e.kube.AdmissionregistrationV1()
+	if list, err := ar.ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, b := range list.Items {
+			if strings.HasSuffix(b.Name, "."+ns) {
+				_ = ar.ValidatingAdmissionPolicyBindings().Delete(ctx, b.Name, metav1.DeleteOptions{})
+			}
+		}
+	}
+	if list, err := ar.ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range list.Items {
+			if strings.HasSuffix(p.Name, "."+ns) {
+				_ = ar.ValidatingAdmissionPolicies().Delete(ctx, p.Name, metav1.DeleteOptions{})
+			}
+		}
+	}
 }

@@ -20,13 +20,15 @@ func (p Params) serviceAccount() *corev1.ServiceAccount {
 	}
 }
 
-// PrototypeRule lets the agent read the one prototype it derives from.
+// PrototypeRule lets the agent read the one prototype it derives from, and
+// watch it while it cannot be derived: resourceNames hold for a list or watch
+// that a field selector narrows to that name, as the agent's are.
 func PrototypeRule(prototype string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{
 		APIGroups:     []string{kubevirtGroup},
 		Resources:     []string{virtualMachines},
 		ResourceNames: []string{prototype},
-		Verbs:         []string{"get"},
+		Verbs:         []string{"get", "list", "watch"},
 	}
 }
 
@@ -37,7 +39,9 @@ func VMRules() []rbacv1.PolicyRule {
 		{
 			APIGroups: []string{kubevirtGroup},
 			Resources: []string{virtualMachines},
-			Verbs:     []string{"create", "get", "watch", "delete"},
+			// list only where the API server cannot stream a watch's
+			// initial list; watch grants as much already.
+			Verbs: []string{"create", "get", "list", "watch", "delete"},
 		},
 		{
 			APIGroups: []string{""},

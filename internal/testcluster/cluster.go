@@ -50,6 +50,10 @@ type Cluster struct {
 	Dir string
 	// Kubeconfig is the path of an admin kubeconfig (group system:masters).
 	Kubeconfig string
+	// EtcdURL is etcd's client URL (plain HTTP on loopback). Its JSON
+	// gateway (/v3/kv/...) lets a test change what the API server stores
+	// while the API server is down.
+	EtcdURL string
 	// RESTConfig is the same admin identity for clients in the test process
 	// (QPS 200, burst 400). Copy it with rest.CopyConfig before changing it.
 	RESTConfig *rest.Config
@@ -131,12 +135,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	etcdURL, err := c.startEtcd(ctx)
-	if err != nil {
+	if c.EtcdURL, err = c.startEtcd(ctx); err != nil {
 		return nil, err
 	}
-	c.logf("etcd ready at %s", etcdURL)
-	if err := c.startAPIServer(ctx, etcdURL, p); err != nil {
+	c.logf("etcd ready at %s", c.EtcdURL)
+	if err := c.startAPIServer(ctx, c.EtcdURL, p); err != nil {
 		return nil, err
 	}
 	c.logf("kube-apiserver serving at %s", c.RESTConfig.Host)
@@ -335,6 +338,10 @@ func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 
 func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) error {
 	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
+	auditPolicy, err := c.writeAuditPolicy()
+	if err != nil {
+		return err
+	}
 	return c.retryPortConflict(func() (*process, error) {
 		ports, err := FreePorts(1)
 		if err != nil {
@@ -366,6 +373,10 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) er
 			// 127.0.0.1 is not a valid endpoint for the kubernetes Service.
 			"--endpoint-reconciler-type=none",
 			"--profiling=false",
+			"--audit-policy-file=" + auditPolicy,
+			"--audit-log-path=" + c.AuditLog(),
+			"--audit-log-format=json",
+			"--audit-log-maxsize=0",
 			// Skips creating the default FlowSchemas at start; tests send little traffic.
 			"--enable-priority-and-fairness=false",
 		}, nil)

@@ -24,6 +24,10 @@ type process struct {
 	logPath string
 	done    chan struct{} // closed when the process has exited
 	err     error         // exit status, valid after done
+
+	// What it was started with, to start it again.
+	dir, binary string
+	args, env   []string
 }
 
 // startProcess runs binary with args, its output appended to dir/<name>.log.
@@ -44,7 +48,8 @@ func startProcess(name, dir, binary string, args []string, env []string) (*proce
 		_ = logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{}),
+		dir: dir, binary: binary, args: args, env: env}
 	go func() {
 		p.err = cmd.Wait()
 		_ = logFile.Close()
@@ -72,12 +77,15 @@ func (p *process) exitError() error {
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after stopGrace.
-func (p *process) stop() {
+func (p *process) stop() { p.stopWith(syscall.SIGTERM) }
+
+// stopWith sends sig to the process group, then SIGKILL after stopGrace.
+func (p *process) stopWith(sig syscall.Signal) {
 	if p.exited() {
 		return
 	}
 	pgid := -p.cmd.Process.Pid
-	_ = syscall.Kill(pgid, syscall.SIGTERM)
+	_ = syscall.Kill(pgid, sig)
 	select {
 	case <-p.done:
 	case <-time.After(stopGrace):

@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// watchVM follows the one VM namespace/name until check reports done or ctx
+// ends. check sees the VM as it is now (nil when it does not exist) once the
+// first list is in and again after every change, always from this goroutine.
+//
+// The watching is client-go's: a Reflector narrowed to the one VM by a field
+// selector on metadata.name, filling a Store. It opens with a consistent
+// streaming list (or a LIST where the server has none), resumes from
+// bookmarks, and after 410 Gone, a restarted API server or a compacted etcd
+// it lists again from a current resourceVersion, waiting b (jittered)
+// between attempts. A hand-written loop got exactly that wrong: resuming from
+// the VM's own resourceVersion after 410 is resuming from a version just as
+// old. A bare Reflector rather than an informer, because the agent needs no
+// event queue and wants its own backoff.
+//
+// onDenied hears every list or watch the API server refused in a way that
+// retrying will not fix (RBAC forbids it; the credentials were refused).
+// When it returns true, watchVM stops and returns that error; otherwise the
+// reflector keeps retrying. watchVM returns nil when check said done and
+// ctx's cause when ctx ended.
+func watchVM(ctx context.Context, api vmAPI, namespace, name string, b wait.Backoff,
+	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachine) (done bool)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	denied := make(chan error, 1)
+	report := func(err error) error {
+		if isDenied(err) {
+			select {
+			case denied <- err:
+			default: // one is waiting to be heard already
+			}
+		}
+		return err
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			// The first LIST asks for "0", any cached state. The agent acts
+			// on absence ("the VM is gone"), so it reads a consistent one.
+			if opts.ResourceVersion == "0" {
+				opts.ResourceVersion = ""
+			}
+			list, err := api.list(ctx, namespace, name, opts)
+			if err != nil {
+				return nil, report(err)
+			}
+			return list, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := api.watch(ctx, namespace, name, opts)
+			return w, report(err)
+		},
+	}
+	store := newNotifyingStore()
+	r := cache.NewReflectorWithOptions(lw, &kubevirtv1.VirtualMachine{}, store, cache.ReflectorOptions{
+		Name:            "vm",
+		TypeDescription: "VirtualMachine " + namespace + "/" + name,
+		Backoff:         &b,
+	})
+	go r.RunWithContext(ctx)
+
+	synced := store.synced
+	for synced != nil {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case err := <-denied:
+			if onDenied(err) {
+				return err
+			}
+		case <-synced:
+			synced = nil
+		}
+	}
+	key := namespace + "/" + name
+	for {
+		var vm *kubevirtv1.VirtualMachine
+		if obj, exists, _ := store.GetByKey(key); exists {
+			vm = obj.(*kubevirtv1.VirtualMachine)
+		}
+		if check(vm) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case err := <-denied:
+			if onDenied(err) {
+				return err
+			}
+		case <-store.changed:
+		}
+	}
+}
+
+// notifyingStore is a Store that says when it changed and when the first
+// list filled it.
+type notifyingStore struct {
+	cache.Store
+	changed chan struct{} // has a value after a write not yet looked at
+	synced  chan struct{} // closed by the first Replace
+	once    sync.Once
+}
+
+func newNotifyingStore() *notifyingStore {
+	return &notifyingStore{
+		Store:   cache.NewStore(cache.MetaNamespaceKeyFunc),
+		changed: make(chan struct{}, 1),
+		synced:  make(chan struct{}),
+	}
+}
+
+func (s *notifyingStore) poke() {
+	select {
+	case s.changed <- struct{}{}:
+	default: // a look is due already; it will see the latest state
+	}
+}
+
+func (s *notifyingStore) Add(obj any) error {
+	defer s.poke()
+	return s.Store.Add(obj)
+}
+
+func (s *notifyingStore) Update(obj any) error {
+	defer s.poke()
+	return s.Store.Update(obj)
+}
+
+func (s *notifyingStore) Delete(obj any) error {
+	defer s.poke()
+	return s.Store.Delete(obj)
+}
+
+func (s *notifyingStore) Replace(list []any, resourceVersion string) error {
+	defer s.once.Do(func() { close(s.synced) })
+	defer s.poke()
+	return s.Store.Replace(list, resourceVersion)
+}
+
+// isDenied reports whether err is one that retrying will not fix.
+func isDenied(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
+}
+
+// giveUp is an onDenied for watches with a fallback.
+func giveUp(error) bool { return true }
+
+// watchBackoff paces a watch's retries: b, capped at 10 s. An agent whose
+// watch is down is blind, so it tries again sooner than a failed step; a
+// thousand agents retrying every 10 to 15 s after an API server restart are
+// a hundred requests a second, which an API server takes in its stride.
+func watchBackoff(b wait.Backoff) wait.Backoff {
+	if b.Cap == 0 || b.Cap > 10*time.Second {
+		b.Cap = 10 * time.Second
+	}
+	return b
+}

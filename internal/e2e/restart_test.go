@@ -1,0 +1,440 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// The fleet and the windows of TestAgentsSurviveAPIServerRestart.
+const (
+	fleet = 20
+	// apiDown is how long kube-apiserver stays down.
+	apiDown = 10 * time.Second
+	// budgetWindow is how long after a disruption requests are counted.
+	budgetWindow = 60 * time.Second
+	// requestBudget is what one agent may ask of VirtualMachines to recover,
+	// beyond the watch that then stays open (which apiserver_request_total
+	// counts only once it ends).
+	requestBudget = 2
+)
+
+// TestAgentsSurviveAPIServerRestart runs a fleet of agents through
+// kube-apiserver restarts and an agent restart in a busy cluster, and holds
+// them to a request budget counted by the API server itself: after a
+// restart its watch cache starts at the current resourceVersion, so every
+// watch that resumes from an older one gets 410 Gone, and an agent that
+// answers that with a GET and a watch from the VM's own, just as old,
+// resourceVersion asks again without end.
+func TestAgentsSurviveAPIServerRestart(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", fmt.Sprint(fleet))
+	waitPaired(t, ns, "testvm", fleet, 3*time.Minute)
+	waitOthersGone(t, ns)
+
+	t.Run("SIGKILL", func(t *testing.T) {
+		before := waitPaired(t, ns, "testvm", fleet, settle)
+		mark := auditMark(t)
+		ready := restartAPIServer(t, syscall.SIGKILL, nil)
+		recovered := waitWatches(t, fleet)
+		t.Logf("every agent's watch open again %v after the API server was ready", recovered.Round(100*time.Millisecond))
+		reqs := fleetRequestsSince(t, ns, mark, ready)
+		t.Logf("agent requests on VirtualMachines from the restart to %v after it: %s", budgetWindow, reqs)
+		reqs.check(t, 1+requestBudget, nil)
+		if n := reqs.verbs()["create"] + reqs.verbs()["delete"]; n > 0 {
+			t.Errorf("agents created or deleted %d VMs after the restart", n)
+		}
+		sameVMs(t, ns, before, "")
+	})
+
+	t.Run("SIGTERM, one VM deleted while down", func(t *testing.T) {
+		before := waitPaired(t, ns, "testvm", fleet, settle)
+		victim := sortedKeys(before)[0]
+		vm := before[victim]
+		mark := auditMark(t)
+		ready := restartAPIServer(t, syscall.SIGTERM, func() error {
+			// The API server is down, so through etcd, as a restore from
+			// a backup taken before the VM existed would: the VM and
+			// what runs it. (Left behind, a VMI that names a deleted
+			// owner blocks the new VM: the garbage collector never saw
+			// the old VM go.)
+			for _, key := range []string{
+				"/registry/kubevirt.io/virtualmachines/" + ns + "/" + vm.Name,
+				"/registry/kubevirt.io/virtualmachineinstances/" + ns + "/" + vm.Name,
+			} {
+				if err := etcdDelete(t.Context(), key); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		recovered := waitWatches(t, fleet)
+		t.Logf("every agent's watch open again %v after the API server was ready", recovered.Round(100*time.Millisecond))
+		reqs := fleetRequestsSince(t, ns, mark, ready)
+		t.Logf("agent requests on VirtualMachines from the restart to %v after it: %s", budgetWindow, reqs)
+		// The victim's agent also GETs the prototype, POSTs the VM and
+		// watches the new VM.
+		reqs.check(t, 1+requestBudget, map[string]int{victim: 1 + requestBudget + 3})
+		if got := reqs.verbs()["create"]; got != 1 {
+			t.Errorf("%d VM creates, want exactly 1, for the deleted VM", got)
+		}
+		after := sameVMs(t, ns, before, victim)
+		if after[victim].UID == vm.UID {
+			t.Errorf("VM %s has its old UID %s; it was deleted and must be new", vm.Name, vm.UID)
+		}
+	})
+
+	t.Run("agent restarted after its VM fell out of the watch cache", func(t *testing.T) {
+		before := waitPaired(t, ns, "testvm", fleet, settle)
+		pod := quietest(before)
+		vm := before[pod]
+		// The watch cache keeps 75 s of history at least; past that, enough
+		// writes elsewhere push a quiet VM's last change out of it.
+		quietFor := time.Since(lastChange(&vm))
+		if wait := 80*time.Second - quietFor; wait > 0 {
+			t.Logf("waiting %v until VM %s has been quiet for 80s", wait.Round(time.Second), vm.Name)
+			time.Sleep(wait)
+		}
+		churn(t, ns, 3000)
+		if !watchExpired(t, ns, vm) {
+			t.Fatalf("a watch of VM %s from its resourceVersion %s still works; the scenario needs it out of the watch cache", vm.Name, vm.ResourceVersion)
+		}
+
+		mark, killed := auditMark(t), time.Now()
+		if err := e.kubelet.Signal(ns, pod, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, settle, "agent restarted and ready again", func(ctx context.Context) (bool, string, error) {
+			p, err := e.kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+			if err != nil || len(p.Status.ContainerStatuses) == 0 {
+				return false, "no container status", err
+			}
+			cs := p.Status.ContainerStatuses[0]
+			return cs.RestartCount >= 1 && cs.Ready, fmt.Sprintf("restarts=%d ready=%v", cs.RestartCount, cs.Ready), nil
+		})
+		waitWatches(t, fleet)
+		reqs := fleetRequestsSince(t, ns, mark, killed)
+		t.Logf("agent requests on VirtualMachines in the %v after the agent's restart: %s", budgetWindow, reqs)
+		// Adopting costs GET prototype, POST (409), GET VM and the watch
+		// that stays open; nothing more, and nothing from the others.
+		want := []string{"get " + vm.Name, "get testvm", "watch " + vm.Name, "create " + vm.Name}
+		sort.Strings(want)
+		if diff := cmp.Diff(map[string][]string{pod: want}, reqs.byPod); diff != "" {
+			t.Errorf("requests by Pod (-want +got):\n%s", diff)
+		}
+		sameVMs(t, ns, before, "")
+	})
+}
+
+// restartAPIServer kills kube-apiserver with sig, keeps it down for apiDown
+// while meanwhile runs, starts it again and returns when it was ready.
+func restartAPIServer(t *testing.T, sig syscall.Signal, meanwhile func() error) time.Time {
+	t.Helper()
+	start := time.Now()
+	if err := e.cluster.RestartAPIServer(t.Context(), sig, apiDown, meanwhile); err != nil {
+		t.Fatalf("restart kube-apiserver: %v", err)
+	}
+	t.Logf("kube-apiserver stopped with %v and ready again after %v", sig, time.Since(start).Round(100*time.Millisecond))
+	return time.Now()
+}
+
+// waitWatches waits until want agent watches on VMs are open, by the API
+// server's own count, and returns how long that took. It fails t but goes on
+// when they are not, so the test still counts the requests.
+func waitWatches(t *testing.T, want int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, budgetWindow, true, func(ctx context.Context) (bool, error) {
+		m, err := scrapeAPIServer(ctx)
+		if err != nil {
+			last = err.Error()
+			return false, nil // the next scrape may get through
+		}
+		open := int(m.sum("apiserver_longrunning_requests", agentVMWatches))
+		last = fmt.Sprintf("%d open", open)
+		return open == want, nil
+	})
+	if err != nil {
+		t.Errorf("%d agent watches open: not within %v; last seen: %s", want, budgetWindow, last)
+	}
+	return time.Since(start)
+}
+
+// auditMark is how many requests the audit log holds now.
+func auditMark(t *testing.T) int {
+	t.Helper()
+	events, err := e.cluster.ReadAudit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(events)
+}
+
+// fleetRequests are the requests on VirtualMachines that agent Pods made,
+// as "verb name", sorted, by Pod.
+type fleetRequests struct {
+	byPod map[string][]string
+}
+
+// fleetRequestsSince waits until budgetWindow after from and returns the
+// requests that ns's agents made after the audit log's first mark entries.
+// The audit log says who asked (a bound token names its Pod), which the API
+// server's metrics cannot: the garbage collector and virt-controller read
+// VMs too.
+func fleetRequestsSince(t *testing.T, ns string, mark int, from time.Time) fleetRequests {
+	t.Helper()
+	time.Sleep(time.Until(from.Add(budgetWindow)))
+	events, err := e.cluster.ReadAudit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := fleetRequests{byPod: map[string][]string{}}
+	for _, ev := range events[mark:] {
+		if pod := ev.Pod(); pod != "" && strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":") {
+			r.byPod[pod] = append(r.byPod[pod], ev.Verb+" "+ev.ObjectRef.Name)
+		}
+	}
+	for _, reqs := range r.byPod {
+		sort.Strings(reqs)
+	}
+	return r
+}
+
+// verbs counts the requests by verb.
+func (r fleetRequests) verbs() map[string]int {
+	n := map[string]int{}
+	for _, reqs := range r.byPod {
+		for _, req := range reqs {
+			verb, _, _ := strings.Cut(req, " ")
+			n[verb]++
+		}
+	}
+	return n
+}
+
+func (r fleetRequests) String() string {
+	total, most, who := 0, 0, ""
+	for pod, reqs := range r.byPod {
+		total += len(reqs)
+		if len(reqs) > most {
+			most, who = len(reqs), pod
+		}
+	}
+	var verbs []string
+	for verb, n := range r.verbs() {
+		verbs = append(verbs, fmt.Sprintf("%s=%d", verb, n))
+	}
+	sort.Strings(verbs)
+	return fmt.Sprintf("%d from %d agents (%s), most from one agent %d (%s)", total, len(r.byPod), strings.Join(verbs, " "), most, who)
+}
+
+// check fails t for every Pod with more than budget requests (or its own
+// entry in budgets).
+func (r fleetRequests) check(t *testing.T, budget int, budgets map[string]int) {
+	t.Helper()
+	for pod, reqs := range r.byPod {
+		b, ok := budgets[pod]
+		if !ok {
+			b = budget
+		}
+		if len(reqs) > b {
+			t.Errorf("agent %s made %d requests, want at most %d: %q", pod, len(reqs), b, reqs[:min(len(reqs), 8)])
+		}
+	}
+}
+
+// sameVMs checks that ns still has every Pod of before paired with the same
+// VM (except changed, whose VM may be new) and every Pod Ready.
+func sameVMs(t *testing.T, ns string, before map[string]kubevirtv1.VirtualMachine, changed string) map[string]kubevirtv1.VirtualMachine {
+	t.Helper()
+	after := waitPaired(t, ns, "testvm", len(before), settle)
+	for pod, vm := range before {
+		if pod != changed && after[pod].UID != vm.UID {
+			t.Errorf("VM of pod %s replaced: uid %s -> %s", pod, vm.UID, after[pod].UID)
+		}
+	}
+	pods, err := e.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if !podReady(&p) {
+			t.Errorf("pod %s is not Ready", p.Name)
+		}
+	}
+	return after
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitOthersGone waits until no agent Pod outside ns is left from earlier
+// tests, so that only ns's agents talk to the API server.
+func waitOthersGone(t *testing.T, ns string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, "agent Pods of other tests gone", func(ctx context.Context) (bool, string, error) {
+		pods, err := e.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+			LabelSelector: scaffold.LabelName + "=" + scaffold.AppName,
+			FieldSelector: fields.OneTermNotEqualSelector("metadata.namespace", ns).String(),
+		})
+		if err != nil {
+			return false, "", err
+		}
+		var left []string
+		for _, p := range pods.Items {
+			left = append(left, p.Namespace+"/"+p.Name)
+		}
+		return len(left) == 0, strings.Join(left, " "), nil
+	})
+}
+
+// quietest returns the Pod whose VM changed longest ago.
+func quietest(pairs map[string]kubevirtv1.VirtualMachine) string {
+	pods := sortedKeys(pairs)
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, b := pairs[pods[i]], pairs[pods[j]]
+		return lastChange(&a).Before(lastChange(&b))
+	})
+	return pods[0]
+}
+
+// lastChange is when a VM was last written, from its managedFields.
+func lastChange(vm *kubevirtv1.VirtualMachine) time.Time {
+	last := vm.CreationTimestamp.Time
+	for _, f := range vm.ManagedFields {
+		if f.Time != nil && f.Time.After(last) {
+			last = f.Time.Time
+		}
+	}
+	return last
+}
+
+// churn creates a VM that is not vmctl's and writes it n times, as a busy
+// namespace would, from a few clients at once.
+func churn(t *testing.T, ns string, n int) {
+	t.Helper()
+	vms := e.virt.KubevirtV1().VirtualMachines(ns)
+	busy := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "busy"},
+		Spec: kubevirtv1.VirtualMachineSpec{
+			RunStrategy: ptr.To(kubevirtv1.RunStrategyHalted),
+			Template:    &kubevirtv1.VirtualMachineInstanceTemplateSpec{},
+		},
+	}
+	if _, err := vms.Create(t.Context(), busy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				patch := fmt.Sprintf(`{"metadata":{"labels":{"w%d":"%d"}}}`, w, i)
+				if _, err := vms.Patch(t.Context(), "busy", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("%d writes to VM %s/busy in %v", n, ns, time.Since(start).Round(100*time.Millisecond))
+}
+
+// watchExpired reports whether a watch of vm from its own resourceVersion
+// gets 410 Gone, as the agent's watch did before it listed afresh.
+func watchExpired(t *testing.T, ns string, vm kubevirtv1.VirtualMachine) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	w, err := e.virt.KubevirtV1().VirtualMachines(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector:   fields.OneTermEqualSelector("metadata.name", vm.Name).String(),
+		ResourceVersion: vm.ResourceVersion,
+	})
+	if err != nil {
+		return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+	}
+	defer w.Stop()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok || ev.Type != watch.Error {
+			return false
+		}
+		err := apierrors.FromObject(ev.Object)
+		return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+	case <-ctx.Done():
+		return false // the watch is open: the version is in the cache
+	}
+}
+
+// etcdDelete deletes key from etcd through its JSON gateway.
+func etcdDelete(ctx context.Context, key string) error {
+	body, _ := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cluster.EtcdURL+"/v3/kv/deleterange", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("etcd deleterange: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, _ := io.ReadAll(resp.Body)
+	var res struct {
+		Deleted string `json:"deleted"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("etcd deleterange %s: %s %s", key, resp.Status, out)
+	}
+	if res.Deleted != "1" {
+		return fmt.Errorf("etcd deleterange %s deleted %q keys, want 1: %s", key, res.Deleted, out)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
