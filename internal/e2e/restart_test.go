@@ -28,6 +28,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 

@@ -166,7 +166,8 @@ func (p Params) admissionVariables() []admissionregistrationv1.Variable {
 }
 
 // claimName is CEL for the claim a volume x refers to through a
-// dataVolume, a persistentVolumeClaim or an ephemeral claim, or ''.
+// dataVolume, a persistentVolumeClaim or an ephemeral claim, or the empty
+// string.
 func claimName(x string) string {
 	return fmt.Sprintf("(has(%[1]s.dataVolume) ? %[1]s.dataVolume.name : has(%[1]s.persistentVolumeClaim) ? %[1]s.persistentVolumeClaim.claimName : "+
 		"%[1]s.?ephemeral.?persistentVolumeClaim.?claimName.orValue(''))", x)

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 // Agent container settings.
