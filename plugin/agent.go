@@ -32,6 +32,7 @@ type AgentOptions struct {
 	ProtoNamespace     string
 	HostnameOverride   string
 	AllowSharedVolumes bool
+	Subdomain          string
 	ProbeAddress       string
 	DeleteTimeout      time.Duration
 	Verbosity          int
@@ -41,6 +42,9 @@ type AgentOptions struct {
 	TerminationLogPath string
 	// ServiceAccountNamespaceFile holds the Pod's namespace in a Pod.
 	ServiceAccountNamespaceFile string
+	// PodInfoNameFile holds the Pod's name where the original design's
+	// downward-API volume is mounted.
+	PodInfoNameFile string
 	// LookupEnv, Hostname and Exit are os.LookupEnv, os.Hostname and os.Exit.
 	LookupEnv func(key string) (string, bool)
 	Hostname  func() (string, error)
@@ -61,6 +65,7 @@ func NewAgentOptions(streams genericiooptions.IOStreams) *AgentOptions {
 		DeleteTimeout:               agent.DefaultDeleteTimeout,
 		TerminationLogPath:          DefaultTerminationLogPath,
 		ServiceAccountNamespaceFile: agent.ServiceAccountNamespaceFile,
+		PodInfoNameFile:             agent.PodInfoNameFile,
 		LookupEnv:                   os.LookupEnv,
 		Hostname:                    os.Hostname,
 		Exit:                        os.Exit,
@@ -85,7 +90,9 @@ The agent creates the VM <prototype>-<pod> pinned to the Pod's node, serves
 VM if someone deletes it, and deletes it when the Pod gets SIGTERM.
 
 It learns who it is from the downward API: POD_NAME, POD_NAMESPACE, NODE_NAME
-and POD_UID. Without NODE_NAME or POD_UID it GETs its Pod once.`,
+and POD_UID (the Pod's name also from /etc/podinfo/name, the downward-API file
+of the original vmctl manifests). Without NODE_NAME or POD_UID it GETs its Pod
+once. /metrics on the probe address serves Prometheus metrics.`,
 		Example: `  # The container's entrypoint, with args: ["testvm"]
   kubectl-vmctl agent testvm
 
@@ -111,7 +118,9 @@ and POD_UID. Without NODE_NAME or POD_UID it GETs its Pod once.`,
 	f.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM. Defaults to the namespace of the derived VM.")
 	f.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Pod name to act as, instead of POD_NAME or the hostname. Mainly for running outside a Pod.")
 	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes, "Derive VMs even when they would all write to the prototype's persistentVolumeClaim or dataVolume volumes.")
-	f.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz and /readyz on.")
+	f.StringVar(&o.Subdomain, "subdomain", o.Subdomain,
+		"For a StatefulSet's Pods: the headless Service that selects the VMs. The VM gets the Pod's name as hostname and this subdomain, so <pod>.<subdomain>.<namespace>.svc names it as it would the Pod.")
+	f.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz, /readyz and /metrics on.")
 	f.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout,
 		"The shutdown's deadline, from the signal: a create still going on, the VM's deletion and the wait for it to be gone all end by then, and the agent exits 1 if the VM may outlive the Pod. Keep it under the Pod's terminationGracePeriodSeconds.")
 	f.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
@@ -149,6 +158,10 @@ func (o *AgentOptions) Complete(args []string) error {
 			b, err := os.ReadFile(o.ServiceAccountNamespaceFile)
 			return string(b), err == nil
 		},
+		PodInfoName: func() (string, bool) {
+			b, err := os.ReadFile(o.PodInfoNameFile)
+			return string(b), err == nil
+		},
 		KubeconfigNamespace: func() (string, error) {
 			ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 			return ns, err
@@ -171,6 +184,7 @@ func (o *AgentOptions) Complete(args []string) error {
 		Namespace:          namespace,
 		Pod:                id,
 		AllowSharedVolumes: o.AllowSharedVolumes,
+		Subdomain:          o.Subdomain,
 		ProbeAddress:       o.ProbeAddress,
 		DeleteTimeout:      o.DeleteTimeout,
 	}

@@ -54,6 +54,7 @@ func newTestAgentOptions(t *testing.T, env map[string]string) (*AgentOptions, ge
 	o.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	o.Hostname = func() (string, error) { return "hostname-pod", nil }
 	o.ServiceAccountNamespaceFile = filepath.Join(t.TempDir(), "no-such-namespace-file")
+	o.PodInfoNameFile = filepath.Join(t.TempDir(), "no-such-podinfo-name")
 	o.TerminationLogPath = filepath.Join(t.TempDir(), "no-termination-log")
 	o.Exit = func(code int) { t.Errorf("exit(%d)", code) }
 	return o, streams
@@ -72,6 +73,7 @@ func TestAgentBadArgumentsAreFatal(t *testing.T) {
 		{"invalid namespace", []string{"testvm", "-n", "Bad.NS"}, `namespace "Bad.NS" is not a valid name`},
 		{"unknown flag", []string{"testvm", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{"zero delete timeout", []string{"testvm", "--delete-timeout=0s"}, "delete timeout must be positive"},
+		{"invalid subdomain", []string{"testvm", "--subdomain=Web.Svc"}, `subdomain "Web.Svc" is not a valid Service name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,7 +120,9 @@ func TestAgentComplete(t *testing.T) {
 		name  string
 		env   map[string]string
 		flags []string
-		want  agent.Config
+		// podInfo, when set, is written to the /etc/podinfo/name stand-in.
+		podInfo string
+		want    agent.Config
 	}{{
 		name: "in a Pod with the downward API",
 		env:  downward,
@@ -138,6 +142,18 @@ func TestAgentComplete(t *testing.T) {
 			ProbeAddress: ":9090", DeleteTimeout: time.Minute,
 			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
 	}, {
+		name:  "a StatefulSet's agent: --subdomain",
+		env:   map[string]string{agent.EnvPodName: "web-0", agent.EnvPodNamespace: "apps", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1"},
+		flags: []string{"--subdomain", "web"},
+		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps", Subdomain: "web",
+			Pod: agent.Identity{PodName: "web-0", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
+	}, {
+		name:    "the original design's manifests: the name from /etc/podinfo/name, not the hostname",
+		env:     map[string]string{agent.EnvPodNamespace: "apps"},
+		podInfo: "vmctl-5d8f-x2x9z\n",
+		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps",
+			Pod: agent.Identity{PodName: "vmctl-5d8f-x2x9z", PodNamespace: "apps"}},
+	}, {
 		name:  "outside a Pod: hostname override and the kubeconfig's namespace",
 		flags: []string{"--hostname-override", "vmctl-0"},
 		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "from-kubeconfig", Namespace: "from-kubeconfig",
@@ -146,6 +162,11 @@ func TestAgentComplete(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o, _ := newTestAgentOptions(t, tt.env)
+			if tt.podInfo != "" {
+				if err := os.WriteFile(o.PodInfoNameFile, []byte(tt.podInfo), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			cmd := newCmdAgent(o)
 			if err := cmd.ParseFlags(append(tt.flags, "--kubeconfig", kubeconfig)); err != nil {
 				t.Fatal(err)
@@ -272,7 +293,7 @@ func TestAgentHelp(t *testing.T) {
 		t.Fatalf("exit code %d", code)
 	}
 	for _, want := range []string{"kubectl vmctl agent PROTOTYPE", "--proto-namespace", "--hostname-override", "--allow-shared-volumes",
-		`--probe-address string           Address to serve /healthz and /readyz on. (default ":8080")`, "(default 2m50s)", "-n, --namespace"} {
+		`--probe-address string           Address to serve /healthz, /readyz and /metrics on. (default ":8080")`, "(default 2m50s)", "-n, --namespace"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}

@@ -39,6 +39,10 @@ type Config struct {
 	// AllowSharedVolumes lets the derived VMs share the prototype's writable
 	// persistentVolumeClaim volumes.
 	AllowSharedVolumes bool
+	// Subdomain, for a StatefulSet's agents, is the headless Service that
+	// selects the VMs: the VM gets the Pod's name as hostname and this
+	// subdomain (see derive.Options).
+	Subdomain string
 	// ProbeAddress is the host:port of /healthz and /readyz.
 	ProbeAddress string
 	// DeleteTimeout bounds how long shutdown waits for the VM to be gone.
@@ -64,6 +68,13 @@ func (c Config) Validate() error {
 	check("namespace", c.Namespace, validation.IsDNS1123Label(c.Namespace))
 	check("pod name", c.Pod.PodName, validation.IsDNS1123Subdomain(c.Pod.PodName))
 	check("pod namespace", c.Pod.PodNamespace, validation.IsDNS1123Label(c.Pod.PodNamespace))
+	if c.Subdomain != "" {
+		if msgs := validation.IsDNS1123Label(c.Subdomain); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("subdomain %q is not a valid Service name: %s", c.Subdomain, strings.Join(msgs, "; ")))
+		} else if msgs := validation.IsDNS1123Label(c.Pod.PodName); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("pod name %q cannot be the VM's hostname with --subdomain: %s; --subdomain is for StatefulSet Pods", c.Pod.PodName, strings.Join(msgs, "; ")))
+		}
+	}
 	if c.DeleteTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("delete timeout must be positive, not %v", c.DeleteTimeout))
 	}

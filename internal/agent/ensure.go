@@ -67,7 +67,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 	}
 	want, err := derive.VM(proto, derive.Pod{
 		Name: a.pod.PodName, Namespace: a.pod.PodNamespace, UID: a.pod.PodUID, Node: a.pod.Node,
-	}, derive.Options{Namespace: a.cfg.Namespace, AllowSharedVolumes: a.cfg.AllowSharedVolumes})
+	}, derive.Options{Namespace: a.cfg.Namespace, AllowSharedVolumes: a.cfg.AllowSharedVolumes, Subdomain: a.cfg.Subdomain})
 	if err != nil {
 		reason := ReasonInvalidPrototype
 		if _, shared := errors.AsType[*derive.SharedVolumeError](err); shared {
@@ -81,6 +81,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 	created, err := a.create(ctx, want)
 	if err == nil {
 		a.report.done(ctx, ReasonCreated, fmt.Sprintf("Created VM %s from prototype %s on node %s", ref, protoRef, a.pod.Node))
+		a.took(MetricCreated)
 		return created, nil, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -97,6 +98,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 	switch v {
 	case adopt:
 		a.report.done(ctx, ReasonAdopted, why)
+		a.took(MetricAdopted)
 		return existing, nil, nil
 	case refuse:
 		return nil, nil, &problem{reason: ReasonVMConflict, msg: why}
@@ -113,7 +115,18 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 	}
 	a.report.done(ctx, ReasonReplaced, fmt.Sprintf("Replaced VM %s left by an earlier Pod %s (uid %s)",
 		ref, a.pod.PodName, existing.Annotations[derive.AnnotationPodUID]))
+	a.took(MetricReplaced)
 	return created, nil, nil
+}
+
+// took counts the VM the agent now holds by reason; a VM made after someone
+// deleted the last one counts as Recreated, however it came about.
+func (a *Agent) took(reason string) {
+	if a.vmLost && reason != MetricAdopted {
+		reason = MetricRecreated
+	}
+	a.vmLost = false
+	a.metrics.tookVM(reason, time.Now())
 }
 
 // create runs past the shutdown signal, up to the final deadline: a create
@@ -157,7 +170,7 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 			return fmt.Errorf("deleting VM %s: %w", ref, err)
 		}
 	}
-	err := watchVM(ctx, a.vms, vm.Namespace, vm.Name, watchBackoff(a.cfg.backoff()), giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
+	err := a.watchVM(ctx, vm.Namespace, vm.Name, giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
 		return cur == nil || cur.UID != vm.UID
 	})
 	if err != nil {
@@ -173,7 +186,7 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 func (a *Agent) waitPrototypeChange(ctx context.Context, proto *kubevirtv1.VirtualMachine) bool {
 	ctx, cancel := context.WithTimeout(ctx, prototypeRecheck)
 	defer cancel()
-	err := watchVM(ctx, a.vms, proto.Namespace, proto.Name, watchBackoff(a.cfg.backoff()), giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
+	err := a.watchVM(ctx, proto.Namespace, proto.Name, giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
 		return cur == nil || cur.UID != proto.UID || cur.Generation != proto.Generation
 	})
 	if isDenied(err) {

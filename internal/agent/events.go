@@ -49,6 +49,7 @@ func (p *problem) Unwrap() error { return p.err }
 // one per retry, so a waiting Pod costs the API server nothing.
 type reporter struct {
 	status   *readiness
+	metrics  *metrics
 	recorder record.EventRecorder // nil until the Pod is known
 	pod      *corev1.ObjectReference
 	last     string
@@ -57,7 +58,7 @@ type reporter struct {
 // startEvents begins recording Events on pod; they stop when ctx ends.
 func (r *reporter) startEvents(ctx context.Context, events typedcorev1.EventsGetter, pod Identity) {
 	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.Events("")})
+	b.StartRecordingToSink(countingEvents{&typedcorev1.EventSinkImpl{Interface: events.Events("")}, r.metrics})
 	r.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent, Host: pod.Node})
 	r.pod = &corev1.ObjectReference{
 		APIVersion: "v1",

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,13 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
+// watchVM follows the one VM namespace/name with the agent's API, backoff
+// and metrics: see watchVM.
+func (a *Agent) watchVM(ctx context.Context, namespace, name string,
+	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachine) (done bool)) error {
+	return watchVM(ctx, a.vms, namespace, name, watchBackoff(a.cfg.backoff()), a.metrics.watchRestarts.Inc, onDenied, check)
+}
+
 // watchVM follows the one VM namespace/name until check reports done or ctx
 // ends. check sees the VM as it is now (nil when it does not exist) once the
 // first list is in and again after every change, always from this goroutine.
@@ -23,7 +31,7 @@ import (
 // streaming list (or a LIST where the server has none), resumes from
 // bookmarks, and after 410 Gone, a restarted API server or a compacted etcd
 // it lists again from a current resourceVersion, waiting b (jittered)
-// between attempts. A hand-written loop got exactly that wrong: resuming from
+// between attempts. restarted hears every WATCH request after the first. A hand-written loop got exactly that wrong: resuming from
 // the VM's own resourceVersion after 410 is resuming from a version just as
 // old. A bare Reflector rather than an informer, because the agent needs no
 // event queue and wants its own backoff.
@@ -33,10 +41,11 @@ import (
 // When it returns true, watchVM stops and returns that error; otherwise the
 // reflector keeps retrying. watchVM returns nil when check said done and
 // ctx's cause when ctx ended.
-func watchVM(ctx context.Context, api vmAPI, namespace, name string, b wait.Backoff,
+func watchVM(ctx context.Context, api vmAPI, namespace, name string, b wait.Backoff, restarted func(),
 	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachine) (done bool)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var watches atomic.Int32
 	denied := make(chan error, 1)
 	report := func(err error) error {
 		if isDenied(err) {
@@ -61,6 +70,9 @@ func watchVM(ctx context.Context, api vmAPI, namespace, name string, b wait.Back
 			return list, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			if watches.Add(1) > 1 {
+				restarted()
+			}
 			w, err := api.watch(ctx, namespace, name, opts)
 			return w, report(err)
 		},

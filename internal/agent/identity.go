@@ -21,6 +21,11 @@ const (
 // mounts a service account token.
 const ServiceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
+// PodInfoNameFile holds the Pod's name where a downwardAPI volume "podinfo"
+// with the item "name" is mounted at /etc/podinfo, as the original vmctl
+// design's manifests (through a PodPreset) did.
+const PodInfoNameFile = "/etc/podinfo/name"
+
 // Identity is the Pod the agent runs as.
 type Identity struct {
 	PodName      string
@@ -43,6 +48,9 @@ type IdentitySources struct {
 	HostnameOverride string
 	// LookupEnv is os.LookupEnv. Empty values count as unset.
 	LookupEnv func(key string) (string, bool)
+	// PodInfoName returns the content of PodInfoNameFile, and false when
+	// there is no such file.
+	PodInfoName func() (string, bool)
 	// Hostname is os.Hostname, the Pod's name in a Pod without hostNetwork.
 	Hostname func() (string, error)
 	// ServiceAccountNamespace returns the content of
@@ -55,7 +63,9 @@ type IdentitySources struct {
 
 // ResolveIdentity works out which Pod the agent runs as.
 //
-// Pod name: HostnameOverride, else POD_NAME, else the hostname. Namespace:
+// Pod name: HostnameOverride, else POD_NAME, else PodInfoNameFile, else
+// the hostname (which is not the Pod's name in a Pod with hostNetwork, and
+// is cut to 63 characters). Namespace:
 // POD_NAMESPACE, else the service account namespace file, else the
 // kubeconfig's namespace, else "default". Node and UID: NODE_NAME and POD_UID
 // when set, else left empty for the agent to look up.
@@ -74,6 +84,8 @@ func ResolveIdentity(src IdentitySources) (Identity, error) {
 		id.PodName = src.HostnameOverride
 	case env(EnvPodName) != "":
 		id.PodName = env(EnvPodName)
+	case podInfoName(src) != "":
+		id.PodName = podInfoName(src)
 	case src.Hostname != nil:
 		h, err := src.Hostname()
 		if err != nil {
@@ -105,4 +117,16 @@ func ResolveIdentity(src IdentitySources) (Identity, error) {
 	id.Node = env(EnvNodeName)
 	id.PodUID = types.UID(env(EnvPodUID))
 	return id, nil
+}
+
+// podInfoName is the trimmed content of PodInfoNameFile, or "".
+func podInfoName(src IdentitySources) string {
+	if src.PodInfoName == nil {
+		return ""
+	}
+	name, ok := src.PodInfoName()
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(name)
 }

@@ -35,6 +35,22 @@ func TestResolveIdentity(t *testing.T) {
 		src:  IdentitySources{Hostname: hostname, ServiceAccountNamespace: noSA, KubeconfigNamespace: kubeconfigNS("kc")},
 		want: Identity{PodName: "host-pod", PodNamespace: "kc"},
 	}, {
+		name: "the original design's /etc/podinfo/name beats the hostname",
+		src: IdentitySources{PodInfoName: func() (string, bool) { return "vmctl-5d8f-x2x9z\n", true },
+			Hostname: hostname, ServiceAccountNamespace: noSA, KubeconfigNamespace: kubeconfigNS("kc")},
+		want: Identity{PodName: "vmctl-5d8f-x2x9z", PodNamespace: "kc"},
+	}, {
+		name: "POD_NAME beats /etc/podinfo/name",
+		env:  map[string]string{EnvPodName: "vmctl-abc"},
+		src: IdentitySources{PodInfoName: func() (string, bool) { return "from-file", true },
+			Hostname: hostname, ServiceAccountNamespace: noSA, KubeconfigNamespace: kubeconfigNS("kc")},
+		want: Identity{PodName: "vmctl-abc", PodNamespace: "kc"},
+	}, {
+		name: "no /etc/podinfo/name, or an empty one: the hostname",
+		src: IdentitySources{PodInfoName: func() (string, bool) { return " \n", true },
+			Hostname: hostname, ServiceAccountNamespace: noSA, KubeconfigNamespace: kubeconfigNS("kc")},
+		want: Identity{PodName: "host-pod", PodNamespace: "kc"},
+	}, {
 		name: "empty and blank env values count as unset",
 		env:  map[string]string{EnvPodName: "", EnvPodNamespace: "  ", EnvNodeName: "", EnvPodUID: ""},
 		src:  IdentitySources{Hostname: hostname, ServiceAccountNamespace: func() (string, bool) { return "sa-ns\n", true }},

@@ -20,12 +20,13 @@ import (
 
 // Agent keeps one derived VM for one Pod.
 type Agent struct {
-	cfg    Config
-	vms    vmAPI
-	pods   podAPI
-	kube   kubernetes.Interface
-	status *readiness
-	report reporter
+	cfg     Config
+	vms     vmAPI
+	pods    podAPI
+	kube    kubernetes.Interface
+	status  *readiness
+	report  reporter
+	metrics *metrics
 
 	// pod is cfg.Pod with Node and PodUID filled in.
 	pod Identity
@@ -39,6 +40,9 @@ type Agent struct {
 	warnedGrace bool
 	// wasReady remembers the last readiness logged, to log changes only.
 	wasReady bool
+	// vmLost is set when someone else deleted the agent's VM: the next VM
+	// it makes is a recreation.
+	vmLost bool
 }
 
 // New returns an Agent for cfg, which must have passed Validate.
@@ -47,21 +51,24 @@ func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface) *Agent {
 }
 
 func newAgent(cfg Config, vms vmAPI, kube kubernetes.Interface) *Agent {
-	status := newReadiness(ReadyzStarting)
+	m := newMetrics(time.Now())
+	status := newReadiness(ReadyzStarting, m.setReady)
 	return &Agent{
-		cfg:    cfg,
-		final:  context.Background(),
-		vms:    vms,
-		pods:   kubePods{kube},
-		kube:   kube,
-		status: status,
-		report: reporter{status: status},
+		cfg:     cfg,
+		final:   context.Background(),
+		vms:     countingVMs{vms, m},
+		pods:    countingPods{kubePods{kube}, m},
+		kube:    kube,
+		status:  status,
+		report:  reporter{status: status, metrics: m},
+		metrics: m,
 	}
 }
 
-// Handler serves /healthz and /readyz, as Run does on cfg.ProbeAddress.
+// Handler serves /healthz, /readyz and /metrics, as Run does on
+// cfg.ProbeAddress.
 func (a *Agent) Handler() http.Handler {
-	return probeHandler(a.status)
+	return probeHandler(a.status, a.metrics.handler())
 }
 
 // VMName is the derived VM's name.
@@ -79,6 +86,7 @@ func (a *Agent) VMName() string {
 // returns is abandoned, though client-go's sender may log that a moment
 // later.
 func (a *Agent) Run(ctx context.Context) error {
+	a.metrics.start = time.Now()
 	logger := klog.FromContext(ctx).WithValues(
 		"vm", klog.KRef(a.cfg.Namespace, a.VMName()),
 		"prototype", klog.KRef(a.cfg.PrototypeNamespace, a.cfg.Prototype))
@@ -184,6 +192,7 @@ func (a *Agent) keep(ctx context.Context) *kubevirtv1.VirtualMachine {
 		if !gone {
 			return latest
 		}
+		a.vmLost = true
 		a.report.fail(ctx, &problem{reason: ReasonVMDeleted,
 			msg: fmt.Sprintf("VM %s/%s was deleted while the Pod runs; recreating it", vm.Namespace, vm.Name)})
 		// Something that deletes the VM again and again gets slower answers.
@@ -202,7 +211,7 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 	latest = vm
 	wasReady = a.observe(ctx, vm)
 	ref := vm.Namespace + "/" + vm.Name
-	_ = watchVM(ctx, a.vms, vm.Namespace, vm.Name, watchBackoff(a.cfg.backoff()), func(err error) bool {
+	_ = a.watchVM(ctx, vm.Namespace, vm.Name, func(err error) bool {
 		a.report.fail(ctx, watchProblem(ref, err))
 		return false // the reflector retries; readiness returns with the VM
 	}, func(cur *kubevirtv1.VirtualMachine) bool {
@@ -231,6 +240,7 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 	switch {
 	case ready:
 		a.status.set(true, "")
+		a.metrics.becameReady(time.Now())
 	case vm.DeletionTimestamp != nil:
 		a.status.set(false, ReadyzVMDeleting)
 	case vm.Status.PrintableStatus != "":
@@ -255,9 +265,15 @@ func (a *Agent) release(ctx context.Context, vm *kubevirtv1.VirtualMachine) erro
 	var err error
 	switch {
 	case vm != nil:
+		start := time.Now()
 		if err = a.deleteAndWait(a.final, vm); err != nil {
 			err = fmt.Errorf("VM %s/%s may outlive the Pod: %w", vm.Namespace, vm.Name, err)
+			break
 		}
+		took := time.Since(start)
+		a.metrics.shutdown.Observe(took.Seconds())
+		logger.Info("Deleted VM", "uid", vm.UID, "took", took.Round(time.Millisecond))
+		return nil
 	case a.cutShort != "":
 		err = fmt.Errorf("VM %s/%s may outlive the Pod: its create was still going on when the shutdown deadline passed; "+
 			"delete it if it exists, and give the Pod a longer terminationGracePeriodSeconds", a.cfg.Namespace, a.cutShort)
@@ -265,14 +281,10 @@ func (a *Agent) release(ctx context.Context, vm *kubevirtv1.VirtualMachine) erro
 		logger.Info("No VM to delete")
 		return nil
 	}
-	if err != nil {
-		logger.Error(err, "VM may outlive the Pod", "timeout", a.cfg.DeleteTimeout)
-		// Best effort: the process may exit before the Event is sent.
-		a.report.event(corev1.EventTypeWarning, ReasonDeleteFailed, err.Error())
-		return err
-	}
-	logger.Info("Deleted VM", "uid", vm.UID)
-	return nil
+	logger.Error(err, "VM may outlive the Pod", "timeout", a.cfg.DeleteTimeout)
+	// Best effort: the process may exit before the Event is sent.
+	a.report.event(corev1.EventTypeWarning, ReasonDeleteFailed, err.Error())
+	return err
 }
 
 // sleep waits d or until ctx is done; it reports whether d passed.

@@ -27,18 +27,23 @@ type readiness struct {
 	mu     sync.Mutex
 	ready  bool
 	reason string
+	// observe, when set, hears every readiness set, for the metrics.
+	observe func(ready bool)
 }
 
-func newReadiness(reason string) *readiness {
-	return &readiness{reason: reason}
+func newReadiness(reason string, observe func(ready bool)) *readiness {
+	return &readiness{reason: reason, observe: observe}
 }
 
 func (r *readiness) set(ready bool, reason string) {
 	// A reason may quote an API error; /readyz promises one line.
 	reason = strings.Join(strings.Fields(reason), " ")
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.ready, r.reason = ready, reason
+	r.mu.Unlock()
+	if r.observe != nil {
+		r.observe(ready)
+	}
 }
 
 func (r *readiness) get() (bool, string) {
@@ -47,10 +52,14 @@ func (r *readiness) get() (bool, string) {
 	return r.ready, r.reason
 }
 
-// probeHandler serves /healthz (200 while the process runs) and /readyz (200
-// only while the derived VM is ready, else 503 with the reason).
-func probeHandler(r *readiness) http.Handler {
+// probeHandler serves /healthz (200 while the process runs), /readyz (200
+// only while the derived VM is ready, else 503 with the reason) and, when
+// metrics is not nil, /metrics.
+func probeHandler(r *readiness, metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = fmt.Fprintln(w, "ok")

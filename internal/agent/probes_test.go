@@ -29,8 +29,8 @@ func TestProbeHandler(t *testing.T) {
 		return response{rec.Code, rec.Body.String()}
 	}
 
-	r := newReadiness(ReadyzStarting)
-	h := probeHandler(r)
+	r := newReadiness(ReadyzStarting, nil)
+	h := probeHandler(r, nil)
 	steps := []struct {
 		name    string
 		set     func()
@@ -59,12 +59,12 @@ func TestProbeHandler(t *testing.T) {
 // TestReadyzHidesAPIErrors: anyone who reaches the Pod can ask /readyz, so it
 // names the reason and keeps what the API server said for the log and Events.
 func TestReadyzHidesAPIErrors(t *testing.T) {
-	r := newReadiness(ReadyzStarting)
+	r := newReadiness(ReadyzStarting, nil)
 	rep := reporter{status: r}
 	secret := `admission webhook "virtualmachine-validator.kubevirt.io" denied the request: spec.template.spec.volumes[0] references secret db-password`
 	rep.fail(context.Background(), createProblem("default/testvm-vmctl-abc", apierrors.NewBadRequest(secret)))
 	rec := httptest.NewRecorder()
-	probeHandler(r).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	probeHandler(r, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if got, want := rec.Body.String(), ReasonCreateFailed+"\n"; got != want {
 		t.Errorf("/readyz body %q, want %q", got, want)
 	}
@@ -78,7 +78,7 @@ func startProbeServer(t *testing.T, l probeLimits) (addr string, peak func() int
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := probeServer(probeHandler(newReadiness(ReadyzStarting)), l)
+	srv := probeServer(probeHandler(newReadiness(ReadyzStarting, nil), nil), l)
 	counted := &countingListener{Listener: ln}
 	go func() { _ = srv.Serve(l.limit(counted)) }()
 	t.Cleanup(func() { _ = srv.Close() })

@@ -26,6 +26,13 @@ type Options struct {
 	// AllowSharedVolumes permits writable persistentVolumeClaim volumes and
 	// existing DataVolumes, which every derived VM would then share.
 	AllowSharedVolumes bool
+	// Subdomain, when set, gives the VM a StatefulSet Pod's stable DNS name:
+	// the VMI's spec.hostname is the Pod's name and spec.subdomain is
+	// Subdomain, the headless Service that selects the VMs (by
+	// LabelSubdomain, which the VM and its VMI template then carry), so
+	// <pod>.<subdomain>.<namespace>.svc names the VM across Pod restarts.
+	// Only for Pods with stable names: a Deployment's change with every Pod.
+	Subdomain string
 }
 
 // VM derives the VirtualMachine that pod runs from proto. It never modifies proto.
@@ -38,6 +45,9 @@ type Options struct {
 // be shared by every derived VM, unless opts.AllowSharedVolumes.
 func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.VirtualMachine, error) {
 	if err := validate(proto, pod); err != nil {
+		return nil, err
+	}
+	if err := validateSubdomain(pod, opts.Subdomain); err != nil {
 		return nil, err
 	}
 	namespace := opts.Namespace
@@ -65,6 +75,7 @@ func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.Vi
 	clearRevisions(&vm.Spec)
 	templateMeta(vm.Spec.Template, proto.Name, pod.Name)
 	clearIdentity(&vm.Spec.Template.Spec, name)
+	stableIdentity(vm, pod.Name, opts.Subdomain)
 	vm.Spec.Template.Spec.Affinity = pinToNode(vm.Spec.Template.Spec.Affinity, pod.Node)
 
 	// KubeVirt rejects a VM that sets both; the agent's Pod decides when the

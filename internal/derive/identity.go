@@ -1,6 +1,10 @@
 package derive
 
 import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -33,4 +37,38 @@ func clearRevisions(spec *kubevirtv1.VirtualMachineSpec) {
 	if spec.Preference != nil {
 		spec.Preference.RevisionName = ""
 	}
+}
+
+// stableIdentity gives vm the DNS identity of its StatefulSet Pod when
+// subdomain is set: hostname the Pod's name, subdomain the headless Service
+// that selects the VMs by LabelSubdomain. KubeVirt puts both on the VM's
+// launcher Pod, and the EndpointSlice controller then names the launcher
+// Pod's address <pod>.<subdomain>.<namespace>.svc, as it does for a
+// StatefulSet's own Pods.
+func stableIdentity(vm *kubevirtv1.VirtualMachine, pod, subdomain string) {
+	if subdomain == "" {
+		return
+	}
+	spec := &vm.Spec.Template.Spec
+	spec.Hostname = pod
+	spec.Subdomain = subdomain
+	vm.Labels[LabelSubdomain] = subdomain
+	vm.Spec.Template.ObjectMeta.Labels[LabelSubdomain] = subdomain
+}
+
+// validateSubdomain checks that a subdomain and the Pod's name can make a
+// DNS name, as a StatefulSet's Pods' always can.
+func validateSubdomain(pod Pod, subdomain string) error {
+	if subdomain == "" {
+		return nil
+	}
+	if msgs := validation.IsDNS1123Label(subdomain); len(msgs) > 0 {
+		return fmt.Errorf("subdomain %q is not a valid Service name: %s; give the name of the headless Service that selects the VMs",
+			subdomain, strings.Join(msgs, "; "))
+	}
+	if msgs := validation.IsDNS1123Label(pod.Name); len(msgs) > 0 {
+		return fmt.Errorf("the Pod's name %q cannot be the VM's hostname (%s): a subdomain is for StatefulSet Pods, whose names are DNS labels",
+			pod.Name, strings.Join(msgs, "; "))
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package derive
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -117,6 +118,63 @@ func TestVMRunStrategy(t *testing.T) {
 			}
 			if vm.Spec.Running != nil {
 				t.Errorf("running = %v, want unset", *vm.Spec.Running)
+			}
+		})
+	}
+}
+
+func TestVMStatefulSetIdentity(t *testing.T) {
+	pod := Pod{Name: "web-0", Namespace: "vms", UID: "pod-uid-1", Node: "node-a"}
+	for _, tc := range []struct {
+		name                    string
+		subdomain               string
+		protoHost, protoSub     string
+		wantHost, wantSub       string
+		wantLabel, wantTemplate bool
+	}{
+		{name: "no subdomain: nothing set, as for a Deployment"},
+		{name: "no subdomain keeps the prototype's, the hostname becomes the VM's name",
+			protoHost: "fedora", protoSub: "workers", wantHost: "fedora-web-0", wantSub: "workers"},
+		{name: "a subdomain: the Pod's name and the Service", subdomain: "web",
+			wantHost: "web-0", wantSub: "web", wantLabel: true, wantTemplate: true},
+		{name: "a subdomain beats the prototype's", subdomain: "web", protoHost: "fedora", protoSub: "workers",
+			wantHost: "web-0", wantSub: "web", wantLabel: true, wantTemplate: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proto := testPrototype()
+			proto.Spec.Template.Spec.Hostname, proto.Spec.Template.Spec.Subdomain = tc.protoHost, tc.protoSub
+			vm := mustVM(t, proto, pod, Options{Subdomain: tc.subdomain})
+			spec := vm.Spec.Template.Spec
+			if spec.Hostname != tc.wantHost || spec.Subdomain != tc.wantSub {
+				t.Errorf("hostname %q subdomain %q, want %q and %q", spec.Hostname, spec.Subdomain, tc.wantHost, tc.wantSub)
+			}
+			if got, ok := vm.Labels[LabelSubdomain]; ok != tc.wantLabel || (ok && got != tc.subdomain) {
+				t.Errorf("VM label %s = %q (present %v), want present %v", LabelSubdomain, got, ok, tc.wantLabel)
+			}
+			if got, ok := vm.Spec.Template.ObjectMeta.Labels[LabelSubdomain]; ok != tc.wantTemplate || (ok && got != tc.subdomain) {
+				t.Errorf("VMI template label %s = %q (present %v), want present %v", LabelSubdomain, got, ok, tc.wantTemplate)
+			}
+			if proto.Spec.Template.Spec.Hostname != tc.protoHost || proto.Labels[LabelSubdomain] != "" {
+				t.Error("the prototype was modified")
+			}
+		})
+	}
+}
+
+func TestVMSubdomainNeedsDNSNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, pod, subdomain, want string
+	}{
+		{"a Pod name with dots", "web.0", "web", `the Pod's name "web.0" cannot be the VM's hostname`},
+		{"a Pod name too long for a hostname", "web-" + strings.Repeat("x", 60), "web", "must be no more than 63 characters"},
+		{"a subdomain that is no Service name", "web-0", "Web_Svc", `subdomain "Web_Svc" is not a valid Service name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod()
+			pod.Name = tc.pod
+			_, err := VM(testPrototype(), pod, Options{Subdomain: tc.subdomain})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("VM() error = %v, want it to say %q", err, tc.want)
 			}
 		})
 	}

@@ -9,6 +9,10 @@ const (
 	LabelPrototype = "vmctl.kubevirt.io/prototype"
 	// LabelPod holds the owning Pod's name (hashed to fit a label value).
 	LabelPod = "vmctl.kubevirt.io/pod"
+	// LabelSubdomain, on VMs derived with Options.Subdomain (a
+	// StatefulSet's), holds that subdomain: the headless Service of that
+	// name selects the VMs by it.
+	LabelSubdomain = "vmctl.kubevirt.io/subdomain"
 
 	// AnnotationPodName holds the owning Pod's full name.
 	AnnotationPodName = "vmctl.kubevirt.io/pod-name"

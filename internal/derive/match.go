@@ -43,7 +43,7 @@ func IsDerivedFrom(meta metav1.Object, namespace, name string) bool {
 // markerLabels and markerAnnotations are what vmctl writes on every derived
 // VM, and what a prototype must not carry.
 var (
-	markerLabels      = []string{LabelPrototype, LabelPod}
+	markerLabels      = []string{LabelPrototype, LabelPod, LabelSubdomain}
 	markerAnnotations = []string{
 		AnnotationPodName, AnnotationPodNamespace, AnnotationPodUID, AnnotationNode,
 		AnnotationPrototypeName, AnnotationPrototypeNamespace, AnnotationPrototypeGeneration,

@@ -73,6 +73,7 @@ func check(live *kubevirtv1.VirtualMachine, o status.Origin, protos map[status.K
 		// The agent already decided about shared volumes when it made the
 		// VM; diff compares, it does not judge again.
 		AllowSharedVolumes: true,
+		Subdomain:          live.Labels[derive.LabelSubdomain],
 	})
 	if err != nil {
 		c.Err = fmt.Errorf("derive from prototype %s: %w", c.Prototype, err)
