@@ -33,6 +33,7 @@ type ScaffoldOptions struct {
 	PDB                string
 	AdmissionPolicy    bool
 	AllowSharedVolumes bool
+	PodMonitor         bool
 	Output             string
 
 	// Prototype looks the prototype up, to check that its guest's grace
@@ -79,7 +80,12 @@ The output holds a ServiceAccount; a Role and RoleBinding that let the agent rea
 only the prototype, create, watch and delete VirtualMachines and record events
 (in the prototype's namespace too when --proto-namespace differs); and the
 workload, whose Pods run "kubectl-vmctl agent PROTOTYPE" with a restricted
-security context. A StatefulSet also gets its headless Service.
+security context and carry Prometheus' scrape annotations for the agent's
+/metrics. The workload and its Pods are labelled
+vmctl.kubevirt.io/agent-prototype=PROTOTYPE, which "kubectl vmctl rollout"
+finds them by. A StatefulSet also gets its headless Service, which selects
+the VMs, not the agents: each VM gets its Pod's name as hostname, so
+<pod>.<name>.<namespace>.svc resolves to the VM.
 
 The VMs go where the workload goes: -n, else the kubeconfig's namespace, else
 "default". Nothing is sent to the cluster; when it can be reached, the
@@ -140,6 +146,8 @@ put the fleet in a namespace of its own (see "Security model" in the README).`,
 		"Add a cluster-scoped ValidatingAdmissionPolicy and binding that confine the ServiceAccount to creating and deleting its own Pods' VMs, derived from the prototype; applying them needs cluster-admin. --admission-policy=false leaves them out.")
 	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes,
 		"Let the agents derive VMs from a prototype with writable PersistentVolumeClaims, which all VMs then share.")
+	f.BoolVar(&o.PodMonitor, "pod-monitor", o.PodMonitor,
+		"Add a Prometheus Operator PodMonitor (monitoring.coreos.com/v1) that scrapes the agents' /metrics.")
 	f.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, json).")
 	o.ConfigFlags.AddFlags(f)
 	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
@@ -179,6 +187,7 @@ func (o *ScaffoldOptions) Complete(cmd *cobra.Command, args []string) error {
 		GracePeriodSeconds: o.GracePeriod,
 		AdmissionPolicy:    o.AdmissionPolicy,
 		AllowSharedVolumes: o.AllowSharedVolumes,
+		PodMonitor:         o.PodMonitor,
 	}
 	if p.Name == "" {
 		p.Name = scaffold.DefaultName(p.Prototype)

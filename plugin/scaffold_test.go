@@ -99,7 +99,7 @@ func TestScaffoldGolden(t *testing.T) {
 		{golden: "daemonset-proto-namespace-admission-policy.yaml", args: []string{"ds", "testvm", "-n", "vms",
 			"--proto-namespace", "protos", "--admission-policy"}},
 		{golden: "statefulset.yaml", args: []string{"statefulset", "testvm", "-n", "vms", "--replicas", "2",
-			"--pdb", "50%", "--service", "22"}},
+			"--pdb", "50%", "--service", "22", "--pod-monitor"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {

@@ -85,6 +85,7 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 					"a derived VM runs always and is owned by its agent's Pod, or by nothing"),
 				forbid(creating("variables.sameVolumes && variables.sameDataVolumeTemplates"),
 					fmt.Sprintf("the VirtualMachine's volumes or dataVolumeTemplates are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
+				forbid(creating("variables.ownDNSName"), p.dnsNameMessage()),
 				forbid(creating("variables.sameHostAccess"),
 					fmt.Sprintf("the VirtualMachine's devices, networks, credentials, instancetype or template annotations are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
 			},
@@ -144,6 +145,16 @@ func (p Params) admissionVariables() []admissionregistrationv1.Variable {
 			"variables.protoTemplates.exists(t, t.metadata.name == " + claimName("p") + ") && " +
 			"has(p.dataVolume) == has(v.dataVolume) && has(p.persistentVolumeClaim) == has(v.persistentVolumeClaim) && has(p.ephemeral) == has(v.ephemeral) && " +
 			"p.?persistentVolumeClaim.?readOnly == v.?persistentVolumeClaim.?readOnly && p.?ephemeral.?persistentVolumeClaim.?readOnly == v.?ephemeral.?persistentVolumeClaim.?readOnly))))"},
+		// DNS names only its own: a hostname of the VM's name (derive sets
+		// it so when the prototype has one) or, for a StatefulSet's VM, of
+		// its Pod; the prototype's subdomain or the StatefulSet's Service;
+		// and the Service's label only with its subdomain. Else one agent
+		// could take another VM's <hostname>.<subdomain> name.
+		{Name: "ownDNSName", Expression: strings.Join([]string{
+			tmpl + ".?hostname.orValue('') in ['', object.metadata.name.replace('.', '-'), variables.pod]",
+			tmpl + ".?subdomain.orValue('') in " + p.allowedSubdomains(ptmpl),
+			"object.spec.template.?metadata.?labels['" + derive.LabelSubdomain + "'].orValue('') in ['', " + tmpl + ".?subdomain.orValue('')]",
+		}, " && ")},
 		{Name: "sameDataVolumeTemplates", Expression: "size(variables.templates) == size(variables.protoTemplates) && " +
 			"variables.templates.all(t, variables.protoTemplates.exists(p, p.spec == t.spec))"},
 		// What gives a guest the host's devices, another network, the
@@ -163,6 +174,27 @@ func (p Params) admissionVariables() []admissionregistrationv1.Variable {
 			"object.spec.?preference.?kind == params.spec.?preference.?kind",
 		}, " && ")},
 	}
+}
+
+// allowedSubdomains is a CEL list of the subdomains an agent's VM may have:
+// the prototype's (ptmpl is CEL for its template spec), and a StatefulSet's
+// own headless Service.
+func (p Params) allowedSubdomains(ptmpl string) string {
+	list := "[" + ptmpl + ".?subdomain.orValue('')"
+	if s := p.subdomain(); s != "" {
+		list += ", '" + s + "'"
+	}
+	return list + "]"
+}
+
+// dnsNameMessage says what ownDNSName allows.
+func (p Params) dnsNameMessage() string {
+	sub := "the prototype's"
+	if s := p.subdomain(); s != "" {
+		sub += " or " + s
+	}
+	return fmt.Sprintf("the VirtualMachine's hostname or subdomain is not its own: a vmctl agent may only create a VM whose hostname is unset, "+
+		"its own name or its Pod's, with %s subdomain, and label %s only with that subdomain", sub, derive.LabelSubdomain)
 }
 
 // claimName is CEL for the claim a volume x refers to through a

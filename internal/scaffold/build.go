@@ -2,6 +2,8 @@ package scaffold
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 // Recommended labels (app.kubernetes.io/...) that scaffold puts on every object.
@@ -11,6 +13,14 @@ const (
 	LabelComponent = "app.kubernetes.io/component"
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	LabelVersion   = "app.kubernetes.io/version"
+
+	// LabelPrototype, on a workload and its Pod template, names the
+	// prototype its agents derive their VMs from (derive.LabelValue of the
+	// name; the agent's arguments say its namespace), so that `kubectl vmctl
+	// rollout` and `kubectl get -l` find the workloads of a prototype. It is
+	// not derive.LabelPrototype: Services select VMs' launcher Pods by that,
+	// and must not select the agents.
+	LabelPrototype = "vmctl.kubevirt.io/agent-prototype"
 
 	// AppName is the value of LabelName.
 	AppName = "vmctl"
@@ -26,8 +36,8 @@ const (
 
 // Build returns the objects that run p's agents, in the order
 // `kubectl apply -f -` should create them: ServiceAccount, RBAC, admission
-// policy, workload, Services, PodDisruptionBudget. Every object has its
-// apiVersion and kind set.
+// policy, workload, Services, PodDisruptionBudget, PodMonitor. Every object
+// has its apiVersion and kind set.
 func Build(p Params) ([]runtime.Object, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -51,6 +61,9 @@ func Build(p Params) ([]runtime.Object, error) {
 	if p.PDBMinAvailable != nil {
 		objs = append(objs, p.podDisruptionBudget())
 	}
+	if p.PodMonitor {
+		objs = append(objs, p.podMonitor())
+	}
 	return objs, nil
 }
 
@@ -68,6 +81,14 @@ func (p Params) labels(component string) map[string]string {
 	if v := sanitize(p.Version, 63); v != "" {
 		l[LabelVersion] = v
 	}
+	return l
+}
+
+// workloadLabels are the labels of the workload and its Pod template: the
+// agent's, and the prototype's name.
+func (p Params) workloadLabels() map[string]string {
+	l := p.labels(ComponentAgent)
+	l[LabelPrototype] = derive.LabelValue(p.Prototype)
 	return l
 }
 

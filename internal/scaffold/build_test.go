@@ -132,6 +132,7 @@ func TestBuildObjects(t *testing.T) {
 				m := intstr.FromInt32(1)
 				p.PDBMinAvailable = &m
 				p.AdmissionPolicy = true
+				p.PodMonitor = true
 			},
 			want: []string{
 				"ServiceAccount vms/web",
@@ -143,6 +144,7 @@ func TestBuildObjects(t *testing.T) {
 				"StatefulSet vms/web",
 				"Service vms/web-vms",
 				"PodDisruptionBudget vms/web",
+				"PodMonitor vms/web",
 			},
 		},
 	}
@@ -273,13 +275,14 @@ func TestAgentArgs(t *testing.T) {
 			p.AllowSharedVolumes = true
 			p.GracePeriodSeconds = 60
 		}, want: []string{"testvm", "--proto-namespace=protos", "--allow-shared-volumes", "--delete-timeout=50s"}},
+		{name: "a statefulset names its VMs' subdomain", change: func(p *Params) { p.Kind = KindStatefulSet; p.Name = "web" },
+			want: []string{"testvm", "--subdomain=web"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := validParams(KindDaemonSet)
 			tt.change(&p)
-			ds := find[*appsv1.DaemonSet](t, mustBuild(t, p), "vms", "vmctl-testvm")
-			got := ds.Spec.Template.Spec.Containers[0].Args
+			got := p.AgentArgs()
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
 			}
@@ -289,12 +292,15 @@ func TestAgentArgs(t *testing.T) {
 
 func TestWorkloads(t *testing.T) {
 	wantSelector := map[string]string{"app.kubernetes.io/name": "vmctl", "app.kubernetes.io/instance": "vmctl-testvm"}
+	// The prototype's label lets `rollout` find the workloads; it is not
+	// the VMs' vmctl.kubevirt.io/prototype, which Services select.
 	wantLabels := map[string]string{
-		"app.kubernetes.io/name":       "vmctl",
-		"app.kubernetes.io/instance":   "vmctl-testvm",
-		"app.kubernetes.io/component":  "agent",
-		"app.kubernetes.io/managed-by": "kubectl-vmctl",
-		"app.kubernetes.io/version":    "v1.2.3",
+		"app.kubernetes.io/name":            "vmctl",
+		"app.kubernetes.io/instance":        "vmctl-testvm",
+		"app.kubernetes.io/component":       "agent",
+		"app.kubernetes.io/managed-by":      "kubectl-vmctl",
+		"app.kubernetes.io/version":         "v1.2.3",
+		"vmctl.kubevirt.io/agent-prototype": "testvm",
 	}
 
 	p := validParams(KindDeployment)
@@ -316,11 +322,21 @@ func TestWorkloads(t *testing.T) {
 	}
 	checkPodTemplate(t, "statefulset", sts.Spec.Template)
 	headless := find[*corev1.Service](t, objs, "vms", "vmctl-testvm")
-	if headless.Spec.ClusterIP != corev1.ClusterIPNone {
-		t.Errorf("governing service clusterIP = %q, want None", headless.Spec.ClusterIP)
+	if headless.Spec.ClusterIP != corev1.ClusterIPNone || len(headless.Spec.Ports) != 0 {
+		t.Errorf("governing service clusterIP = %q, ports %v; want None and no ports", headless.Spec.ClusterIP, headless.Spec.Ports)
 	}
-	if diff := cmp.Diff(wantSelector, headless.Spec.Selector); diff != "" {
+	// It selects the VMs' launcher Pods (by the labels derive puts on the
+	// VMI template with --subdomain), never the agents, so each Pod's DNS
+	// name is its VM's.
+	wantVMSelector := map[string]string{"vmctl.kubevirt.io/prototype": "testvm", "vmctl.kubevirt.io/subdomain": "vmctl-testvm"}
+	if diff := cmp.Diff(wantVMSelector, headless.Spec.Selector); diff != "" {
 		t.Errorf("governing service selector (-want +got):\n%s", diff)
+	}
+	if args := sts.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--subdomain=vmctl-testvm") {
+		t.Errorf("statefulset agent args %q lack --subdomain=vmctl-testvm", args)
+	}
+	if headless.Labels["app.kubernetes.io/component"] != "vms" {
+		t.Errorf("governing service component = %q, want vms", headless.Labels["app.kubernetes.io/component"])
 	}
 
 	p.Kind = KindDaemonSet
@@ -345,6 +361,64 @@ func TestWorkloads(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantLabels, ds.Spec.Template.Labels); diff != "" {
 		t.Errorf("pod template labels (-want +got):\n%s", diff)
+	}
+	wantAnnotations := map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics"}
+	for kind, tmpl := range map[string]corev1.PodTemplateSpec{"deployment": deploy.Spec.Template, "statefulset": sts.Spec.Template, "daemonset": ds.Spec.Template} {
+		if diff := cmp.Diff(wantAnnotations, tmpl.Annotations); diff != "" {
+			t.Errorf("%s pod template annotations (-want +got):\n%s", kind, diff)
+		}
+	}
+	for kind, args := range map[string][]string{"deployment": deploy.Spec.Template.Spec.Containers[0].Args, "daemonset": ds.Spec.Template.Spec.Containers[0].Args} {
+		if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--subdomain") }) {
+			t.Errorf("%s agent args %q: Pod names that change with every Pod make no stable DNS names", kind, args)
+		}
+	}
+}
+
+func TestWorkloadLabelLongPrototype(t *testing.T) {
+	p := validParams(KindDeployment)
+	p.Prototype = strings.Repeat("p", 80)
+	deploy := find[*appsv1.Deployment](t, mustBuild(t, p), "vms", "vmctl-testvm")
+	for what, l := range map[string]map[string]string{"labels": deploy.Labels, "pod template labels": deploy.Spec.Template.Labels} {
+		if got := l["vmctl.kubevirt.io/agent-prototype"]; got != derive.LabelValue(p.Prototype) || len(got) > 63 {
+			t.Errorf("%s: vmctl.kubevirt.io/agent-prototype = %q, want derive.LabelValue of the name", what, got)
+		}
+	}
+}
+
+func TestPodMonitor(t *testing.T) {
+	p := validParams(KindDaemonSet)
+	if s := summary(t, mustBuild(t, p)); slices.ContainsFunc(s, func(o string) bool { return strings.HasPrefix(o, "PodMonitor") }) {
+		t.Errorf("a PodMonitor without --pod-monitor: %q", s)
+	}
+	p.PodMonitor = true
+	objs := mustBuild(t, p)
+	var buf strings.Builder
+	if err := WriteYAML(&buf, objs[len(objs)-1:]); err != nil {
+		t.Fatal(err)
+	}
+	want := `apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata:
+  labels:
+    app.kubernetes.io/component: agent
+    app.kubernetes.io/instance: vmctl-testvm
+    app.kubernetes.io/managed-by: kubectl-vmctl
+    app.kubernetes.io/name: vmctl
+    app.kubernetes.io/version: v1.2.3
+  name: vmctl-testvm
+  namespace: vms
+spec:
+  podMetricsEndpoints:
+  - path: /metrics
+    port: probes
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: vmctl-testvm
+      app.kubernetes.io/name: vmctl
+`
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("PodMonitor (-want +got):\n%s", diff)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -46,4 +47,33 @@ func (p Params) podDisruptionBudget() *policyv1.PodDisruptionBudget {
 			Selector:     &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
 		},
 	}
+}
+
+// podMonitor has a Prometheus Operator scrape the agents' /metrics. It is
+// built as unstructured: the Prometheus Operator's Go types are a large
+// module for one small object.
+func (p Params) podMonitor() *unstructured.Unstructured {
+	labels := map[string]any{}
+	for k, v := range p.labels(ComponentAgent) {
+		labels[k] = v
+	}
+	selector := map[string]any{}
+	for k, v := range p.selectorLabels() {
+		selector[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1",
+		"kind":       "PodMonitor",
+		"metadata": map[string]any{
+			"name":      p.Name,
+			"namespace": p.Namespace,
+			"labels":    labels,
+		},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": selector},
+			"podMetricsEndpoints": []any{
+				map[string]any{"port": probePortName, "path": metricsPath},
+			},
+		},
+	}}
 }

@@ -97,6 +97,9 @@ type Params struct {
 	AdmissionPolicy bool
 	// AllowSharedVolumes passes --allow-shared-volumes to the agent.
 	AllowSharedVolumes bool
+	// PodMonitor adds a Prometheus Operator PodMonitor for the agents'
+	// /metrics.
+	PodMonitor bool
 }
 
 // NewParams returns Params with every default set: name "vmctl-<prototype>",
@@ -158,3 +161,12 @@ func (p Params) protoNamespace() string {
 
 // crossNamespace reports whether the prototype lives outside Namespace.
 func (p Params) crossNamespace() bool { return p.protoNamespace() != p.Namespace }
+
+// subdomain is the headless Service that gives a StatefulSet's VMs their
+// DNS names, and "" for other kinds: their Pods' names are not stable.
+func (p Params) subdomain() string {
+	if p.Kind == KindStatefulSet {
+		return p.Name
+	}
+	return ""
+}

@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,7 +36,29 @@ func (p Params) AgentArgs() []string {
 	if p.GracePeriodSeconds != DefaultGracePeriodSeconds {
 		args = append(args, "--delete-timeout="+p.deleteTimeout().String())
 	}
+	if s := p.subdomain(); s != "" {
+		args = append(args, "--subdomain="+s)
+	}
 	return args
+}
+
+// Prometheus' conventional scrape annotations, which many scrape
+// configurations (and Prometheus' own example for Kubernetes) follow.
+const (
+	annotationScrape     = "prometheus.io/scrape"
+	annotationScrapePort = "prometheus.io/port"
+	annotationScrapePath = "prometheus.io/path"
+	metricsPath          = "/metrics"
+)
+
+// scrapeAnnotations point Prometheus at the agent's /metrics, on the probe
+// port.
+func scrapeAnnotations() map[string]string {
+	return map[string]string{
+		annotationScrape:     "true",
+		annotationScrapePort: strconv.Itoa(int(ProbePort)),
+		annotationScrapePath: metricsPath,
+	}
 }
 
 // deleteTimeout is how long the agent waits for its VM to go: the grace
@@ -86,7 +109,7 @@ func httpProbe(path string, period int32) *corev1.Probe {
 
 func (p Params) podTemplate() corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: p.labels(ComponentAgent)},
+		ObjectMeta: metav1.ObjectMeta{Labels: p.workloadLabels(), Annotations: scrapeAnnotations()},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: p.Name,
 			// The agent talks to the API server with the projected ServiceAccount
@@ -103,6 +126,7 @@ func (p Params) podTemplate() corev1.PodTemplateSpec {
 				Image: p.Image,
 				Args:  p.AgentArgs(),
 				Env:   downwardEnv(),
+				// /healthz, /readyz and /metrics.
 				Ports: []corev1.ContainerPort{{Name: probePortName, ContainerPort: ProbePort}},
 				// Ready means the derived VM is ready.
 				ReadinessProbe: httpProbe("/readyz", 5),
@@ -131,10 +155,14 @@ func (p Params) objectMeta(component string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.labels(component)}
 }
 
+func (p Params) workloadMeta() metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.workloadLabels()}
+}
+
 func (p Params) deployment() *appsv1.Deployment {
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindDeployment)},
-		ObjectMeta: p.objectMeta(ComponentAgent),
+		ObjectMeta: p.workloadMeta(),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(p.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
@@ -146,7 +174,7 @@ func (p Params) deployment() *appsv1.Deployment {
 func (p Params) daemonSet() *appsv1.DaemonSet {
 	return &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindDaemonSet)},
-		ObjectMeta: p.objectMeta(ComponentAgent),
+		ObjectMeta: p.workloadMeta(),
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
 			Template: p.podTemplate(),
@@ -159,7 +187,7 @@ func (p Params) daemonSet() *appsv1.DaemonSet {
 func (p Params) statefulSet() *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindStatefulSet)},
-		ObjectMeta: p.objectMeta(ComponentAgent),
+		ObjectMeta: p.workloadMeta(),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To(p.Replicas),
 			Selector:            &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
@@ -170,19 +198,22 @@ func (p Params) statefulSet() *appsv1.StatefulSet {
 	}
 }
 
-// headlessService is the StatefulSet's governing Service.
+// headlessService is the StatefulSet's governing Service, and it selects
+// the VMs, not the agents: the agents give their VMs the Pod's name as
+// hostname and this Service as subdomain (--subdomain), so
+// <pod>.<service>.<namespace>.svc resolves to the VM's launcher Pod, the
+// name the StatefulSet promised the Pod. It needs no ports: DNS names every
+// ready VM it selects.
 func (p Params) headlessService() *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: p.objectMeta(ComponentAgent),
+		ObjectMeta: p.objectMeta(ComponentVMs),
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  p.selectorLabels(),
-			Ports: []corev1.ServicePort{{
-				Name:       probePortName,
-				Port:       ProbePort,
-				TargetPort: intstr.FromString(probePortName),
-			}},
+			Selector: map[string]string{
+				derive.LabelPrototype: derive.LabelValue(p.Prototype),
+				derive.LabelSubdomain: p.subdomain(),
+			},
 		},
 	}
 }
