@@ -422,6 +422,7 @@ func (c *Cluster) startControllerManager(p *pki) error {
 			"replicaset-controller",
 			"daemonset-controller",
 			"statefulset-controller",
+			"endpointslice-controller",
 			"job-controller",
 			"garbage-collector-controller",
 			"namespace-controller",
