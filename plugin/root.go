@@ -42,6 +42,7 @@ VM on every node.`,
 		NewCmdStatus(streams),
 		NewCmdDiff(streams),
 		NewCmdGC(streams),
+		NewCmdRollout(streams),
 	)
 	return cmd
 }

@@ -150,10 +150,15 @@ func (p Params) admissionVariables() []admissionregistrationv1.Variable {
 		// its Pod; the prototype's subdomain or the StatefulSet's Service;
 		// and the Service's label only with its subdomain. Else one agent
 		// could take another VM's <hostname>.<subdomain> name.
+		// (== rather than in [...]: CEL rejects a list of a string and a
+		// dyn, which params and optional fields are.)
+		{Name: "hostname", Expression: tmpl + ".?hostname.orValue('')"},
+		{Name: "subdomain", Expression: tmpl + ".?subdomain.orValue('')"},
+		{Name: "subdomainLabel", Expression: "object.spec.template.?metadata.?labels['" + derive.LabelSubdomain + "'].orValue('')"},
 		{Name: "ownDNSName", Expression: strings.Join([]string{
-			tmpl + ".?hostname.orValue('') in ['', object.metadata.name.replace('.', '-'), variables.pod]",
-			tmpl + ".?subdomain.orValue('') in " + p.allowedSubdomains(ptmpl),
-			"object.spec.template.?metadata.?labels['" + derive.LabelSubdomain + "'].orValue('') in ['', " + tmpl + ".?subdomain.orValue('')]",
+			"(variables.hostname == '' || variables.hostname == object.metadata.name.replace('.', '-') || variables.hostname == variables.pod)",
+			"(" + p.allowedSubdomains(ptmpl) + ")",
+			"(variables.subdomainLabel == '' || variables.subdomainLabel == variables.subdomain)",
 		}, " && ")},
 		{Name: "sameDataVolumeTemplates", Expression: "size(variables.templates) == size(variables.protoTemplates) && " +
 			"variables.templates.all(t, variables.protoTemplates.exists(p, p.spec == t.spec))"},
@@ -176,15 +181,15 @@ func (p Params) admissionVariables() []admissionregistrationv1.Variable {
 	}
 }
 
-// allowedSubdomains is a CEL list of the subdomains an agent's VM may have:
-// the prototype's (ptmpl is CEL for its template spec), and a StatefulSet's
-// own headless Service.
+// allowedSubdomains is CEL that holds when the VM's subdomain is one an
+// agent's VM may have: the prototype's (ptmpl is CEL for its template
+// spec), or a StatefulSet's own headless Service.
 func (p Params) allowedSubdomains(ptmpl string) string {
-	list := "[" + ptmpl + ".?subdomain.orValue('')"
+	cel := "variables.subdomain == " + ptmpl + ".?subdomain.orValue('')"
 	if s := p.subdomain(); s != "" {
-		list += ", '" + s + "'"
+		cel += " || variables.subdomain == '" + s + "'"
 	}
-	return list + "]"
+	return cel
 }
 
 // dnsNameMessage says what ownDNSName allows.

@@ -1,0 +1,109 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+)
+
+// Find lists the workloads of namespace ("" for all) that run agents of the
+// prototype named prototype: one paged LIST per kind. Workloads are matched
+// by their agents' arguments (see Match), so older ones that scaffold did
+// not label are found too.
+func Find(ctx context.Context, c status.Clients, namespace, prototype string) ([]Workload, error) {
+	apps := c.Kube.AppsV1()
+	var deployments []appsv1.Deployment
+	err := each(ctx, "deployments", namespace, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return apps.Deployments(namespace).List(ctx, opts)
+	}, func(obj runtime.Object) { deployments = append(deployments, *obj.(*appsv1.Deployment)) })
+	if err != nil {
+		return nil, err
+	}
+	var statefulSets []appsv1.StatefulSet
+	err = each(ctx, "statefulsets", namespace, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return apps.StatefulSets(namespace).List(ctx, opts)
+	}, func(obj runtime.Object) { statefulSets = append(statefulSets, *obj.(*appsv1.StatefulSet)) })
+	if err != nil {
+		return nil, err
+	}
+	var daemonSets []appsv1.DaemonSet
+	err = each(ctx, "daemonsets", namespace, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return apps.DaemonSets(namespace).List(ctx, opts)
+	}, func(obj runtime.Object) { daemonSets = append(daemonSets, *obj.(*appsv1.DaemonSet)) })
+	if err != nil {
+		return nil, err
+	}
+	return Select(deployments, statefulSets, daemonSets, prototype), nil
+}
+
+func each(ctx context.Context, what, namespace string, list pager.ListPageFunc, add func(runtime.Object)) error {
+	err := pager.New(list).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		add(obj)
+		return nil
+	})
+	if err != nil {
+		where := " in all namespaces"
+		if namespace != "" {
+			where = " in namespace " + namespace
+		}
+		return fmt.Errorf("list %s%s: %w", what, where, err)
+	}
+	return nil
+}
+
+// Generations GETs each prototype the workloads derive from, once, and
+// returns its metadata.generation, -1 for one that does not exist.
+func Generations(ctx context.Context, c status.Clients, workloads []Workload) (map[status.Key]int64, error) {
+	out := map[status.Key]int64{}
+	for _, w := range workloads {
+		k := w.Prototype()
+		if _, ok := out[k]; ok {
+			continue
+		}
+		proto, err := c.KubeVirt.KubevirtV1().VirtualMachines(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			out[k] = -1
+		case err != nil:
+			return nil, fmt.Errorf("get prototype %s: %w", k, err)
+		default:
+			out[k] = proto.Generation
+		}
+	}
+	return out, nil
+}
+
+// Pods lists w's Pods, by its selector.
+func Pods(ctx context.Context, c status.Clients, w Workload) ([]corev1.Pod, error) {
+	sel, err := metav1.LabelSelectorAsSelector(w.Selector())
+	if err != nil {
+		return nil, fmt.Errorf("%s has an invalid selector: %w", w, err)
+	}
+	return status.ListPods(ctx, c.Kube, w.Meta().GetNamespace(), sel.String())
+}
+
+// VMs lists the VMs derived from a prototype named prototype in each of
+// namespaces: one LIST per namespace.
+func VMs(ctx context.Context, c status.Clients, namespaces []string, prototype string) ([]kubevirtv1.VirtualMachine, error) {
+	var out []kubevirtv1.VirtualMachine
+	slices.Sort(namespaces)
+	for _, ns := range slices.Compact(namespaces) {
+		vms, err := status.ListVMs(ctx, c.KubeVirt, ns, derive.PrototypeSelector(prototype))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vms...)
+	}
+	return out, nil
+}
