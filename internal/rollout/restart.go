@@ -56,6 +56,9 @@ func PlanRestart(w Workload, generation int64, pods []corev1.Pod, vms []kubevirt
 			stale++
 		}
 	}
+	if stale == 0 && current == 0 {
+		return Plan{Why: fmt.Sprintf("no VMs of prototype %s to replace", proto)}
+	}
 	if stale == 0 {
 		return Plan{Why: fmt.Sprintf("all %d VMs derive from prototype %s generation %d", current, proto, generation)}
 	}

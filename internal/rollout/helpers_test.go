@@ -1,0 +1,59 @@
+package rollout
+
+import (
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+)
+
+const ns = "vms"
+
+// template is an agent Pod template with args.
+func template(labels map[string]string, args ...string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Args: args}}},
+	}
+}
+
+func deployment(name string, tmpl corev1.PodTemplateSpec) appsv1.Deployment {
+	return appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Generation: 1},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: tmpl,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
+	}
+}
+
+// testWorkload is a Deployment "web" of agents of testvm in ns.
+func testWorkload() Workload {
+	d := deployment("web", template(nil, "testvm"))
+	return Workload{Object: &d, Agent: status.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}}
+}
+
+func pod(name string, uid types.UID) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid}}
+}
+
+// vm is the VM derived from testvm for pod at generation gen.
+func vm(p corev1.Pod, gen int64, ready bool) kubevirtv1.VirtualMachine {
+	return kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: derive.Name("testvm", p.Name), Namespace: ns,
+			Labels: map[string]string{derive.LabelPrototype: "testvm", derive.LabelPod: p.Name},
+			Annotations: map[string]string{
+				derive.AnnotationPodName: p.Name, derive.AnnotationPodNamespace: ns, derive.AnnotationPodUID: string(p.UID),
+				derive.AnnotationPrototypeName: "testvm", derive.AnnotationPrototypeNamespace: ns,
+				derive.AnnotationPrototypeGeneration: strconv.FormatInt(gen, 10),
+			},
+		},
+		Status: kubevirtv1.VirtualMachineStatus{Ready: ready},
+	}
+}

@@ -1,0 +1,80 @@
+package rollout
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+func TestPlanRestart(t *testing.T) {
+	a, b := pod("web-a", "uid-a"), pod("web-b", "uid-b")
+	restarted := testWorkload()
+	restarted.Template().Annotations = map[string]string{AnnotationGeneration: "3"}
+	for _, tt := range []struct {
+		name    string
+		w       Workload
+		pods    []corev1.Pod
+		vms     []kubevirtv1.VirtualMachine
+		restart bool
+		why     string
+	}{
+		{name: "every VM current", w: testWorkload(), pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{vm(a, 3, true), vm(b, 3, true)},
+			why: "all 2 VMs derive from prototype vms/testvm generation 3"},
+		{name: "one VM older", w: testWorkload(), pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{vm(a, 3, true), vm(b, 2, true)},
+			restart: true, why: "1 of 2 VMs derive from an older generation of prototype vms/testvm than 3"},
+		{name: "already restarted for this generation, its rollout under way", w: restarted, pods: []corev1.Pod{a}, vms: []kubevirtv1.VirtualMachine{vm(a, 2, true)},
+			why: "already restarted for prototype vms/testvm generation 3"},
+		{name: "a VM of an earlier Pod of the name does not count", w: testWorkload(), pods: []corev1.Pod{a}, vms: []kubevirtv1.VirtualMachine{vm(pod("web-a", "dead"), 1, true)},
+			why: "no VMs of prototype vms/testvm to replace"},
+		{name: "no Pods", w: testWorkload(), why: "no VMs of prototype vms/testvm to replace"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := PlanRestart(tt.w, 3, tt.pods, tt.vms)
+			if diff := cmp.Diff(Plan{Restart: tt.restart, Why: tt.why}, got); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRestartPatchIsApplyRestart: the patch sent to the API server and the
+// change a client-side dry run makes are the same, and leave the rest of
+// the template alone.
+func TestRestartPatchIsApplyRestart(t *testing.T) {
+	now := time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)
+	w := testWorkload()
+	w.Template().Annotations = map[string]string{"keep": "me", AnnotationGeneration: "1"}
+	patch, err := RestartPatch(now, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-23T13:00:00Z","vmctl.kubevirt.io/restarted-for-generation":"2"}}}}}`; string(patch) != want {
+		t.Errorf("patch %s, want %s", patch, want)
+	}
+	orig, err := json.Marshal(w.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := strategicpatch.StrategicMergePatch(orig, patch, &appsv1.Deployment{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var viaPatch appsv1.Deployment
+	if err := json.Unmarshal(patched, &viaPatch); err != nil {
+		t.Fatal(err)
+	}
+	local := w.Object.DeepCopyObject().(*appsv1.Deployment)
+	ApplyRestart(&local.Spec.Template, now, 2)
+	if diff := cmp.Diff(local, &viaPatch); diff != "" {
+		t.Errorf("client dry run and patch differ (-dry run +patch):\n%s", diff)
+	}
+	if local.Spec.Template.Annotations["keep"] != "me" || !RestartedFor(Workload{Object: local}, 2) {
+		t.Errorf("annotations after the restart: %v", local.Spec.Template.Annotations)
+	}
+}
