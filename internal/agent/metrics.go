@@ -96,9 +96,12 @@ func newMetrics(start time.Time) *metrics {
 	for _, r := range []string{MetricCreated, MetricRecreated, MetricAdopted, MetricReplaced} {
 		m.vms.WithLabelValues(r) // present at 0, so rate() sees the first
 	}
+	// The Go runtime's metrics (goroutines, heap, GC), but not the process
+	// collector's: the kubelet already reports the container's CPU and
+	// memory, and reading /proc on every scrape left the agent 0.8 MiB
+	// more private memory after ten scrapes (measured).
 	m.registry.MustRegister(m.vmReady, m.vms, m.apiErrors, m.watchRestarts, m.toCreated, m.toReady, m.shutdown,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector())
 	return m
 }
 
@@ -110,6 +113,9 @@ func (m *metrics) handler() http.Handler {
 		// behind another.
 		MaxRequestsInFlight: 2,
 		Timeout:             4 * time.Second,
+		// A few kilobytes are not worth gzip's buffers: with them, ten
+		// scrapes left the agent 3 MiB more private memory (measured).
+		DisableCompression: true,
 	})
 }
 

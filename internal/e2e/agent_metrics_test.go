@@ -96,8 +96,8 @@ func TestAgentMetricsFollowWhatItDoes(t *testing.T) {
 	if s := m["vmctl_agent_start_to_vm_ready_seconds_sum"]; s <= 0 || s > settle.Seconds() {
 		t.Errorf("start to VM ready took %vs by the histogram", s)
 	}
-	if m["process_resident_memory_bytes"] <= 0 || m["go_goroutines"] <= 0 {
-		t.Errorf("process and Go runtime metrics missing: RSS %v, goroutines %v", m["process_resident_memory_bytes"], m["go_goroutines"])
+	if m["go_goroutines"] <= 0 || m["go_memstats_heap_alloc_bytes"] <= 0 {
+		t.Errorf("Go runtime metrics missing: goroutines %v, heap %v", m["go_goroutines"], m["go_memstats_heap_alloc_bytes"])
 	}
 
 	// Someone deletes the VM: the agent recreates it, and says so.
