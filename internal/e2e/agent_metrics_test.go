@@ -75,7 +75,7 @@ func TestAgentMetricsFollowWhatItDoes(t *testing.T) {
 		t.Helper()
 		var got map[string]float64
 		eventually(t, settle, fmt.Sprintf("%s = %v", key, want), func(ctx context.Context) (bool, string, error) {
-			got = scrapeAgent(t, ctx, url)
+			got = scrapeAgent(ctx, t, url)
 			return got[key] == want, fmt.Sprintf("%s = %v", key, got[key]), nil
 		})
 		return got
@@ -115,7 +115,7 @@ func TestAgentMetricsFollowWhatItDoes(t *testing.T) {
 
 // scrapeAgent GETs url and parses Prometheus' text format into
 // `name{label="value",...}` → value; histograms give _count and _sum.
-func scrapeAgent(t *testing.T, ctx context.Context, url string) map[string]float64 {
+func scrapeAgent(ctx context.Context, t *testing.T, url string) map[string]float64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
