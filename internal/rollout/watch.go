@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,14 +19,16 @@ import (
 )
 
 // Watch follows the rollout of workloads, all of one prototype name, until
-// report says stop or ctx ends, and returns ctx's error then. It calls
-// report with every workload's Progress once everything is read, and again
-// after every change to what they depend on.
+// report says stop (it returns nil then) or ctx ends (it returns ctx's
+// error). It calls report with every workload's Progress once everything is
+// read, and again after every change to what they depend on.
 //
 // Each workload costs two watches (itself by name, its Pods by its
 // selector); the VMs one per namespace they are made in (by the
 // prototype's label), and each prototype one (by name). No polling: nothing
-// is computed that no event changed.
+// is computed that no event changed. A list or watch the API server refuses
+// (RBAC, expired credentials) ends Watch with that error, rather than
+// leaving the informers to retry it for good.
 func Watch(ctx context.Context, c status.Clients, workloads []Workload, report func([]Progress) (stop bool)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -36,10 +39,13 @@ func Watch(ctx context.Context, c status.Clients, workloads []Workload, report f
 		default:
 		}
 	}
+	denied := make(chan error, 1)
 	var synced []cache.InformerSynced
-	follow := func(lw cache.ListerWatcher, obj runtime.Object) cache.Store {
+	// client is lw's clientset: client-go's informers ask it whether it can
+	// stream the first list (a fake clientset cannot), and so does follow.
+	follow := func(client any, lw *cache.ListWatch, obj runtime.Object) cache.Store {
 		store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-			ListerWatcher: lw,
+			ListerWatcher: cache.ToListWatcherWithWatchListSemantics(guard(lw, denied), client),
 			ObjectType:    obj,
 			Handler: cache.ResourceEventHandlerFuncs{
 				AddFunc:    func(any) { poke() },
@@ -63,18 +69,28 @@ func Watch(ctx context.Context, c status.Clients, workloads []Workload, report f
 		}
 		ns := w.Meta().GetNamespace()
 		stores = append(stores, followed{
-			self: follow(workloadListWatch(c, w), w.Object.DeepCopyObject()),
-			pods: follow(podListWatch(c, ns, sel.String()), &corev1.Pod{}),
+			self: follow(c.Kube, workloadListWatch(c, w), w.Object.DeepCopyObject()),
+			pods: follow(c.Kube, podListWatch(c, ns, sel.String()), &corev1.Pod{}),
 		})
 		if _, ok := vmStores[w.Agent.Namespace]; !ok {
-			vmStores[w.Agent.Namespace] = follow(vmListWatch(c, w.Agent.Namespace, derive.PrototypeSelector(w.Agent.Prototype), ""), &kubevirtv1.VirtualMachine{})
+			vmStores[w.Agent.Namespace] = follow(c.KubeVirt, vmListWatch(c, w.Agent.Namespace, derive.PrototypeSelector(w.Agent.Prototype), ""), &kubevirtv1.VirtualMachine{})
 		}
 		if k := w.Prototype(); protoStores[k] == nil {
-			protoStores[k] = follow(vmListWatch(c, k.Namespace, "", fields.OneTermEqualSelector("metadata.name", k.Name).String()), &kubevirtv1.VirtualMachine{})
+			protoStores[k] = follow(c.KubeVirt, vmListWatch(c, k.Namespace, "", fields.OneTermEqualSelector("metadata.name", k.Name).String()), &kubevirtv1.VirtualMachine{})
 		}
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	allSynced := make(chan struct{})
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), synced...) {
+			close(allSynced)
+		}
+	}()
+	select {
+	case <-ctx.Done():
 		return ctx.Err()
+	case err := <-denied:
+		return err
+	case <-allSynced:
 	}
 	for {
 		var vms []kubevirtv1.VirtualMachine
@@ -95,9 +111,10 @@ func Watch(ctx context.Context, c status.Clients, workloads []Workload, report f
 			for _, obj := range stores[i].pods.List() {
 				pods = append(pods, *obj.(*corev1.Pod))
 			}
-			generation := int64(-1)
-			if protos := protoStores[w.Prototype()].List(); len(protos) > 0 {
-				generation = protos[0].(*kubevirtv1.VirtualMachine).Generation
+			generation := int64(-1) // the prototype is missing
+			k := w.Prototype()
+			if obj, ok, _ := protoStores[k].GetByKey(k.String()); ok {
+				generation = obj.(*kubevirtv1.VirtualMachine).Generation
 			}
 			out[i] = Observe(w, generation, pods, vms)
 		}
@@ -107,8 +124,35 @@ func Watch(ctx context.Context, c status.Clients, workloads []Workload, report f
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case err := <-denied:
+			return err
 		case <-changed:
 		}
+	}
+}
+
+// guard passes on the first list or watch of lw that the API server refused
+// for good (forbidden, unauthorized) to denied.
+func guard(lw *cache.ListWatch, denied chan<- error) *cache.ListWatch {
+	report := func(err error) error {
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			select {
+			case denied <- err:
+			default: // one is being reported already
+			}
+		}
+		return err
+	}
+	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			obj, err := list(ctx, opts)
+			return obj, report(err)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := watchFn(ctx, opts)
+			return w, report(err)
+		},
 	}
 }
 
