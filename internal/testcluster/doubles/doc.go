@@ -6,7 +6,10 @@
 //   - Kubelet plays the kubelet for vmctl agent Pods on kwok's simulated
 //     nodes: it runs the real kubectl-vmctl binary as a process with a token
 //     bound to the Pod.
-//   - RunVirtController plays KubeVirt's virt-controller.
+//   - RunVirtHandler stands in for KubeVirt's virt-handler: it moves a VMI
+//     whose launcher Pod runs to Running, and a deleted one to Succeeded.
+//     KubeVirt's real virt-api and virt-controller (package kubevirt) do
+//     the rest.
 //
 // Nothing in the product imports this package.
 package doubles
