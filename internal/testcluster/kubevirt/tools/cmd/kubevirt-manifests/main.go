@@ -33,7 +33,7 @@ func main() {
 	}
 	objs, err := manifests(os.Args[1])
 	if err == nil {
-		err = print(objs)
+		err = printYAML(objs)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubevirt-manifests:", err)
@@ -86,7 +86,7 @@ func crds() ([]runtime.Object, error) {
 	return objs, nil
 }
 
-func print(objs []runtime.Object) error {
+func printYAML(objs []runtime.Object) error {
 	for _, obj := range objs {
 		if obj.GetObjectKind().GroupVersionKind().Kind == "" {
 			return fmt.Errorf("%T has no apiVersion and kind", obj)
