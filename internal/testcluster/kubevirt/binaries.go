@@ -2,6 +2,7 @@ package kubevirt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -128,7 +129,7 @@ func build(ctx context.Context, toolsDir, dir string, progress io.Writer) error 
 }
 
 func stderrOf(err error) string {
-	if exit, ok := err.(*exec.ExitError); ok && len(exit.Stderr) > 0 {
+	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) && len(exit.Stderr) > 0 {
 		return ": " + string(exit.Stderr)
 	}
 	return ""

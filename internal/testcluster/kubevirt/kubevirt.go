@@ -273,8 +273,11 @@ func servingCert(dir string) (certFile, keyFile string, caBundle []byte, err err
 		return "", "", nil, fmt.Errorf("generate virt-api's certificate: %w", err)
 	}
 	certs, err := cert.ParseCertsPEM(certPEM)
-	if err != nil || len(certs) < 2 {
-		return "", "", nil, fmt.Errorf("parse virt-api's certificate chain (%d certificates): %v", len(certs), err)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("parse virt-api's certificate chain: %w", err)
+	}
+	if len(certs) < 2 {
+		return "", "", nil, fmt.Errorf("virt-api's certificate chain has %d certificates, want the certificate and its CA", len(certs))
 	}
 	caBundle, err = cert.EncodeCertificates(certs[len(certs)-1])
 	if err != nil {
@@ -339,10 +342,13 @@ func waitWebhookServes(ctx context.Context, api *supervised, cs kubernetes.Inter
 	return waitFor(ctx, "virt-api's validating webhook to answer", api, func(ctx context.Context) error {
 		err := cs.CoreV1().RESTClient().Post().AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "virtualmachines").
 			Param("dryRun", metav1.DryRunAll).SetHeader("Content-Type", "application/json").Body(vm).Do(ctx).Error()
-		if err != nil && strings.Contains(err.Error(), `admission webhook "virtualmachine-validator.kubevirt.io" denied`) {
+		switch {
+		case err == nil:
+			return errors.New("a VM KubeVirt rejects was accepted")
+		case strings.Contains(err.Error(), `admission webhook "virtualmachine-validator.kubevirt.io" denied`):
 			return nil
 		}
-		return fmt.Errorf("a VM KubeVirt rejects was answered with: %v", err)
+		return fmt.Errorf("a VM KubeVirt rejects was answered with: %w", err)
 	})
 }
 

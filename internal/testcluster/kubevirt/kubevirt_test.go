@@ -66,11 +66,10 @@ func TestKubeVirt(t *testing.T) {
 	node := c.Nodes[1]
 
 	t.Run("a pinned VM runs on its node, with KubeVirt's status", func(t *testing.T) {
-		vm, err := vms.Create(t.Context(), pinnedVM("pinned", node), metav1.CreateOptions{})
-		if err != nil {
+		if _, err := vms.Create(t.Context(), pinnedVM("pinned", node), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		vm = waitVM(t, vms, "pinned", "Running and ready", func(vm *kubevirtv1.VirtualMachine) bool {
+		vm := waitVM(t, vms, "pinned", "Running and ready", func(vm *kubevirtv1.VirtualMachine) bool {
 			return vm.Status.Ready && vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusRunning
 		})
 		vmi, err := vmis.Get(t.Context(), "pinned", metav1.GetOptions{})
