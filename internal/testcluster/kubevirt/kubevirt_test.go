@@ -288,3 +288,34 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx contex
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// Stopping the cluster, as StopOnSignal does on Ctrl-C, stops KubeVirt
+// first.
+func TestClusterStopStopsKubeVirt(t *testing.T) {
+	bins, err := kubevirt.EnsureBinaries(t.Context(), "", os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.ForTest(t, testcluster.Options{Nodes: 1, CRDs: []string{bins.CRDs}})
+	kv, err := kubevirt.Start(t.Context(), c, kubevirt.Options{Binaries: bins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := kv.Pids()
+	if len(pids) != 2 {
+		t.Fatalf("running components %v, want virt-api and virt-controller", pids)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for name, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("%s (%d) still exists after the cluster's Stop (kill -0: %v)", name, pid, err)
+		}
+	}
+	// The cluster ran KubeVirt's Stop; its result says whether the webhooks
+	// went while the API server still served.
+	if err := kv.Stop(); err != nil {
+		t.Errorf("KubeVirt's Stop, as the cluster's Stop ran it: %v", err)
+	}
+}
