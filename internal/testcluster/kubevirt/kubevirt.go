@@ -95,9 +95,10 @@ type KubeVirt struct {
 	admin    kubernetes.Interface
 	log      io.Writer
 	begin    time.Time
+	mu       sync.Mutex // guards webhooks, procs and stopped
 	webhooks webhooks
-	mu       sync.Mutex
 	procs    []*supervised
+	stopped  bool
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -184,10 +185,11 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *KubeVi
 	}
 	k.logf("virt-api serving at %s", k.APIURL)
 
-	if k.webhooks, err = loadWebhooks(bins.Webhooks, k.APIURL, caBundle); err != nil {
+	hooks, err := loadWebhooks(bins.Webhooks, k.APIURL, caBundle)
+	if err != nil {
 		return nil, err
 	}
-	if err := k.webhooks.install(ctx, k.admin); err != nil {
+	if err := k.installWebhooks(ctx, hooks); err != nil {
 		return nil, err
 	}
 	if err := waitWebhookServes(ctx, api, k.admin); err != nil {
@@ -293,15 +295,34 @@ func servingCert(dir string) (certFile, keyFile string, caBundle []byte, err err
 	return certFile, keyFile, caBundle, nil
 }
 
+// errStopped is what Start returns when Stop (a Ctrl-C) came first.
+var errStopped = errors.New("KubeVirt was stopped while starting")
+
+// supervise starts a component unless Stop was called: the cluster's Stop can
+// run while Start is still going.
 func (k *KubeVirt) supervise(name, binary string, args ...string) (*supervised, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return nil, errStopped
+	}
 	s, err := supervise(name, binary, k.cluster.LogFile(name), args, k.logf)
 	if err != nil {
 		return nil, err
 	}
-	k.mu.Lock()
 	k.procs = append(k.procs, s)
-	k.mu.Unlock()
 	return s, nil
+}
+
+// installWebhooks registers hooks unless Stop was called; Stop removes them.
+func (k *KubeVirt) installWebhooks(ctx context.Context, hooks webhooks) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return errStopped
+	}
+	k.webhooks = hooks
+	return hooks.install(ctx, k.admin)
 }
 
 // waitAPIHealthy waits for virt-api's health endpoint, the one KubeVirt's
@@ -407,15 +428,16 @@ func (k *KubeVirt) Pids() map[string]int {
 // once and from several goroutines.
 func (k *KubeVirt) Stop() error {
 	k.stopOnce.Do(func() {
+		k.mu.Lock()
+		k.stopped = true
+		hooks, procs := k.webhooks, k.procs
+		k.mu.Unlock()
 		var errs []error
-		if k.webhooks.validating != nil {
+		if hooks.validating != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			errs = append(errs, k.webhooks.remove(ctx, k.admin))
+			errs = append(errs, hooks.remove(ctx, k.admin))
 			cancel()
 		}
-		k.mu.Lock()
-		procs := k.procs
-		k.mu.Unlock()
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].stop()
 		}
