@@ -241,6 +241,10 @@ func TestDiffIgnoresKubeVirtDefaults(t *testing.T) {
 	createPrototype(t, ns, "testvm.yaml")
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "2")
 	pairs := waitPaired(t, ns, "testvm", 2, settle)
+	proto, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, "testvm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	manifest, err := os.ReadFile(repoFile("testdata/testvm.yaml"))
 	if err != nil {
@@ -260,6 +264,12 @@ func TestDiffIgnoresKubeVirtDefaults(t *testing.T) {
 		// None of these is in testdata/testvm.yaml: KubeVirt set them.
 		if spec.Architecture == "" || spec.Domain.Machine == nil || spec.Domain.Firmware == nil || spec.Domain.Firmware.UUID == "" {
 			t.Errorf("VM %s lacks KubeVirt's defaults (architecture %q, machine %+v, firmware %+v)", got.Name, spec.Architecture, spec.Domain.Machine, spec.Domain.Firmware)
+			continue
+		}
+		// vmctl clears the prototype's firmware UUID; KubeVirt gave each
+		// derived VM its own.
+		if protoFW := proto.Spec.Template.Spec.Domain.Firmware; protoFW != nil && protoFW.UUID == spec.Domain.Firmware.UUID {
+			t.Errorf("VM %s has the prototype's firmware UUID %s", got.Name, protoFW.UUID)
 		}
 	}
 	out, stderr, code := vmctlCode(t, "diff", "-n", ns)

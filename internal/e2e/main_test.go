@@ -110,7 +110,7 @@ func run(m *testing.M) int {
 	cancel()
 	for range 2 {
 		if err := <-running; err != nil {
-			fmt.Fprintln(os.Stderr, "test double:", err)
+			fmt.Fprintln(os.Stderr, "stand-in:", err)
 			code = 2
 		}
 	}
