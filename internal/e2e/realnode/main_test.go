@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/doubles"
+	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
 
@@ -60,12 +61,17 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build the control plane:", err)
 		return 2
 	}
+	kvBins, err := kvharness.EnsureBinaries(ctx, "", os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build KubeVirt:", err)
+		return 2
+	}
 	nodeBins, err := node.EnsureBinaries(ctx, "", os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build the node's runtime:", err)
 		return 2
 	}
-	c, err := testcluster.Start(ctx, testcluster.Options{Binaries: bins, BindAddress: "0.0.0.0", Log: os.Stderr})
+	c, err := testcluster.Start(ctx, testcluster.Options{Binaries: bins, CRDs: []string{kvBins.CRDs}, BindAddress: "0.0.0.0", Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the control plane:", err)
 		return 2
@@ -86,6 +92,11 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stop the control plane:", err)
 		}
 	}()
+	kv, err := kvharness.Start(ctx, c, kvharness.Options{Binaries: kvBins, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start KubeVirt:", err)
+		return 2
+	}
 	e.cluster, e.node = c, n
 	if e.kube, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -110,14 +121,14 @@ func run(m *testing.M) int {
 	defer func() { _ = logFile.Close() }()
 	virtDone := make(chan error, 1)
 	go func() {
-		virtDone <- doubles.RunVirtController(ctx, c.RESTConfig, slog.New(slog.NewTextHandler(logFile, nil)))
+		virtDone <- doubles.RunVirtHandler(ctx, kv.HandlerConfig, slog.New(slog.NewTextHandler(logFile, nil)))
 	}()
 	fmt.Fprintf(os.Stderr, "realnode: cluster and node %s up, kubeconfig %s, image %s\n", n.Name, c.Kubeconfig, e.image)
 
 	code := m.Run()
 	cancel()
 	if err := <-virtDone; err != nil {
-		fmt.Fprintln(os.Stderr, "virt-controller double:", err)
+		fmt.Fprintln(os.Stderr, "virt-handler stand-in:", err)
 		code = 2
 	}
 	return code
