@@ -33,6 +33,18 @@ func TestAgentRecreatesExternallyDeletedVM(t *testing.T) {
 	if err := e.virt.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), vm.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// KubeVirt's finalizer keeps the old VM until its VMI is gone: wait for
+	// the new one, then for it to be paired and ready.
+	eventually(t, settle, "a new VM in place of the deleted one", func(ctx context.Context) (bool, string, error) {
+		got, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, vm.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "gone", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		return got.UID != vm.UID, fmt.Sprintf("uid %s deleting=%v", got.UID, got.DeletionTimestamp != nil), nil
+	})
 	after := waitPaired(t, ns, "testvm", 1, settle)
 	if after[pod].UID == vm.UID {
 		t.Fatalf("VM %s was not recreated (same uid %s)", vm.Name, vm.UID)

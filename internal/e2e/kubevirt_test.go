@@ -152,9 +152,11 @@ func TestPrototypeKubeVirtRejects(t *testing.T) {
 	if vms, err := derivedVMs(ctx, ns); err != nil || len(vms) != 0 {
 		t.Errorf("derived VMs %v (%v), want none", vms, err)
 	}
+	// /readyz names the reason only: it answers anyone who can reach the
+	// Pod, so KubeVirt's words stay in the log and the Event (issue 17).
 	readyz := agentReadyz(t, ns, pod.Name)
-	if readyz.code != http.StatusServiceUnavailable || !strings.Contains(readyz.body, webhookSays) {
-		t.Errorf("agent /readyz: %d %q, want 503 with KubeVirt's message", readyz.code, readyz.body)
+	if readyz.code != http.StatusServiceUnavailable || readyz.body != "CreateFailed\n" {
+		t.Errorf("agent /readyz: %d %q, want 503 CreateFailed", readyz.code, readyz.body)
 	}
 	if log := agentLog(t, ns, pod.Name); !strings.Contains(log, webhookSays) {
 		t.Errorf("agent log lacks KubeVirt's message:\n%s", log)
