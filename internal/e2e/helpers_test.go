@@ -231,7 +231,7 @@ func waitDerived(t *testing.T, ns, prototype string, want int, timeout time.Dura
 		pairs = map[string]kubevirtv1.VirtualMachine{}
 		for name, pod := range pods {
 			vm, ok := vms[derive.Name(prototype, name)]
-			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) ||
+			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil ||
 				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName ||
 				ready && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
 				return false, seen, nil
