@@ -21,6 +21,8 @@
 //     /usr/bin/virt-tail (the "guest-console-log" sidecar) stay up until
 //     SIGTERM and exit 0.
 //
+// The long-running ones say on stderr (kubectl logs) what they are.
+//
 // What it leaves out: everything a guest needs. No virt-launcher, libvirt or
 // QEMU runs, no domain is defined, no disk is read, virt-tail follows no
 // serial console log, and nothing answers on the socket. Without virt-handler
@@ -46,6 +48,15 @@ func main() {
 }
 
 func run(name string, args []string) error {
+	// At once: the kubelet may stop a container as soon as it starts it, and
+	// a container's first process ignores SIGTERM without a handler.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	wait := func() {
+		fmt.Fprintf(os.Stderr, "%s (vmctl's virt-launcher stand-in): no guest runs here; waiting for SIGTERM\n", name)
+		<-sigs
+	}
 	switch name {
 	case "cp":
 		if len(args) != 2 {
@@ -57,11 +68,11 @@ func run(name string, args []string) error {
 		case len(args) == 1 && args[0] == "--no-op":
 			return nil
 		case len(args) == 2 && args[0] == "--copy-path":
-			return serveSocket(args[1] + ".sock")
+			return serveSocket(args[1]+".sock", wait)
 		}
 		return fmt.Errorf("want --no-op or --copy-path PATH, got %q", args)
 	case "virt-launcher-monitor", "virt-tail":
-		waitForSignal()
+		wait()
 		return nil
 	}
 	return fmt.Errorf("not a program this stand-in plays (cp, container-disk, virt-launcher-monitor, virt-tail)")
@@ -89,9 +100,9 @@ func copyFile(source, target string) error {
 	return out.Close()
 }
 
-// serveSocket listens on the unix socket path until SIGTERM; closing the
-// listener removes the socket.
-func serveSocket(path string) error {
+// serveSocket listens on the unix socket path until wait returns; closing
+// the listener removes the socket.
+func serveSocket(path string, wait func()) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return err
 	}
@@ -99,14 +110,6 @@ func serveSocket(path string) error {
 	if err != nil {
 		return err
 	}
-	waitForSignal()
+	wait()
 	return l.Close()
-}
-
-// waitForSignal returns on SIGTERM or SIGINT. The kubelet stops containers
-// with SIGTERM, and a container's first process ignores it without a handler.
-func waitForSignal() {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	<-sigs
 }
