@@ -1,6 +1,7 @@
 # kubectl-vmctl. `make demo` runs it on a local control plane; `make test` runs
 # every test. Both build what they need; the first run builds the control plane
-# from the Go module proxy (about 8 minutes on 2 cores), later runs reuse it.
+# and KubeVirt from the Go module proxy (about 8 and 2 minutes on 2 cores),
+# later runs reuse them.
 
 SHELL := /usr/bin/env bash
 GO ?= go
@@ -78,7 +79,7 @@ lint:
 release-check:
 	hack/release-check.sh
 
-## demo: a local control plane with 3 fake nodes running kubectl-vmctl's agents; Ctrl-C stops it
+## demo: a local control plane with 3 fake nodes, KubeVirt v1.7.0's real virt-api and virt-controller, and kubectl-vmctl's agents; Ctrl-C stops it
 demo: build
 	$(GO) run ./internal/testcluster/cmd/vmctl-cluster demo --vmctl-binary $(BIN)/kubectl-vmctl
 

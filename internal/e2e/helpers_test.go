@@ -207,8 +207,15 @@ func derivedVMs(ctx context.Context, ns string) (map[string]kubevirtv1.VirtualMa
 // pod's UID and is ready, and no other derived VM. It returns the pairs.
 func waitPaired(t *testing.T, ns, prototype string, want int, timeout time.Duration) map[string]kubevirtv1.VirtualMachine {
 	t.Helper()
+	return waitDerived(t, ns, prototype, want, timeout, true)
+}
+
+// waitDerived is waitPaired that, unless ready is set, does not wait for
+// KubeVirt to run the VMs.
+func waitDerived(t *testing.T, ns, prototype string, want int, timeout time.Duration, ready bool) map[string]kubevirtv1.VirtualMachine {
+	t.Helper()
 	var pairs map[string]kubevirtv1.VirtualMachine
-	eventually(t, timeout, fmt.Sprintf("%d pods paired with ready VMs of %s", want, prototype), func(ctx context.Context) (bool, string, error) {
+	eventually(t, timeout, fmt.Sprintf("%d pods paired with VMs of %s (ready: %v)", want, prototype, ready), func(ctx context.Context) (bool, string, error) {
 		pods, err := agentPods(ctx, ns)
 		if err != nil {
 			return false, "", err
@@ -224,8 +231,9 @@ func waitPaired(t *testing.T, ns, prototype string, want int, timeout time.Durat
 		pairs = map[string]kubevirtv1.VirtualMachine{}
 		for name, pod := range pods {
 			vm, ok := vms[derive.Name(prototype, name)]
-			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) ||
-				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName || vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready {
+			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil ||
+				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName ||
+				ready && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
 				return false, seen, nil
 			}
 			pairs[name] = vm

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/doubles"
+	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
 
@@ -60,17 +62,34 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build the control plane:", err)
 		return 2
 	}
+	kvBins, err := kvharness.EnsureBinaries(ctx, "", os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build KubeVirt:", err)
+		return 2
+	}
 	nodeBins, err := node.EnsureBinaries(ctx, "", os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build the node's runtime:", err)
 		return 2
 	}
-	c, err := testcluster.Start(ctx, testcluster.Options{Binaries: bins, BindAddress: "0.0.0.0", Log: os.Stderr})
+	c, err := testcluster.Start(ctx, testcluster.Options{Binaries: bins, CRDs: []string{kvBins.CRDs}, BindAddress: "0.0.0.0", Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the control plane:", err)
 		return 2
 	}
-	n, err := node.Start(ctx, c, node.Options{Binaries: nodeBins, Images: []string{archive}, Log: os.Stderr})
+	n, err := node.Start(ctx, c, node.Options{
+		Binaries: nodeBins,
+		Images:   []string{archive, nodeBins.LauncherImage, nodeBins.ContainerDiskImage},
+		// What virt-handler's node labeller and device plugins would give
+		// the node; KubeVirt's launcher Pods ask for them.
+		Labels: map[string]string{"kubevirt.io/schedulable": "true", "machine-type.node.kubevirt.io/q35": "true"},
+		ExtendedResources: corev1.ResourceList{
+			"devices.kubevirt.io/kvm":       resource.MustParse("1k"),
+			"devices.kubevirt.io/tun":       resource.MustParse("1k"),
+			"devices.kubevirt.io/vhost-net": resource.MustParse("1k"),
+		},
+		Log: os.Stderr,
+	})
 	if err != nil {
 		_ = c.Stop()
 		fmt.Fprintln(os.Stderr, "start the real node:", err)
@@ -86,6 +105,11 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stop the control plane:", err)
 		}
 	}()
+	kv, err := kvharness.Start(ctx, c, kvharness.Options{Binaries: kvBins, LauncherImage: node.LauncherImage, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start KubeVirt:", err)
+		return 2
+	}
 	e.cluster, e.node = c, n
 	if e.kube, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -110,14 +134,14 @@ func run(m *testing.M) int {
 	defer func() { _ = logFile.Close() }()
 	virtDone := make(chan error, 1)
 	go func() {
-		virtDone <- doubles.RunVirtController(ctx, c.RESTConfig, slog.New(slog.NewTextHandler(logFile, nil)))
+		virtDone <- doubles.RunVirtHandler(ctx, kv.HandlerConfig, slog.New(slog.NewTextHandler(logFile, nil)))
 	}()
 	fmt.Fprintf(os.Stderr, "realnode: cluster and node %s up, kubeconfig %s, image %s\n", n.Name, c.Kubeconfig, e.image)
 
 	code := m.Run()
 	cancel()
 	if err := <-virtDone; err != nil {
-		fmt.Fprintln(os.Stderr, "virt-controller double:", err)
+		fmt.Fprintln(os.Stderr, "virt-handler stand-in:", err)
 		code = 2
 	}
 	return code
