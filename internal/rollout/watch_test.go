@@ -72,7 +72,8 @@ func TestWatchFollowsUntilDone(t *testing.T) {
 	}
 	close(reports)
 	var last string
-	for last = range reports {
+	for m := range reports {
+		last = m
 	}
 	if want := `deployment "web" successfully rolled out: 2 VMs ready and derived from prototype vms/testvm generation 2`; last != want {
 		t.Errorf("last report %q, want %q", last, want)
