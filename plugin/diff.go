@@ -80,7 +80,8 @@ Values the cluster fills in (defaults, firmware UUID, MAC addresses,
 KubeVirt's bookkeeping annotations) and the prototype-generation annotation
 are not reported; neither is a map key added to a VM's spec by hand.
 
-Exit status: 0 no drift, 1 drift, 2 error (as kubectl diff). Reads one paged
+Exit status: 0 no drift, 1 drift, 2 error (as kubectl diff; a PROTOTYPE that
+is not there, with no VMs derived from it, is an error). Reads one paged
 LIST of VMs (derived VMs and prototypes), plus one per other namespace that
 holds prototypes.`,
 		Example: `  # Drift of every derived VM in the current namespace
@@ -140,6 +141,9 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: 2, Err: err}
 	}
 	checks := drift.CheckAll(vms, o.namespace, o.Prototype)
+	if len(checks) == 0 && o.Prototype != "" && !status.HasPrototype(vms, o.namespace, o.Prototype) {
+		return &ExitError{Code: 2, Err: fmt.Errorf("no VMs derived from prototype %s%s, and %s", o.Prototype, inNamespace(o.namespace), status.NoPrototype(o.namespace, o.Prototype))}
+	}
 	drifted, failed := 0, 0
 	for _, c := range checks {
 		switch {

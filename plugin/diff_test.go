@@ -131,6 +131,34 @@ func TestDiffErrorsExitTwo(t *testing.T) {
 	}
 }
 
+func TestDiffPrototypeNotFound(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "in the namespace", args: []string{"wbe"},
+			want: "no VMs derived from prototype wbe in vms namespace, and no VM wbe in vms namespace: check the prototype's name, or pass -n or -A"},
+		{name: "anywhere", args: []string{"wbe", "-A"},
+			want: "no VMs derived from prototype wbe, and no VM wbe in any namespace: check the prototype's name"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, _, err := runDiff(t, diffScene(t), tt.args...)
+			if got := opExitCode(err); got != 2 || err.Error() != tt.want {
+				t.Errorf("exit code %d, error %v; want 2, %q", got, err, tt.want)
+			}
+			if out != "" || errOut != "" {
+				t.Errorf("stdout %q, stderr %q; want the error alone", out, errOut)
+			}
+		})
+	}
+	// A prototype that exists without derived VMs is no error: nothing drifted.
+	_, errOut, _, err := runDiff(t, diffScene(t), "hand-made")
+	if err != nil || errOut != "0 of 0 derived VMs drifted in vms namespace\n" {
+		t.Errorf("diff hand-made: %v, stderr %q", err, errOut)
+	}
+}
+
 func TestDiffColor(t *testing.T) {
 	out, _, _, _ := runDiff(t, diffScene(t), "--color=always")
 	if !strings.Contains(out, "\x1b[") || !strings.Contains(out, "cores: 4") {

@@ -288,7 +288,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return err
 	}
 	rows := status.Pair(inv, o.Now())
-	if err := o.print(rows); err != nil {
+	if err := o.print(inv, rows); err != nil {
 		return err
 	}
 	if o.ExitCode && status.HasProblems(rows) {
@@ -297,13 +297,13 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *StatusOptions) print(rows []status.Row) error {
+func (o *StatusOptions) print(inv *status.Inventory, rows []status.Row) error {
 	switch o.output {
 	case "name":
 		return status.WriteNames(o.Out, rows)
 	case "", "wide":
 		if len(rows) == 0 {
-			_, err := fmt.Fprintf(o.ErrOut, "No vmctl agents or derived VMs found%s.\n", inNamespace(o.query.Namespace))
+			_, err := fmt.Fprint(o.ErrOut, noneFound(inv))
 			return err
 		}
 		return status.WriteTable(o.Out, rows, o.Now(), o.tableOptions())
@@ -313,6 +313,20 @@ func (o *StatusOptions) print(rows []status.Row) error {
 		return err
 	}
 	return o.printer.PrintObj(list, o.Out)
+}
+
+// noneFound says that inv pairs nothing and, for a PROTOTYPE that is not
+// there either, says that too.
+func noneFound(inv *status.Inventory) string {
+	q := inv.Query
+	if q.Prototype == "" {
+		return fmt.Sprintf("No vmctl agents or derived VMs found%s.\n", inNamespace(q.Namespace))
+	}
+	msg := fmt.Sprintf("No vmctl agents or derived VMs of prototype %s found%s", q.Prototype, inNamespace(q.Namespace))
+	if !status.HasPrototype(inv.VMs, q.Namespace, q.Prototype) {
+		msg += ", and " + status.NoPrototype(q.Namespace, q.Prototype)
+	}
+	return msg + ".\n"
 }
 
 func (o *StatusOptions) tableOptions() status.TableOptions {
@@ -329,7 +343,7 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 		rows := status.Pair(inv, now)
 		var buf bytes.Buffer
 		if len(rows) == 0 {
-			fmt.Fprintf(&buf, "No vmctl agents or derived VMs found%s.\n", inNamespace(o.query.Namespace))
+			buf.WriteString(noneFound(inv))
 		} else if err := status.WriteTable(&buf, rows, now, o.tableOptions()); err != nil {
 			return err
 		}

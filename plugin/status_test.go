@@ -362,6 +362,36 @@ func TestStatusEmpty(t *testing.T) {
 	}
 }
 
+func TestStatusPrototypeNotFound(t *testing.T) {
+	kube, virt := opScene(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "no such prototype", args: []string{"wbe"},
+			want: "No vmctl agents or derived VMs of prototype wbe found in vms namespace, and no VM wbe in vms namespace: check the prototype's name, or pass -n or -A.\n"},
+		{name: "no such prototype anywhere", args: []string{"wbe", "-A"},
+			want: "No vmctl agents or derived VMs of prototype wbe found, and no VM wbe in any namespace: check the prototype's name.\n"},
+		{name: "a prototype in another namespace", args: []string{"db"},
+			want: "No vmctl agents or derived VMs of prototype db found in vms namespace, and no VM db in vms namespace: check the prototype's name, or pass -n or -A.\n"},
+		{name: "a prototype without agents", args: []string{"hand-made"},
+			want: "No vmctl agents or derived VMs of prototype hand-made found in vms namespace.\n"},
+		{name: "a derived VM is no prototype", args: []string{"web-web-a"},
+			want: "No vmctl agents or derived VMs of prototype web-web-a found in vms namespace, and no VM web-web-a in vms namespace: check the prototype's name, or pass -n or -A.\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, _, err := runStatus(t, kube, virt, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out != "" || errOut != tt.want {
+				t.Errorf("stdout %q, stderr %q, want stderr %q", out, errOut, tt.want)
+			}
+		})
+	}
+}
+
 func TestStatusColor(t *testing.T) {
 	kube, virt := opScene(t)
 	// A Pod name with an escape sequence must reach the terminal escaped.

@@ -232,3 +232,31 @@ func TestDiff(t *testing.T) {
 		t.Errorf("diff summary: want %q in\n%s", "1 of 2 derived VMs drifted", stderr)
 	}
 }
+
+// TestMissingPrototype: status and diff given a prototype name that is not
+// there say so, and diff fails, rather than report that nothing was found.
+func TestMissingPrototype(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+
+	noVM := "no VM testmv in " + ns + " namespace: check the prototype's name, or pass -n or -A"
+	out, stderr, code := vmctlCode(t, "diff", "testmv", "-n", ns)
+	if code != 2 || !strings.Contains(stderr, noVM) {
+		t.Errorf("diff testmv: exit %d, stderr %q; want 2 and %q", code, stderr, noVM)
+	}
+	if out != "" {
+		t.Errorf("diff testmv printed %q", out)
+	}
+	if out, stderr, code = vmctlCode(t, "status", "testmv", "-n", ns); code != 0 || out != "" || !strings.Contains(stderr, noVM) {
+		t.Errorf("status testmv: exit %d, stdout %q, stderr %q; want 0, nothing and %q", code, out, stderr, noVM)
+	}
+
+	// The prototype is there, with no agents yet: nothing is wrong.
+	if out, stderr, code = vmctlCode(t, "diff", "testvm", "-n", ns); code != 0 || !strings.Contains(stderr, "0 of 0 derived VMs drifted") {
+		t.Errorf("diff testvm: exit %d, stdout %q, stderr %q; want 0 and 0 of 0 drifted", code, out, stderr)
+	}
+	want := "No vmctl agents or derived VMs of prototype testvm found in " + ns + " namespace.\n"
+	if _, stderr, code = vmctlCode(t, "status", "testvm", "-n", ns); code != 0 || stderr != want {
+		t.Errorf("status testvm: exit %d, stderr %q; want 0 and %q", code, stderr, want)
+	}
+}

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"fmt"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -56,3 +57,25 @@ type Key struct{ Namespace, Name string }
 
 // String returns "namespace/name".
 func (k Key) String() string { return k.Namespace + "/" + k.Name }
+
+// HasPrototype reports whether vms hold a VM named name in namespace (in
+// any namespace when it is empty) that vmctl did not derive: a prototype.
+func HasPrototype(vms []kubevirtv1.VirtualMachine, namespace, name string) bool {
+	for i := range vms {
+		vm := &vms[i]
+		if vm.Name == name && (namespace == "" || vm.Namespace == namespace) && !derive.IsDerived(vm) {
+			return true
+		}
+	}
+	return false
+}
+
+// NoPrototype says that there is no prototype name in namespace (any
+// namespace when empty) and what to do, for commands given a PROTOTYPE
+// that find nothing of it.
+func NoPrototype(namespace, name string) string {
+	if namespace == "" {
+		return fmt.Sprintf("no VM %s in any namespace: check the prototype's name", name)
+	}
+	return fmt.Sprintf("no VM %s in %s namespace: check the prototype's name, or pass -n or -A", name, namespace)
+}
