@@ -180,7 +180,7 @@ func opVMI(vm *kubevirtv1.VirtualMachine, node string) *kubevirtv1.VirtualMachin
 // opScene is a cluster with healthy and broken agents in namespaces vms and
 // team2:
 //
-//	vms/web-a      healthy
+//	vms/web-a      healthy, its VM at 10.244.1.7
 //	vms/web-b      not ready for 10m, instance on another node, older generation
 //	vms/web-c      running 2m without VM
 //	vms/web-web-gone  VM whose Pod is gone
@@ -206,8 +206,13 @@ func opScene(t *testing.T) (kube []runtime.Object, virt []runtime.Object) {
 	handMade := opPrototype("vms", "hand-made", 1)
 
 	kube = []runtime.Object{podA, podB, podC, podDB, unlabelled}
+	vmiA := opVMI(vmA, "node-1")
+	// The guest is up: virt-handler reports its interfaces; the first
+	// reported address is the VM's IP.
+	vmiA.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{
+		{Name: "secondary"}, {Name: "default", IP: "10.244.1.7", IPs: []string{"10.244.1.7", "fd10:244::7"}}}
 	virt = []runtime.Object{web, db, vmA, vmB, vmGone, vmDB, handMade,
-		opVMI(vmA, "node-1"), opVMI(vmB, "node-3"), opVMI(vmGone, "node-3"), opVMI(vmDB, "node-2")}
+		vmiA, opVMI(vmB, "node-3"), opVMI(vmGone, "node-3"), opVMI(vmDB, "node-2")}
 	return kube, virt
 }
 

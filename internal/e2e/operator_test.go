@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
@@ -96,6 +97,22 @@ func TestStatus(t *testing.T) {
 		if !ok || r.VM != vm.Name || len(r.Problems) != 0 {
 			t.Errorf("status row pod %q vm %q problems %v; pairs %v", r.Pod, r.VM, r.Problems, sets.KeySet(pairs).UnsortedList())
 		}
+	}
+
+	// -o wide shows the address virt-handler reports for a running guest.
+	// Its stand-in here reports none, so the test writes one as
+	// virt-handler would: an update, as virt-handler (virt-api takes a VMI's
+	// status only from KubeVirt's own identities).
+	vmName := pairs[firstKey(pairs)].Name
+	reportVMIAddress(t, ns, vmName, "10.244.3.9")
+	var vmLine string
+	for _, line := range strings.Split(vmctl(t, "status", "-n", ns, "-o", "wide"), "\n") {
+		if strings.Contains(line, vmName) {
+			vmLine = line
+		}
+	}
+	if !strings.Contains(vmLine, "10.244.3.9") {
+		t.Errorf("status -o wide does not show VM %s's IP 10.244.3.9: %q", vmName, vmLine)
 	}
 
 	orphan := createOrphan(t, proto, "ghost")
@@ -259,4 +276,27 @@ func TestMissingPrototype(t *testing.T) {
 	if _, stderr, code = vmctlCode(t, "status", "testvm", "-n", ns); code != 0 || stderr != want {
 		t.Errorf("status testvm: exit %d, stderr %q; want 0 and %q", code, stderr, want)
 	}
+}
+
+// reportVMIAddress sets the VMI's interface "default" to ip as KubeVirt's
+// virt-handler does once the guest runs, with virt-handler's identity.
+func reportVMIAddress(t *testing.T, ns, name, ip string) {
+	t.Helper()
+	handler, err := kubevirt.NewForConfig(e.kv.HandlerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vmis := handler.KubevirtV1().VirtualMachineInstances(ns)
+	eventually(t, settle, "VMI "+name+" reports address "+ip, func(ctx context.Context) (bool, string, error) {
+		vmi, err := vmis.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "default", IP: ip, IPs: []string{ip}}}
+		_, err = vmis.Update(ctx, vmi, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return false, err.Error(), nil
+		}
+		return err == nil, "", err
+	})
 }

@@ -58,6 +58,9 @@ type Row struct {
 	VMReady  bool   `json:"vmReady,omitempty"`
 	// VMINode is the node the VM's instance runs on.
 	VMINode string `json:"vmiNode,omitempty"`
+	// VMIP is the VM instance's first address, as kubectl get vmi's IP
+	// column shows it: what a user needs to reach the VM.
+	VMIP string `json:"vmIP,omitempty"`
 
 	Prototype          string `json:"prototype,omitempty"`
 	PrototypeNamespace string `json:"prototypeNamespace,omitempty"`
@@ -181,6 +184,7 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	vmi := p.vmis[Key{vm.Namespace, vm.Name}]
 	if vmi != nil {
 		r.VMINode = vmi.Status.NodeName
+		r.VMIP = firstIP(vmi)
 	}
 
 	if vm.DeletionTimestamp != nil {
@@ -264,4 +268,15 @@ func notReadySince(vm *kubevirtv1.VirtualMachine) (time.Time, bool) {
 		}
 	}
 	return vm.CreationTimestamp.Time, true
+}
+
+// firstIP is the first address vmi's interfaces report (KubeVirt's
+// virt-handler fills them in once the guest runs), or "".
+func firstIP(vmi *kubevirtv1.VirtualMachineInstance) string {
+	for _, i := range vmi.Status.Interfaces {
+		if i.IP != "" {
+			return i.IP
+		}
+	}
+	return ""
 }

@@ -22,7 +22,7 @@ const (
 
 // TableOptions shape the human table.
 type TableOptions struct {
-	// Wide adds NAMESPACE, PROTOTYPE and POD UID (kubectl's -o wide).
+	// Wide adds NAMESPACE, VM IP, PROTOTYPE and POD UID (kubectl's -o wide).
 	Wide bool
 	// WithNamespace puts NAMESPACE first, as kubectl does with -A.
 	WithNamespace bool
@@ -35,7 +35,7 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, opts TableOptions) error
 	withNS := opts.WithNamespace || opts.Wide
 	headers := []string{"POD", "NODE", "READY", "VM", "VM STATUS", "VMI NODE", "AGE", "PROBLEM"}
 	if opts.Wide {
-		headers = append(headers, "PROTOTYPE", "POD UID")
+		headers = append(headers, "VM IP", "PROTOTYPE", "POD UID")
 	}
 	if withNS {
 		headers = append([]string{"NAMESPACE"}, headers...)
@@ -44,7 +44,7 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, opts TableOptions) error
 	for _, r := range rows {
 		c := rowCells(r, now)
 		if opts.Wide {
-			c = append(c, table.Text(r.prototypeRef()), orNone(string(r.PodUID)))
+			c = append(c, orNone(r.VMIP), table.Text(r.prototypeRef()), orNone(string(r.PodUID)))
 		}
 		if withNS {
 			c = append([]table.Cell{table.Text(r.Namespace)}, c...)
