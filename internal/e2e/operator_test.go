@@ -279,7 +279,8 @@ func TestMissingPrototype(t *testing.T) {
 }
 
 // reportVMIAddress sets the VMI's interface "default" to ip as KubeVirt's
-// virt-handler does once the guest runs, with virt-handler's identity.
+// virt-handler does once the guest runs, with virt-handler's identity
+// (which may list VMIs, not get them).
 func reportVMIAddress(t *testing.T, ns, name, ip string) {
 	t.Helper()
 	handler, err := kubevirt.NewForConfig(e.kv.HandlerConfig)
@@ -288,10 +289,14 @@ func reportVMIAddress(t *testing.T, ns, name, ip string) {
 	}
 	vmis := handler.KubevirtV1().VirtualMachineInstances(ns)
 	eventually(t, settle, "VMI "+name+" reports address "+ip, func(ctx context.Context) (bool, string, error) {
-		vmi, err := vmis.Get(ctx, name, metav1.GetOptions{})
+		list, err := vmis.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 		if err != nil {
 			return false, err.Error(), nil
 		}
+		if len(list.Items) != 1 {
+			return false, fmt.Sprintf("%d VMIs", len(list.Items)), nil
+		}
+		vmi := &list.Items[0]
 		vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "default", IP: ip, IPs: []string{ip}}}
 		_, err = vmis.Update(ctx, vmi, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
