@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // drainTimeout is what a drain of a node with two VMs may take.
@@ -148,6 +149,17 @@ func TestDrainStopsDaemonSetVM(t *testing.T) {
 	if readyz := agentReadyz(t, ns, pod); !strings.HasPrefix(readyz.body, "Evacuated") {
 		t.Errorf("agent /readyz %q, want Evacuated", readyz.body)
 	}
+
+	// status names the drain: the VM's new VMI waits for its cordoned node.
+	eventually(t, settle, "status says the VM is held by the drain", func(context.Context) (bool, string, error) {
+		out, _, _ := vmctlCode(t, "status", "-n", ns)
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, pod+" ") {
+				return strings.Contains(line, status.ProblemHeldByDrain), line, nil
+			}
+		}
+		return false, out, nil
+	})
 
 	uncordon(t, node)
 	after := waitPaired(t, ns, "testvm", len(e.cluster.Nodes), settle)
