@@ -27,10 +27,16 @@ const DefaultUser = "65532:65532"
 
 // Spec says what image Build makes of a binary.
 type Spec struct {
-	// Binary is the static executable to put in the image.
+	// Binary is the static executable to put in the image; nil makes an
+	// image of Files only, with no entrypoint (a containerDisk's shape).
 	Binary []byte
 	// Path is where the binary goes in the image, and the entrypoint.
 	Path string
+	// Links are more paths of the binary, hard links to Path: a multi-call
+	// program tells what to be by the name it runs as.
+	Links []string
+	// Files are data files to add, mode 0644, e.g. a disk under /disk.
+	Files []File
 	// Platform is the binary's os/arch.
 	Platform v1.Platform
 	// User is the config's user, uid:gid.
@@ -42,12 +48,38 @@ type Spec struct {
 	Labels map[string]string
 }
 
+// File is a data file in the image.
+type File struct {
+	Path    string
+	Content []byte
+}
+
 // Build makes the image: an empty base, one layer with the binary (mode 0755,
-// owned by root so the non-root user cannot change it) and a config whose
-// entrypoint is the binary. The Pod's args follow the entrypoint.
+// owned by root so the non-root user cannot change it), its links and the
+// data files, and a config whose entrypoint is the binary. The Pod's args
+// follow the entrypoint.
 func Build(s Spec) (v1.Image, error) {
-	if !path.IsAbs(s.Path) || path.Clean(s.Path) != s.Path || s.Path == "/" {
-		return nil, fmt.Errorf("path in the image %q must be a clean absolute file path such as /vmctl-agent", s.Path)
+	var entries []layerEntry
+	if s.Binary != nil {
+		entries = append(entries, layerEntry{path: s.Path, content: s.Binary, mode: 0o755})
+		for _, l := range s.Links {
+			entries = append(entries, layerEntry{path: l, link: s.Path, mode: 0o755})
+		}
+	} else if len(s.Links) > 0 || len(s.Files) == 0 {
+		return nil, errors.New("an image needs a binary, or data files only (no links then)")
+	}
+	for _, f := range s.Files {
+		entries = append(entries, layerEntry{path: f.Path, content: f.Content, mode: 0o644})
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if !path.IsAbs(e.path) || path.Clean(e.path) != e.path || e.path == "/" {
+			return nil, fmt.Errorf("path in the image %q must be a clean absolute file path such as /vmctl-agent", e.path)
+		}
+		if seen[e.path] {
+			return nil, fmt.Errorf("path in the image %q is given twice", e.path)
+		}
+		seen[e.path] = true
 	}
 	if s.Platform.OS == "" || s.Platform.Architecture == "" {
 		return nil, errors.New("platform needs an os and an architecture, e.g. linux/amd64")
@@ -56,7 +88,7 @@ func Build(s Spec) (v1.Image, error) {
 		return nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar(s.Path, s.Binary, s.Created))), nil
+		return io.NopCloser(bytes.NewReader(layerTar(entries, s.Created))), nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("make the layer: %w", err)
@@ -65,7 +97,7 @@ func Build(s Spec) (v1.Image, error) {
 	// none: the digest printed here is the one `check` and a runtime see.
 	img, err := mutate.Append(empty.Image, mutate.Addendum{
 		Layer:   layer,
-		History: v1.History{Created: v1.Time{Time: s.Created}, CreatedBy: "hack/image build " + s.Path, Comment: "static binary"},
+		History: v1.History{Created: v1.Time{Time: s.Created}, CreatedBy: "hack/image build " + entries[0].path, Comment: "static binary"},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add the layer: %w", err)
@@ -77,7 +109,10 @@ func Build(s Spec) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture, cf.Variant, cf.OSVersion = s.Platform.OS, s.Platform.Architecture, s.Platform.Variant, s.Platform.OSVersion
 	cf.Created = v1.Time{Time: s.Created}
-	cf.Config.Entrypoint = []string{s.Path}
+	cf.Config.Entrypoint = nil
+	if s.Binary != nil {
+		cf.Config.Entrypoint = []string{s.Path}
+	}
 	cf.Config.Cmd = nil
 	cf.Config.User = s.User
 	cf.Config.WorkingDir = "/"
@@ -89,20 +124,39 @@ func Build(s Spec) (v1.Image, error) {
 	return img, nil
 }
 
-// layerTar is the layer's uncompressed tar: the binary's parent directories
-// and the binary, with fixed owners and times.
-func layerTar(file string, content []byte, mtime time.Time) []byte {
+// layerEntry is a file in the layer: content with mode, or a hard link to
+// another entry's path (with that entry's mode).
+type layerEntry struct {
+	path    string
+	content []byte
+	mode    int64
+	link    string
+}
+
+// layerTar is the layer's uncompressed tar: the entries' parent directories
+// and the entries, with fixed owners and times.
+func layerTar(entries []layerEntry, mtime time.Time) []byte {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	var dirs []string
-	for d := path.Dir(file); d != "/"; d = path.Dir(d) {
-		dirs = append([]string{d}, dirs...)
+	dirs := map[string]bool{}
+	for _, e := range entries {
+		var parents []string
+		for d := path.Dir(e.path); d != "/" && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			parents = append([]string{d}, parents...)
+		}
+		for _, d := range parents {
+			_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/", Mode: 0o755, ModTime: mtime, Format: tar.FormatPAX})
+		}
+		name := strings.TrimPrefix(e.path, "/")
+		if e.link != "" {
+			// The link's mode too: runtimes chmod the shared file to it.
+			_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeLink, Name: name, Linkname: strings.TrimPrefix(e.link, "/"), Mode: e.mode, ModTime: mtime, Format: tar.FormatPAX})
+			continue
+		}
+		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: e.mode, Size: int64(len(e.content)), ModTime: mtime, Format: tar.FormatPAX})
+		_, _ = tw.Write(e.content)
 	}
-	for _, d := range dirs {
-		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/", Mode: 0o755, ModTime: mtime, Format: tar.FormatPAX})
-	}
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(file, "/"), Mode: 0o755, Size: int64(len(content)), ModTime: mtime, Format: tar.FormatPAX})
-	_, _ = tw.Write(content)
 	_ = tw.Close()
 	return buf.Bytes()
 }
@@ -150,31 +204,50 @@ func parseCreated(s string) (time.Time, error) {
 
 func runBuild(args []string) error {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
-	binary := fs.String("binary", "", "the static binary to put in the image (required)")
+	binary := fs.String("binary", "", "the static binary to put in the image (required unless -file is given)")
 	inImage := fs.String("path", "", "where the binary goes in the image, also the entrypoint (default /<binary's name>)")
 	platform := fs.String("platform", "", "the binary's os/arch, e.g. linux/amd64 (required)")
 	user := fs.String("user", DefaultUser, "the image's user, numeric uid:gid")
 	created := fs.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "creation time, unix seconds or RFC 3339 (default $SOURCE_DATE_EPOCH, else the epoch)")
 	out := fs.String("out", "", "the tarball to write (required)")
-	var tags, labels listFlag
+	var tags, labels, links, files listFlag
 	fs.Var(&tags, "tag", "a name the image is loaded as, e.g. ghcr.io/kubectl-vmctl/kubectl-vmctl:v1.2.3 (required, repeatable)")
 	fs.Var(&labels, "label", "a config label key=value (repeatable)")
+	fs.Var(&links, "link", "another path of the binary in the image, a hard link, for a multi-call program (repeatable)")
+	fs.Var(&files, "file", "a data file to add, SOURCE=PATH-IN-IMAGE, mode 0644 (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *binary == "" || *platform == "" || *out == "" || len(tags) == 0 || fs.NArg() > 0 {
-		return errors.New("needs -binary, -platform, -out and at least one -tag, and no arguments; see image build -h")
-	}
-	content, err := os.ReadFile(*binary)
-	if err != nil {
-		return err
+	if (*binary == "" && len(files) == 0) || *platform == "" || *out == "" || len(tags) == 0 || fs.NArg() > 0 {
+		return errors.New("needs -binary (or -file), -platform, -out and at least one -tag, and no arguments; see image build -h")
 	}
 	p, err := parsePlatform(*platform)
 	if err != nil {
 		return err
 	}
-	if err := checkStatic(content, p); err != nil {
-		return fmt.Errorf("%s: %w", *binary, err)
+	var content []byte
+	if *binary != "" {
+		if content, err = os.ReadFile(*binary); err != nil {
+			return err
+		}
+		if err := checkStatic(content, p); err != nil {
+			return fmt.Errorf("%s: %w", *binary, err)
+		}
+		if *inImage == "" {
+			*inImage = "/" + filepath.Base(*binary)
+		}
+	}
+	var data []File
+	for _, f := range files {
+		src, dst, ok := strings.Cut(f, "=")
+		if !ok || src == "" || dst == "" {
+			return fmt.Errorf("file %q: want SOURCE=PATH-IN-IMAGE, e.g. disk.img=/disk/disk.img", f)
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		data = append(data, File{Path: dst, Content: b})
 	}
 	t, err := parseCreated(*created)
 	if err != nil {
@@ -188,10 +261,7 @@ func runBuild(args []string) error {
 		}
 		lbl[k] = v
 	}
-	if *inImage == "" {
-		*inImage = "/" + filepath.Base(*binary)
-	}
-	img, err := Build(Spec{Binary: content, Path: *inImage, Platform: p, User: *user, Created: t, Labels: lbl})
+	img, err := Build(Spec{Binary: content, Path: *inImage, Links: links, Files: data, Platform: p, User: *user, Created: t, Labels: lbl})
 	if err != nil {
 		return err
 	}

@@ -182,6 +182,97 @@ func TestBuildTagsAndPath(t *testing.T) {
 	}
 }
 
+// layerEntries lists the layer's tar entries of img as "name mode" lines
+// (a directory "name 5 mode", a hard link "name -> target mode"), and
+// returns the regular files' contents by name.
+func layerEntries(t *testing.T, img v1.Image) ([]string, map[string][]byte) {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d (%v), want 1", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rc.Close() }()
+	var names []string
+	contents := map[string][]byte{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return names, contents
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch h.Typeflag {
+		case tar.TypeLink:
+			names = append(names, fmt.Sprintf("%s -> %s %o", h.Name, h.Linkname, h.Mode))
+		case tar.TypeReg:
+			names = append(names, fmt.Sprintf("%s %o", h.Name, h.Mode))
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			contents[h.Name] = b
+		default:
+			names = append(names, fmt.Sprintf("%s %c %o", h.Name, h.Typeflag, h.Mode))
+		}
+	}
+}
+
+func TestBuildMultiCallBinaryWithLinks(t *testing.T) {
+	file := buildTarball(t, "amd64", "-path", "/usr/bin/monitor", "-link", "/usr/bin/cp", "-link", "/bin/tail")
+	img := loadTagged(t, file, tag)
+	names, contents := layerEntries(t, img)
+	want := []string{"usr/ 5 755", "usr/bin/ 5 755", "usr/bin/monitor 755", "usr/bin/cp -> usr/bin/monitor 755", "bin/ 5 755", "bin/tail -> usr/bin/monitor 755"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("layer entries:\n%q\nwant\n%q", names, want)
+	}
+	binary, err := os.ReadFile(staticBinary(t, "amd64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(contents["usr/bin/monitor"], binary) {
+		t.Error("usr/bin/monitor differs from the binary")
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cf.Config.Entrypoint, []string{"/usr/bin/monitor"}) {
+		t.Errorf("entrypoint %q, want [/usr/bin/monitor]", cf.Config.Entrypoint)
+	}
+}
+
+func TestBuildDataFilesOnly(t *testing.T) {
+	disk := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(disk, []byte("a disk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "disk.tar")
+	if err := runBuild([]string{"-file", disk + "=/disk/disk.img", "-platform", "linux/amd64", "-tag", tag, "-out", out}); err != nil {
+		t.Fatal(err)
+	}
+	img := loadTagged(t, out, tag)
+	names, contents := layerEntries(t, img)
+	if want := []string{"disk/ 5 755", "disk/disk.img 644"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("layer entries %q, want %q", names, want)
+	}
+	if string(contents["disk/disk.img"]) != "a disk" {
+		t.Errorf("disk/disk.img holds %q, want the file's content", contents["disk/disk.img"])
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Config.Entrypoint != nil {
+		t.Errorf("entrypoint %q, want none: the image holds no program", cf.Config.Entrypoint)
+	}
+}
+
 func TestBuildRefuses(t *testing.T) {
 	dynamic := "/bin/true" // dynamically linked on any Linux with a libc
 	for _, tc := range []struct {
@@ -195,6 +286,9 @@ func TestBuildRefuses(t *testing.T) {
 		{"wrong arch", []string{"-platform", "linux/arm64"}, "not arm64"},
 		{"relative path", []string{"-path", "vmctl-agent"}, "clean absolute file path"},
 		{"dynamic binary", []string{"-binary", dynamic}, "dynamically linked"},
+		{"link twice", []string{"-link", "/vmctl-agent"}, "given twice"},
+		{"relative link", []string{"-link", "usr/bin/cp"}, "clean absolute file path"},
+		{"file without path", []string{"-file", "disk.img"}, "want SOURCE=PATH-IN-IMAGE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "dynamic binary" {
@@ -232,7 +326,7 @@ func TestCheckRejects(t *testing.T) {
 		return out
 	}
 	extra, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar("/bin/sh", []byte("#!"), time.Unix(0, 0)))), nil
+		return io.NopCloser(bytes.NewReader(layerTar([]layerEntry{{path: "/bin/sh", content: []byte("#!"), mode: 0o755}}, time.Unix(0, 0)))), nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,10 @@
 // static binary, without Docker or a registry: an empty base plus one layer
 // holding the binary, with the binary as entrypoint and a non-root user.
 // `make image` and goreleaser build the kubectl-vmctl agent image with it, the
-// release pushes it, and the test harness builds its own images (the node's
-// pause image) the same way.
+// release pushes it, and the test harness builds its own images the same way:
+// the node's pause image, and its stand-ins for KubeVirt's launcher image (one
+// multi-call binary under several names, -link) and containerDisk image (a
+// data file only, -file).
 //
 //	image build -binary dist/linux_amd64/vmctl-agent -platform linux/amd64 \
 //	    -tag ghcr.io/kubectl-vmctl/kubectl-vmctl:v1.2.3 -out agent.tar

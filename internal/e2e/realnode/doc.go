@@ -6,6 +6,16 @@
 // tarball for this machine's architecture). They need root and the build tag
 // `e2e`; without root, or without those variables, they skip.
 //
+// KubeVirt's real virt-api and virt-controller run too (package kubevirt),
+// with the virt-handler stand-in (package doubles). For each derived VM,
+// virt-controller makes a launcher Pod on the real node, and the real kubelet
+// runs it as KubeVirt wrote it, from the node's stand-ins for the launcher
+// and containerDisk images (node.LauncherImage, node.ContainerDiskImages),
+// the only images here that KubeVirt's would be. The node carries what
+// virt-handler's device plugins and node labeller would give it: the KVM, TUN
+// and vhost-net devices as extended resources, and the labels launcher Pods
+// are scheduled by.
+//
 // The cluster is this package's own, not internal/e2e's shared one: there the
 // scaffolded Deployments and DaemonSets of other tests would land on the real
 // node, whose runtime cannot pull their default image.

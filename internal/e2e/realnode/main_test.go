@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -76,7 +77,19 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "start the control plane:", err)
 		return 2
 	}
-	n, err := node.Start(ctx, c, node.Options{Binaries: nodeBins, Images: []string{archive}, Log: os.Stderr})
+	n, err := node.Start(ctx, c, node.Options{
+		Binaries: nodeBins,
+		Images:   []string{archive, nodeBins.LauncherImage, nodeBins.ContainerDiskImage},
+		// What virt-handler's node labeller and device plugins would give
+		// the node; KubeVirt's launcher Pods ask for them.
+		Labels: map[string]string{"kubevirt.io/schedulable": "true", "machine-type.node.kubevirt.io/q35": "true"},
+		ExtendedResources: corev1.ResourceList{
+			"devices.kubevirt.io/kvm":       resource.MustParse("1k"),
+			"devices.kubevirt.io/tun":       resource.MustParse("1k"),
+			"devices.kubevirt.io/vhost-net": resource.MustParse("1k"),
+		},
+		Log: os.Stderr,
+	})
 	if err != nil {
 		_ = c.Stop()
 		fmt.Fprintln(os.Stderr, "start the real node:", err)
@@ -92,7 +105,7 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stop the control plane:", err)
 		}
 	}()
-	kv, err := kvharness.Start(ctx, c, kvharness.Options{Binaries: kvBins, Log: os.Stderr})
+	kv, err := kvharness.Start(ctx, c, kvharness.Options{Binaries: kvBins, LauncherImage: node.LauncherImage, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start KubeVirt:", err)
 		return 2

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
 
 // pairedVM checks that pod's derived VM exists, belongs to pod, is pinned to
@@ -39,14 +40,75 @@ func pairedVM(t *testing.T, ns string, pod *corev1.Pod) *kubevirtv1.VirtualMachi
 			vm.Name, vm.Annotations[derive.AnnotationPodUID], pod.UID, derive.PinnedNode(vm.Spec.Template.Spec.Affinity), vm.Status.Ready)
 	}
 	for _, c := range vm.Status.Conditions {
-		if c.Type == kubevirtv1.VirtualMachineReady && readyCondition(pod).LastTransitionTime.Before(&c.LastTransitionTime) {
-			t.Errorf("pod %s turned Ready at %s, before its VM did at %s", pod.Name, readyCondition(pod).LastTransitionTime, c.LastTransitionTime)
+		if c.Type != kubevirtv1.VirtualMachineReady {
+			continue
 		}
+		podAt := readyCondition(pod).LastTransitionTime
+		if podAt.Before(&c.LastTransitionTime) {
+			t.Errorf("pod %s turned Ready at %s, before its VM did at %s", pod.Name, podAt, c.LastTransitionTime)
+		}
+		t.Logf("pod %s Ready at %s, its VM at %s (whole seconds)", pod.Name, podAt.Format(time.TimeOnly), c.LastTransitionTime.Format(time.TimeOnly))
 	}
 	if got := pod.Spec.Containers[0].Image; got != e.image {
 		t.Errorf("pod runs image %s, want %s", got, e.image)
 	}
+	launcherRunsOnTheRealNode(t, ns, vm)
 	return vm
+}
+
+// launcherPod returns the launcher Pod that KubeVirt's virt-controller made
+// for vm's VMI, or nil once there is none.
+func launcherPod(t *testing.T, ns string, vmi *kubevirtv1.VirtualMachineInstance) *corev1.Pod {
+	t.Helper()
+	pods, err := e.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: kubevirtv1.CreatedByLabel + "=" + string(vmi.UID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) > 1 {
+		t.Fatalf("VMI %s has %d launcher Pods, want one", vmi.Name, len(pods.Items))
+	}
+	if len(pods.Items) == 0 {
+		return nil
+	}
+	return &pods.Items[0]
+}
+
+// launcherRunsOnTheRealNode checks that the real kubelet runs the launcher
+// Pod of vm's VMI, as KubeVirt's virt-controller made it, from the stand-in
+// images: every container Ready, every init container done with exit 0 but
+// the guest-console-log sidecar, which runs.
+func launcherRunsOnTheRealNode(t *testing.T, ns string, vm *kubevirtv1.VirtualMachine) {
+	t.Helper()
+	vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(context.Background(), vm.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the VMI of ready VM %s: %v", vm.Name, err)
+	}
+	launcher := launcherPod(t, ns, vmi)
+	switch {
+	case launcher == nil:
+		t.Fatalf("VMI %s has no launcher Pod", vmi.Name)
+	case vmi.Status.NodeName != e.node.Name || launcher.Spec.NodeName != e.node.Name:
+		t.Fatalf("VMI %s on node %q, its launcher Pod %s on %q; want both on the real node %s", vmi.Name, vmi.Status.NodeName, launcher.Name, launcher.Spec.NodeName, e.node.Name)
+	case !podReady(launcher) || launcher.Status.Phase != corev1.PodRunning:
+		t.Fatalf("launcher Pod %s: phase %s ready %v, want Running and Ready", launcher.Name, launcher.Status.Phase, podReady(launcher))
+	}
+	if got := launcher.Spec.Containers[0].Image; got != node.LauncherImage {
+		t.Errorf("launcher Pod %s runs %s, want virt-controller's --launcher-image %s", launcher.Name, got, node.LauncherImage)
+	}
+	for _, c := range launcher.Status.ContainerStatuses {
+		if !c.Ready || c.State.Running == nil {
+			t.Errorf("launcher Pod %s: container %s ready %v state %+v, want running and ready", launcher.Name, c.Name, c.Ready, c.State)
+		}
+	}
+	for _, c := range launcher.Status.InitContainerStatuses {
+		if c.Name == "guest-console-log" {
+			if c.State.Running == nil {
+				t.Errorf("launcher Pod %s: sidecar %s state %+v, want running", launcher.Name, c.Name, c.State)
+			}
+		} else if c.State.Terminated == nil || c.State.Terminated.ExitCode != 0 {
+			t.Errorf("launcher Pod %s: init container %s state %+v, want terminated with exit code 0", launcher.Name, c.Name, c.State)
+		}
+	}
 }
 
 func TestScaffoldedWorkloadsRunOnTheRealNode(t *testing.T) {
@@ -54,8 +116,10 @@ func TestScaffoldedWorkloadsRunOnTheRealNode(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			ns := namespace(t)
 			createPrototype(t, ns, "testvm.yaml")
+			start := time.Now()
 			deploy(t, ns, kind, "testvm")
 			pod := readyAgentPod(t, ns)
+			t.Logf("agent Pod %s Ready %s after kubectl apply", pod.Name, time.Since(start).Round(time.Millisecond))
 			pairedVM(t, ns, pod)
 			if n := pod.Status.ContainerStatuses[0].RestartCount; n != 0 {
 				t.Errorf("restartCount %d, want 0", n)
@@ -216,6 +280,43 @@ func TestAgentPodOnTheRealNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
+		// The agent deletes its VM in the foreground: the VM goes after its
+		// VMI, which KubeVirt lets go once its launcher Pod is gone, which
+		// the real kubelet stops. Their watches time each step.
+		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, vm.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		launcher := launcherPod(t, ns, vmi)
+		if launcher == nil {
+			t.Fatalf("VMI %s has no launcher Pod", vmi.Name)
+		}
+		byName := func(name, rv string) metav1.ListOptions {
+			return metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: rv}
+		}
+		steps := []struct {
+			what  string
+			watch func() (watch.Interface, error)
+			at    <-chan time.Time
+		}{
+			{what: "launcher Pod " + launcher.Name, watch: func() (watch.Interface, error) {
+				return e.kube.CoreV1().Pods(ns).Watch(ctx, byName(launcher.Name, launcher.ResourceVersion))
+			}},
+			{what: "VMI " + vmi.Name, watch: func() (watch.Interface, error) {
+				return e.virt.KubevirtV1().VirtualMachineInstances(ns).Watch(ctx, byName(vmi.Name, vmi.ResourceVersion))
+			}},
+			{what: "VM " + vm.Name, watch: func() (watch.Interface, error) {
+				return e.virt.KubevirtV1().VirtualMachines(ns).Watch(ctx, byName(vm.Name, ""))
+			}},
+		}
+		for i := range steps {
+			sw, err := steps[i].watch()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(sw.Stop)
+			steps[i].at = deletedAt(sw)
+		}
 		start := time.Now()
 		if _, stderr, code := kubectl(t, nil, "delete", "pod", "-n", ns, pod.Name, "--wait=false"); code != 0 {
 			t.Fatalf("kubectl delete pod: exit %d: %s", code, stderr)
@@ -249,5 +350,33 @@ func TestAgentPodOnTheRealNode(t *testing.T) {
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("VM %s after its pod went: %v, want it deleted", vm.Name, err)
 		}
+		if _, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, vmi.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("VMI %s after its VM went: %v, want it deleted", vmi.Name, err)
+		}
+		if _, err := e.kube.CoreV1().Pods(ns).Get(ctx, launcher.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("launcher Pod %s after its VMI went: %v, want it deleted", launcher.Name, err)
+		}
+		for _, s := range steps {
+			select {
+			case at := <-s.at:
+				t.Logf("%s gone %s after kubectl delete", s.what, at.Sub(start).Round(time.Millisecond))
+			case <-time.After(5 * time.Second):
+				t.Logf("%s: no deletion seen on its watch", s.what)
+			}
+		}
 	})
+}
+
+// deletedAt sends when w delivers a Deleted event.
+func deletedAt(w watch.Interface) <-chan time.Time {
+	at := make(chan time.Time, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Deleted {
+				at <- time.Now()
+				return
+			}
+		}
+	}()
+	return at
 }

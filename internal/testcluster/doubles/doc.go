@@ -14,5 +14,9 @@
 //     KubeVirt's real virt-api and virt-controller (package kubevirt) do
 //     the rest.
 //
+// On the real node, the programs of KubeVirt's launcher image have a
+// stand-in too, built into an image with the node's runtime: see package
+// node's LauncherImage and its program virtlauncher.
+//
 // Nothing in the product imports this package.
 package doubles

@@ -21,19 +21,40 @@ import (
 // PauseImage is the name containerd's sandbox image goes by on the node.
 const PauseImage = "vmctl.test/pause:1"
 
+// LauncherImage is the name of the stand-in for KubeVirt's virt-launcher
+// image (program virtlauncher): give it to virt-controller as its
+// --launcher-image (kubevirt.Options.LauncherImage) and import
+// Binaries.LauncherImage, and the node runs KubeVirt's launcher Pods.
+const LauncherImage = "vmctl.test/virt-launcher:1"
+
+// ContainerDiskImages are the containerDisk images that the repository's
+// prototypes (testdata) name, which the node cannot pull here. Their stand-in
+// (Binaries.ContainerDiskImage) is shaped as a containerDisk image is, one
+// file under /disk, but its disk is blank: 1 MiB of zeros, no guest to boot.
+// The launcher Pod runs its containers with KubeVirt's container-disk program
+// from the launcher image, never a program of this image.
+var ContainerDiskImages = []string{"quay.io/kubevirt/cirros-container-disk-demo:v1.6.0"}
+
 // Binaries locates what EnsureBinaries built: containerd, its runc shim, ctr,
-// and the pause image's tarball.
+// and the tarballs of the pause image and of the stand-ins for KubeVirt's
+// images.
 type Binaries struct {
 	Containerd string
 	Shim       string
 	Ctr        string
 	PauseImage string // a tarball, imported as PauseImage
+	// LauncherImage is a tarball, imported as LauncherImage.
+	LauncherImage string
+	// ContainerDiskImage is a tarball, imported as each of ContainerDiskImages.
+	ContainerDiskImage string
 }
 
 const (
 	toolsRel = "internal/testcluster/node/tools"
 	pauseRel = "internal/testcluster/node/pause"
-	imageRel = "hack/image"
+	// launcherRel is the stand-in for the programs of KubeVirt's launcher image.
+	launcherRel = "internal/testcluster/node/virtlauncher"
+	imageRel    = "hack/image"
 )
 
 // runtimeCommands are built from the tools module with CGO_ENABLED=0.
@@ -96,7 +117,7 @@ func inputsHash(root string) (string, error) {
 	for _, f := range []string{toolsRel + "/go.mod", toolsRel + "/go.sum", imageRel + "/go.mod", imageRel + "/go.sum"} {
 		files = append(files, filepath.Join(root, f))
 	}
-	for _, dir := range []string{pauseRel, imageRel} {
+	for _, dir := range []string{pauseRel, launcherRel, imageRel} {
 		matches, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 		if err != nil {
 			return "", err
@@ -120,12 +141,14 @@ const completeMarker = ".complete"
 
 func cached(dir string) (Binaries, bool) {
 	b := Binaries{
-		Containerd: filepath.Join(dir, "bin", "containerd"),
-		Shim:       filepath.Join(dir, "bin", "containerd-shim-runc-v2"),
-		Ctr:        filepath.Join(dir, "bin", "ctr"),
-		PauseImage: filepath.Join(dir, "pause.tar"),
+		Containerd:         filepath.Join(dir, "bin", "containerd"),
+		Shim:               filepath.Join(dir, "bin", "containerd-shim-runc-v2"),
+		Ctr:                filepath.Join(dir, "bin", "ctr"),
+		PauseImage:         filepath.Join(dir, "pause.tar"),
+		LauncherImage:      filepath.Join(dir, "virt-launcher.tar"),
+		ContainerDiskImage: filepath.Join(dir, "container-disk.tar"),
 	}
-	for _, f := range []string{filepath.Join(dir, completeMarker), b.Containerd, b.Shim, b.Ctr, b.PauseImage} {
+	for _, f := range []string{filepath.Join(dir, completeMarker), b.Containerd, b.Shim, b.Ctr, b.PauseImage, b.LauncherImage, b.ContainerDiskImage} {
 		if _, err := os.Stat(f); err != nil {
 			return Binaries{}, false
 		}
@@ -135,7 +158,7 @@ func cached(dir string) (Binaries, bool) {
 
 func build(ctx context.Context, root, dir string, progress io.Writer) error {
 	start := time.Now()
-	_, _ = fmt.Fprintf(progress, "building the node's containerd, shim, ctr and pause image (about a minute on 2 cores with a cold cache) into %s...\n", dir)
+	_, _ = fmt.Fprintf(progress, "building the node's containerd, shim, ctr, pause image and KubeVirt image stand-ins (about a minute on 2 cores with a cold cache) into %s...\n", dir)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clear the old build: %w", err)
 	}
@@ -176,11 +199,41 @@ func build(ctx context.Context, root, dir string, progress io.Writer) error {
 		"-platform", "linux/"+runtime.GOARCH, "-tag", PauseImage, "-out", filepath.Join(dir, "pause.tar")); err != nil {
 		return err
 	}
+	if err := buildKubeVirtStandIns(root, dir, run); err != nil {
+		return err
+	}
 	if err := os.WriteFile(filepath.Join(dir, completeMarker), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
 		return err
 	}
 	_, _ = fmt.Fprintf(progress, "node runtime built in %s\n", time.Since(start).Round(time.Second))
 	return nil
+}
+
+// buildKubeVirtStandIns builds the stand-ins for KubeVirt's launcher image
+// (program virtlauncher at each path a launcher Pod runs, the image's user
+// KubeVirt's non-root 107) and containerDisk image (a blank disk).
+func buildKubeVirtStandIns(root, dir string, run func(what, dir string, args ...string) error) error {
+	launcher := filepath.Join(dir, "bin", "virtlauncher")
+	if err := run("virtlauncher", root, "build", "-trimpath", "-ldflags", "-s -w", "-o", launcher, "./"+launcherRel); err != nil {
+		return err
+	}
+	if err := run("virt-launcher stand-in", filepath.Join(root, imageRel), "run", ".", "build",
+		"-binary", launcher, "-path", "/usr/bin/virt-launcher-monitor",
+		"-link", "/usr/bin/virt-tail", "-link", "/usr/bin/cp", "-link", "/usr/bin/container-disk",
+		"-user", "107:107", "-platform", "linux/"+runtime.GOARCH, "-tag", LauncherImage,
+		"-out", filepath.Join(dir, "virt-launcher.tar")); err != nil {
+		return err
+	}
+	disk := filepath.Join(dir, "disk.img")
+	if err := os.WriteFile(disk, make([]byte, 1<<20), 0o644); err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(disk) }()
+	args := []string{"run", ".", "build", "-file", disk + "=/disk/disk.img", "-platform", "linux/" + runtime.GOARCH, "-out", filepath.Join(dir, "container-disk.tar")}
+	for _, name := range ContainerDiskImages {
+		args = append(args, "-tag", name)
+	}
+	return run("containerDisk stand-in", filepath.Join(root, imageRel), args...)
 }
 
 func pruneOthers(cacheDir, keep string) {

@@ -10,7 +10,10 @@
 // SIGINT or SIGTERM through StopOnSignal):
 //   - containerd with its own config, root, state and sockets under the node's
 //     directory, its pause image built here like the agent image (no
-//     registry), images imported from tarballs (ImportImage);
+//     registry), images imported from tarballs (ImportImage): among them
+//     the stand-ins for KubeVirt's launcher and containerDisk images that
+//     EnsureBinaries builds (LauncherImage, program virtlauncher), with which
+//     the node runs the launcher Pods of KubeVirt's real virt-controller;
 //   - a bridge (Bridge) with the node's address (Address) and a bridge +
 //     host-local CNI config of its own, not the machine's CNI folder;
 //   - kube-proxy in nftables mode (its own nftables table), so Pods reach
