@@ -161,8 +161,10 @@ func TestDrainStopsDaemonSetVM(t *testing.T) {
 		return false, out, nil
 	})
 
+	uncordoned := time.Now()
 	uncordon(t, node)
 	after := waitPaired(t, ns, "testvm", len(e.cluster.Nodes), settle)
+	t.Logf("VM of pod %s ready again %v after uncordon", pod, time.Since(uncordoned).Round(100*time.Millisecond))
 	podAfter, err := e.kube.CoreV1().Pods(ns).Get(t.Context(), pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
