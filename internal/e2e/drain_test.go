@@ -5,9 +5,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,6 +183,70 @@ func TestDrainStopsDaemonSetVM(t *testing.T) {
 	if err != nil || len(events.Items) != 1 {
 		t.Errorf("Evacuated Events on pod %s: %d (%v), want 1", pod, len(events.Items), err)
 	}
+}
+
+// TestDrainInterrupted interrupts a drain under a DaemonSet: the agent is
+// killed as KubeVirt marks its VMI, the drain is stopped and the node
+// uncordoned midway. Nothing may leak or double: the same Pod keeps the same
+// VM, which runs again with one VMI.
+func TestDrainInterrupted(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDaemonSet, "testvm")
+	before := waitPaired(t, ns, "testvm", len(e.cluster.Nodes), settle)
+	node := e.cluster.Nodes[0]
+	var pod string
+	for p, vm := range before {
+		if derive.PinnedNode(vm.Spec.Template.Spec.Affinity) == node {
+			pod = p
+		}
+	}
+	vmName := derive.Name("testvm", pod)
+	restarts := e.kubelet.Restarts(ns, pod)
+
+	ctx, stopDrain := context.WithCancel(t.Context())
+	drain := exec.CommandContext(ctx, "kubectl", "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+drainTimeout.String())
+	drain.Env = append(os.Environ(), "KUBECONFIG="+e.cluster.Kubeconfig)
+	if err := drain.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { uncordon(t, node) })
+	eventually(t, settle, "KubeVirt marks the VMI for evacuation, or the agent already stopped it", func(ctx context.Context) (bool, string, error) {
+		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, vmName, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return vmi.Status.EvacuationNodeName != "" || vmi.DeletionTimestamp != nil, string(vmi.Status.Phase), nil
+	})
+	if err := e.kubelet.Signal(ns, pod, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	stopDrain()
+	_ = drain.Wait()
+	uncordon(t, node)
+
+	after := waitPaired(t, ns, "testvm", len(e.cluster.Nodes), settle)
+	for p, vm := range before {
+		if after[p].UID != vm.UID {
+			t.Errorf("VM of pod %s replaced: uid %s -> %s", p, vm.UID, after[p].UID)
+		}
+	}
+	if got := e.kubelet.Restarts(ns, pod); got != restarts+1 {
+		t.Errorf("agent of pod %s restarted %d times, want once (the kill)", pod, got-restarts)
+	}
+	eventually(t, settle, "one VMI per VM, none being deleted", func(ctx context.Context) (bool, string, error) {
+		vmis, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		var names []string
+		ok := len(vmis.Items) == len(e.cluster.Nodes)
+		for _, vmi := range vmis.Items {
+			names = append(names, vmi.Name+" "+string(vmi.Status.Phase))
+			ok = ok && vmi.DeletionTimestamp == nil && vmi.Status.Phase == kubevirtv1.Running
+		}
+		return ok, strings.Join(names, ", "), nil
+	})
 }
 
 // watchReadyVMs watches ns's derived VMs from now until t ends and returns
