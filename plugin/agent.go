@@ -33,6 +33,7 @@ type AgentOptions struct {
 	HostnameOverride   string
 	AllowSharedVolumes bool
 	Subdomain          string
+	StopOnEvacuation   bool
 	ProbeAddress       string
 	DeleteTimeout      time.Duration
 	Verbosity          int
@@ -120,6 +121,8 @@ once. /metrics on the probe address serves Prometheus metrics.`,
 	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes, "Derive VMs even when they would all write to the prototype's persistentVolumeClaim or dataVolume volumes.")
 	f.StringVar(&o.Subdomain, "subdomain", o.Subdomain,
 		"For a StatefulSet's Pods: the headless Service that selects the VMs. The VM gets the Pod's name as hostname and this subdomain, so <pod>.<subdomain>.<namespace>.svc names it as it would the Pod.")
+	f.BoolVar(&o.StopOnEvacuation, "stop-on-evacuation", o.StopOnEvacuation,
+		"Stop the VM (delete its VMI, giving the guest its grace period) when a drain asks KubeVirt to evacuate it; KubeVirt starts it again once the node takes Pods. For agents a drain leaves in place: a DaemonSet's (kubectl drain --ignore-daemonsets). Needs get, list, watch and delete on virtualmachineinstances.")
 	f.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz, /readyz and /metrics on.")
 	f.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout,
 		"The shutdown's deadline, from the signal: a create still going on, the VM's deletion and the wait for it to be gone all end by then, and the agent exits 1 if the VM may outlive the Pod. Keep it under the Pod's terminationGracePeriodSeconds.")
@@ -185,6 +188,7 @@ func (o *AgentOptions) Complete(args []string) error {
 		Pod:                id,
 		AllowSharedVolumes: o.AllowSharedVolumes,
 		Subdomain:          o.Subdomain,
+		StopOnEvacuation:   o.StopOnEvacuation,
 		ProbeAddress:       o.ProbeAddress,
 		DeleteTimeout:      o.DeleteTimeout,
 	}

@@ -225,3 +225,27 @@ func (c countingEvents) Patch(event *corev1.Event, data []byte) (*corev1.Event, 
 	c.m.apiError("patch", err)
 	return e, err
 }
+
+// countingVMIs counts the failed requests of a vmiAPI.
+type countingVMIs struct {
+	vmiAPI
+	m *metrics
+}
+
+func (c countingVMIs) listVMI(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineInstanceList, error) {
+	list, err := c.vmiAPI.listVMI(ctx, namespace, name, opts)
+	c.m.apiError("list", err)
+	return list, err
+}
+
+func (c countingVMIs) watchVMI(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := c.vmiAPI.watchVMI(ctx, namespace, name, opts)
+	c.m.apiError("watch", err)
+	return w, err
+}
+
+func (c countingVMIs) deleteVMI(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+	err := c.vmiAPI.deleteVMI(ctx, namespace, name, opts)
+	c.m.apiError("delete", err)
+	return err
+}

@@ -344,21 +344,24 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// waitOthersGone waits until no agent Pod outside ns is left from earlier
-// tests, so that only ns's agents talk to the API server.
+// waitOthersGone waits until no agent Pod and no VM's launcher Pod outside
+// ns is left from earlier tests, so that only ns's agents talk to the API
+// server and a drain meets only ns's Pods.
 func waitOthersGone(t *testing.T, ns string) {
 	t.Helper()
-	eventually(t, 3*time.Minute, "agent Pods of other tests gone", func(ctx context.Context) (bool, string, error) {
-		pods, err := e.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-			LabelSelector: scaffold.LabelName + "=" + scaffold.AppName,
-			FieldSelector: fields.OneTermNotEqualSelector("metadata.namespace", ns).String(),
-		})
-		if err != nil {
-			return false, "", err
-		}
+	eventually(t, 3*time.Minute, "agent and launcher Pods of other tests gone", func(ctx context.Context) (bool, string, error) {
 		var left []string
-		for _, p := range pods.Items {
-			left = append(left, p.Namespace+"/"+p.Name)
+		for _, selector := range []string{scaffold.LabelName + "=" + scaffold.AppName, "kubevirt.io=virt-launcher"} {
+			pods, err := e.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+				LabelSelector: selector,
+				FieldSelector: fields.OneTermNotEqualSelector("metadata.namespace", ns).String(),
+			})
+			if err != nil {
+				return false, "", err
+			}
+			for _, p := range pods.Items {
+				left = append(left, p.Namespace+"/"+p.Name)
+			}
 		}
 		return len(left) == 0, strings.Join(left, " "), nil
 	})

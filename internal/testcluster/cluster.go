@@ -443,6 +443,9 @@ func (c *Cluster) startControllerManager(p *pki) error {
 			"statefulset-controller",
 			"endpointslice-controller",
 			"job-controller",
+			// Gives PodDisruptionBudgets their status; without it every eviction
+			// a PDB covers is refused.
+			"disruption-controller",
 			"garbage-collector-controller",
 			"namespace-controller",
 			"serviceaccount-controller",
