@@ -39,6 +39,11 @@ func TestAgentMetricsFollowWhatItDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Gone before the next test: a Pod of no controller on a node stops
+	// kubectl drain there, and the namespace goes in the background.
+	t.Cleanup(func() {
+		kubectl(t, nil, "delete", "pod", pod.Name, "-n", ns, "--grace-period=0", "--force", "--wait", "--timeout=1m")
+	})
 	logPath := filepath.Join(t.TempDir(), "agent.log")
 	log, err := os.Create(logPath)
 	if err != nil {

@@ -72,9 +72,9 @@ func TestDrainFollowsTheWorkload(t *testing.T) {
 
 			lowest := watchReadyVMs(t, ns)
 			start := time.Now()
+			t.Cleanup(func() { uncordon(t, node) }) // also when the drain fails: a cordoned node fails the tests after
 			kubectl(t, nil, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+drainTimeout.String())
 			took := time.Since(start)
-			t.Cleanup(func() { uncordon(t, node) })
 			t.Logf("drained %s (2 of 4 VMs) in %v", node, took.Round(100*time.Millisecond))
 
 			after := waitPaired(t, ns, "testvm", 4, settle)
@@ -128,8 +128,8 @@ func TestDrainStopsDaemonSetVM(t *testing.T) {
 	}
 
 	start := time.Now()
+	t.Cleanup(func() { uncordon(t, node) }) // also when the drain fails
 	kubectl(t, nil, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+drainTimeout.String())
-	t.Cleanup(func() { uncordon(t, node) })
 	t.Logf("drained %s with a DaemonSet agent on it in %v", node, time.Since(start).Round(100*time.Millisecond))
 	vmName := derive.Name("testvm", pod)
 	eventually(t, settle, "no VMI running on the drained node, the agent unready", func(ctx context.Context) (bool, string, error) {
