@@ -161,3 +161,12 @@ func fakes(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevirtf
 	namesSelected(&virt.Fake, virt.Tracker())
 	return kube, virt
 }
+
+// ptrs returns pointers to copies of xs, as an Inventory holds objects.
+func ptrs[T any](xs ...T) []*T {
+	out := make([]*T, len(xs))
+	for i := range xs {
+		out[i] = &xs[i]
+	}
+	return out
+}

@@ -28,7 +28,8 @@ func (q Query) InScope(namespace string) bool {
 }
 
 // Inventory is everything Pair needs, read once from the cluster (Load) or
-// kept by informers (Watch), as Slim keeps objects.
+// kept by informers (Watch), as Slim keeps objects. The objects are shared
+// with an informer's store: read them, never change them.
 //
 // Pods are the agent Pods (scaffold's labels) of the query's namespace: each
 // makes a row. OwnerPods are Pods read by the identity a derived VM records,
@@ -40,11 +41,11 @@ func (q Query) InScope(namespace string) bool {
 // namespace only appear paired with one inside.
 type Inventory struct {
 	Query      Query
-	Pods       []corev1.Pod
-	OwnerPods  []corev1.Pod
-	VMs        []kubevirtv1.VirtualMachine
-	Prototypes []kubevirtv1.VirtualMachine
-	VMIs       []kubevirtv1.VirtualMachineInstance
+	Pods       []*corev1.Pod
+	OwnerPods  []*corev1.Pod
+	VMs        []*kubevirtv1.VirtualMachine
+	Prototypes []*kubevirtv1.VirtualMachine
+	VMIs       []*kubevirtv1.VirtualMachineInstance
 }
 
 // Load reads an Inventory with paged LISTs narrowed by label or by name,
@@ -77,13 +78,13 @@ func Load(ctx context.Context, c Clients, q Query) (*Inventory, error) {
 	}
 }
 
-func vmNamespacesOf(pods []corev1.Pod, q Query) []string {
+func vmNamespacesOf(pods []*corev1.Pod, q Query) []string {
 	var out []string
-	for i := range pods {
-		if !q.InScope(pods[i].Namespace) {
+	for _, p := range pods {
+		if !q.InScope(p.Namespace) {
 			continue
 		}
-		if a, ok := ParseAgent(&pods[i]); ok {
+		if a, ok := ParseAgent(p); ok {
 			out = append(out, a.Namespace)
 		}
 	}

@@ -74,9 +74,8 @@ func Pair(inv *Inventory, now time.Time) []Row {
 	q := inv.Query
 	pods := map[types.UID]*corev1.Pod{}
 	podNames := map[Key]*corev1.Pod{}
-	for _, list := range [][]corev1.Pod{inv.Pods, inv.OwnerPods} {
-		for i := range list {
-			p := &list[i]
+	for _, list := range [][]*corev1.Pod{inv.Pods, inv.OwnerPods} {
+		for _, p := range list {
 			if pods[p.UID] == nil {
 				pods[p.UID] = p
 				podNames[Key{p.Namespace, p.Name}] = p
@@ -84,18 +83,17 @@ func Pair(inv *Inventory, now time.Time) []Row {
 		}
 	}
 	vmis := map[Key]*kubevirtv1.VirtualMachineInstance{}
-	for i := range inv.VMIs {
-		vmis[Key{inv.VMIs[i].Namespace, inv.VMIs[i].Name}] = &inv.VMIs[i]
+	for _, vmi := range inv.VMIs {
+		vmis[Key{vmi.Namespace, vmi.Name}] = vmi
 	}
 	// Prototypes are keyed by what derived VMs name, whatever their labels.
 	protos := map[Key]*kubevirtv1.VirtualMachine{}
-	for i := range inv.Prototypes {
-		protos[Key{inv.Prototypes[i].Namespace, inv.Prototypes[i].Name}] = &inv.Prototypes[i]
+	for _, proto := range inv.Prototypes {
+		protos[Key{proto.Namespace, proto.Name}] = proto
 	}
 	var derived []*kubevirtv1.VirtualMachine
 	byPod := map[types.UID][]*kubevirtv1.VirtualMachine{}
-	for i := range inv.VMs {
-		vm := &inv.VMs[i]
+	for _, vm := range inv.VMs {
 		if !IsDerived(vm) {
 			continue // no Pod recorded, or not the name an agent gives
 		}
@@ -112,8 +110,7 @@ func Pair(inv *Inventory, now time.Time) []Row {
 	p := pairer{now: now, vmis: vmis, protos: protos, podNames: podNames}
 	var rows []Row
 	shown := map[*kubevirtv1.VirtualMachine]bool{}
-	for i := range inv.Pods {
-		pod := &inv.Pods[i]
+	for _, pod := range inv.Pods {
 		if !q.InScope(pod.Namespace) {
 			continue
 		}

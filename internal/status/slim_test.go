@@ -23,33 +23,33 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 		proto.Annotations = map[string]string{lastApplied: "{...}", "keep": "me"}
 		proto.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
 		return Inventory{
-			Pods:       []corev1.Pod{pod, agentPod("ns", "b", "uid-b", "n1", "web", time.Hour)},
-			OwnerPods:  []corev1.Pod{agentPod("ns", "m", "uid-m", "n2", "", time.Hour)},
-			Prototypes: []kubevirtv1.VirtualMachine{proto},
-			VMs: []kubevirtv1.VirtualMachine{
+			Pods:       ptrs(pod, agentPod("ns", "b", "uid-b", "n1", "web", time.Hour)),
+			OwnerPods:  ptrs(agentPod("ns", "m", "uid-m", "n2", "", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(
 				derivedVM("ns", "web", 4, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Hour)),
 				derivedVM("ns", "web", 5, "ns", "m", "uid-m", "n2", time.Hour),
 				derivedVM("ns", "web", 5, "ns", "gone", "uid-g", "n2", time.Hour),
-			},
-			VMIs: []kubevirtv1.VirtualMachineInstance{vmi("ns", "web-a", "n2")},
+			),
+			VMIs: ptrs(vmi("ns", "web-a", "n2")),
 		}
 	}
 	inv := full()
 	slim := Inventory{}
 	for i := range inv.Pods {
-		slim.Pods = append(slim.Pods, *must(Slim(&inv.Pods[i])).(*corev1.Pod))
+		slim.Pods = append(slim.Pods, must(Slim(inv.Pods[i])).(*corev1.Pod))
 	}
 	for i := range inv.OwnerPods {
-		slim.OwnerPods = append(slim.OwnerPods, *must(Slim(&inv.OwnerPods[i])).(*corev1.Pod))
+		slim.OwnerPods = append(slim.OwnerPods, must(Slim(inv.OwnerPods[i])).(*corev1.Pod))
 	}
 	for i := range inv.Prototypes {
-		slim.Prototypes = append(slim.Prototypes, *must(Slim(&inv.Prototypes[i])).(*kubevirtv1.VirtualMachine))
+		slim.Prototypes = append(slim.Prototypes, must(Slim(inv.Prototypes[i])).(*kubevirtv1.VirtualMachine))
 	}
 	for i := range inv.VMs {
-		slim.VMs = append(slim.VMs, *must(Slim(&inv.VMs[i])).(*kubevirtv1.VirtualMachine))
+		slim.VMs = append(slim.VMs, must(Slim(inv.VMs[i])).(*kubevirtv1.VirtualMachine))
 	}
 	for i := range inv.VMIs {
-		slim.VMIs = append(slim.VMIs, *must(Slim(&inv.VMIs[i])).(*kubevirtv1.VirtualMachineInstance))
+		slim.VMIs = append(slim.VMIs, must(Slim(inv.VMIs[i])).(*kubevirtv1.VirtualMachineInstance))
 	}
 	want := Pair(&inv, t0)
 	if len(want) != 4 {

@@ -116,12 +116,11 @@ func needs(q Query, inv *Inventory) []source {
 		}
 	}
 	agents := make(map[Key]bool, len(inv.Pods))
-	for i := range inv.Pods {
-		agents[Key{inv.Pods[i].Namespace, string(inv.Pods[i].UID)}] = true
+	for _, p := range inv.Pods {
+		agents[Key{p.Namespace, string(p.UID)}] = true
 	}
 	var owners, protos []Key
-	for i := range inv.VMs {
-		vm := &inv.VMs[i]
+	for _, vm := range inv.VMs {
 		if !IsDerived(vm) {
 			continue
 		}
@@ -203,7 +202,7 @@ func newBuilder(q Query) *builder {
 	return &builder{inv: &Inventory{Query: q}, seen: map[role]map[Key]bool{}}
 }
 
-// add files obj, a slim copy (see Slim), under role r.
+// add files obj, a slim copy (see Slim) that no one changes, under role r.
 func (b *builder) add(r role, obj any) {
 	m, ok := obj.(metav1.Object)
 	if !ok {
@@ -219,14 +218,14 @@ func (b *builder) add(r role, obj any) {
 	b.seen[r][k] = true
 	switch r {
 	case roleAgents:
-		b.inv.Pods = append(b.inv.Pods, *obj.(*corev1.Pod))
+		b.inv.Pods = append(b.inv.Pods, obj.(*corev1.Pod))
 	case roleOwners:
-		b.inv.OwnerPods = append(b.inv.OwnerPods, *obj.(*corev1.Pod))
+		b.inv.OwnerPods = append(b.inv.OwnerPods, obj.(*corev1.Pod))
 	case roleDerived:
-		b.inv.VMs = append(b.inv.VMs, *obj.(*kubevirtv1.VirtualMachine))
+		b.inv.VMs = append(b.inv.VMs, obj.(*kubevirtv1.VirtualMachine))
 	case roleVMIs:
-		b.inv.VMIs = append(b.inv.VMIs, *obj.(*kubevirtv1.VirtualMachineInstance))
+		b.inv.VMIs = append(b.inv.VMIs, obj.(*kubevirtv1.VirtualMachineInstance))
 	case rolePrototypes:
-		b.inv.Prototypes = append(b.inv.Prototypes, *obj.(*kubevirtv1.VirtualMachine))
+		b.inv.Prototypes = append(b.inv.Prototypes, obj.(*kubevirtv1.VirtualMachine))
 	}
 }
