@@ -1,6 +1,7 @@
 # kubectl-vmctl. `make demo` runs it on a local control plane; `make test` runs
 # every test. Both build what they need; the first run builds the control plane
-# from the Go module proxy (about 8 minutes on 2 cores), later runs reuse it.
+# and KubeVirt from the Go module proxy (about 8 and 2 minutes on 2 cores),
+# later runs reuse them.
 
 SHELL := /usr/bin/env bash
 GO ?= go
@@ -8,13 +9,24 @@ BIN := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# Evaluated once, so every target of one make run (the image and the e2e run
+# that loads it) agrees on them, even if the tree changes meanwhile.
+VERSION := $(VERSION)
+COMMIT := $(COMMIT)
+DATE := $(DATE)
 LDFLAGS := -s -w \
 	-X github.com/kubectl-vmctl/kubectl-vmctl/internal/version.version=$(VERSION) \
 	-X github.com/kubectl-vmctl/kubectl-vmctl/internal/version.commit=$(COMMIT) \
 	-X github.com/kubectl-vmctl/kubectl-vmctl/internal/version.date=$(DATE)
 export PATH := $(BIN):$(PATH)
+# The agent image: hack/image.sh names its tarballs after the version, with
+# "+" made "_" as in image tags.
+IMAGE_TAG := $(subst +,_,$(VERSION))
+IMAGE := ghcr.io/kubectl-vmctl/kubectl-vmctl:$(IMAGE_TAG)
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
+IMAGE_ARCHIVE = $(CURDIR)/dist/kubectl-vmctl-image_$(IMAGE_TAG)_linux_$(shell $(GO) env GOARCH).tar
 
-.PHONY: all build test unit e2e bench lint release-check demo clean
+.PHONY: all build image node-deps test unit e2e bench lint release-check demo clean
 
 all: build
 
@@ -22,16 +34,33 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/kubectl-vmctl ./cmd/kubectl-vmctl
 
+## image: the agent image, one tarball per platform: dist/kubectl-vmctl-image_<version>_linux_<arch>.tar,
+## tagged $(IMAGE); no Docker needed. Load it with kind load image-archive,
+## minikube image load, docker load or ctr -n k8s.io images import.
+image:
+	@rm -f $(CURDIR)/dist/kubectl-vmctl-image_*.tar
+	@set -e; for p in $(IMAGE_PLATFORMS); do \
+		bin=$(CURDIR)/dist/image-bin/$${p/\//_}/vmctl-agent; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$bin ./cmd/vmctl-agent; \
+		IMAGE_REVISION=$(COMMIT) hack/image.sh build $$bin $$p $(VERSION); \
+	done
+
+## node-deps: what the e2e suite's real node needs from the OS (runc, CNI plugins, iptables, nft), apt-installed when missing
+node-deps:
+	hack/node-deps.sh
+
 ## test: unit tests, then the end-to-end suite on a real local control plane
 test: unit e2e
 
 unit:
 	$(GO) test -race -count=1 ./...
+	$(GO) -C hack/image test -count=1 ./...
 
 # One package at a time: each starts its own control plane, and the first one
-# to run builds the components (progress shows thanks to -v).
-e2e: build
-	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -p 1 -count=1 -timeout 60m -v ./internal/e2e/... ./internal/testcluster/...
+# to run builds the components (progress shows thanks to -v). The real node's
+# tests (internal/e2e/realnode) run the image built by `make image`.
+e2e: build image node-deps
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_IMAGE=$(IMAGE) VMCTL_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test -tags e2e -p 1 -count=1 -timeout 60m -v ./internal/e2e/... ./internal/testcluster/...
 
 bench: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 60m ./internal/e2e/...
@@ -43,13 +72,14 @@ lint:
 	@lint=$$(hack/tools.sh golangci-lint) && set -x && \
 		{ $$lint run ./...; main=$$?; } && \
 		{ (cd hack/krew-tools && $$lint run --config ../../.golangci.yml ./...); tools=$$?; } && \
-		exit $$((main | tools))
+		{ (cd hack/image && $$lint run --config ../../.golangci.yml ./...); image=$$?; } && \
+		exit $$((main | tools | image))
 
 ## release-check: goreleaser check + snapshot into dist/, archive checks, krew manifest render/validate/install
 release-check:
 	hack/release-check.sh
 
-## demo: a local control plane with 3 fake nodes running kubectl-vmctl's agents; Ctrl-C stops it
+## demo: a local control plane with 3 fake nodes, KubeVirt v1.7.0's real virt-api and virt-controller, and kubectl-vmctl's agents; Ctrl-C stops it
 demo: build
 	$(GO) run ./internal/testcluster/cmd/vmctl-cluster demo --vmctl-binary $(BIN)/kubectl-vmctl
 

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # hack/release-check.sh: rehearse a release without publishing anything.
 #
-#  1. goreleaser check, then a snapshot release into dist/ (every archive and
-#     checksum, no image: see --skip below).
+#  1. goreleaser check, then a snapshot release into dist/ (every archive,
+#     the agent image's tarballs and checksums; publishing is all it skips).
 #  2. Every archive holds what the release promises; checksums.txt matches;
 #     the linux/amd64 binary prints the snapshot's version and
 #     kubectl_complete-vmctl completes through it.
+#  2b. Each image tarball holds vmctl-agent as goreleaser built it, as the
+#     entrypoint, user 65532, one layer; the release's publisher command
+#     pushes them as one index to a loopback registry, and both platforms
+#     pull back intact.
 #  3. krew/vmctl.yaml rendered against dist/ as krew-release-bot would on a
 #     tag, checked by krew's own validator, installed with krew from the
 #     linux/amd64 archive and run as `kubectl vmctl`.
@@ -19,8 +23,10 @@ cd "$root"
 dist="$root/dist"
 work="$(mktemp -d)"
 server_pid=""
+registry_pid=""
 cleanup() {
 	if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; fi
+	if [[ -n "$registry_pid" ]]; then kill "$registry_pid" 2>/dev/null || true; fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -38,11 +44,8 @@ validate="$(hack/tools.sh validate-krew-manifest)"
 step "goreleaser check"
 "$goreleaser" check
 
-# --skip=ko: in a snapshot goreleaser's ko pipe pulls the base image from its
-# registry and loads the result into a local Docker daemon; neither is here.
-# A tagged release builds and pushes the image (kos in .goreleaser.yaml).
-step "goreleaser release --snapshot --clean --skip=ko"
-"$goreleaser" release --snapshot --clean --skip=ko --parallelism "${RELEASE_PARALLELISM:-2}"
+step "goreleaser release --snapshot --clean"
+"$goreleaser" release --snapshot --clean --parallelism "${RELEASE_PARALLELISM:-2}"
 
 version="$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' "$dist/metadata.json")"
 [[ -n "$version" ]] || fail "no version in dist/metadata.json"
@@ -69,6 +72,38 @@ for os in linux darwin windows; do
 		echo "${archive##*/}: $(tr '\n' ' ' <<<"$members")"
 	done
 done
+
+step "agent image of $tag"
+image() { go -C hack/image run . "$@"; }
+for arch in amd64 arm64; do
+	file="$dist/kubectl-vmctl-image_${tag}_linux_${arch}.tar"
+	[[ -f "$file" ]] || fail "missing $file"
+	grep -q " ${file##*/}\$" "$dist/checksums.txt" || fail "${file##*/} not in checksums.txt"
+	agents=("$dist"/vmctl-agent_linux_"$arch"*/vmctl-agent)
+	[[ ${#agents[@]} -eq 1 && -f "${agents[0]}" ]] || fail "want one vmctl-agent for linux/$arch in dist/, found: ${agents[*]}"
+	image check -platform "linux/$arch" -path /vmctl-agent -binary "${agents[0]}" \
+		-tag "ghcr.io/kubectl-vmctl/kubectl-vmctl:$tag" "$file"
+done
+
+step "the release's image publisher, against a loopback registry"
+go -C hack/image build -o "$work/image" .
+"$work/image" registry -url-file "$work/registry" -timeout 10m &
+registry_pid=$!
+for _ in $(seq 100); do
+	[[ -s "$work/registry" ]] && break
+	kill -0 "$registry_pid" 2>/dev/null || fail "the loopback registry exited"
+	sleep 0.1
+done
+[[ -s "$work/registry" ]] || fail "the loopback registry did not start"
+repo="$(cat "$work/registry")/kubectl-vmctl/kubectl-vmctl"
+IMAGE_INSECURE=1 hack/image.sh push "$tag" "$repo"
+for ref in "$repo:$tag" "$repo:latest"; do
+	for arch in amd64 arm64; do
+		image check -remote -insecure -platform "linux/$arch" -path /vmctl-agent "$ref"
+	done
+done
+kill "$registry_pid"
+registry_pid=""
 
 step "linux/amd64 binary"
 mkdir -p "$work/archive"

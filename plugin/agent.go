@@ -112,7 +112,8 @@ and POD_UID. Without NODE_NAME or POD_UID it GETs its Pod once.`,
 	f.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Pod name to act as, instead of POD_NAME or the hostname. Mainly for running outside a Pod.")
 	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes, "Derive VMs even when they would all write to the prototype's persistentVolumeClaim or dataVolume volumes.")
 	f.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz and /readyz on.")
-	f.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout, "How long to wait on shutdown for the VM to be gone. Keep it under the Pod's terminationGracePeriodSeconds.")
+	f.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout,
+		"The shutdown's deadline, from the signal: a create still going on, the VM's deletion and the wait for it to be gone all end by then, and the agent exits 1 if the VM may outlive the Pod. Keep it under the Pod's terminationGracePeriodSeconds.")
 	f.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
 	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
 	RegisterNamespaceCompletion(cmd, o.ConfigFlags)

@@ -1,13 +1,20 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
@@ -28,6 +35,11 @@ type ScaffoldOptions struct {
 	AllowSharedVolumes bool
 	Output             string
 
+	// Prototype looks the prototype up, to check that its guest's grace
+	// period fits the Pod's; nil means through ConfigFlags. Scaffolding
+	// works without a cluster: when the lookup fails, scaffold says nothing.
+	Prototype func(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error)
+
 	// replicasSet records an explicit --replicas, which a DaemonSet rejects.
 	replicasSet bool
 	// params is what Complete resolved from the flags and arguments.
@@ -40,13 +52,14 @@ type ScaffoldOptions struct {
 func NewScaffoldOptions(streams genericiooptions.IOStreams) *ScaffoldOptions {
 	v := version.Get().Version
 	return &ScaffoldOptions{
-		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		Version:     v,
-		Image:       scaffold.DefaultImage(v),
-		Replicas:    scaffold.DefaultReplicas,
-		GracePeriod: scaffold.DefaultGracePeriodSeconds,
-		Output:      "yaml",
-		IOStreams:   streams,
+		ConfigFlags:     genericclioptions.NewConfigFlags(true),
+		Version:         v,
+		Image:           scaffold.DefaultImage(v),
+		Replicas:        scaffold.DefaultReplicas,
+		GracePeriod:     scaffold.DefaultGracePeriodSeconds,
+		AdmissionPolicy: true,
+		Output:          "yaml",
+		IOStreams:       streams,
 	}
 }
 
@@ -69,14 +82,19 @@ workload, whose Pods run "kubectl-vmctl agent PROTOTYPE" with a restricted
 security context. A StatefulSet also gets its headless Service.
 
 The VMs go where the workload goes: -n, else the kubeconfig's namespace, else
-"default". Nothing is read from or sent to the cluster.
+"default". Nothing is sent to the cluster; when it can be reached, the
+prototype is read once, to warn if its guest may take longer to shut down
+than the Pod is given.
 
 Kinds: ` + scaffold.ValidKinds + `.
 
---admission-policy adds a ValidatingAdmissionPolicy and its binding, which are
-cluster-scoped: applying them needs cluster-admin rights. They confine the
-ServiceAccount to VMs of this prototype, each made and deleted only by the Pod
-it belongs to.`,
+By default the output includes a ValidatingAdmissionPolicy and its binding,
+which are cluster-scoped: applying them needs cluster-admin rights. They
+confine the ServiceAccount to what an agent does: create the one VM derived
+from the prototype for its own Pod, with no volume, device, network or
+credential the prototype lacks, and delete its own Pod's VM; never change or
+delete the prototype. Without cluster-admin, pass --admission-policy=false and
+put the fleet in a namespace of its own (see "Security model" in the README).`,
 		Example: `  # One VM per node from the prototype VM "testvm" in the current namespace
   kubectl vmctl scaffold daemonset testvm | kubectl apply -f -
 
@@ -103,20 +121,23 @@ it belongs to.`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return o.Run()
+			return o.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Name, "name", o.Name, `Name of the workload, ServiceAccount, Roles and Services (default "vmctl-PROTOTYPE").`)
 	f.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM, if not the workload's.")
-	f.StringVar(&o.Image, "image", o.Image, "Container image of the agent.")
+	f.StringVar(&o.Image, "image", o.Image,
+		"Container image of the agent. From source, 'make image' writes dist/kubectl-vmctl-image_VERSION_linux_ARCH.tar "+
+			"and prints the image's name; load it with 'kind load image-archive FILE', 'minikube image load FILE' "+
+			"or 'ctr -n k8s.io images import FILE' on each containerd node.")
 	f.Int32Var(&o.Replicas, "replicas", o.Replicas, "Number of agent Pods, and so of VMs, of a Deployment or StatefulSet.")
 	f.Int64Var(&o.GracePeriod, "grace-period", o.GracePeriod,
 		"Seconds an agent Pod has to delete its VM when it stops (terminationGracePeriodSeconds); the agent gives up 10s before.")
 	f.StringVar(&o.Service, "service", o.Service, "Add a Service named NAME-vms in front of the VMs, as PORT[:TARGETPORT].")
 	f.StringVar(&o.PDB, "pdb", o.PDB, "Add a PodDisruptionBudget keeping MIN_AVAILABLE agent Pods (a number or a percentage) and so their VMs.")
 	f.BoolVar(&o.AdmissionPolicy, "admission-policy", o.AdmissionPolicy,
-		"Add a cluster-scoped ValidatingAdmissionPolicy confining the ServiceAccount to its own Pods' VMs.")
+		"Add a cluster-scoped ValidatingAdmissionPolicy and binding that confine the ServiceAccount to creating and deleting its own Pods' VMs, derived from the prototype; applying them needs cluster-admin. --admission-policy=false leaves them out.")
 	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes,
 		"Let the agents derive VMs from a prototype with writable PersistentVolumeClaims, which all VMs then share.")
 	f.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, json).")
@@ -209,14 +230,55 @@ func (o *ScaffoldOptions) Validate() error {
 	return nil
 }
 
-// Run prints the manifests.
-func (o *ScaffoldOptions) Run() error {
+// Run prints the manifests, and warns on ErrOut when the prototype's guest
+// may take longer to shut down than its Pod is given.
+func (o *ScaffoldOptions) Run(ctx context.Context) error {
 	objs, err := scaffold.Build(o.params)
 	if err != nil {
 		return err
 	}
+	o.warnGracePeriod(ctx)
 	if o.Output == "json" {
 		return scaffold.WriteJSON(o.Out, objs)
 	}
 	return scaffold.WriteYAML(o.Out, objs)
+}
+
+// prototypeLookupTimeout bounds the one GET of the prototype: scaffold must
+// not hang without a cluster.
+const prototypeLookupTimeout = 3 * time.Second
+
+// warnGracePeriod prints a warning when the prototype's guest may take longer
+// to shut down than the agent waits for it. Without a cluster, or without
+// leave to read the prototype, it only logs why at -v=2.
+func (o *ScaffoldOptions) warnGracePeriod(ctx context.Context) {
+	get := o.Prototype
+	if get == nil {
+		get = func(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error) {
+			rc, err := o.ConfigFlags.ToRESTConfig()
+			if err != nil {
+				return nil, err
+			}
+			rc.Timeout = prototypeLookupTimeout
+			cs, err := kubevirt.NewForConfig(rc)
+			if err != nil {
+				return nil, err
+			}
+			return cs.KubevirtV1().VirtualMachines(namespace).Get(ctx, name, metav1.GetOptions{})
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, prototypeLookupTimeout)
+	defer cancel()
+	ns := o.params.ProtoNamespace
+	if ns == "" {
+		ns = o.params.Namespace
+	}
+	proto, err := get(ctx, ns, o.params.Prototype)
+	if err != nil {
+		klog.V(2).InfoS("Not checking the prototype's grace period", "prototype", klog.KRef(ns, o.params.Prototype), "err", err)
+		return
+	}
+	if msg := o.params.GracePeriodWarning(derive.GuestGracePeriod(proto)); msg != "" {
+		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s\n", msg)
+	}
 }

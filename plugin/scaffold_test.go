@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -8,7 +9,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
@@ -46,8 +52,14 @@ current-context: with-namespace
 `
 
 // runScaffold runs `kubectl vmctl scaffold args...` as version v1.2.3 against
-// a kubeconfig that names no real cluster.
+// a kubeconfig that names no real cluster, where no prototype is found.
 func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	return runScaffoldWith(t, nil, args...)
+}
+
+// runScaffoldWith is runScaffold with proto as the cluster's prototype.
+func runScaffoldWith(t *testing.T, proto *kubevirtv1.VirtualMachine, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(testKubeconfig), 0o600); err != nil {
@@ -57,6 +69,12 @@ func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error
 	o := NewScaffoldOptions(streams)
 	o.Version = "v1.2.3"
 	o.Image = scaffold.DefaultImage(o.Version)
+	o.Prototype = func(_ context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error) {
+		if proto == nil || proto.Namespace != namespace || proto.Name != name {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachines"}, name)
+		}
+		return proto, nil
+	}
 	cmd := newCmdScaffold(o)
 	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
 	cmd.SetOut(out)
@@ -126,6 +144,9 @@ func TestScaffoldNamespace(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, doc := range strings.Split(out, "---\n") {
+				if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") {
+					continue // cluster-scoped
+				}
 				if !strings.Contains(doc, "\n  namespace: "+tt.want+"\n") {
 					t.Errorf("document lacks namespace %s:\n%s", tt.want, doc)
 				}
@@ -179,5 +200,36 @@ func TestScaffoldIsRegistered(t *testing.T) {
 	}
 	if !strings.Contains(cmd.Example, "kubectl vmctl scaffold") || !strings.Contains(cmd.Example, "| kubectl apply -f -") {
 		t.Errorf("examples should read `kubectl vmctl scaffold ... | kubectl apply -f -`:\n%s", cmd.Example)
+	}
+}
+
+func TestScaffoldWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
+	proto := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: "default"},
+		Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{TerminationGracePeriodSeconds: ptr.To[int64](300)},
+		}},
+	}
+	for _, tt := range []struct {
+		args []string
+		warn string
+	}{
+		// 300s for the guest, 10s for KubeVirt, 10s margin: 320s.
+		{[]string{"deployment", "testvm", "-n", "default"}, "Warning: prototype default/testvm gives its guest 5m0s to shut down (spec.template.spec.terminationGracePeriodSeconds), but with --grace-period 180 the agent waits only 2m50s for the VM to go, so it may outlive its Pod; use --grace-period 320 or more, or shorten the guest's\n"},
+		{[]string{"deployment", "testvm", "-n", "default", "--grace-period", "320"}, ""},
+		{[]string{"deployment", "testvm", "-n", "elsewhere"}, ""}, // not found there: nothing to say
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, stderr, err := runScaffoldWith(t, proto, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stderr != tt.warn {
+				t.Errorf("stderr %q, want %q", stderr, tt.warn)
+			}
+			if !strings.Contains(out, "kind: Deployment") {
+				t.Errorf("no manifests on stdout with the warning")
+			}
+		})
 	}
 }

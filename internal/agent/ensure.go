@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -75,6 +76,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 		return nil, proto, &problem{reason: reason, msg: err.Error(), err: err, permanent: true}
 	}
 	ref := want.Namespace + "/" + want.Name
+	a.checkGracePeriod(ctx, want, protoRef)
 
 	created, err := a.create(ctx, want)
 	if err == nil {
@@ -100,8 +102,8 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 		return nil, nil, &problem{reason: ReasonVMConflict, msg: why}
 	}
 
-	a.status.set(false, why)
-	klog.FromContext(ctx).Info("Replacing VM", "uid", existing.UID, "podUID", existing.Annotations[derive.AnnotationPodUID])
+	a.status.set(false, ReadyzReplacing)
+	klog.FromContext(ctx).Info("Replacing VM", "reason", why, "uid", existing.UID, "podUID", existing.Annotations[derive.AnnotationPodUID])
 	if err := a.deleteAndWait(ctx, existing); err != nil {
 		return nil, nil, &problem{reason: ReasonDeleteFailed, msg: fmt.Sprintf("replacing VM %s: %v", ref, err), err: err}
 	}
@@ -114,12 +116,18 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 	return created, nil, nil
 }
 
-// create runs detached from ctx's cancellation: a create cut short by the
-// shutdown signal might still succeed, and the agent must know to delete it.
+// create runs past the shutdown signal, up to the final deadline: a create
+// cut short by the signal might still succeed, and the agent must know to
+// delete it. When the final deadline cuts it short, the agent cannot know,
+// and says so as it exits.
 func (a *Agent) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	ctx, cancel := context.WithTimeout(klog.NewContext(a.final, klog.FromContext(ctx)), requestTimeout)
 	defer cancel()
-	return a.vms.create(ctx, vm)
+	created, err := a.vms.create(ctx, vm)
+	if err != nil && a.final.Err() != nil {
+		a.cutShort = vm.Name
+	}
+	return created, err
 }
 
 // deleteAndWait deletes vm, precondition its UID, in the foreground (the VM
@@ -205,4 +213,21 @@ func watchProblem(ref string, err error) *problem {
 		p.msg += "; grant the Pod's service account list and watch on virtualmachines.kubevirt.io"
 	}
 	return p
+}
+
+// checkGracePeriod warns, once, when the guest may take longer to shut down
+// than the agent waits for it on shutdown: the VM would outlive the Pod.
+func (a *Agent) checkGracePeriod(ctx context.Context, vm *kubevirtv1.VirtualMachine, protoRef string) {
+	guest := derive.GuestGracePeriod(vm)
+	if a.warnedGrace || guest+derive.ShutdownSlack <= a.cfg.DeleteTimeout {
+		return
+	}
+	a.warnedGrace = true
+	msg := fmt.Sprintf("the VM's guest gets %v to shut down (terminationGracePeriodSeconds of prototype %s), "+
+		"but the agent waits at most %v for the VM to go on shutdown (--delete-timeout, the Pod's grace period less 10s): "+
+		"the VM may outlive the Pod; give the Pod a terminationGracePeriodSeconds of at least %d "+
+		"(kubectl vmctl scaffold --grace-period %[4]d) or shorten the guest's",
+		guest, protoRef, a.cfg.DeleteTimeout, int64((guest+derive.ShutdownSlack+10*time.Second)/time.Second))
+	klog.FromContext(ctx).Info("Grace period too short", "message", msg)
+	a.report.event(corev1.EventTypeWarning, ReasonGracePeriod, msg)
 }

@@ -23,6 +23,7 @@ const (
 	ReasonVMDeleted            = "VMDeleted"
 	ReasonDeleteFailed         = "DeleteFailed"
 	ReasonWatchDenied          = "WatchDenied"
+	ReasonGracePeriod          = "GracePeriodTooShort"
 	ReasonPodUnknown           = "PodUnknown"
 )
 
@@ -67,9 +68,11 @@ func (r *reporter) startEvents(ctx context.Context, events typedcorev1.EventsGet
 	}
 }
 
-// fail marks the agent unready for p, logs it, and records it once.
+// fail marks the agent unready for p, logs it, and records it once. /readyz
+// names only p's reason: the message may quote the API server, and the probe
+// port answers anyone who can reach the Pod.
 func (r *reporter) fail(ctx context.Context, p *problem) {
-	r.status.set(false, p.msg)
+	r.status.set(false, p.reason)
 	klog.FromContext(ctx).Info("Not ready", "reason", p.reason, "message", p.msg)
 	r.event(corev1.EventTypeWarning, p.reason, p.msg)
 }

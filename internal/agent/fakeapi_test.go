@@ -54,6 +54,9 @@ type fakeAPI struct {
 	holdDeletes bool
 	// fail, when set, may answer a request (as it is recorded) with an error.
 	fail func(request string) error
+	// stallCreates makes every create wait until its context ends, as an
+	// API server that never answers.
+	stallCreates bool
 	// onDelete, when set, hears the options of every DELETE.
 	onDelete func(metav1.DeleteOptions)
 
@@ -103,11 +106,17 @@ func (f *fakeAPI) get(_ context.Context, _, name string) (*kubevirtv1.VirtualMac
 	return vm.DeepCopy(), nil
 }
 
-func (f *fakeAPI) create(_ context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+func (f *fakeAPI) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("create " + vm.Name); err != nil {
 		return nil, err
+	}
+	if f.stallCreates {
+		f.mu.Unlock()
+		<-ctx.Done()
+		f.mu.Lock()
+		return nil, ctx.Err()
 	}
 	if _, ok := f.vms[vm.Name]; ok {
 		return nil, apierrors.NewAlreadyExists(vmResource.GroupResource(), vm.Name)

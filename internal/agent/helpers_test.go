@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -32,6 +33,8 @@ func prototype(name string) *kubevirtv1.VirtualMachine {
 		Spec: kubevirtv1.VirtualMachineSpec{
 			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
 				Spec: kubevirtv1.VirtualMachineInstanceSpec{
+					// A guest that stops at once fits any test's delete timeout.
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
 					Volumes: []kubevirtv1.Volume{{
 						Name:         "root",
 						VolumeSource: kubevirtv1.VolumeSource{ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: "quay.io/containerdisks/fedora"}},

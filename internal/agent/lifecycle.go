@@ -29,6 +29,14 @@ type Agent struct {
 
 	// pod is cfg.Pod with Node and PodUID filled in.
 	pod Identity
+	// final ends cfg.DeleteTimeout after the shutdown signal: the one
+	// deadline for all the work the agent still does then.
+	final context.Context
+	// cutShort names a VM whose create the final deadline cut short: it
+	// may exist, and the agent cannot tell.
+	cutShort string
+	// warnedGrace is set once the guest's grace period was found too long.
+	warnedGrace bool
 	// wasReady remembers the last readiness logged, to log changes only.
 	wasReady bool
 }
@@ -39,9 +47,10 @@ func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface) *Agent {
 }
 
 func newAgent(cfg Config, vms vmAPI, kube kubernetes.Interface) *Agent {
-	status := newReadiness("starting")
+	status := newReadiness(ReadyzStarting)
 	return &Agent{
 		cfg:    cfg,
+		final:  context.Background(),
 		vms:    vms,
 		pods:   kubePods{kube},
 		kube:   kube,
@@ -61,11 +70,14 @@ func (a *Agent) VMName() string {
 }
 
 // Run serves the probes, creates the derived VM and keeps it until ctx is
-// canceled (the shutdown signal), then deletes it and waits until it is gone
-// or cfg.DeleteTimeout passes. Problems on the way are retried, never fatal:
-// Run returns an error only when it cannot serve the probes. An Event still
-// being sent when Run returns is abandoned, though client-go's sender may
-// log that a moment later.
+// canceled (the shutdown signal), then deletes it and waits until it is
+// gone. cfg.DeleteTimeout after the signal, whatever is still going on (a
+// create in flight, the delete, the wait) gives up. Problems before the
+// signal are retried, never fatal. Run returns an error when it cannot serve
+// the probes, and when the VM may outlive the Pod: it could not be deleted
+// in time, or a create was cut short. An Event still being sent when Run
+// returns is abandoned, though client-go's sender may log that a moment
+// later.
 func (a *Agent) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues(
 		"vm", klog.KRef(a.cfg.Namespace, a.VMName()),
@@ -76,9 +88,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("serving probes: %w; choose another --probe-address", err)
 	}
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := probeServer(a.Handler(), defaultProbeLimits)
 	go func() {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(defaultProbeLimits.limit(ln)); !errors.Is(err, http.ErrServerClosed) {
 			logger.Error(err, "Probe server stopped")
 		}
 	}()
@@ -92,14 +104,31 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Events outlive the shutdown signal: a failed delete is worth one.
 	ectx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopEvents()
+	final, stopFinal := shutdownDeadline(ctx, a.cfg.DeleteTimeout)
+	defer stopFinal()
+	a.final = final
 
 	var owned *kubevirtv1.VirtualMachine
 	if a.resolvePod(ctx) {
 		a.report.startEvents(ectx, a.kube.CoreV1(), a.pod)
 		owned = a.keep(ctx)
 	}
-	a.release(ctx, owned)
-	return nil
+	return a.release(ctx, owned)
+}
+
+// shutdownDeadline returns a context that ends d after ctx does, and not
+// before.
+func shutdownDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	final, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		time.AfterFunc(d, func() {
+			cancel(fmt.Errorf("the shutdown deadline (--delete-timeout=%v after the signal) passed", d))
+		})
+	})
+	return final, func() {
+		stop()
+		cancel(context.Canceled)
+	}
 }
 
 // resolvePod fills in the Pod's node and UID, with one GET when the
@@ -190,7 +219,7 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 		return false
 	})
 	if gone {
-		a.status.set(false, fmt.Sprintf("VM %s was deleted", ref))
+		a.status.set(false, ReasonVMDeleted)
 		return nil, true, wasReady
 	}
 	return latest, false, wasReady
@@ -198,17 +227,16 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 
 // observe mirrors vm's status.ready on /readyz and logs changes.
 func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool {
-	ref := vm.Namespace + "/" + vm.Name
 	ready := vm.Status.Ready && vm.DeletionTimestamp == nil
 	switch {
 	case ready:
 		a.status.set(true, "")
 	case vm.DeletionTimestamp != nil:
-		a.status.set(false, fmt.Sprintf("VM %s is being deleted", ref))
+		a.status.set(false, ReadyzVMDeleting)
 	case vm.Status.PrintableStatus != "":
-		a.status.set(false, fmt.Sprintf("VM %s not ready: %s", ref, vm.Status.PrintableStatus))
+		a.status.set(false, ReadyzVMNotReady+": "+string(vm.Status.PrintableStatus))
 	default:
-		a.status.set(false, fmt.Sprintf("VM %s not ready", ref))
+		a.status.set(false, ReadyzVMNotReady)
 	}
 	if ready != a.wasReady {
 		a.wasReady = ready
@@ -217,25 +245,34 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 	return ready
 }
 
-// release deletes the VM the agent owns, if any, when the Pod is told to stop.
-func (a *Agent) release(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
+// release deletes the VM the agent owns, if any, when the Pod is told to
+// stop, within the final deadline. It returns an error when the VM may
+// outlive the Pod.
+func (a *Agent) release(ctx context.Context, vm *kubevirtv1.VirtualMachine) error {
 	logger := klog.FromContext(ctx)
-	a.status.set(false, "shutting down")
+	a.status.set(false, ReadyzShuttingDown)
 	logger.Info("Shutting down", "cause", context.Cause(ctx))
-	if vm == nil {
+	var err error
+	switch {
+	case vm != nil:
+		if err = a.deleteAndWait(a.final, vm); err != nil {
+			err = fmt.Errorf("VM %s/%s may outlive the Pod: %w", vm.Namespace, vm.Name, err)
+		}
+	case a.cutShort != "":
+		err = fmt.Errorf("VM %s/%s may outlive the Pod: its create was still going on when the shutdown deadline passed; "+
+			"delete it if it exists, and give the Pod a longer terminationGracePeriodSeconds", a.cfg.Namespace, a.cutShort)
+	default:
 		logger.Info("No VM to delete")
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.DeleteTimeout)
-	defer cancel()
-	if err := a.deleteAndWait(ctx, vm); err != nil {
-		msg := fmt.Sprintf("VM %s/%s may outlive the Pod: %v", vm.Namespace, vm.Name, err)
+	if err != nil {
 		logger.Error(err, "VM may outlive the Pod", "timeout", a.cfg.DeleteTimeout)
 		// Best effort: the process may exit before the Event is sent.
-		a.report.event(corev1.EventTypeWarning, ReasonDeleteFailed, msg)
-		return
+		a.report.event(corev1.EventTypeWarning, ReasonDeleteFailed, err.Error())
+		return err
 	}
 	logger.Info("Deleted VM", "uid", vm.UID)
+	return nil
 }
 
 // sleep waits d or until ctx is done; it reports whether d passed.

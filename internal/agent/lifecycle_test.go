@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -36,17 +37,17 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 	if vm.Spec.RunStrategy == nil || *vm.Spec.RunStrategy != kubevirtv1.RunStrategyAlways {
 		t.Errorf("VM runStrategy = %v, want Always", vm.Spec.RunStrategy)
 	}
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready")
+	h.waitReadyz(503, "VMNotReady")
 
 	vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStarting
 	h.api.put(vm)
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready: Starting")
+	h.waitReadyz(503, "VMNotReady: Starting")
 	vm.Status.Ready, vm.Status.PrintableStatus = true, kubevirtv1.VirtualMachineStatusRunning
 	h.api.put(vm)
 	h.waitReadyz(200, "ok")
 	vm.Status.Ready, vm.Status.PrintableStatus = false, kubevirtv1.VirtualMachineStatusStopping
 	h.api.put(vm)
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready: Stopping")
+	h.waitReadyz(503, "VMNotReady: Stopping")
 
 	// Request budget before steady state: GET prototype, CREATE, one
 	// streaming list that stays open as the watch, one Event.
@@ -94,8 +95,8 @@ func TestShutdownDeletesVMInForeground(t *testing.T) {
 	if diff := cmp.Diff(want, deletes); diff != "" {
 		t.Errorf("DELETE options (-want +got):\n%s", diff)
 	}
-	if code, body := h.readyz(); code != 503 || body != "shutting down" {
-		t.Errorf("/readyz after shutdown = %d %q, want 503 shutting down", code, body)
+	if code, body := h.readyz(); code != 503 || body != ReadyzShuttingDown {
+		t.Errorf("/readyz after shutdown = %d %q, want 503 ShuttingDown", code, body)
 	}
 }
 
@@ -130,8 +131,11 @@ func TestShutdownGivesUpAfterDeleteTimeout(t *testing.T) {
 	h.start()
 	h.watchFollowed()
 	start := time.Now()
-	if err := h.sigterm(); err != nil {
-		t.Fatalf("Run() = %v, want nil: the Pod is going anyway", err)
+	// The VM may outlive the Pod: say so with the exit code and the
+	// termination message (Run's error), not only in the log.
+	err := h.sigterm()
+	if err == nil || !strings.Contains(err.Error(), "may outlive the Pod") || !strings.Contains(err.Error(), "shutdown deadline") {
+		t.Fatalf("Run() = %v, want an error saying the VM may outlive the Pod", err)
 	}
 	if h.api.object(testVM) == nil {
 		t.Error("VM vanished, but the fake never deletes it")
@@ -141,10 +145,47 @@ func TestShutdownGivesUpAfterDeleteTimeout(t *testing.T) {
 	}
 }
 
+// TestShutdownDeadlineCoversCreateInFlight: a create still going on at the
+// signal may run on, but only until the one shutdown deadline; the delete
+// gets no new clock of its own after it.
+func TestShutdownDeadlineCoversCreateInFlight(t *testing.T) {
+	cfg := testConfig()
+	cfg.DeleteTimeout = 300 * time.Millisecond
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	h.api.stallCreates = true // the API server takes its time
+	h.start()
+	h.api.next("create " + testVM)
+	start := time.Now()
+	err := h.sigterm()
+	if elapsed := time.Since(start); elapsed > 3*time.Second {
+		t.Errorf("shutdown took %v with a 300ms deadline", elapsed)
+	}
+	if err == nil || !strings.Contains(err.Error(), "its create was still going on") {
+		t.Errorf("Run() = %v, want an error saying the cut-short create may have made the VM", err)
+	}
+}
+
+func TestWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
+	proto := prototype(testProto)
+	proto.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{proto})
+	h.start()
+	h.watchFollowed()
+	ev := h.waitEvent(corev1.EventTypeWarning, ReasonGracePeriod)
+	for _, want := range []string{"10m0s", "10s", "--grace-period 620", "may outlive the Pod"} {
+		if !strings.Contains(ev.Message, want) {
+			t.Errorf("Event %q does not say %q", ev.Message, want)
+		}
+	}
+	if h.api.object(testVM) == nil {
+		t.Error("no VM: the warning must not stop the agent")
+	}
+}
+
 func TestShutdownWithoutVM(t *testing.T) {
 	h := newHarness(t, Config{}, nil) // no prototype: nothing is ever created
 	h.start()
-	h.waitReadyz(503, "waiting for prototype default/testvm: not found")
+	h.waitReadyz(503, ReasonPrototypeUnavailable)
 	if err := h.sigterm(); err != nil {
 		t.Fatalf("Run() = %v", err)
 	}
@@ -190,7 +231,7 @@ func TestPodLookupRetries(t *testing.T) {
 	cfg.Pod = Identity{PodName: testPod, PodNamespace: testNamespace, Node: testNode} // no UID
 	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})       // and no Pod yet
 	h.start()
-	h.waitReadyz(503, "looking up Pod default/vmctl-abc for its node and UID: not found")
+	h.waitReadyz(503, ReasonPodUnknown)
 	if err := h.kube.Tracker().Add(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: testPod, Namespace: testNamespace, UID: "late-uid"},
 		Spec:       corev1.PodSpec{NodeName: "elsewhere"},
@@ -269,7 +310,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 	tests := []struct {
 		name     string
 		existing func(t *testing.T) *kubevirtv1.VirtualMachine
-		readyz   string
+		event    string
 	}{{
 		name: "not made by vmctl",
 		existing: func(*testing.T) *kubevirtv1.VirtualMachine {
@@ -277,7 +318,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 			vm.UID = "foreign-uid"
 			return vm
 		},
-		readyz: "VM default/testvm-vmctl-abc exists and was not made by vmctl",
+		event: "VM default/testvm-vmctl-abc exists and was not made by vmctl",
 	}, {
 		name: "made for another Pod",
 		existing: func(t *testing.T) *kubevirtv1.VirtualMachine {
@@ -285,7 +326,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 			vm.Name = testVM
 			return vm
 		},
-		readyz: "VM default/testvm-vmctl-abc belongs to Pod default/vmctl-xyz",
+		event: "VM default/testvm-vmctl-abc belongs to Pod default/vmctl-xyz",
 	}, {
 		name: "derived from another prototype",
 		existing: func(t *testing.T) *kubevirtv1.VirtualMachine {
@@ -293,7 +334,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 			vm.Annotations[derive.AnnotationPrototypeName] = "other"
 			return vm
 		},
-		readyz: "was derived from prototype default/other, not default/testvm",
+		event: "was derived from prototype default/other, not default/testvm",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -301,8 +342,10 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 			h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto), existing})
 			before := h.api.object(testVM)
 			h.start()
-			h.waitReadyz(503, tt.readyz)
-			h.waitEvent(corev1.EventTypeWarning, ReasonVMConflict)
+			h.waitReadyz(503, ReasonVMConflict)
+			if ev := h.waitEvent(corev1.EventTypeWarning, ReasonVMConflict); !strings.Contains(ev.Message, tt.event) {
+				t.Errorf("VMConflict Event %q, want it to say %q", ev.Message, tt.event)
+			}
 			// It keeps trying rather than exiting.
 			h.eventually("the agent retries", func() bool { return h.api.count("create ") >= 3 })
 
@@ -335,7 +378,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 func TestWaitsForPrototype(t *testing.T) {
 	h := newHarness(t, Config{}, nil)
 	h.start()
-	h.waitReadyz(503, "waiting for prototype default/testvm: not found")
+	h.waitReadyz(503, ReasonPrototypeUnavailable)
 	ev := h.waitEvent(corev1.EventTypeWarning, ReasonPrototypeUnavailable)
 	if ev.Message != "waiting for prototype default/testvm: not found" {
 		t.Errorf("Event message %q", ev.Message)
@@ -369,7 +412,7 @@ func TestRecreatesDeletedVM(t *testing.T) {
 		t.Fatalf("VM not recreated after an external delete: %v", again)
 	}
 	h.waitEvent(corev1.EventTypeWarning, ReasonVMDeleted)
-	h.waitReadyz(503, "VM default/testvm-vmctl-abc not ready")
+	h.waitReadyz(503, "VMNotReady")
 	if got := h.api.count("create "); got != 2 {
 		t.Errorf("%d creates, want 2", got)
 	}
@@ -382,7 +425,7 @@ func TestSharedVolumesCreateNothing(t *testing.T) {
 	if !strings.Contains(ev.Message, `volume "data"`) || !strings.Contains(ev.Message, "--allow-shared-volumes") {
 		t.Errorf("Event message %q does not name the volume and the way out", ev.Message)
 	}
-	h.waitReadyz(503, "prototype default/testvm")
+	h.waitReadyz(503, ReasonSharedVolumes)
 	// Rather than polling, it watches the prototype for a change.
 	if got := h.api.next("watch " + testProto); got != "watch testvm rv= initial" {
 		t.Errorf("prototype watch %q, want a streaming list of it", got)
@@ -439,7 +482,7 @@ func TestWatchDeniedIsReported(t *testing.T) {
 		return nil
 	}
 	h.start()
-	h.waitReadyz(503, "watching VM default/testvm-vmctl-abc")
+	h.waitReadyz(503, ReasonWatchDenied)
 	ev := h.waitEvent(corev1.EventTypeWarning, ReasonWatchDenied)
 	if !strings.Contains(ev.Message, "grant the Pod's service account list and watch on virtualmachines.kubevirt.io") {
 		t.Errorf("Event %q does not say what to grant", ev.Message)
@@ -481,5 +524,24 @@ func TestProbeAddressInUse(t *testing.T) {
 	}
 	if reqs := h.api.requestLog(); len(reqs) != 0 {
 		t.Errorf("requests %v before the probes were up; want none", reqs)
+	}
+}
+
+func TestRefusesPrototypeCopiedFromDerivedVM(t *testing.T) {
+	// Someone copied a derived VM (get -o yaml, renamed, owner references
+	// stripped) to make the prototype: it still carries vmctl's markers.
+	copied := derived(t, testIdentity, "proto-uid")
+	copied.Name, copied.OwnerReferences = testProto, nil
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{copied})
+	h.start()
+	h.waitReadyz(503, ReasonInvalidPrototype)
+	ev := h.waitEvent(corev1.EventTypeWarning, ReasonInvalidPrototype)
+	if !strings.Contains(ev.Message, derive.LabelPod) || !strings.Contains(ev.Message, "kubectl label vm testvm") {
+		t.Errorf("Event %q does not name the markers and how to remove them", ev.Message)
+	}
+	// Like any prototype that cannot be derived, it is watched for a fix.
+	h.api.next("watch " + testProto)
+	if n := h.api.count("create "); n != 0 {
+		t.Errorf("%d creates from a prototype with derived-VM markers, want none", n)
 	}
 }

@@ -2,12 +2,27 @@ package agent
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
+
+	"golang.org/x/net/netutil"
 )
 
-// readiness is what /readyz reports: ready, or the one-line reason why not.
+// What /readyz says besides an Event reason, when the agent is not ready.
+// Each is a word, not a sentence: the probe port answers anyone who can reach
+// the Pod, so the details go to the log and the Pod's Events.
+const (
+	ReadyzStarting     = "Starting"
+	ReadyzReplacing    = "ReplacingVM"
+	ReadyzVMDeleting   = "VMDeleting"
+	ReadyzVMNotReady   = "VMNotReady" // followed by ": " and KubeVirt's printableStatus when known
+	ReadyzShuttingDown = "ShuttingDown"
+)
+
+// readiness is what /readyz reports: ready, or a short reason why not.
 type readiness struct {
 	mu     sync.Mutex
 	ready  bool
@@ -51,4 +66,41 @@ func probeHandler(r *readiness) http.Handler {
 		_, _ = fmt.Fprintln(w, "ok")
 	})
 	return mux
+}
+
+// probeLimits bound what the probe server spends on clients. The kubelet
+// needs one short request at a time, but anything that can reach the Pod can
+// connect; without limits, idle keep-alive connections each hold a goroutine
+// and buffers for good, and a few hundred push the agent out of its memory
+// limit.
+type probeLimits struct {
+	// conns is how many connections are served at once; more wait in the
+	// kernel's accept queue, costing the agent nothing.
+	conns int
+	// header, read and write bound one request; idle bounds a keep-alive
+	// connection between requests.
+	header, read, write, idle time.Duration
+}
+
+var defaultProbeLimits = probeLimits{
+	conns:  16,
+	header: 5 * time.Second, read: 5 * time.Second, write: 5 * time.Second,
+	idle: 15 * time.Second,
+}
+
+// limit caps how many of ln's connections are open at once.
+func (l probeLimits) limit(ln net.Listener) net.Listener {
+	return netutil.LimitListener(ln, l.conns)
+}
+
+// probeServer serves h within l, on a listener wrapped by l.limit.
+func probeServer(h http.Handler, l probeLimits) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: l.header,
+		ReadTimeout:       l.read,
+		WriteTimeout:      l.write,
+		IdleTimeout:       l.idle,
+		MaxHeaderBytes:    4 << 10,
+	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,12 +110,15 @@ func TestDeletedWhileAPIServerDownIsRecreatedOnce(t *testing.T) {
 
 	h.api.restart(300*time.Millisecond, func() { h.api.removeVM(testVM) })
 
-	h.eventually("the VM is recreated", func() bool {
-		again := h.api.object(testVM)
-		return again != nil && again.UID != vm.UID
+	h.eventually("the VM is recreated and followed", func() bool {
+		reqs := h.api.requestLog()
+		created := slices.Index(reqs[n:], "create "+testVM)
+		return created >= 0 && slices.Contains(reqs[n+created:], "watch "+testVM+" rv= initial") && h.api.watching(testVM)
 	})
-	h.watchFollowed()
 	h.expectQuiet("after the recreate")
+	if again := h.api.object(testVM); again == nil || again.UID == vm.UID {
+		t.Errorf("VM %v after the restart, want a new one", again)
+	}
 	if got := h.api.count("create "); got != 2 {
 		t.Errorf("%d creates in all, want 2: the first, and one after the restart", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -85,6 +86,9 @@ func validate(proto *kubevirtv1.VirtualMachine, pod Pod) error {
 	if proto.Spec.Template == nil {
 		return fmt.Errorf("prototype %s/%s has no spec.template; give it a VMI template", proto.Namespace, proto.Name)
 	}
+	if err := noMarkers(proto); err != nil {
+		return err
+	}
 	var missing []string
 	if pod.Name == "" {
 		missing = append(missing, "name")
@@ -104,3 +108,19 @@ func validate(proto *kubevirtv1.VirtualMachine, pod Pod) error {
 	}
 	return nil
 }
+
+// GuestGracePeriod is how long KubeVirt gives vm's guest to shut down when
+// its VMI is deleted: the template's terminationGracePeriodSeconds, or
+// KubeVirt's default.
+func GuestGracePeriod(vm *kubevirtv1.VirtualMachine) time.Duration {
+	seconds := kubevirtv1.DefaultGracePeriodSeconds
+	if t := vm.Spec.Template; t != nil && t.Spec.TerminationGracePeriodSeconds != nil {
+		seconds = *t.Spec.TerminationGracePeriodSeconds
+	}
+	return time.Duration(seconds) * time.Second
+}
+
+// ShutdownSlack is how much longer than the guest's grace period deleting a
+// VM may take: KubeVirt noticing the deletion, stopping the launcher,
+// removing the VMI and then the VM.
+const ShutdownSlack = 10 * time.Second

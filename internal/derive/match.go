@@ -1,6 +1,9 @@
 package derive
 
 import (
+	"fmt"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -35,4 +38,42 @@ func IsDerivedFrom(meta metav1.Object, namespace, name string) bool {
 	}
 	a := meta.GetAnnotations()
 	return a[AnnotationPrototypeName] == name && a[AnnotationPrototypeNamespace] == namespace
+}
+
+// markerLabels and markerAnnotations are what vmctl writes on every derived
+// VM, and what a prototype must not carry.
+var (
+	markerLabels      = []string{LabelPrototype, LabelPod}
+	markerAnnotations = []string{
+		AnnotationPodName, AnnotationPodNamespace, AnnotationPodUID, AnnotationNode,
+		AnnotationPrototypeName, AnnotationPrototypeNamespace, AnnotationPrototypeGeneration,
+	}
+)
+
+// noMarkers refuses a prototype that carries vmctl's derived-VM labels or
+// annotations, as a prototype made by copying a derived VM does: gc would
+// take it for a derived VM and delete it once the Pod it names is gone, and
+// status and diff would count it among the derived VMs.
+func noMarkers(proto metav1.Object) error {
+	var found []string
+	for _, k := range markerLabels {
+		if _, ok := proto.GetLabels()[k]; ok {
+			found = append(found, "label "+k)
+		}
+	}
+	for _, k := range markerAnnotations {
+		if _, ok := proto.GetAnnotations()[k]; ok {
+			found = append(found, "annotation "+k)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	ref := proto.GetNamespace() + "/" + proto.GetName()
+	return fmt.Errorf("prototype %s carries vmctl's derived-VM markers (%s), as a copy of a derived VM does; "+
+		"remove them so that gc and status do not take it for a derived VM: "+
+		"kubectl label vm %s -n %s %s- && kubectl annotate vm %s -n %s %s-",
+		ref, strings.Join(found, ", "),
+		proto.GetName(), proto.GetNamespace(), strings.Join(markerLabels, "- "),
+		proto.GetName(), proto.GetNamespace(), strings.Join(markerAnnotations, "- "))
 }

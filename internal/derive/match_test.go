@@ -1,6 +1,8 @@
 package derive
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,6 +81,31 @@ func TestSelectors(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, sel.Matches(tc.set)); diff != "" {
 				t.Errorf("%q matches %v (-want +got):\n%s", tc.selector, tc.set, diff)
+			}
+		})
+	}
+}
+
+// TestVMRefusesPrototypeWithMarkers: a prototype copied from a derived VM
+// keeps vmctl's markers, and gc would delete it as soon as the Pod they name
+// is gone. Every marker alone is enough to refuse it.
+func TestVMRefusesPrototypeWithMarkers(t *testing.T) {
+	for _, key := range append(append([]string{}, markerLabels...), markerAnnotations...) {
+		t.Run(key, func(t *testing.T) {
+			proto := testPrototype()
+			if slices.Contains(markerLabels, key) {
+				proto.Labels = map[string]string{"app": "fedora", key: "copied"}
+			} else {
+				proto.Annotations = map[string]string{key: "copied"}
+			}
+			_, err := VM(proto, testPod(), Options{})
+			if err == nil {
+				t.Fatalf("VM() derived from a prototype with %s; want an error", key)
+			}
+			for _, want := range []string{key, "kubectl label vm fedora -n vms", "kubectl annotate vm fedora -n vms", "copy of a derived VM"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
 			}
 		})
 	}

@@ -46,7 +46,7 @@ func TestVMObjectMeta(t *testing.T) {
 		{
 			name: "prototype labels and annotations are copied, bookkeeping and object identity are not",
 			proto: func(p *kubevirtv1.VirtualMachine) {
-				p.Labels = map[string]string{"app": "fedora", LabelPod: "stale"}
+				p.Labels = map[string]string{"app": "fedora"}
 				p.Annotations = map[string]string{
 					"description": "worker",
 					"kubectl.kubernetes.io/last-applied-configuration": "{}",

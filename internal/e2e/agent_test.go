@@ -33,6 +33,18 @@ func TestAgentRecreatesExternallyDeletedVM(t *testing.T) {
 	if err := e.virt.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), vm.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// KubeVirt's finalizer keeps the old VM until its VMI is gone: wait for
+	// the new one, then for it to be paired and ready.
+	eventually(t, settle, "a new VM in place of the deleted one", func(ctx context.Context) (bool, string, error) {
+		got, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, vm.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "gone", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		return got.UID != vm.UID, fmt.Sprintf("uid %s deleting=%v", got.UID, got.DeletionTimestamp != nil), nil
+	})
 	after := waitPaired(t, ns, "testvm", 1, settle)
 	if after[pod].UID == vm.UID {
 		t.Fatalf("VM %s was not recreated (same uid %s)", vm.Name, vm.UID)
@@ -136,13 +148,13 @@ func TestAgentRefusesVMItDidNotMake(t *testing.T) {
 }
 
 // TestDerivedVMsSurviveKubeVirtSchema creates the VM derived from every
-// prototype in testdata through the API server with KubeVirt's real CRD (a
-// server-side dry run, so no controller acts on it) and checks that pruning
-// dropped nothing: the derived VMs are valid for the real KubeVirt API shape.
+// prototype in testdata through the API server with KubeVirt's real CRD and
+// webhooks (a server-side dry run, so no controller acts on it) and checks
+// that KubeVirt's validating webhook accepts it and that neither pruning nor
+// KubeVirt's mutating webhook dropped or changed anything vmctl wrote. The
+// mutating webhook may add its defaults; TestDiffIgnoresKubeVirtDefaults
+// checks that diff does not take those for drift.
 func TestDerivedVMsSurviveKubeVirtSchema(t *testing.T) {
-	if !e.cluster.RealCRDs {
-		t.Skip("KubeVirt's real CRDs (../shared/kubevirt-crds) are not here; the fallback CRD does not prune, so this would prove nothing")
-	}
 	ns := namespace(t)
 	for _, file := range []string{"testvm.yaml", "datavolume-vm.yaml", "shared-pvc-vm.yaml"} {
 		t.Run(file, func(t *testing.T) {
@@ -156,8 +168,9 @@ func TestDerivedVMsSurviveKubeVirtSchema(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the API server rejects the derived VM: %v", err)
 			}
-			if diff := cmp.Diff(asJSON(t, want.Spec), asJSON(t, got.Spec)); diff != "" {
-				t.Errorf("the real CRD schema changed the derived spec (-derived +stored):\n%s", diff)
+			if lost := notKept(asJSON(t, want.Spec), asJSON(t, got.Spec), "spec"); len(lost) > 0 {
+				t.Errorf("KubeVirt's CRD schema or webhooks dropped or changed what vmctl derived:\n%s\nstored spec: %s",
+					strings.Join(lost, "\n"), mustJSON(t, got.Spec))
 			}
 			if diff := cmp.Diff(want.Labels, got.Labels); diff != "" {
 				t.Errorf("labels changed (-derived +stored):\n%s", diff)
@@ -170,6 +183,47 @@ func TestDerivedVMsSurviveKubeVirtSchema(t *testing.T) {
 			}
 		})
 	}
+}
+
+// notKept lists the paths below path where got lacks or changes a value of
+// want; what got adds is fine.
+func notKept(want, got any, path string) []string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: stored %v, derived %v", path, got, want)}
+		}
+		var lost []string
+		for k, v := range w {
+			lost = append(lost, notKept(v, g[k], path+"."+k)...)
+		}
+		return lost
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return []string{fmt.Sprintf("%s: stored %v, derived %v", path, got, want)}
+		}
+		var lost []string
+		for i := range w {
+			lost = append(lost, notKept(w[i], g[i], fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return lost
+	default:
+		if !cmp.Equal(want, got) {
+			return []string{fmt.Sprintf("%s: stored %v, derived %v", path, got, want)}
+		}
+		return nil
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // asJSON round-trips v through JSON into generic maps, so the comparison is of

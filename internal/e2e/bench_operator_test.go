@@ -118,7 +118,7 @@ func BenchmarkStatusAndGC(b *testing.B) {
 	created := time.Since(t0)
 	fmt.Printf("status/gc: created %d pods + %d derived VMs + %d other VMs in %s\n", n, n, unmanaged, created.Round(time.Millisecond))
 
-	// The virt-controller double starts a VMI per VM; measure the settled
+	// KubeVirt's virt-controller starts a VMI per VM; measure the settled
 	// state, but accept an unsettled one rather than fail on a slow machine.
 	t1 := time.Now()
 	var vmis int

@@ -56,7 +56,7 @@ func BenchmarkAgentLifecycle(b *testing.B) {
 			waitEvent(b, w, watch.Added, 30*time.Second, logPath)
 			started = append(started, time.Since(t0))
 			if i == runs-1 {
-				// Steady state: the VM is ready (the virt-controller double
+				// Steady state: the VM is ready (KubeVirt's virt-controller
 				// marks it), the agent holds only its watch.
 				waitReady(b, w, 30*time.Second, logPath)
 				anon, total := memory(b, cmd.Process.Pid)

@@ -1,6 +1,9 @@
 // Package e2e holds the end-to-end tests of kubectl-vmctl. They run the built
 // binary (VMCTL_BINARY, `make e2e` sets it) against a real control plane on
 // loopback (package testcluster): kube-apiserver, etcd, controller manager,
-// scheduler and kwok, with test doubles of KubeVirt's virt-controller and of
-// the kubelet for agent Pods. They need the build tag `e2e`.
+// scheduler and kwok, with KubeVirt's real virt-api and virt-controller
+// (package kubevirt), and stand-ins for virt-handler and for the kubelet of
+// agent Pods on kwok's many nodes (package doubles). The agent image on a
+// real kubelet is tested in internal/e2e/realnode. They need the build tag
+// `e2e`.
 package e2e

@@ -44,6 +44,7 @@ func namespace(t testing.TB) string {
 			dumpAgentLogs(t, ns.Name)
 		}
 		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+		deleteAdmissionPolicies(ns.Name)
 	})
 	return ns.Name
 }
@@ -149,7 +150,7 @@ func runCode(t *testing.T, stdin []byte, name string, args ...string) (string, s
 func deploy(t *testing.T, ns string, kind scaffold.Kind, prototype string, flags ...string) {
 	t.Helper()
 	args := append([]string{"scaffold", strings.ToLower(string(kind)), prototype, "-n", ns,
-		"--grace-period", "30"}, flags...)
+		"--grace-period", "60"}, flags...)
 	manifests := vmctl(t, args...)
 	kubectl(t, []byte(manifests), "apply", "-f", "-")
 }
@@ -206,8 +207,15 @@ func derivedVMs(ctx context.Context, ns string) (map[string]kubevirtv1.VirtualMa
 // pod's UID and is ready, and no other derived VM. It returns the pairs.
 func waitPaired(t *testing.T, ns, prototype string, want int, timeout time.Duration) map[string]kubevirtv1.VirtualMachine {
 	t.Helper()
+	return waitDerived(t, ns, prototype, want, timeout, true)
+}
+
+// waitDerived is waitPaired that, unless ready is set, does not wait for
+// KubeVirt to run the VMs.
+func waitDerived(t *testing.T, ns, prototype string, want int, timeout time.Duration, ready bool) map[string]kubevirtv1.VirtualMachine {
+	t.Helper()
 	var pairs map[string]kubevirtv1.VirtualMachine
-	eventually(t, timeout, fmt.Sprintf("%d pods paired with ready VMs of %s", want, prototype), func(ctx context.Context) (bool, string, error) {
+	eventually(t, timeout, fmt.Sprintf("%d pods paired with VMs of %s (ready: %v)", want, prototype, ready), func(ctx context.Context) (bool, string, error) {
 		pods, err := agentPods(ctx, ns)
 		if err != nil {
 			return false, "", err
@@ -223,8 +231,9 @@ func waitPaired(t *testing.T, ns, prototype string, want int, timeout time.Durat
 		pairs = map[string]kubevirtv1.VirtualMachine{}
 		for name, pod := range pods {
 			vm, ok := vms[derive.Name(prototype, name)]
-			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) ||
-				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName || vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready {
+			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil ||
+				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName ||
+				ready && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
 				return false, seen, nil
 			}
 			pairs[name] = vm
@@ -245,4 +254,26 @@ func describe(pods map[string]corev1.Pod, vms map[string]kubevirtv1.VirtualMachi
 	}
 	sort.Strings(s)
 	return strings.Join(s, "; ")
+}
+
+// deleteAdmissionPolicies deletes the cluster-scoped admission policies and
+// bindings that scaffold made for workloads in ns ("<name>.<ns>"): the
+// namespace's deletion does not take them.
+func deleteAdmissionPolicies(ns string) {
+	ctx := context.Background()
+	ar := e.kube.AdmissionregistrationV1()
+	if list, err := ar.ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, b := range list.Items {
+			if strings.HasSuffix(b.Name, "."+ns) {
+				_ = ar.ValidatingAdmissionPolicyBindings().Delete(ctx, b.Name, metav1.DeleteOptions{})
+			}
+		}
+	}
+	if list, err := ar.ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range list.Items {
+			if strings.HasSuffix(p.Name, "."+ns) {
+				_ = ar.ValidatingAdmissionPolicies().Delete(ctx, p.Name, metav1.DeleteOptions{})
+			}
+		}
+	}
 }

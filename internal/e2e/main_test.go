@@ -17,12 +17,14 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/doubles"
+	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 )
 
 // env is the one cluster every test shares; each test works in a namespace of
 // its own, so tests stay independent without paying for a cluster each.
 type env struct {
 	cluster *testcluster.Cluster
+	kv      *kvharness.KubeVirt
 	kube    kubernetes.Interface
 	virt    kubevirt.Interface
 	kubelet *doubles.Kubelet
@@ -52,11 +54,17 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build the control plane:", err)
 		return 2
 	}
-	c, err := testcluster.Start(ctx, testcluster.Options{Nodes: nodes, Binaries: bins, Log: os.Stderr})
+	kvBins, err := kvharness.EnsureBinaries(ctx, "", os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build KubeVirt:", err)
+		return 2
+	}
+	c, err := testcluster.Start(ctx, testcluster.Options{Nodes: nodes, Binaries: bins, CRDs: []string{kvBins.CRDs}, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the control plane:", err)
 		return 2
 	}
+	// Stopping the cluster stops KubeVirt first and removes its webhooks.
 	stopOnSignal := c.StopOnSignal()
 	defer func() {
 		stopOnSignal()
@@ -64,8 +72,13 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stop the control plane:", err)
 		}
 	}()
-	fmt.Fprintf(os.Stderr, "e2e: control plane up in %s (real KubeVirt CRDs: %v), kubeconfig %s\n",
-		c.StartupTime.Round(time.Millisecond), c.RealCRDs, c.Kubeconfig)
+	kv, err := kvharness.Start(ctx, c, kvharness.Options{Binaries: kvBins, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start KubeVirt:", err)
+		return 2
+	}
+	fmt.Fprintf(os.Stderr, "e2e: control plane up in %s, KubeVirt %s's virt-api and virt-controller in %s more; kubeconfig %s\n",
+		c.StartupTime.Round(time.Millisecond), kvharness.Version, kv.StartupTime.Round(time.Millisecond), c.Kubeconfig)
 
 	logFile, err := os.Create(filepath.Join(c.Dir, "doubles.log"))
 	if err != nil {
@@ -75,7 +88,7 @@ func run(m *testing.M) int {
 	defer func() { _ = logFile.Close() }()
 	log := slog.New(slog.NewTextHandler(logFile, nil))
 
-	e = env{cluster: c, binary: binary}
+	e = env{cluster: c, kv: kv, binary: binary}
 	if e.kube, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -90,14 +103,14 @@ func run(m *testing.M) int {
 		Log:    log,
 	})
 	running := make(chan error, 2)
-	go func() { running <- doubles.RunVirtController(ctx, c.RESTConfig, log) }()
+	go func() { running <- doubles.RunVirtHandler(ctx, kv.HandlerConfig, log) }()
 	go func() { running <- e.kubelet.Run(ctx) }()
 
 	code := m.Run()
 	cancel()
 	for range 2 {
 		if err := <-running; err != nil {
-			fmt.Fprintln(os.Stderr, "test double:", err)
+			fmt.Fprintln(os.Stderr, "stand-in:", err)
 			code = 2
 		}
 	}

@@ -168,6 +168,9 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "UID"},
 	{regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b`), "TIME"},
 	{regexp.MustCompile(`\bnode-\d+\b`), "NODE"},
+	// KubeVirt's launcher Pods have generated names, and Pods their IPs.
+	{regexp.MustCompile(`\b(virt-launcher-\S+)-[a-z0-9]{5}\b`), "${1}-XXXXX"},
+	{regexp.MustCompile(`\b10\.\d+\.\d+\.\d+\b`), "POD-IP"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ms|s|m|h|d)(\d+(s|m|h))?\b`), "AGE"},
 	{regexp.MustCompile(`[ \t]+`), " "},
 }
@@ -219,4 +222,5 @@ func cleanupREADME(t *testing.T) {
 	} {
 		kubectl(t, nil, append(args, "-n", "default")...)
 	}
+	deleteAdmissionPolicies("default")
 }

@@ -4,13 +4,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -91,78 +90,30 @@ func plainVM(proto *kubevirtv1.VirtualMachine, name string) *kubevirtv1.VirtualM
 	return vm
 }
 
-// TestScaffoldServiceAccountLimits checks what the scaffolded ServiceAccount
-// may do with the token its agent Pod gets, with the admission policy on.
-func TestScaffoldServiceAccountLimits(t *testing.T) {
+// TestScaffoldWarnsAboutGuestGracePeriod: with a cluster at hand, scaffold
+// reads the prototype and warns when its guest may take longer to shut down
+// than the agent waits, and the agent says so on its Pod.
+func TestScaffoldWarnsAboutGuestGracePeriod(t *testing.T) {
 	ns := namespace(t)
-	proto := createPrototype(t, ns, "testvm.yaml")
-	const sa = "vmctl-testvm"
-	t.Cleanup(func() {
-		// The policy and its binding are cluster-scoped: the namespace's
-		// deletion does not take them.
-		name := sa + "." + ns
-		_ = e.kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = e.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
+	createPrototype(t, ns, "testvm.yaml") // its guest gets 30s
+	args := []string{"scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "40"}
+	manifests, stderr, code := vmctlCode(t, args...)
+	if code != 0 {
+		t.Fatalf("scaffold: exit %d", code)
+	}
+	want := "Warning: prototype " + ns + "/testvm gives its guest 30s to shut down"
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "use --grace-period 50 or more") {
+		t.Errorf("scaffold stderr %q, want %q and the grace period to use", stderr, want)
+	}
+	kubectl(t, []byte(manifests), "apply", "-f", "-")
+	eventually(t, settle, "the agent's GracePeriodTooShort Event", func(ctx context.Context) (bool, string, error) {
+		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=GracePeriodTooShort"})
+		if err != nil {
+			return false, "", err
+		}
+		return len(events.Items) == 1 && strings.Contains(events.Items[0].Message, "--grace-period 50"), fmt.Sprint(len(events.Items), " events"), nil
 	})
-	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1", "--admission-policy")
-	pairs := waitPaired(t, ns, "testvm", 1, settle)
-	pods, err := agentPods(context.Background(), ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := pods[firstKey(pairs)]
-
-	admin := e.virt.KubevirtV1().VirtualMachines(ns)
-	other, err := admin.Create(context.Background(), plainVM(proto, "not-vmctl"), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	kube, virt := agentClients(t, ns, sa, pod)
-	vms := virt.KubevirtV1().VirtualMachines(ns)
-	ctx := context.Background()
-
-	if _, err := vms.Get(ctx, proto.Name, metav1.GetOptions{}); err != nil {
-		t.Errorf("agent token: get prototype %s: %v, want allowed", proto.Name, err)
-	}
-	t.Run("get a VM it did not make", func(t *testing.T) {
-		_, err := vms.Get(ctx, other.Name, metav1.GetOptions{})
-		if err == nil {
-			// The Role grants get and watch on every VM of the namespace: the
-			// agent's own VM name is per Pod, so resourceNames cannot list it,
-			// and the admission policy does not see reads. Skipped, not
-			// passed, so the gap stays visible until the product closes it.
-			t.Skipf("known gap: agent token may get VM %s that vmctl did not make (Role %s grants get on all VMs)", other.Name, sa)
-		}
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("agent token: get VM %s it did not make: %v, want forbidden", other.Name, err)
-		}
-	})
-	if _, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("agent token: get pod %s: %v, want forbidden", pod.Name, err)
-	}
-
-	// RBAC lets the agent create VMs; only the policy stops one without
-	// vmctl's labels. It takes effect once the API server has synced it.
-	eventually(t, 2*time.Minute, "admission policy denies the agent a VM without vmctl labels", func(ctx context.Context) (bool, string, error) {
-		made, err := vms.Create(ctx, plainVM(proto, "agent-made"), metav1.CreateOptions{})
-		if err == nil {
-			// Not in force yet: undo and retry.
-			if err := admin.Delete(ctx, made.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return false, "", err
-			}
-			return false, "create allowed", nil
-		}
-		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy") && strings.Contains(err.Error(), "lacks vmctl's labels") {
-			return true, "", nil
-		}
-		return false, err.Error(), nil
-	})
-	err = vms.Delete(ctx, other.Name, metav1.DeleteOptions{})
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
-		t.Errorf("agent token: delete VM %s without vmctl labels: %v, want denied by the admission policy", other.Name, err)
-	}
-	if _, err := admin.Get(ctx, other.Name, metav1.GetOptions{}); err != nil {
-		t.Errorf("VM %s after the agent's denied delete: %v", other.Name, err)
+	if _, stderr, _ := vmctlCode(t, "scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "50"); stderr != "" {
+		t.Errorf("scaffold --grace-period 50 stderr %q, want nothing", stderr)
 	}
 }

@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"fmt"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,31 +12,29 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
-// podNameExtra is the user extra that bound ServiceAccount tokens carry: the
-// name of the Pod the token was issued to.
-const podNameExtra = "authentication.kubernetes.io/pod-name"
+// Extras that a bound ServiceAccount token carries: the Pod it was issued to.
+const (
+	podNameExtra = "authentication.kubernetes.io/pod-name"
+	podUIDExtra  = "authentication.kubernetes.io/pod-uid"
+)
 
 // serviceAccountUsername is how the API server names the ServiceAccount.
 func (p Params) serviceAccountUsername() string {
 	return "system:serviceaccount:" + p.Namespace + ":" + p.Name
 }
 
-// admissionPolicy confines the agents' ServiceAccount to the VMs of its own
-// prototype, each created and deleted only by the Pod it belongs to. RBAC
-// cannot say this: it has no rules on labels or on who is asking.
+// admissionPolicy confines the agents' ServiceAccount to what an agent does:
+// create the one VM derived from the prototype for its own Pod, and delete
+// the VM its Pod's name owns. RBAC cannot say this: it has no rules on labels,
+// on who is asking or on what an object holds. The prototype is the policy's
+// parameter (paramKind VirtualMachine, bound by name), so the rules compare a
+// created VM with the prototype itself: no volume, device, network or
+// credential the prototype does not have.
 func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
-	// hasVMLabels is true when the VM at path carries vmctl's labels for this
-	// prototype, whose value derive cuts to fit a label.
-	hasVMLabels := func(path string) string {
-		return fmt.Sprintf("has(%[1]s.metadata.labels) && '%[2]s' in %[1]s.metadata.labels && '%[3]s' in %[1]s.metadata.labels && %[1]s.metadata.labels['%[3]s'] == '%[4]s'",
-			path, derive.LabelPod, derive.LabelPrototype, derive.LabelValue(p.Prototype))
+	forbid := func(expression, message string) admissionregistrationv1.Validation {
+		return admissionregistrationv1.Validation{Expression: expression, Message: message, Reason: ptr.To(metav1.StatusReasonForbidden)}
 	}
-	// isRequestPods is true when the VM at path names the requesting Pod as its owner.
-	isRequestPods := func(path string) string {
-		return fmt.Sprintf("has(%[1]s.metadata.annotations) && '%[2]s' in %[1]s.metadata.annotations && %[1]s.metadata.annotations['%[2]s'] == variables.requestPod",
-			path, derive.AnnotationPodName)
-	}
-	labelsDesc := fmt.Sprintf("labels %s and %s=%s", derive.LabelPod, derive.LabelPrototype, derive.LabelValue(p.Prototype))
+	creating := func(expression string) string { return "request.operation != 'CREATE' || (" + expression + ")" }
 
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta: metav1.TypeMeta{
@@ -45,6 +44,7 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 		ObjectMeta: metav1.ObjectMeta{Name: p.qualifiedName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
@@ -54,7 +54,7 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 						Rule: admissionregistrationv1.Rule{
 							APIGroups:   []string{kubevirtGroup},
 							APIVersions: []string{"*"},
-							Resources:   []string{virtualMachines},
+							Resources:   []string{virtualMachines, virtualMachines + "/*"},
 							Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
 						},
 					},
@@ -66,44 +66,116 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 				Name:       "vmctl-agent",
 				Expression: fmt.Sprintf("request.userInfo.username == '%s'", p.serviceAccountUsername()),
 			}},
-			Variables: []admissionregistrationv1.Variable{{
-				Name: "requestPod",
-				Expression: fmt.Sprintf("has(request.userInfo.extra) && '%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 ? request.userInfo.extra['%[1]s'][0] : ''",
-					podNameExtra),
-			}},
+			Variables: p.admissionVariables(),
 			Validations: []admissionregistrationv1.Validation{
-				{
-					Expression: "variables.requestPod != ''",
-					Message: fmt.Sprintf("the request carries no Pod name (%s): the agent must use its Pod's bound ServiceAccount token, so keep automountServiceAccountToken true",
-						podNameExtra),
-					Reason: ptr.To(metav1.StatusReasonForbidden),
-				},
-				{
-					Expression: "request.operation == 'DELETE' || (" + hasVMLabels("object") + ")",
-					Message:    fmt.Sprintf("the VirtualMachine lacks vmctl's %s: this ServiceAccount may only make VMs derived from prototype %s", labelsDesc, p.Prototype),
-					Reason:     ptr.To(metav1.StatusReasonForbidden),
-				},
-				{
-					Expression: "request.operation == 'DELETE' || (" + isRequestPods("object") + ")",
-					Message:    fmt.Sprintf("the VirtualMachine's annotation %s does not name the requesting Pod: an agent may only make its own Pod's VM", derive.AnnotationPodName),
-					Reason:     ptr.To(metav1.StatusReasonForbidden),
-				},
-				{
-					Expression: "request.operation == 'CREATE' || (" + hasVMLabels("oldObject") + ")",
-					Message:    fmt.Sprintf("the VirtualMachine lacks vmctl's %s: this ServiceAccount may only change or delete VMs derived from prototype %s", labelsDesc, p.Prototype),
-					Reason:     ptr.To(metav1.StatusReasonForbidden),
-				},
-				{
-					Expression: "request.operation == 'CREATE' || (" + isRequestPods("oldObject") + ")",
-					Message:    fmt.Sprintf("the VirtualMachine's annotation %s does not name the requesting Pod: an agent may only change or delete its own Pod's VM", derive.AnnotationPodName),
-					Reason:     ptr.To(metav1.StatusReasonForbidden),
-				},
+				forbid("variables.pod != '' && variables.podUID != ''",
+					fmt.Sprintf("the request carries no Pod (%s, %s): the agent must use its Pod's bound ServiceAccount token, so keep automountServiceAccountToken true", podNameExtra, podUIDExtra)),
+				forbid("request.operation != 'UPDATE'",
+					"a vmctl agent never changes a VirtualMachine; it only creates its own and deletes it"),
+				forbid("!variables.isPrototype",
+					fmt.Sprintf("a vmctl agent may never change or delete its prototype %s/%s", p.protoNamespace(), p.Prototype)),
+				forbid("variables.ownPodsVM",
+					fmt.Sprintf("the VirtualMachine is not this Pod's: a vmctl agent may only create and delete the VM derived from prototype %s/%s for its own Pod (labels %s and %s, annotations %s, %s and %s)",
+						p.protoNamespace(), p.Prototype, derive.LabelPrototype, derive.LabelPod, derive.AnnotationPodName, derive.AnnotationPodNamespace, derive.AnnotationPrototypeName)),
+				forbid(creating("object.metadata.?annotations['"+derive.AnnotationPodUID+"'].orValue('') == variables.podUID"),
+					fmt.Sprintf("annotation %s does not hold the requesting Pod's UID: a vmctl agent may only create its own Pod's VM", derive.AnnotationPodUID)),
+				forbid(creating("variables.nameIsDerived"),
+					fmt.Sprintf("the VirtualMachine's name is not %s-<pod>: a vmctl agent may only create the one VM named for its own Pod", p.Prototype)),
+				forbid(creating("object.spec.?runStrategy.orValue('') == 'Always' && object.metadata.?ownerReferences.orValue([]).all(r, r.kind == 'Pod' && r.name == variables.pod && r.uid == variables.podUID)"),
+					"a derived VM runs always and is owned by its agent's Pod, or by nothing"),
+				forbid(creating("variables.sameVolumes && variables.sameDataVolumeTemplates"),
+					fmt.Sprintf("the VirtualMachine's volumes or dataVolumeTemplates are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
+				forbid(creating("variables.sameHostAccess"),
+					fmt.Sprintf("the VirtualMachine's devices, networks, credentials, instancetype or template annotations are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
 			},
 		},
 	}
 }
 
-// admissionPolicyBinding enforces the policy in Namespace, where the VMs go.
+// admissionVariables are the policy's CEL variables. vm is the VM created or
+// deleted; params is the prototype.
+func (p Params) admissionVariables() []admissionregistrationv1.Variable {
+	extra := func(key string) string {
+		return fmt.Sprintf("'%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 ? request.userInfo.extra['%[1]s'][0] : ''", key)
+	}
+	annotation := func(key string) string {
+		return fmt.Sprintf("variables.vm.metadata.?annotations['%s'].orValue('')", key)
+	}
+	label := func(key string) string {
+		return fmt.Sprintf("variables.vm.metadata.?labels['%s'].orValue('')", key)
+	}
+	tmpl, ptmpl := "object.spec.?template.?spec", "params.spec.?template.?spec"
+	// same compares an optional field of the template with the prototype's.
+	same := func(path, empty string) string {
+		return fmt.Sprintf("%s.%s.orValue(%s) == %s.%s.orValue(%s)", tmpl, path, empty, ptmpl, path, empty)
+	}
+	return []admissionregistrationv1.Variable{
+		{Name: "pod", Expression: extra(podNameExtra)},
+		{Name: "podUID", Expression: extra(podUIDExtra)},
+		{Name: "vm", Expression: "request.operation == 'DELETE' ? oldObject : object"},
+		{Name: "isPrototype", Expression: "variables.vm.metadata.name == params.metadata.name && variables.vm.metadata.namespace == params.metadata.namespace"},
+		// Derived from this prototype for the requesting Pod, by name: a
+		// StatefulSet Pod's agent replaces the VM of an earlier Pod of its
+		// name, so deletion does not ask for the UID.
+		{Name: "ownPodsVM", Expression: strings.Join([]string{
+			label(derive.LabelPrototype) + " == '" + derive.LabelValue(p.Prototype) + "'",
+			label(derive.LabelPod) + " != ''",
+			annotation(derive.AnnotationPodName) + " == variables.pod",
+			annotation(derive.AnnotationPodNamespace) + " == '" + p.Namespace + "'",
+			annotation(derive.AnnotationPrototypeName) + " == params.metadata.name",
+			annotation(derive.AnnotationPrototypeNamespace) + " == params.metadata.namespace",
+		}, " && ")},
+		// derive.Name: "<prototype>-<pod>", or past 63 characters a cut of it
+		// with "-" and a 10-character hash, which CEL cannot compute: there
+		// only the cut is checked.
+		{Name: "fullName", Expression: "params.metadata.name + '-' + variables.pod"},
+		{Name: "nameIsDerived", Expression: "size(variables.fullName) <= 63 ? object.metadata.name == variables.fullName : " +
+			"(size(object.metadata.name) > 11 && object.metadata.name.substring(size(object.metadata.name) - 11, size(object.metadata.name) - 10) == '-' && " +
+			"variables.fullName.startsWith(object.metadata.name.substring(0, size(object.metadata.name) - 11)))"},
+		{Name: "volumes", Expression: tmpl + ".?volumes.orValue([])"},
+		{Name: "protoVolumes", Expression: ptmpl + ".?volumes.orValue([])"},
+		{Name: "templates", Expression: "object.spec.?dataVolumeTemplates.orValue([])"},
+		{Name: "protoTemplates", Expression: "params.spec.?dataVolumeTemplates.orValue([])"},
+		// Every volume is the prototype's volume of that name, except that a
+		// claim the prototype makes from a dataVolumeTemplate is the VM's own
+		// template's (derive renames them per VM).
+		{Name: "sameVolumes", Expression: "size(variables.volumes) == size(variables.protoVolumes) && variables.volumes.all(v, variables.protoVolumes.exists(p, p.name == v.name && (p == v || (" +
+			claimName("v") + " != '' && variables.templates.exists(t, t.metadata.name == " + claimName("v") + ") && " +
+			"variables.protoTemplates.exists(t, t.metadata.name == " + claimName("p") + ") && " +
+			"has(p.dataVolume) == has(v.dataVolume) && has(p.persistentVolumeClaim) == has(v.persistentVolumeClaim) && has(p.ephemeral) == has(v.ephemeral) && " +
+			"p.?persistentVolumeClaim.?readOnly == v.?persistentVolumeClaim.?readOnly && p.?ephemeral.?persistentVolumeClaim.?readOnly == v.?ephemeral.?persistentVolumeClaim.?readOnly))))"},
+		{Name: "sameDataVolumeTemplates", Expression: "size(variables.templates) == size(variables.protoTemplates) && " +
+			"variables.templates.all(t, variables.protoTemplates.exists(p, p.spec == t.spec))"},
+		// What gives a guest the host's devices, another network, the
+		// namespace's secrets or code in its launcher Pod (hook sidecars are
+		// template annotations): all as the prototype has them.
+		{Name: "sameHostAccess", Expression: strings.Join([]string{
+			same("?domain.?devices.?hostDevices", "[]"),
+			same("?domain.?devices.?gpus", "[]"),
+			same("?domain.?devices.?filesystems", "[]"),
+			tmpl + ".?domain.?devices.?downwardMetrics.hasValue() == " + ptmpl + ".?domain.?devices.?downwardMetrics.hasValue()",
+			same("?accessCredentials", "[]"),
+			same("?networks", "[]"),
+			"object.spec.template.?metadata.?annotations.orValue({}) == params.spec.template.?metadata.?annotations.orValue({})",
+			"object.spec.?instancetype.?name == params.spec.?instancetype.?name",
+			"object.spec.?instancetype.?kind == params.spec.?instancetype.?kind",
+			"object.spec.?preference.?name == params.spec.?preference.?name",
+			"object.spec.?preference.?kind == params.spec.?preference.?kind",
+		}, " && ")},
+	}
+}
+
+// claimName is CEL for the claim a volume x refers to through a
+// dataVolume, a persistentVolumeClaim or an ephemeral claim, or the empty
+// string.
+func claimName(x string) string {
+	return fmt.Sprintf("(has(%[1]s.dataVolume) ? %[1]s.dataVolume.name : has(%[1]s.persistentVolumeClaim) ? %[1]s.persistentVolumeClaim.claimName : "+
+		"%[1]s.?ephemeral.?persistentVolumeClaim.?claimName.orValue(''))", x)
+}
+
+// admissionPolicyBinding enforces the policy in Namespace, where the VMs go,
+// with the prototype as its parameter. Without the prototype nothing is
+// allowed.
 func (p Params) admissionPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta: metav1.TypeMeta{
@@ -112,7 +184,12 @@ func (p Params) admissionPolicyBinding() *admissionregistrationv1.ValidatingAdmi
 		},
 		ObjectMeta: metav1.ObjectMeta{Name: p.qualifiedName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        p.qualifiedName(),
+			PolicyName: p.qualifiedName(),
+			ParamRef: &admissionregistrationv1.ParamRef{
+				Name:                    p.Prototype,
+				Namespace:               p.protoNamespace(),
+				ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction),
+			},
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			MatchResources: &admissionregistrationv1.MatchResources{
 				NamespaceSelector: &metav1.LabelSelector{

@@ -100,7 +100,8 @@ type Params struct {
 }
 
 // NewParams returns Params with every default set: name "vmctl-<prototype>",
-// this build's version and image, one replica and a 180s grace period.
+// this build's version and image, one replica, a 180s grace period and the
+// admission policy.
 func NewParams(kind Kind, prototype, namespace string) Params {
 	v := version.Get().Version
 	return Params{
@@ -112,6 +113,7 @@ func NewParams(kind Kind, prototype, namespace string) Params {
 		Version:            v,
 		Replicas:           DefaultReplicas,
 		GracePeriodSeconds: DefaultGracePeriodSeconds,
+		AdmissionPolicy:    true,
 	}
 }
 

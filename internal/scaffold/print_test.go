@@ -29,7 +29,7 @@ func TestWriteYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, unwanted := range []string{"creationTimestamp", "status:", "{}", "null"} {
+	for _, unwanted := range []string{"creationTimestamp", "status:", ": {}", ": null"} {
 		if strings.Contains(out, unwanted) {
 			t.Errorf("output contains %q:\n%s", unwanted, out)
 		}

@@ -1,6 +1,7 @@
 package scaffold
 
 import (
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -9,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 // Agent container settings.
@@ -39,6 +42,20 @@ func (p Params) AgentArgs() []string {
 // period less a margin, so the agent can still log and exit before SIGKILL.
 func (p Params) deleteTimeout() time.Duration {
 	return time.Duration(p.GracePeriodSeconds-deleteMarginSeconds) * time.Second
+}
+
+// GracePeriodWarning says what goes wrong when a guest that takes up to guest
+// to shut down runs under p's Pods, or "" when it fits: the agent waits
+// only deleteTimeout for the VM to go, and the VM would outlive the Pod.
+func (p Params) GracePeriodWarning(guest time.Duration) string {
+	if guest+derive.ShutdownSlack <= p.deleteTimeout() {
+		return ""
+	}
+	need := int64((guest + derive.ShutdownSlack) / time.Second)
+	return fmt.Sprintf("prototype %s/%s gives its guest %v to shut down (spec.template.spec.terminationGracePeriodSeconds), "+
+		"but with --grace-period %d the agent waits only %v for the VM to go, so it may outlive its Pod; "+
+		"use --grace-period %d or more, or shorten the guest's",
+		p.protoNamespace(), p.Prototype, guest, p.GracePeriodSeconds, p.deleteTimeout(), need+deleteMarginSeconds)
 }
 
 // downwardEnv tells the agent who it is, so it never needs to read its Pod.

@@ -3,15 +3,12 @@ package testcluster
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 )
@@ -21,13 +18,16 @@ import (
 const KubernetesVersion = "v1.36.3"
 
 // Binaries locates the control-plane commands and kwok's Stage files that
-// EnsureBinaries built and copied.
+// EnsureBinaries built and copied, and the real node's kubelet and kube-proxy
+// (package node runs them), built from the same Kubernetes module.
 type Binaries struct {
 	Etcd                  string
 	KubeAPIServer         string
 	KubeControllerManager string
 	KubeScheduler         string
 	Kwok                  string
+	Kubelet               string
+	KubeProxy             string
 	// NodeStages and PodStages are the kwok Stage YAML files that ship in the
 	// kwok module (kustomize/stage/node/... and kustomize/stage/pod/general).
 	NodeStages []string
@@ -48,6 +48,8 @@ func components() []component {
 		{"kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager", func(b *Binaries) *string { return &b.KubeControllerManager }},
 		{"kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", func(b *Binaries) *string { return &b.KubeScheduler }},
 		{"kwok", "sigs.k8s.io/kwok/cmd/kwok", func(b *Binaries) *string { return &b.Kwok }},
+		{"kubelet", "k8s.io/kubernetes/cmd/kubelet", func(b *Binaries) *string { return &b.Kubelet }},
+		{"kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", func(b *Binaries) *string { return &b.KubeProxy }},
 	}
 }
 
@@ -84,10 +86,9 @@ func ldflags() string {
 }
 
 // EnsureBinaries builds the control plane from the tools module into
-// cacheDir/<hash>/bin, where the hash covers the tools module's go.mod and
-// go.sum and the link flags, so it rebuilds only when those change. cacheDir ""
-// means <repo>/.cache/testcluster. A file lock keeps concurrent callers from
-// building twice. Progress goes to progress (nil discards it).
+// cacheDir/<hash>/bin (see CachedBuild), so it rebuilds only when the tools
+// module or the link flags change. cacheDir "" means <repo>/.cache/testcluster.
+// Progress goes to progress (nil discards it).
 func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (Binaries, error) {
 	if progress == nil {
 		progress = io.Discard
@@ -100,33 +101,16 @@ func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (B
 	if cacheDir == "" {
 		cacheDir = filepath.Join(root, ".cache", "testcluster")
 	}
-	hash, err := toolsHash(toolsDir)
-	if err != nil {
-		return Binaries{}, err
+	key := "ldflags " + ldflags()
+	for _, c := range components() {
+		key += "\ncomponent " + c.name + " " + c.pkg
 	}
-	dir := filepath.Join(cacheDir, hash)
-	if b, ok := cachedBinaries(dir); ok {
-		return b, nil
-	}
-
-	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return Binaries{}, fmt.Errorf("create the binary cache: %w", err)
-	}
-	unlock, err := lockFile(ctx, filepath.Join(cacheDir, ".lock"), func() {
-		_, _ = fmt.Fprintln(progress, "waiting for another process building the control plane...")
+	dir, err := CachedBuild(ctx, cacheDir, toolsDir, key, "control plane", progress, func(dir string) error {
+		return build(ctx, toolsDir, dir, progress)
 	})
 	if err != nil {
 		return Binaries{}, err
 	}
-	defer unlock()
-	// Another process may have finished the build while we waited.
-	if b, ok := cachedBinaries(dir); ok {
-		return b, nil
-	}
-	if err := build(ctx, toolsDir, dir, progress); err != nil {
-		return Binaries{}, err
-	}
-	pruneOtherBuilds(cacheDir, hash)
 	b, ok := cachedBinaries(dir)
 	if !ok {
 		return Binaries{}, fmt.Errorf("control plane built into %s but incomplete; remove that directory and retry", dir)
@@ -134,29 +118,7 @@ func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (B
 	return b, nil
 }
 
-// toolsHash names a build by what determines its output.
-func toolsHash(toolsDir string) (string, error) {
-	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		data, err := os.ReadFile(filepath.Join(toolsDir, f))
-		if err != nil {
-			return "", fmt.Errorf("read the tools module: %w", err)
-		}
-		_, _ = fmt.Fprintf(h, "%s %d\n", f, len(data))
-		h.Write(data)
-	}
-	_, _ = fmt.Fprintf(h, "ldflags %s\n%s/%s\n", ldflags(), runtime.GOOS, runtime.GOARCH)
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
-}
-
-// completeMarker is written last, so a directory without it is a build that
-// was interrupted.
-const completeMarker = ".complete"
-
 func cachedBinaries(dir string) (Binaries, bool) {
-	if _, err := os.Stat(filepath.Join(dir, completeMarker)); err != nil {
-		return Binaries{}, false
-	}
 	var b Binaries
 	for _, c := range components() {
 		p := filepath.Join(dir, "bin", c.name)
@@ -175,33 +137,21 @@ func cachedBinaries(dir string) (Binaries, bool) {
 }
 
 func build(ctx context.Context, toolsDir, dir string, progress io.Writer) error {
-	start := time.Now()
 	_, _ = fmt.Fprintf(progress, "building control plane %s (about 8-13 minutes on 2 cores with a cold cache) into %s...\n", KubernetesVersion, dir)
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("clear the old build: %w", err)
-	}
 	for _, sub := range []string{"bin", "stages"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return fmt.Errorf("create the build directory: %w", err)
 		}
 	}
-	// The tools module's go.sum is complete, so -mod=readonly; VCS stamps
-	// would only make the build depend on git.
-	env := append(os.Environ(), "GONOSUMDB=k8s.io", "GOWORK=off",
-		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=readonly -buildvcs=false"))
 	for _, c := range components() {
 		t := time.Now()
-		cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags(), "-o", filepath.Join(dir, "bin", c.name), c.pkg)
-		cmd.Dir = toolsDir
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("build %s in %s: %w\n%s", c.name, toolsDir, err, out)
+		if err := GoBuild(ctx, toolsDir, filepath.Join(dir, "bin", c.name), c.pkg, nil, "-ldflags", ldflags()); err != nil {
+			return err
 		}
 		_, _ = fmt.Fprintf(progress, "  built %-24s %s\n", c.name, time.Since(t).Round(time.Second))
 	}
 
-	kwokDir, err := moduleDir(ctx, toolsDir, env, "sigs.k8s.io/kwok")
+	kwokDir, err := moduleDir(ctx, toolsDir, "sigs.k8s.io/kwok")
 	if err != nil {
 		return err
 	}
@@ -214,19 +164,15 @@ func build(ctx context.Context, toolsDir, dir string, progress io.Writer) error 
 			return fmt.Errorf("copy kwok's stage: %w", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, completeMarker), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("mark the build complete: %w", err)
-	}
-	_, _ = fmt.Fprintf(progress, "control plane built in %s\n", time.Since(start).Round(time.Second))
 	return nil
 }
 
 // moduleDir returns where the Go module cache holds module, as the tools module
 // resolves it.
-func moduleDir(ctx context.Context, toolsDir string, env []string, module string) (string, error) {
+func moduleDir(ctx context.Context, toolsDir, module string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", module)
 	cmd.Dir = toolsDir
-	cmd.Env = env
+	cmd.Env = toolsEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -238,17 +184,4 @@ func moduleDir(ctx context.Context, toolsDir string, env []string, module string
 		return "", errors.New("locate " + module + ": not downloaded; run `go mod download` in " + toolsDir)
 	}
 	return dir, nil
-}
-
-// pruneOtherBuilds removes builds for older tools modules; they are large.
-func pruneOtherBuilds(cacheDir, keep string) {
-	entries, err := os.ReadDir(cacheDir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if e.IsDir() && e.Name() != keep && len(e.Name()) == len(keep) {
-			_ = os.RemoveAll(filepath.Join(cacheDir, e.Name()))
-		}
-	}
 }

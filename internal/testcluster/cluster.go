@@ -32,11 +32,15 @@ type Options struct {
 	Binaries Binaries
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
-	// FallbackCRDs installs the project's own CRDs from testdata/crds even when
-	// KubeVirt's real ones (../shared/kubevirt-crds) are present.
-	FallbackCRDs bool
+	// CRDs are YAML files of CustomResourceDefinitions to install before Start
+	// returns, such as the KubeVirt CRDs of package kubevirt's Binaries.
+	CRDs []string
 	// Timeout bounds startup once the binaries are there. Zero means 2 minutes.
 	Timeout time.Duration
+	// BindAddress is where the API server listens; empty means 127.0.0.1.
+	// The Pods of a real node (package node) reach it through the kubernetes
+	// Service at the node's address, so a cluster for one needs 0.0.0.0.
+	BindAddress string
 }
 
 // Cluster is a running control plane. Its exported fields are set by Start and
@@ -55,9 +59,6 @@ type Cluster struct {
 	RESTConfig *rest.Config
 	// Nodes are the fake nodes' names, all Ready when Start returns.
 	Nodes []string
-	// RealCRDs is true when KubeVirt's own CRDs were installed, false for the
-	// project's fallback CRDs.
-	RealCRDs bool
 	// Binaries are the commands the cluster runs.
 	Binaries Binaries
 	// StartupTime is how long Start took, not counting building binaries.
@@ -68,8 +69,11 @@ type Cluster struct {
 	removeDir bool
 	mu        sync.Mutex
 	procs     []*process
+	onStop    []func()
 	stopOnce  sync.Once
 	stopErr   error
+
+	bindAddress string // Options.BindAddress, else 127.0.0.1
 }
 
 // The components a Cluster runs; also the names of their logs (see LogFile).
@@ -82,16 +86,12 @@ const (
 )
 
 // Start runs a control plane on loopback and returns once the API server is
-// ready, KubeVirt's CRDs are established, the default ServiceAccount exists and
-// every node is Ready. On error everything started is stopped again.
+// ready, the CRDs of Options.CRDs are established, the default ServiceAccount
+// exists and every node is Ready. On error everything started is stopped again.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	logw := opts.Log
 	if logw == nil {
 		logw = io.Discard
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return nil, err
 	}
 	bins := opts.Binaries
 	if bins.Etcd == "" {
@@ -107,7 +107,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	c := &Cluster{Dir: opts.Dir, Binaries: bins, log: logw, begin: begin}
+	c := &Cluster{Dir: opts.Dir, Binaries: bins, log: logw, begin: begin, bindAddress: opts.BindAddress}
+	if c.bindAddress == "" {
+		c.bindAddress = "127.0.0.1"
+	}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "vmctl-testcluster-"); err != nil {
 			return nil, fmt.Errorf("create the cluster directory: %w", err)
@@ -147,9 +150,6 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if nodes <= 0 {
 		nodes = 1
 	}
-	dir, realCRDs := crdDir(root, opts.FallbackCRDs)
-	c.RealCRDs = realCRDs
-
 	// Validating KubeVirt's large CRDs costs the API server seconds, so they go
 	// in while it finishes starting. The garbage collector watches only the
 	// resources it found when it started (it rescans every 30s), so the
@@ -159,11 +159,13 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	wg.Go(func() {
-		if errs[0] = installCRDs(startCtx, dyn, dir); errs[0] != nil {
-			cancelStart()
-			return
+		if len(opts.CRDs) > 0 {
+			if errs[0] = installCRDs(startCtx, dyn, opts.CRDs); errs[0] != nil {
+				cancelStart()
+				return
+			}
+			c.logf("CRDs established (from %s)", strings.Join(opts.CRDs, ", "))
 		}
-		c.logf("KubeVirt CRDs established (from %s)", dir)
 		errs[0] = c.startControllerManager(p)
 	})
 	if errs[1] = c.waitAPIServerReady(startCtx); errs[1] == nil {
@@ -251,11 +253,27 @@ func (c *Cluster) LogFile(component string) string {
 	return filepath.Join(c.Dir, component+".log")
 }
 
-// Stop ends every component (SIGTERM, SIGKILL after a few seconds), newest
-// first, and removes Dir if Start created it. It is safe to call more than
-// once and from several goroutines.
+// OnStop registers f to run at the start of Stop, while the API server still
+// serves, last registered first: what a harness adds to the cluster (package
+// kubevirt's components and webhooks) goes before the cluster does, also when
+// StopOnSignal stops it.
+func (c *Cluster) OnStop(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onStop = append(c.onStop, f)
+}
+
+// Stop runs the OnStop functions, ends every component (SIGTERM, SIGKILL after
+// a few seconds), newest first, and removes Dir if Start created it. It is
+// safe to call more than once and from several goroutines.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		onStop := slices.Clone(c.onStop)
+		c.mu.Unlock()
+		for i := len(onStop) - 1; i >= 0; i-- {
+			onStop[i]()
+		}
 		procs := c.processes()
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].stop()
@@ -344,18 +362,32 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) er
 		}
 		proc, err := c.start(KubeAPIServer, c.Binaries.KubeAPIServer, []string{
 			"--etcd-servers=" + etcdURL,
-			"--bind-address=127.0.0.1",
+			"--bind-address=" + c.bindAddress,
 			"--advertise-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(ports[0]),
 			"--cert-dir=" + filepath.Join(c.Dir, "pki"),
 			"--tls-cert-file=" + p.ServingCert,
 			"--tls-private-key-file=" + p.ServingKey,
 			"--client-ca-file=" + p.CACert,
+			// The front-proxy CA and headers, published in
+			// kube-system/extension-apiserver-authentication for extension
+			// API servers; KubeVirt's virt-api will not start without them.
+			"--requestheader-client-ca-file=" + p.FrontProxyCACert,
+			"--requestheader-allowed-names=" + frontProxyClientName,
+			"--requestheader-username-headers=X-Remote-User",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--proxy-client-cert-file=" + p.ProxyClientCert,
+			"--proxy-client-key-file=" + p.ProxyClientKey,
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=" + p.SAPub,
 			"--service-account-signing-key-file=" + p.SAKey,
 			"--service-cluster-ip-range=10.96.0.0/16",
 			"--authorization-mode=Node,RBAC",
+			"--kubelet-client-certificate=" + p.KubeletClientCert,
+			"--kubelet-client-key=" + p.KubeletClientKey,
+			// A real node's hostname does not resolve; its InternalIP does.
+			"--kubelet-preferred-address-types=InternalIP,Hostname",
 			"--allow-privileged=true",
 			// 127.0.0.1 is not a valid endpoint for the kubernetes Service.
 			"--endpoint-reconciler-type=none",

@@ -3,7 +3,6 @@
 package testcluster_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 )
 
 var (
@@ -62,8 +63,12 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx contex
 }
 
 func TestCluster(t *testing.T) {
-	c := testcluster.ForTest(t, testcluster.Options{Nodes: 3, Log: logWriter{t}})
-	t.Logf("startup took %s (real KubeVirt CRDs: %v)", c.StartupTime, c.RealCRDs)
+	kv, err := kubevirt.EnsureBinaries(t.Context(), "", os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.ForTest(t, testcluster.Options{Nodes: 3, CRDs: []string{kv.CRDs}, Log: logWriter{t}})
+	t.Logf("startup took %s", c.StartupTime)
 	cs := kubernetes.NewForConfigOrDie(c.RESTConfig)
 	dyn := dynamic.NewForConfigOrDie(c.RESTConfig)
 
@@ -82,6 +87,20 @@ func TestCluster(t *testing.T) {
 			if len(n.Spec.Taints) != 0 {
 				t.Errorf("node %s has taints %v", n.Name, n.Spec.Taints)
 			}
+			// What KubeVirt's launcher Pods ask of a node.
+			if n.Labels["kubevirt.io/schedulable"] != "true" || n.Status.Allocatable.Name("devices.kubevirt.io/kvm", resource.DecimalSI).IsZero() {
+				t.Errorf("node %s lacks KubeVirt's label or devices: labels %v, allocatable %v", n.Name, n.Labels, n.Status.Allocatable)
+			}
+		}
+	})
+
+	t.Run("extension API servers find the front-proxy CA", func(t *testing.T) {
+		cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(t.Context(), "extension-apiserver-authentication", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(cm.Data["requestheader-client-ca-file"], "BEGIN CERTIFICATE") || cm.Data["requestheader-username-headers"] != `["X-Remote-User"]` {
+			t.Errorf("extension-apiserver-authentication lacks the requestheader settings: %v", cm.Data)
 		}
 	})
 
@@ -278,11 +297,12 @@ func TestCluster(t *testing.T) {
 		if v.ServerVersion.GitVersion != testcluster.KubernetesVersion {
 			t.Errorf("server version %q, want %q", v.ServerVersion.GitVersion, testcluster.KubernetesVersion)
 		}
-		// Short names and the printer columns come from the CRDs.
-		out, err = exec.CommandContext(t.Context(), kubectl, "--kubeconfig", c.Kubeconfig, "get", "vmis", "-A").CombinedOutput()
+		// Short names and the printer columns come from KubeVirt's CRDs.
+		out, err = exec.CommandContext(t.Context(), kubectl, "--kubeconfig", c.Kubeconfig, "get", "vms", "-A").CombinedOutput()
 		if err != nil {
-			t.Fatalf("kubectl get vmis: %v\n%s", err, out)
+			t.Fatalf("kubectl get vms: %v\n%s", err, out)
 		}
+
 	})
 
 	t.Run("Stop ends every process and removes the directory", func(t *testing.T) {
@@ -302,42 +322,6 @@ func TestCluster(t *testing.T) {
 			t.Errorf("cluster directory %s still exists: %v", c.Dir, err)
 		}
 	})
-}
-
-func TestFallbackCRDs(t *testing.T) {
-	c := testcluster.ForTest(t, testcluster.Options{Nodes: 1, FallbackCRDs: true})
-	if c.RealCRDs {
-		t.Fatal("RealCRDs is true with FallbackCRDs set")
-	}
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not on PATH")
-	}
-	manifest := `apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata:
-  name: fallback
-  namespace: default
-spec:
-  runStrategy: Halted
-  template:
-    spec:
-      domain:
-        devices: {}
-`
-	cmd := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", c.Kubeconfig, "create", "-f", "-")
-	cmd.Stdin = strings.NewReader(manifest)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl create a VM: %v\n%s", err, out)
-	}
-	out, err := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", c.Kubeconfig, "get", "vm", "fallback").CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl get vm: %v\n%s", err, out)
-	}
-	header := strings.Fields(string(bytes.SplitN(out, []byte("\n"), 2)[0]))
-	if got, want := strings.Join(header, " "), "NAME AGE STATUS READY"; got != want {
-		t.Errorf("kubectl get vm columns %q, want %q", got, want)
-	}
 }
 
 func createNamespace(t *testing.T, cs kubernetes.Interface, prefix string) string {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,41 +23,12 @@ func crdResource() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 }
 
-// kubevirtCRDFiles are the CRDs vmctl needs, as named in both the real and
-// the fallback CRD directories.
-func kubevirtCRDFiles() []string {
-	return []string{"virtualmachines.kubevirt.io.yaml", "virtualmachineinstances.kubevirt.io.yaml"}
-}
-
-// RealCRDDir is where a checkout keeps KubeVirt's own CRDs, relative to the repository root.
-const RealCRDDir = "../shared/kubevirt-crds"
-
-// FallbackCRDDir holds the project's own minimal KubeVirt CRDs, relative to the repository root.
-const FallbackCRDDir = "testdata/crds"
-
-// crdDir picks KubeVirt's real CRDs when the checkout has them, else the fallback.
-func crdDir(root string, forceFallback bool) (dir string, isReal bool) {
-	realDir := filepath.Join(root, RealCRDDir)
-	if !forceFallback {
-		ok := true
-		for _, f := range kubevirtCRDFiles() {
-			if _, err := os.Stat(filepath.Join(realDir, f)); err != nil {
-				ok = false
-			}
-		}
-		if ok {
-			return filepath.Clean(realDir), true
-		}
-	}
-	return filepath.Join(root, FallbackCRDDir), false
-}
-
-// installCRDs creates the CRDs in dir with a plain create (they exceed the
+// installCRDs creates the CRDs in files with a plain create (they exceed the
 // client-side apply annotation limit) and waits until they are Established.
-func installCRDs(ctx context.Context, client dynamic.Interface, dir string) error {
+func installCRDs(ctx context.Context, client dynamic.Interface, files []string) error {
 	var objs []*unstructured.Unstructured
-	for _, f := range kubevirtCRDFiles() {
-		o, err := readObjects(filepath.Join(dir, f))
+	for _, f := range files {
+		o, err := readObjects(f)
 		if err != nil {
 			return err
 		}
@@ -80,7 +50,7 @@ func installCRDs(ctx context.Context, client dynamic.Interface, dir string) erro
 				case err == nil || apierrors.IsAlreadyExists(err):
 					return true, nil
 				case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-					rejected = fmt.Errorf("create CRD %s from %s: %w", obj.GetName(), dir, err)
+					rejected = fmt.Errorf("create CRD %s: %w", obj.GetName(), err)
 					return true, nil
 				}
 				return false, err
@@ -94,7 +64,7 @@ func installCRDs(ctx context.Context, client dynamic.Interface, dir string) erro
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return waitFor(ctx, "the KubeVirt CRDs to be established", nil, func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, "the CRDs to be established", nil, func(ctx context.Context) (bool, error) {
 		for _, name := range names {
 			crd, err := client.Resource(crdResource()).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {

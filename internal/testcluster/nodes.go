@@ -15,22 +15,31 @@ import (
 func NodeName(i int) string { return fmt.Sprintf("node-%d", i) }
 
 // fakeNode is a node kwok manages: annotated for kwok's selector, with room for
-// any number of Pods.
+// any number of Pods. It carries what virt-handler's device plugins and node
+// labeller would give a KubeVirt node, since KubeVirt's virt-launcher Pods
+// ask for them: the kubevirt.io/schedulable and q35 machine-type labels and
+// the KVM, TUN and vhost-net devices.
 func fakeNode(name string) *corev1.Node {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("1000"),
-		corev1.ResourceMemory: resource.MustParse("1Ti"),
-		corev1.ResourcePods:   resource.MustParse("1000"),
+		corev1.ResourceCPU:              resource.MustParse("1000"),
+		corev1.ResourceMemory:           resource.MustParse("1Ti"),
+		corev1.ResourcePods:             resource.MustParse("1000"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
+		"devices.kubevirt.io/kvm":       resource.MustParse("1000"),
+		"devices.kubevirt.io/tun":       resource.MustParse("1000"),
+		"devices.kubevirt.io/vhost-net": resource.MustParse("1000"),
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Annotations: map[string]string{NodeAnnotation: "fake"},
 			Labels: map[string]string{
-				corev1.LabelHostname:   name,
-				corev1.LabelOSStable:   "linux",
-				corev1.LabelArchStable: "amd64",
-				"type":                 "kwok",
+				corev1.LabelHostname:                name,
+				corev1.LabelOSStable:                "linux",
+				corev1.LabelArchStable:              "amd64",
+				"type":                              "kwok",
+				"kubevirt.io/schedulable":           "true",
+				"machine-type.node.kubevirt.io/q35": "true",
 			},
 		},
 		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},

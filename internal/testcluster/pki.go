@@ -17,17 +17,29 @@ import (
 )
 
 // pki holds the files the components read: a CA that signs the API server's
-// serving certificate and the admin's client certificate, and the key pair that
-// signs ServiceAccount tokens.
+// serving certificate and the admin's client certificate, the key pair that
+// signs ServiceAccount tokens, and the front-proxy CA and client certificate
+// with which the API server authenticates to extension API servers and
+// webhooks that check request headers (KubeVirt's virt-api insists on the
+// front-proxy CA in kube-system/extension-apiserver-authentication).
 type pki struct {
 	CACert, CAKey              string
 	ServingCert, ServingKey    string
 	SAKey, SAPub               string
+	KubeletClientCert          string // the API server's identity towards kubelets
+	KubeletClientKey           string
+	FrontProxyCACert           string
+	ProxyClientCert            string
+	ProxyClientKey             string
 	caPEM, adminCert, adminKey []byte // for the kubeconfig
 }
 
 // serviceIP is the first address of the service range, the `kubernetes` Service.
 const serviceIP = "10.96.0.1"
+
+// frontProxyClientName is the front-proxy client certificate's common name,
+// the one name --requestheader-allowed-names accepts.
+const frontProxyClientName = "front-proxy-client"
 
 // writePKI generates the certificates into dir. ECDSA keys keep it fast.
 func writePKI(dir string) (*pki, error) {
@@ -35,29 +47,16 @@ func writePKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("create the pki directory: %w", err)
 	}
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, caKey, caDER, err := newCA("vmctl-testcluster-ca", now)
 	if err != nil {
-		return nil, fmt.Errorf("generate the CA key: %w", err)
+		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "vmctl-testcluster-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	frontProxyCA, frontProxyKey, frontProxyDER, err := newCA("vmctl-testcluster-front-proxy-ca", now)
 	if err != nil {
-		return nil, fmt.Errorf("sign the CA: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, fmt.Errorf("parse the CA: %w", err)
+		return nil, err
 	}
 
-	leaf := func(serial int64, subject pkix.Name, usage x509.ExtKeyUsage, dns []string, ips []net.IP) ([]byte, []byte, error) {
+	leaf := func(ca *x509.Certificate, caKey *ecdsa.PrivateKey, serial int64, subject pkix.Name, usage x509.ExtKeyUsage, dns []string, ips []net.IP) ([]byte, []byte, error) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			return nil, nil, err
@@ -82,17 +81,29 @@ func writePKI(dir string) (*pki, error) {
 		}
 		return certPEM(der), keyPEM, nil
 	}
-	servingCert, servingKey, err := leaf(2, pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
+	servingCert, servingKey, err := leaf(ca, caKey, 2, pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(serviceIP)})
 	if err != nil {
 		return nil, fmt.Errorf("generate the serving certificate: %w", err)
 	}
 	// system:masters bypasses RBAC, like kubeadm's admin.conf.
-	adminCert, adminKey, err := leaf(3, pkix.Name{CommonName: "vmctl-testcluster-admin", Organization: []string{"system:masters"}},
+	adminCert, adminKey, err := leaf(ca, caKey, 3, pkix.Name{CommonName: "vmctl-testcluster-admin", Organization: []string{"system:masters"}},
 		x509.ExtKeyUsageClientAuth, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("generate the admin certificate: %w", err)
+	}
+	proxyCert, proxyKey, err := leaf(frontProxyCA, frontProxyKey, 2, pkix.Name{CommonName: frontProxyClientName}, x509.ExtKeyUsageClientAuth, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("generate the front-proxy client certificate: %w", err)
+	}
+
+	// For `kubectl logs` and `exec` on a real node (package node), as
+	// kubeadm's apiserver-kubelet-client.
+	kubeletClientCert, kubeletClientKey, err := leaf(ca, caKey, 4, pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		x509.ExtKeyUsageClientAuth, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("generate the kubelet client certificate: %w", err)
 	}
 
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -116,18 +127,50 @@ func writePKI(dir string) (*pki, error) {
 		CACert: filepath.Join(dir, "ca.crt"), CAKey: filepath.Join(dir, "ca.key"),
 		ServingCert: filepath.Join(dir, "apiserver.crt"), ServingKey: filepath.Join(dir, "apiserver.key"),
 		SAKey: filepath.Join(dir, "sa.key"), SAPub: filepath.Join(dir, "sa.pub"),
+		KubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"), KubeletClientKey: filepath.Join(dir, "apiserver-kubelet-client.key"),
+		FrontProxyCACert: filepath.Join(dir, "front-proxy-ca.crt"),
+		ProxyClientCert:  filepath.Join(dir, "front-proxy-client.crt"), ProxyClientKey: filepath.Join(dir, "front-proxy-client.key"),
 		caPEM: certPEM(caDER), adminCert: adminCert, adminKey: adminKey,
 	}
 	for path, data := range map[string][]byte{
 		p.CACert: p.caPEM, p.CAKey: caKeyPEM,
 		p.ServingCert: servingCert, p.ServingKey: servingKey,
 		p.SAKey: saKeyPEM, p.SAPub: saPubPEM,
+		p.KubeletClientCert: kubeletClientCert, p.KubeletClientKey: kubeletClientKey,
+		p.FrontProxyCACert: certPEM(frontProxyDER),
+		p.ProxyClientCert:  proxyCert, p.ProxyClientKey: proxyKey,
 	} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, fmt.Errorf("write %s: %w", path, err)
 		}
 	}
 	return p, nil
+}
+
+// newCA makes a self-signed CA named cn.
+func newCA(cn string, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("generate the key of %s: %w", cn, err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("sign %s: %w", cn, err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("parse %s: %w", cn, err)
+	}
+	return ca, key, der, nil
 }
 
 func certPEM(der []byte) []byte {

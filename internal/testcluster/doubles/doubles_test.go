@@ -22,16 +22,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
-// TestDoubles runs the virt-controller and kubelet doubles on a real control
-// plane. The kubelet double runs testdata/fakeagent instead of kubectl-vmctl.
+// TestDoubles runs the kubelet double on a real control plane, with
+// testdata/fakeagent instead of kubectl-vmctl. The virt-handler stand-in is
+// tested with KubeVirt's real virt-controller, in package kubevirt.
 func TestDoubles(t *testing.T) {
 	c := testcluster.ForTest(t, testcluster.Options{Nodes: 2, Log: tLogWriter{t}})
 	cs := kubernetes.NewForConfigOrDie(c.RESTConfig)
@@ -39,25 +37,18 @@ func TestDoubles(t *testing.T) {
 	agent := buildFakeAgent(t)
 	dir := t.TempDir()
 
-	vcCtx, stopVC := context.WithCancel(context.Background())
-	vcDone := make(chan error, 1)
-	go func() { vcDone <- RunVirtController(vcCtx, c.RESTConfig, log) }()
 	kCtx, stopKubelet := context.WithCancel(context.Background())
 	kDone := make(chan error, 1)
 	k := NewKubelet(c.RESTConfig, KubeletOptions{Binary: agent, Dir: dir, Log: log})
 	go func() { kDone <- k.Run(kCtx) }()
 	// Registered after ForTest, so it runs before the cluster stops.
 	t.Cleanup(func() {
-		stopVC()
 		stopKubelet()
-		for _, done := range []chan error{vcDone, kDone} {
-			if err := <-done; err != nil {
-				t.Errorf("double returned %v", err)
-			}
+		if err := <-kDone; err != nil {
+			t.Errorf("the kubelet double returned %v", err)
 		}
 	})
 
-	t.Run("virt-controller", func(t *testing.T) { testVirtController(t, c, cs) })
 	t.Run("kubelet", func(t *testing.T) { testKubelet(t, c, cs, k, dir) })
 	t.Run("kubelet stop kills agents", func(t *testing.T) {
 		ns := newTestNamespace(t, cs, "stop")
@@ -76,71 +67,6 @@ func TestDoubles(t *testing.T) {
 		if got, _ := os.ReadFile(k.LogPath(ns, pod.Name)); strings.Contains(string(got), "got SIGTERM") {
 			t.Errorf("agent got SIGTERM on kubelet stop, want SIGKILL; log:\n%s", got)
 		}
-	})
-}
-
-func testVirtController(t *testing.T, c *testcluster.Cluster, cs kubernetes.Interface) {
-	kv := kubevirt.NewForConfigOrDie(c.RESTConfig)
-	ns := newTestNamespace(t, cs, "vc")
-	vms := kv.KubevirtV1().VirtualMachines(ns)
-	vmis := kv.KubevirtV1().VirtualMachineInstances(ns)
-	node := c.Nodes[1]
-
-	vm, err := vms.Create(t.Context(), testVMFor(ns, "pinned", node), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vmi *kubevirtv1.VirtualMachineInstance
-	eventually(t, 30*time.Second, "a Ready VMI on "+node, func(ctx context.Context) (bool, error) {
-		vmi, err = vmis.Get(ctx, "pinned", metav1.GetOptions{})
-		return err == nil && vmiReady(vmi), err
-	})
-	if vmi.Status.NodeName != node || vmi.Labels[kubevirtv1.NodeNameLabel] != node || vmi.Labels["app"] != "web" {
-		t.Errorf("VMI node %q, labels %v; want node %s and app=web", vmi.Status.NodeName, vmi.Labels, node)
-	}
-	if !metav1.IsControlledBy(vmi, vm) {
-		t.Errorf("VMI owner references %+v, want controller %s", vmi.OwnerReferences, vm.UID)
-	}
-	waitVMStatus(t, vms, "pinned", vmStatusFields{Created: true, Ready: true, PrintableStatus: "Running"})
-
-	setRunStrategy(t, vms, "pinned", kubevirtv1.RunStrategyHalted)
-	waitGone(t, "the halted VM's VMI", func(ctx context.Context) error {
-		_, err := vmis.Get(ctx, "pinned", metav1.GetOptions{})
-		return err
-	})
-	waitVMStatus(t, vms, "pinned", vmStatusFields{PrintableStatus: "Stopped"})
-	setRunStrategy(t, vms, "pinned", kubevirtv1.RunStrategyAlways)
-	waitVMStatus(t, vms, "pinned", vmStatusFields{Created: true, Ready: true, PrintableStatus: "Running"})
-
-	legacy := testVMFor(ns, "legacy", node)
-	legacy.Spec.RunStrategy, legacy.Spec.Running = nil, ptr.To(true)
-	if _, err := vms.Create(t.Context(), legacy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitVMStatus(t, vms, "legacy", vmStatusFields{Created: true, Ready: true, PrintableStatus: "Running"})
-
-	if _, err := vms.Create(t.Context(), testVMFor(ns, "unpinned", ""), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitVMStatus(t, vms, "unpinned", vmStatusFields{Created: true, PrintableStatus: "Starting"})
-	if vmi, err := vmis.Get(t.Context(), "unpinned", metav1.GetOptions{}); err != nil {
-		t.Error(err)
-	} else if vmi.Status.Phase != kubevirtv1.Scheduling || vmi.Status.NodeName != "" {
-		t.Errorf("unpinned VMI phase %q on %q, want Scheduling on no node", vmi.Status.Phase, vmi.Status.NodeName)
-	}
-
-	// As the agent deletes its VM: the garbage collector removes the VMI,
-	// then the VM.
-	if err := vms.Delete(t.Context(), "pinned", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, "the deleted VM's VMI", func(ctx context.Context) error {
-		_, err := vmis.Get(ctx, "pinned", metav1.GetOptions{})
-		return err
-	})
-	waitGone(t, "the deleted VM", func(ctx context.Context) error {
-		_, err := vms.Get(ctx, "pinned", metav1.GetOptions{})
-		return err
 	})
 }
 
@@ -314,68 +240,6 @@ func createAgentPod(t *testing.T, cs kubernetes.Interface, pod *corev1.Pod) *cor
 		t.Fatal(err)
 	}
 	return created
-}
-
-func testVMFor(ns, name, node string) *kubevirtv1.VirtualMachine {
-	vm := &kubevirtv1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: kubevirtv1.VirtualMachineSpec{
-			RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways),
-			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{}}},
-			},
-		},
-	}
-	if node != "" {
-		vm.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
-			}}},
-		}}
-	}
-	return vm
-}
-
-func setRunStrategy(t *testing.T, vms interface {
-	Get(context.Context, string, metav1.GetOptions) (*kubevirtv1.VirtualMachine, error)
-	Update(context.Context, *kubevirtv1.VirtualMachine, metav1.UpdateOptions) (*kubevirtv1.VirtualMachine, error)
-}, name string, s kubevirtv1.VirtualMachineRunStrategy) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		vm, err := vms.Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		vm.Spec.RunStrategy = &s
-		_, err = vms.Update(t.Context(), vm, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func waitVMStatus(t *testing.T, vms interface {
-	Get(context.Context, string, metav1.GetOptions) (*kubevirtv1.VirtualMachine, error)
-}, name string, want vmStatusFields) {
-	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("VM %s status %+v", name, want), func(ctx context.Context) (bool, error) {
-		vm, err := vms.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		got := vmStatusFields{Created: vm.Status.Created, Ready: vm.Status.Ready, PrintableStatus: vm.Status.PrintableStatus}
-		if got != want {
-			return false, fmt.Errorf("status %+v", got)
-		}
-		for _, c := range vm.Status.Conditions {
-			if c.Type == kubevirtv1.VirtualMachineReady {
-				return (c.Status == corev1.ConditionTrue) == want.Ready, nil
-			}
-		}
-		return false, errors.New("no Ready condition")
-	})
 }
 
 func podRunning(p *corev1.Pod) bool {

@@ -36,14 +36,21 @@ type KubeletOptions struct {
 	Log *slog.Logger
 }
 
-// Kubelet is a test double of the kubelet for vmctl agent Pods, which kwok
-// leaves alone. For each agent Pod bound to a node it runs the real agent
-// binary as a local process with a token of the Pod's ServiceAccount bound to
-// the Pod, reports the Pod's status (Running, readiness from the agent's
-// /readyz, restarts) and handles deletion the kubelet's way: SIGTERM, wait for
-// the process to exit (SIGKILL after the grace period), then remove the Pod.
-// Only the Pod's first container runs; probes other than readiness, volumes,
-// resources and security contexts are ignored.
+// Kubelet is a test double of the kubelet for vmctl agent Pods on kwok's
+// simulated nodes, which kwok leaves alone. A real kubelet runs here too
+// (package node), but only one per machine: the double is what lets the
+// end-to-end tests run agents on many nodes at once (a DaemonSet on every
+// node, Deployments scaled up). What only a real kubelet shows (the image,
+// the securityContext, probes, logs, exec, restarts, deletion within the grace
+// period) is tested on the real node in internal/e2e/realnode.
+//
+// For each agent Pod bound to a node it runs the real agent binary as a local
+// process with a token of the Pod's ServiceAccount bound to the Pod, reports
+// the Pod's status (Running, readiness from the agent's /readyz, restarts) and
+// handles deletion the kubelet's way: SIGTERM, wait for the process to exit
+// (SIGKILL after the grace period), then remove the Pod. Only the Pod's first
+// container runs; probes other than readiness, volumes, resources and
+// security contexts are ignored.
 type Kubelet struct {
 	cfg    *rest.Config
 	opts   KubeletOptions

@@ -91,7 +91,11 @@ func demo(ctx context.Context, o *UpOptions, c *testcluster.Cluster) error {
 	if err := r.run(ctx, "kubectl", "vmctl", "status"); err != nil {
 		return err
 	}
-	if err := r.run(ctx, "kubectl", "get", "vm"); err != nil {
+	r.step("KubeVirt's own virt-controller runs each VM as a VMI in a virt-launcher Pod on its agent's node")
+	if err := r.run(ctx, "kubectl", "get", "vm,vmi"); err != nil {
+		return err
+	}
+	if err := r.run(ctx, "kubectl", "get", "pods", "-o", "wide", "-l", "kubevirt.io=virt-launcher"); err != nil {
 		return err
 	}
 

@@ -1,5 +1,6 @@
-// Command vmctl-cluster runs the loopback control plane of package testcluster
-// for a person: `vmctl-cluster up` keeps one running until Ctrl-C, `make demo`
+// Command vmctl-cluster runs the loopback control plane of package testcluster,
+// with KubeVirt's real virt-api and virt-controller (package kubevirt), for a
+// person: `vmctl-cluster up` keeps one running until Ctrl-C, `make demo`
 // runs `vmctl-cluster demo`.
 package main
 
@@ -26,7 +27,7 @@ func main() {
 func newCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "vmctl-cluster",
-		Short:         "Run a local Kubernetes control plane with fake nodes for trying kubectl-vmctl",
+		Short:         "Run a local Kubernetes control plane with fake nodes and KubeVirt's real virt-api and virt-controller for trying kubectl-vmctl",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -12,33 +12,34 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 )
 
 // UpOptions configure `up` and `demo`.
 type UpOptions struct {
-	Nodes        int
-	Dir          string
-	VmctlBinary  string
-	FallbackCRDs bool
+	Nodes         int
+	Dir           string
+	VmctlBinary   string
+	LauncherImage string
 
 	Out, ErrOut io.Writer
 }
 
 func newUpOptions(cmd *cobra.Command) *UpOptions {
-	return &UpOptions{Nodes: 3, Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
+	return &UpOptions{Nodes: 3, LauncherImage: kubevirt.DefaultLauncherImage, Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
 }
 
 func (o *UpOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&o.Nodes, "nodes", o.Nodes, "number of fake nodes")
 	cmd.Flags().StringVar(&o.Dir, "dir", o.Dir, "working directory for data, certificates and logs (default: a temporary directory, removed on exit)")
 	cmd.Flags().StringVar(&o.VmctlBinary, "vmctl-binary", o.VmctlBinary, "kubectl-vmctl binary the kubelet double runs in agent Pods (default: bin/kubectl-vmctl when built)")
-	cmd.Flags().BoolVar(&o.FallbackCRDs, "fallback-crds", o.FallbackCRDs, "install the project's minimal KubeVirt CRDs even when ../shared/kubevirt-crds exists")
+	cmd.Flags().StringVar(&o.LauncherImage, "launcher-image", o.LauncherImage, "virt-launcher image KubeVirt's virt-controller puts in launcher Pods (kwok's fake nodes never pull it)")
 }
 
 func newCmdUp() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Start a control plane with fake nodes and keep it running until Ctrl-C",
+		Short: "Start a control plane with fake nodes and KubeVirt's real virt-api and virt-controller, and keep it running until Ctrl-C",
 		Args:  cobra.NoArgs,
 	}
 	o := newUpOptions(cmd)
@@ -73,15 +74,19 @@ func (o *UpOptions) Complete() error {
 	return nil
 }
 
-// Run starts the cluster and the doubles, runs then (if set) with the running
-// cluster, and waits for ctx to end before stopping everything.
+// Run starts the cluster, KubeVirt and the doubles, runs then (if set) with
+// the running cluster, and waits for ctx to end before stopping everything.
 func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *testcluster.Cluster) error) error {
 	bins, err := testcluster.EnsureBinaries(ctx, "", o.ErrOut)
 	if err != nil {
 		return err
 	}
+	kvBins, err := kubevirt.EnsureBinaries(ctx, "", o.ErrOut)
+	if err != nil {
+		return err
+	}
 	c, err := testcluster.Start(ctx, testcluster.Options{
-		Nodes: o.Nodes, Dir: o.Dir, Binaries: bins, Log: o.ErrOut, FallbackCRDs: o.FallbackCRDs,
+		Nodes: o.Nodes, Dir: o.Dir, Binaries: bins, Log: o.ErrOut, CRDs: []string{kvBins.CRDs},
 	})
 	if err != nil {
 		return err
@@ -92,31 +97,35 @@ func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *t
 			_, _ = fmt.Fprintln(o.ErrOut, "error:", err)
 		}
 	}()
-
-	crds := "KubeVirt's CRDs"
-	if !c.RealCRDs {
-		crds = "the fallback KubeVirt CRDs"
+	kv, err := kubevirt.Start(ctx, c, kubevirt.Options{Binaries: kvBins, LauncherImage: o.LauncherImage, Log: o.ErrOut})
+	if err != nil {
+		return err
 	}
-	_, _ = fmt.Fprintf(o.Out, "cluster up in %s: %d nodes, %s; logs in %s\nkubeconfig: %s\n\n  export KUBECONFIG=%s\n\n",
-		c.StartupTime.Round(10*time.Millisecond), len(c.Nodes), crds, c.Dir, c.Kubeconfig, c.Kubeconfig)
 
+	_, _ = fmt.Fprintf(o.Out, "cluster up in %s: %d nodes; logs in %s\n"+
+		"KubeVirt %s: the real virt-api (webhooks at %s) and virt-controller, up in %s\n"+
+		"kubeconfig: %s\n\n  export KUBECONFIG=%s\n\n",
+		c.StartupTime.Round(10*time.Millisecond), len(c.Nodes), c.Dir,
+		kubevirt.Version, kv.APIURL, kv.StartupTime.Round(10*time.Millisecond),
+		c.Kubeconfig, c.Kubeconfig)
+
+	// The doubles log to a file beside the components' logs, so their lines
+	// do not interleave with the walkthrough on the terminal.
+	logPath := filepath.Join(c.Dir, "doubles.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logFile.Close() }()
+	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	doubles := make(chan error, 1)
+	go func() { doubles <- runDoubles(ctx, c, kv, o.VmctlBinary, log) }()
 	if o.VmctlBinary != "" {
-		// The doubles log to a file beside the components' logs, so their
-		// lines do not interleave with the walkthrough on the terminal.
-		logPath := filepath.Join(c.Dir, "doubles.log")
-		logFile, err := os.Create(logPath)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = logFile.Close() }()
-		log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
-		go func() { doubles <- runDoubles(ctx, c, o.VmctlBinary, log) }()
-		_, _ = fmt.Fprintf(o.Out, "virt-controller and kubelet doubles running agent Pods with %s (log: %s)\n", o.VmctlBinary, logPath)
+		_, _ = fmt.Fprintf(o.Out, "stand-ins (log: %s): virt-handler's part for VMIs, and a kubelet running agent Pods with %s\n", logPath, o.VmctlBinary)
 	} else {
-		_, _ = fmt.Fprintln(o.Out, "no kubectl-vmctl binary (run `make build` or pass --vmctl-binary): agent Pods will stay Pending")
+		_, _ = fmt.Fprintf(o.Out, "stand-in (log: %s): virt-handler's part for VMIs; no kubectl-vmctl binary (run `make build` or pass --vmctl-binary): agent Pods will stay Pending\n", logPath)
 	}
 
 	if then != nil {
@@ -132,7 +141,7 @@ func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *t
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("the virt-controller or kubelet double stopped: %w", err)
+		return fmt.Errorf("a stand-in stopped: %w", err)
 	}
 }
 

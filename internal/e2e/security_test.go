@@ -1,0 +1,219 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// securityModes are the columns of the README's "Security model" table.
+type securityMode int
+
+const (
+	policyOff    securityMode = iota // scaffold --admission-policy=false, prototype beside the fleet
+	policyOn                         // scaffold's default, prototype beside the fleet
+	ownNamespace                     // policy on, the fleet in a namespace of its own, the prototype elsewhere
+)
+
+func (m securityMode) String() string {
+	return [...]string{"policy off", "policy on", "fleet in its own namespace"}[m]
+}
+
+// agentFleet is one scaffolded Deployment of two agents, seen by the test as an
+// attacker holding the first agent's bound token.
+type agentFleet struct {
+	ns, protoNS string
+	proto       *kubevirtv1.VirtualMachine
+	pod, other  corev1.Pod // the token's Pod, and another agent's
+	kube        kubernetes.Interface
+	virt        kubevirt.Interface
+	// foreign is a VM vmctl did not make, beside the fleet; protoSibling
+	// one beside the prototype.
+	foreign, protoSibling string
+}
+
+// securityRows are the README's rows: what a stolen agent token tries, and
+// whether each mode allows it. A create "allowed" may also end in
+// AlreadyExists: admission let it through to storage.
+var securityRows = []struct {
+	name  string
+	try   func(t *testing.T, f *agentFleet) error
+	allow [3]bool // by mode
+}{
+	{"read the prototype", func(t *testing.T, f *agentFleet) error {
+		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Get(t.Context(), f.proto.Name, metav1.GetOptions{})
+		return err
+	}, [3]bool{true, true, true}},
+	{"read any VM in the fleet's namespace", func(t *testing.T, f *agentFleet) error {
+		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Get(t.Context(), f.foreign, metav1.GetOptions{})
+		return err
+	}, [3]bool{true, true, true}},
+	{"read another VM in the prototype's namespace", func(t *testing.T, f *agentFleet) error {
+		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Get(t.Context(), f.protoSibling, metav1.GetOptions{})
+		return err
+	}, [3]bool{true, true, false}},
+	{"read Pods or Secrets", func(t *testing.T, f *agentFleet) error {
+		if _, err := f.kube.CoreV1().Pods(f.ns).Get(t.Context(), f.pod.Name, metav1.GetOptions{}); err == nil {
+			return nil
+		}
+		_, err := f.kube.CoreV1().Secrets(f.ns).List(t.Context(), metav1.ListOptions{})
+		return err
+	}, [3]bool{false, false, false}},
+	{"create its own Pod's derived VM", func(t *testing.T, f *agentFleet) error {
+		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), derivedFor(t, f, f.pod), metav1.CreateOptions{})
+		return err
+	}, [3]bool{true, true, true}},
+	{"create a VM with another Pod's name", func(t *testing.T, f *agentFleet) error {
+		vm := derivedFor(t, f, f.pod)
+		vm.Name = derive.Name(f.proto.Name, f.other.Name)
+		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{})
+		return err
+	}, [3]bool{true, false, false}},
+	{"create a second VM", func(t *testing.T, f *agentFleet) error {
+		vm := derivedFor(t, f, f.pod)
+		vm.Name += "-2"
+		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{})
+		if err == nil {
+			t.Cleanup(func() {
+				_ = e.virt.KubevirtV1().VirtualMachines(f.ns).Delete(context.Background(), vm.Name, metav1.DeleteOptions{})
+			})
+		}
+		return err
+	}, [3]bool{true, false, false}},
+	{"create its VM with a serviceAccount volume", func(t *testing.T, f *agentFleet) error {
+		vm := derivedFor(t, f, f.pod)
+		vm.Spec.Template.Spec.Volumes = append(vm.Spec.Template.Spec.Volumes, kubevirtv1.Volume{
+			Name: "stolen", VolumeSource: kubevirtv1.VolumeSource{ServiceAccount: &kubevirtv1.ServiceAccountVolumeSource{ServiceAccountName: "default"}}})
+		vm.Spec.Template.Spec.Domain.Devices.Disks = append(vm.Spec.Template.Spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "stolen"})
+		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{})
+		return err
+	}, [3]bool{true, false, false}},
+	{"patch the prototype", func(t *testing.T, f *agentFleet) error {
+		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Patch(t.Context(), f.proto.Name, types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"stolen":"yes"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}, [3]bool{false, false, false}},
+	{"delete a VM vmctl did not make", func(t *testing.T, f *agentFleet) error {
+		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), f.foreign, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	}, [3]bool{true, false, false}},
+	{"delete another agent's VM", func(t *testing.T, f *agentFleet) error {
+		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), derive.Name(f.proto.Name, f.other.Name), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	}, [3]bool{true, false, false}},
+	{"delete the prototype", func(t *testing.T, f *agentFleet) error {
+		return f.virt.KubevirtV1().VirtualMachines(f.protoNS).Delete(t.Context(), f.proto.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	}, [3]bool{true, false, false}},
+	{"delete its own Pod's VM", func(t *testing.T, f *agentFleet) error {
+		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), derive.Name(f.proto.Name, f.pod.Name), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	}, [3]bool{true, true, true}},
+}
+
+// TestStolenAgentToken tries, with a real agent Pod's own bound
+// ServiceAccount token, each row of the README's security model in each of
+// its modes, and checks the API server allows or refuses it exactly as the
+// table says. Deletes and patches are server-side dry runs: admission judges
+// them as it would the real thing, and nothing changes.
+func TestStolenAgentToken(t *testing.T) {
+	for _, mode := range []securityMode{policyOff, policyOn, ownNamespace} {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newAgentFleet(t, mode)
+			for _, row := range securityRows {
+				t.Run(row.name, func(t *testing.T) {
+					err := row.try(t, f)
+					allowed := err == nil || apierrors.IsAlreadyExists(err)
+					t.Logf("%s: %v", mode, err)
+					if allowed != row.allow[mode] {
+						t.Errorf("%s with %s: allowed=%v (err %v), the README says allowed=%v", row.name, mode, allowed, err, row.allow[mode])
+					}
+					if !allowed && !apierrors.IsForbidden(err) {
+						t.Errorf("%s refused with %v, want 403 Forbidden (RBAC or the admission policy)", row.name, err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// newAgentFleet scaffolds two agents for mode, waits for their VMs, and returns
+// the first agent's token clients.
+func newAgentFleet(t *testing.T, mode securityMode) *agentFleet {
+	t.Helper()
+	f := &agentFleet{ns: namespace(t)}
+	f.protoNS = f.ns
+	flags := []string{"--replicas", "2"}
+	switch mode {
+	case policyOff:
+		flags = append(flags, "--admission-policy=false")
+	case ownNamespace:
+		f.protoNS = namespace(t)
+		flags = append(flags, "--proto-namespace", f.protoNS)
+	}
+	f.proto = createPrototype(t, f.protoNS, "testvm.yaml")
+	admin := e.virt.KubevirtV1()
+	for _, vm := range []struct{ ns, name string }{{f.ns, "not-vmctl"}, {f.protoNS, "beside-the-prototype"}} {
+		foreign := plainVM(f.proto, vm.name)
+		foreign.Namespace = vm.ns
+		if _, err := admin.VirtualMachines(vm.ns).Create(t.Context(), foreign, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.foreign, f.protoSibling = "not-vmctl", "beside-the-prototype"
+	deploy(t, f.ns, scaffold.KindDeployment, "testvm", flags...)
+	pairs := waitPaired(t, f.ns, "testvm", 2, settle)
+	pods, err := agentPods(t.Context(), f.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := sortedKeys(pairs)
+	f.pod, f.other = pods[names[0]], pods[names[1]]
+	f.kube, f.virt = agentClients(t, f.ns, scaffold.DefaultName("testvm"), f.pod)
+	if mode != policyOff {
+		waitPolicyInForce(t, f)
+	}
+	return f
+}
+
+// waitPolicyInForce waits until the API server enforces the fleet's policy:
+// it takes effect once the API server's informers have it.
+func waitPolicyInForce(t *testing.T, f *agentFleet) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "the admission policy in force", func(ctx context.Context) (bool, string, error) {
+		err := f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(ctx, f.foreign, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil {
+			return false, "delete of a foreign VM allowed", nil
+		}
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+			return true, "", nil
+		}
+		return false, err.Error(), nil
+	})
+}
+
+// derivedFor is the VM an agent of pod derives: what the policy must let
+// through, before a row changes it.
+func derivedFor(t *testing.T, f *agentFleet, pod corev1.Pod) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	proto, err := e.virt.KubevirtV1().VirtualMachines(f.protoNS).Get(t.Context(), f.proto.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := derive.VM(proto, derive.Pod{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Node: pod.Spec.NodeName},
+		derive.Options{Namespace: f.ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vm
+}

@@ -1,0 +1,139 @@
+package doubles
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
+)
+
+// RunVirtHandler runs a stand-in for KubeVirt's virt-handler, the node agent
+// that starts the guest in a launcher Pod, against the cluster behind cfg
+// until ctx is done. There is no libvirt here and no guest: it does only the
+// two phase changes of a VMI that virt-handler reports and that KubeVirt's
+// real virt-controller (package kubevirt) waits for.
+//
+//   - A VMI that virt-controller handed over (phase Scheduled: its launcher
+//     Pod runs and is Ready on a node) becomes Running, as when the guest
+//     boots. virt-controller then derives the VMI's Ready condition from the
+//     launcher Pod, and the VM's status from the VMI.
+//   - A VMI being deleted that is Scheduled or Running becomes Succeeded, as
+//     when the guest shuts down; virt-controller then deletes the launcher
+//     Pod and removes its finalizers.
+//
+// cfg should authenticate as KubeVirt's kubevirt-handler ServiceAccount
+// (kubevirt.KubeVirt.HandlerConfig): virt-api takes VMI status changes only
+// from KubeVirt's own identities. It returns nil once ctx is done, and an
+// error only when it cannot start.
+func RunVirtHandler(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
+	client, err := kubevirt.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("virt-handler stand-in: build the KubeVirt client: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "virt-handler-stand-in")
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "virt-handler-stand-in"},
+	)
+	defer queue.ShutDown()
+
+	vmis := client.KubevirtV1().VirtualMachineInstances(metav1.NamespaceAll)
+	informer := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return vmis.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return vmis.Watch(ctx, opts)
+		},
+	}, &kubevirtv1.VirtualMachineInstance{}, 0, cache.Indexers{})
+	enqueue := func(obj any) {
+		if vmi, ok := obj.(*kubevirtv1.VirtualMachineInstance); ok && nextPhase(vmi) != "" {
+			queue.Add(cache.MetaObjectToName(vmi))
+		}
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}); err != nil {
+		return fmt.Errorf("virt-handler stand-in: register an event handler: %w", err)
+	}
+	go informer.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return nil
+	}
+	log.Info("started")
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
+
+	for {
+		key, shutdown := queue.Get()
+		if shutdown {
+			return nil
+		}
+		err := setPhase(ctx, client, informer.GetIndexer(), key, log)
+		switch {
+		case err == nil:
+			queue.Forget(key)
+		case ctx.Err() == nil:
+			log.Info("update failed, will retry", "vmi", key.String(), "err", err)
+			queue.AddRateLimited(key)
+		}
+		queue.Done(key)
+	}
+}
+
+// setPhase moves the VMI at key to its next phase, if it has one. It updates
+// the VMI as virt-handler does (KubeVirt gives virt-handler update, not
+// patch); the resourceVersion makes a stale copy fail rather than overwrite
+// what virt-controller wrote since.
+func setPhase(ctx context.Context, client kubevirt.Interface, store cache.Indexer, key cache.ObjectName, log *slog.Logger) error {
+	obj, ok, err := store.GetByKey(key.String())
+	if err != nil || !ok {
+		return err
+	}
+	vmi := obj.(*kubevirtv1.VirtualMachineInstance)
+	next := nextPhase(vmi)
+	if next == "" {
+		return nil
+	}
+	updated := vmi.DeepCopy()
+	updated.Status.Phase = next
+	_, err = client.KubevirtV1().VirtualMachineInstances(vmi.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		// The informer brings the newer VMI, and with it another try.
+		return nil
+	case err != nil:
+		return err
+	}
+	log.Info("VMI phase", "vmi", key.String(), "node", vmi.Status.NodeName, "from", vmi.Status.Phase, "to", next)
+	return nil
+}
+
+// nextPhase is the phase virt-handler would report next for vmi, or "" when
+// it has nothing to report.
+func nextPhase(vmi *kubevirtv1.VirtualMachineInstance) kubevirtv1.VirtualMachineInstancePhase {
+	switch {
+	case vmi.DeletionTimestamp != nil && (vmi.Status.Phase == kubevirtv1.Scheduled || vmi.Status.Phase == kubevirtv1.Running):
+		return kubevirtv1.Succeeded
+	case vmi.DeletionTimestamp == nil && vmi.Status.Phase == kubevirtv1.Scheduled && vmi.Status.NodeName != "":
+		return kubevirtv1.Running
+	}
+	return ""
+}

@@ -1,0 +1,31 @@
+// Package kubevirt runs KubeVirt's own control plane, the real virt-api and
+// virt-controller of KubeVirt Version, against a testcluster.Cluster for the
+// end-to-end tests and `make demo`, as virt-operator would install them:
+//
+//   - EnsureBinaries builds both commands from the tools module beside this
+//     package (internal/testcluster/kubevirt/tools) into
+//     <repo>/.cache/kubevirt once, and has KubeVirt's own functions print its
+//     CRDs, RBAC and webhook configurations there.
+//   - The cluster installs the CRDs (testcluster.Options.CRDs).
+//   - Start installs the RBAC, runs each component as its own KubeVirt
+//     ServiceAccount, registers virt-api's validating and mutating webhooks
+//     pointed at virt-api on 127.0.0.1 with a CA of its own, and restarts a
+//     component that exits. Stopping the cluster (also on Ctrl-C, see
+//     testcluster.Cluster.StopOnSignal) removes the webhooks and stops both.
+//
+// virt-handler, which needs libvirt and a node, does not run: the stand-in in
+// package doubles reports the two VMI phases it would, with the identity in
+// KubeVirt.HandlerConfig. virt-controller's launcher Pods run on kwok's nodes,
+// which never pull Options.LauncherImage.
+//
+// A TestMain that adds KubeVirt to a shared cluster:
+//
+//	kvBins, err := kubevirt.EnsureBinaries(ctx, "", os.Stderr)
+//	...
+//	c, err := testcluster.Start(ctx, testcluster.Options{CRDs: []string{kvBins.CRDs}, ...})
+//	...
+//	defer c.Stop() // stops KubeVirt first
+//	kv, err := kubevirt.Start(ctx, c, kubevirt.Options{Binaries: kvBins})
+//	...
+//	go doubles.RunVirtHandler(ctx, kv.HandlerConfig, log)
+package kubevirt

@@ -1,0 +1,103 @@
+// Command kubevirt-manifests prints, as multi-document YAML, what KubeVirt's
+// virt-operator would install for virt-api and virt-controller, built by
+// KubeVirt's own functions of the version this module pins:
+//
+//	kubevirt-manifests crds      every KubeVirt CRD (components.New...Crd)
+//	kubevirt-manifests rbac      ServiceAccounts, Roles and bindings (rbac.GetAll...)
+//	kubevirt-manifests webhooks  virt-api's validating and mutating webhook configurations
+//
+// The webhooks point at virt-api's Service, as virt-operator installs them;
+// the test harness (internal/testcluster/kubevirt) points them at virt-api on
+// loopback instead.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"kubevirt.io/kubevirt/pkg/virt-operator/resource/generate/components"
+	"kubevirt.io/kubevirt/pkg/virt-operator/resource/generate/rbac"
+)
+
+// namespace is where KubeVirt runs, as in a default install.
+const namespace = "kubevirt"
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: kubevirt-manifests crds|rbac|webhooks")
+		os.Exit(2)
+	}
+	objs, err := manifests(os.Args[1])
+	if err == nil {
+		err = printYAML(objs)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubevirt-manifests:", err)
+		os.Exit(1)
+	}
+}
+
+func manifests(what string) ([]runtime.Object, error) {
+	switch what {
+	case "crds":
+		return crds()
+	case "rbac":
+		var objs []runtime.Object
+		objs = append(objs, rbac.GetAllCluster()...)
+		objs = append(objs, rbac.GetAllApiServer(namespace)...)
+		objs = append(objs, rbac.GetAllController(namespace)...)
+		objs = append(objs, rbac.GetAllHandler(namespace)...)
+		return objs, nil
+	case "webhooks":
+		return []runtime.Object{
+			components.NewVirtAPIValidatingWebhookConfiguration(namespace),
+			components.NewVirtAPIMutatingWebhookConfiguration(namespace),
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown manifest set %q: want crds, rbac or webhooks", what)
+}
+
+// crds lists the KubeVirt CRD, which KubeVirt's install manifests create with
+// virt-operator, and then the same functions, in the same order, as
+// virt-operator's install.GenerateCurrentInstallStrategy.
+func crds() ([]runtime.Object, error) {
+	var objs []runtime.Object
+	for _, f := range []func() (*extv1.CustomResourceDefinition, error){
+		components.NewKubeVirtCrd,
+		components.NewVirtualMachineInstanceCrd, components.NewPresetCrd, components.NewReplicaSetCrd,
+		components.NewVirtualMachineCrd, components.NewVirtualMachineInstanceMigrationCrd,
+		components.NewVirtualMachineSnapshotCrd, components.NewVirtualMachineSnapshotContentCrd,
+		components.NewVirtualMachineRestoreCrd, components.NewVirtualMachineInstancetypeCrd,
+		components.NewVirtualMachineClusterInstancetypeCrd, components.NewVirtualMachinePoolCrd,
+		components.NewMigrationPolicyCrd, components.NewVirtualMachinePreferenceCrd,
+		components.NewVirtualMachineClusterPreferenceCrd, components.NewVirtualMachineExportCrd,
+		components.NewVirtualMachineCloneCrd,
+	} {
+		crd, err := f()
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, crd)
+	}
+	return objs, nil
+}
+
+func printYAML(objs []runtime.Object) error {
+	for _, obj := range objs {
+		if obj.GetObjectKind().GroupVersionKind().Kind == "" {
+			return fmt.Errorf("%T has no apiVersion and kind", obj)
+		}
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Printf("---\n%s", data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
