@@ -163,7 +163,7 @@ func BenchmarkStatusAndGC(b *testing.B) {
 
 	// What MaxByName weighs: Pods read by name, as many at once as Load
 	// reads, against one LIST of the namespace's every Pod.
-	byName, whole := timeLookups(b, kube, ns, status.MaxByName)
+	byName, whole, wholePods := timeLookups(b, kube, ns, status.MaxByName)
 
 	// Orphan the first tenth of the VMs while each build's status --watch
 	// follows, counting the tables it prints.
@@ -178,12 +178,19 @@ func BenchmarkStatusAndGC(b *testing.B) {
 	parallel(b, orphans, func(i int) error {
 		return kube.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p-%05d", i), metav1.DeleteOptions{})
 	})
+	// Agent Pods only: virt-controller runs a launcher Pod per VMI here too.
+	var left []corev1.Pod
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == n-orphans, err
+		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: agentSelector})
+		if err != nil {
+			return false, err
+		}
+		left = list.Items
+		return len(left) == n-orphans, nil
 	})
 	if err != nil {
-		b.Fatalf("%d pods gone: %v", orphans, err)
+		b.Fatalf("%d of %d agent Pods gone, want %d (first left: %s, deleting since %v, finalizers %v): %v",
+			n-len(left), n, orphans, left[0].Name, left[0].DeletionTimestamp, left[0].Finalizers, err)
 	}
 	churn := time.Since(t3)
 	watched := make([]watchFigures, len(builds))
@@ -253,7 +260,7 @@ func BenchmarkStatusAndGC(b *testing.B) {
 	fmt.Printf("status/gc: this build: status/get %.2fx; status requests %d %v; diff requests %d %v\n",
 		ratio, statusTotal, statusReqs, diffTotal, diffReqs)
 	fmt.Printf("status/gc: %d Pods read by name, 8 at a time: %s; one LIST of the namespace's %d Pods: %s\n",
-		status.MaxByName, byName.Round(time.Millisecond), n, whole.Round(time.Millisecond))
+		status.MaxByName, byName.Round(time.Millisecond), wholePods, whole.Round(time.Millisecond))
 	fmt.Printf("status/gc: gc of %d orphans %s, requests %d %v\n", orphans, gcTime.Round(time.Millisecond), gcTotal, gcReqs)
 }
 
@@ -444,8 +451,9 @@ func firstTable(b *testing.B, name string, rows int, args ...string) timing {
 
 // timeLookups times what status.MaxByName weighs: reading n Pods of ns by
 // name (one LIST narrowed to metadata.name each, 8 at a time, as Load
-// does) against one paged LIST of every Pod of ns.
-func timeLookups(b *testing.B, kube kubernetes.Interface, ns string, n int) (byName, whole time.Duration) {
+// does) against one paged LIST of every Pod of ns, agents' or not, of which
+// it returns the count.
+func timeLookups(b *testing.B, kube kubernetes.Interface, ns string, n int) (byName, whole time.Duration, pods int) {
 	b.Helper()
 	ctx := context.Background()
 	t0 := time.Now()
@@ -461,10 +469,10 @@ func timeLookups(b *testing.B, kube kubernetes.Interface, ns string, n int) (byN
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return kube.CoreV1().Pods(ns).List(ctx, opts)
 	})
-	if err := p.EachListItem(ctx, metav1.ListOptions{}, func(runtime.Object) error { return nil }); err != nil {
+	if err := p.EachListItem(ctx, metav1.ListOptions{}, func(runtime.Object) error { pods++; return nil }); err != nil {
 		b.Fatal(err)
 	}
-	return byName, time.Since(t0)
+	return byName, time.Since(t0), pods
 }
 
 // parallel runs f(0..n-1) on 16 workers and fails b on the first error.
