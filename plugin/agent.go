@@ -32,6 +32,7 @@ type AgentOptions struct {
 	ProtoNamespace     string
 	HostnameOverride   string
 	AllowSharedVolumes bool
+	StopOnEvacuation   bool
 	ProbeAddress       string
 	DeleteTimeout      time.Duration
 	Verbosity          int
@@ -111,6 +112,8 @@ and POD_UID. Without NODE_NAME or POD_UID it GETs its Pod once.`,
 	f.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM. Defaults to the namespace of the derived VM.")
 	f.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Pod name to act as, instead of POD_NAME or the hostname. Mainly for running outside a Pod.")
 	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes, "Derive VMs even when they would all write to the prototype's persistentVolumeClaim or dataVolume volumes.")
+	f.BoolVar(&o.StopOnEvacuation, "stop-on-evacuation", o.StopOnEvacuation,
+		"Stop the VM (delete its VMI, giving the guest its grace period) when a drain asks KubeVirt to evacuate it; KubeVirt starts it again once the node takes Pods. For agents a drain leaves in place: a DaemonSet's (kubectl drain --ignore-daemonsets). Needs get, list, watch and delete on virtualmachineinstances.")
 	f.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz and /readyz on.")
 	f.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout,
 		"The shutdown's deadline, from the signal: a create still going on, the VM's deletion and the wait for it to be gone all end by then, and the agent exits 1 if the VM may outlive the Pod. Keep it under the Pod's terminationGracePeriodSeconds.")
@@ -171,6 +174,7 @@ func (o *AgentOptions) Complete(args []string) error {
 		Namespace:          namespace,
 		Pod:                id,
 		AllowSharedVolumes: o.AllowSharedVolumes,
+		StopOnEvacuation:   o.StopOnEvacuation,
 		ProbeAddress:       o.ProbeAddress,
 		DeleteTimeout:      o.DeleteTimeout,
 	}

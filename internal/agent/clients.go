@@ -23,6 +23,14 @@ type vmAPI interface {
 	watch(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
+// vmiAPI is what an agent that stops its VM when a drain asks for it needs
+// of VMIs: its own VM's, by name.
+type vmiAPI interface {
+	listVMI(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineInstanceList, error)
+	watchVMI(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error)
+	deleteVMI(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+}
+
 // podAPI is all the agent asks of the core API about Pods: its own, once.
 type podAPI interface {
 	getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
@@ -48,6 +56,18 @@ func (c kubevirtVMs) list(ctx context.Context, namespace, name string, opts meta
 
 func (c kubevirtVMs) watch(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
 	return c.cs.KubevirtV1().VirtualMachines(namespace).Watch(ctx, byName(opts, name))
+}
+
+func (c kubevirtVMs) listVMI(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineInstanceList, error) {
+	return c.cs.KubevirtV1().VirtualMachineInstances(namespace).List(ctx, byName(opts, name))
+}
+
+func (c kubevirtVMs) watchVMI(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
+	return c.cs.KubevirtV1().VirtualMachineInstances(namespace).Watch(ctx, byName(opts, name))
+}
+
+func (c kubevirtVMs) deleteVMI(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+	return c.cs.KubevirtV1().VirtualMachineInstances(namespace).Delete(ctx, name, opts)
 }
 
 // byName narrows opts to one object: never a list or watch of every VM in

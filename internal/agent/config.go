@@ -39,6 +39,11 @@ type Config struct {
 	// AllowSharedVolumes lets the derived VMs share the prototype's writable
 	// persistentVolumeClaim volumes.
 	AllowSharedVolumes bool
+	// StopOnEvacuation stops the VM when KubeVirt marks its VMI for
+	// evacuation from this node (a drain tried to evict its launcher Pod):
+	// for agents a drain does not evict, a DaemonSet's. Others wait for the
+	// drain to evict their Pod, and delete the VM then.
+	StopOnEvacuation bool
 	// ProbeAddress is the host:port of /healthz and /readyz.
 	ProbeAddress string
 	// DeleteTimeout bounds how long shutdown waits for the VM to be gone.

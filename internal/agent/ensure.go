@@ -77,6 +77,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 	}
 	ref := want.Namespace + "/" + want.Name
 	a.checkGracePeriod(ctx, want, protoRef)
+	a.checkEvictionStrategy(ctx, proto)
 
 	created, err := a.create(ctx, want)
 	if err == nil {

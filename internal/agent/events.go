@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -24,6 +25,8 @@ const (
 	ReasonDeleteFailed         = "DeleteFailed"
 	ReasonWatchDenied          = "WatchDenied"
 	ReasonGracePeriod          = "GracePeriodTooShort"
+	ReasonEvictionStrategy     = "EvictionStrategyOverridden"
+	ReasonEvacuated            = "Evacuated"
 	ReasonPodUnknown           = "PodUnknown"
 )
 
@@ -51,7 +54,9 @@ type reporter struct {
 	status   *readiness
 	recorder record.EventRecorder // nil until the Pod is known
 	pod      *corev1.ObjectReference
-	last     string
+
+	mu   sync.Mutex // the VM's and the VMI's watches both report
+	last string
 }
 
 // startEvents begins recording Events on pod; they stop when ctx ends.
@@ -85,6 +90,8 @@ func (r *reporter) done(ctx context.Context, reason, msg string) {
 
 func (r *reporter) event(typ, reason, msg string) {
 	key := typ + "\x00" + reason + "\x00" + msg
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.recorder == nil || key == r.last {
 		return
 	}

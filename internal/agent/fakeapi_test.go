@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -44,7 +45,8 @@ type fakeAPI struct {
 	rev        int64
 	cacheStart int64
 	vms        map[string]*kubevirtv1.VirtualMachine // by name; one namespace
-	history    []watch.Event                         // every change, oldest first
+	vmis       map[string]*kubevirtv1.VirtualMachineInstance
+	history    []watch.Event // every change, oldest first
 	watches    map[*fakeWatch]bool
 	requests   []string
 	uids       int
@@ -66,7 +68,7 @@ type fakeAPI struct {
 
 func newFakeAPI(t *testing.T, vms ...*kubevirtv1.VirtualMachine) *fakeAPI {
 	f := &fakeAPI{
-		t: t, rev: 10, vms: map[string]*kubevirtv1.VirtualMachine{},
+		t: t, rev: 10, vms: map[string]*kubevirtv1.VirtualMachine{}, vmis: map[string]*kubevirtv1.VirtualMachineInstance{},
 		watches: map[*fakeWatch]bool{}, seen: make(chan string, 1000),
 	}
 	for _, vm := range vms {
@@ -392,6 +394,90 @@ func (f *fakeAPI) publish(ev watch.Event) {
 	}
 }
 
+// The VMI endpoints, without history: enough for the evacuation watch.
+
+func (f *fakeAPI) listVMI(_ context.Context, _, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineInstanceList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(fmt.Sprintf("list vmi %s rv=%s", name, opts.ResourceVersion)); err != nil {
+		return nil, err
+	}
+	list := &kubevirtv1.VirtualMachineInstanceList{ListMeta: metav1.ListMeta{ResourceVersion: f.version()}}
+	if vmi, ok := f.vmis[name]; ok {
+		list.Items = append(list.Items, *vmi.DeepCopy())
+	}
+	return list, nil
+}
+
+func (f *fakeAPI) watchVMI(_ context.Context, _, name string, opts metav1.ListOptions) (watch.Interface, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(fmt.Sprintf("watch vmi %s rv=%s", name, opts.ResourceVersion)); err != nil {
+		return nil, err
+	}
+	w := &fakeWatch{name: name, vmi: true, ch: make(chan watch.Event, 1000), bookmarks: opts.AllowWatchBookmarks}
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		if vmi, ok := f.vmis[name]; ok {
+			w.send(watch.Event{Type: watch.Added, Object: vmi})
+		}
+		w.send(watch.Event{Type: watch.Bookmark, Object: &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{
+			ResourceVersion: f.version(),
+			Annotations:     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
+		}}})
+	}
+	f.watches[w] = true
+	return w, nil
+}
+
+func (f *fakeAPI) deleteVMI(_ context.Context, _, name string, opts metav1.DeleteOptions) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("delete vmi " + name); err != nil {
+		return err
+	}
+	vmi, ok := f.vmis[name]
+	if !ok {
+		return apierrors.NewNotFound(vmResource.GroupResource(), name)
+	}
+	if p := opts.Preconditions; p != nil && p.UID != nil && *p.UID != vmi.UID {
+		return apierrors.NewConflict(vmResource.GroupResource(), name, errors.New("precondition failed"))
+	}
+	delete(f.vmis, name)
+	f.rev++
+	gone := vmi.DeepCopy()
+	gone.ResourceVersion = f.version()
+	f.publish(watch.Event{Type: watch.Deleted, Object: gone})
+	return nil
+}
+
+// putVMI stores a VMI as KubeVirt would write it.
+func (f *fakeAPI) putVMI(vmi *kubevirtv1.VirtualMachineInstance) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	vmi = vmi.DeepCopy()
+	typ := watch.Modified
+	if _, ok := f.vmis[vmi.Name]; !ok {
+		typ = watch.Added
+	}
+	f.rev++
+	vmi.ResourceVersion = f.version()
+	if vmi.Namespace == "" {
+		vmi.Namespace = testNamespace
+	}
+	f.vmis[vmi.Name] = vmi
+	f.publish(watch.Event{Type: typ, Object: vmi.DeepCopy()})
+}
+
+// vmiObject returns a copy of a stored VMI, or nil.
+func (f *fakeAPI) vmiObject(name string) *kubevirtv1.VirtualMachineInstance {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if vmi, ok := f.vmis[name]; ok {
+		return vmi.DeepCopy()
+	}
+	return nil
+}
+
 func objectRV(obj runtime.Object) int64 {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -401,9 +487,10 @@ func objectRV(obj runtime.Object) int64 {
 	return rv
 }
 
-// fakeWatch is one watch on one VM name.
+// fakeWatch is one watch on one VM (or VMI) name.
 type fakeWatch struct {
 	name      string
+	vmi       bool // watches the VMI of that name, not the VM
 	bookmarks bool
 	ch        chan watch.Event
 
@@ -412,8 +499,11 @@ type fakeWatch struct {
 }
 
 func (w *fakeWatch) wants(ev watch.Event) bool {
+	if vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance); ok {
+		return w.vmi && vmi.Name == w.name
+	}
 	vm, ok := ev.Object.(*kubevirtv1.VirtualMachine)
-	return ok && vm.Name == w.name
+	return ok && !w.vmi && vm.Name == w.name
 }
 
 // send delivers a copy of ev unless the watch ended.

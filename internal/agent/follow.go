@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -15,26 +16,43 @@ import (
 )
 
 // watchVM follows the one VM namespace/name until check reports done or ctx
-// ends. check sees the VM as it is now (nil when it does not exist) once the
-// first list is in and again after every change, always from this goroutine.
+// ends; see watchOne.
+func watchVM(ctx context.Context, api vmAPI, namespace, name string, b wait.Backoff,
+	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachine) (done bool)) error {
+	return watchOne(ctx, namespace, name, &kubevirtv1.VirtualMachine{}, b, onDenied, check,
+		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return api.list(ctx, namespace, name, opts)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return api.watch(ctx, namespace, name, opts)
+		})
+}
+
+// watchOne follows the one object namespace/name of expected's type until
+// check reports done or ctx ends. check sees the object as it is now (the
+// zero T, nil, when it does not exist) once the first list is in and again
+// after every change, always from this goroutine.
 //
-// The watching is client-go's: a Reflector narrowed to the one VM by a field
-// selector on metadata.name, filling a Store. It opens with a consistent
-// streaming list (or a LIST where the server has none), resumes from
-// bookmarks, and after 410 Gone, a restarted API server or a compacted etcd
-// it lists again from a current resourceVersion, waiting b (jittered)
-// between attempts. A hand-written loop got exactly that wrong: resuming from
-// the VM's own resourceVersion after 410 is resuming from a version just as
-// old. A bare Reflector rather than an informer, because the agent needs no
-// event queue and wants its own backoff.
+// The watching is client-go's: a Reflector narrowed to the one object by a
+// field selector on metadata.name (list and watch apply it), filling a
+// Store. It opens with a consistent streaming list (or a LIST where the
+// server has none), resumes from bookmarks, and after 410 Gone, a restarted
+// API server or a compacted etcd it lists again from a current
+// resourceVersion, waiting b (jittered) between attempts. A hand-written loop
+// got exactly that wrong: resuming from the object's own resourceVersion
+// after 410 is resuming from a version just as old. A bare Reflector rather
+// than an informer, because the agent needs no event queue and wants its own
+// backoff.
 //
 // onDenied hears every list or watch the API server refused in a way that
 // retrying will not fix (RBAC forbids it; the credentials were refused).
-// When it returns true, watchVM stops and returns that error; otherwise the
-// reflector keeps retrying. watchVM returns nil when check said done and
+// When it returns true, watchOne stops and returns that error; otherwise the
+// reflector keeps retrying. watchOne returns nil when check said done and
 // ctx's cause when ctx ended.
-func watchVM(ctx context.Context, api vmAPI, namespace, name string, b wait.Backoff,
-	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachine) (done bool)) error {
+func watchOne[T runtime.Object](ctx context.Context, namespace, name string, expected T, b wait.Backoff,
+	onDenied func(error) (stop bool), check func(T) (done bool),
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	denied := make(chan error, 1)
@@ -54,21 +72,21 @@ func watchVM(ctx context.Context, api vmAPI, namespace, name string, b wait.Back
 			if opts.ResourceVersion == "0" {
 				opts.ResourceVersion = ""
 			}
-			list, err := api.list(ctx, namespace, name, opts)
+			obj, err := list(ctx, opts)
 			if err != nil {
 				return nil, report(err)
 			}
-			return list, nil
+			return obj, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := api.watch(ctx, namespace, name, opts)
+			w, err := watchFn(ctx, opts)
 			return w, report(err)
 		},
 	}
 	store := newNotifyingStore()
-	r := cache.NewReflectorWithOptions(lw, &kubevirtv1.VirtualMachine{}, store, cache.ReflectorOptions{
-		Name:            "vm",
-		TypeDescription: "VirtualMachine " + namespace + "/" + name,
+	r := cache.NewReflectorWithOptions(lw, expected, store, cache.ReflectorOptions{
+		Name:            "agent",
+		TypeDescription: fmt.Sprintf("%T %s/%s", expected, namespace, name),
 		Backoff:         &b,
 	})
 	go r.RunWithContext(ctx)
@@ -88,11 +106,11 @@ func watchVM(ctx context.Context, api vmAPI, namespace, name string, b wait.Back
 	}
 	key := namespace + "/" + name
 	for {
-		var vm *kubevirtv1.VirtualMachine
+		var current T
 		if obj, exists, _ := store.GetByKey(key); exists {
-			vm = obj.(*kubevirtv1.VirtualMachine)
+			current = obj.(T)
 		}
-		if check(vm) {
+		if check(current) {
 			return nil
 		}
 		select {

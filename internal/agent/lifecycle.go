@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +24,7 @@ import (
 type Agent struct {
 	cfg    Config
 	vms    vmAPI
+	vmis   vmiAPI
 	pods   podAPI
 	kube   kubernetes.Interface
 	status *readiness
@@ -35,23 +38,27 @@ type Agent struct {
 	// cutShort names a VM whose create the final deadline cut short: it
 	// may exist, and the agent cannot tell.
 	cutShort string
-	// warnedGrace is set once the guest's grace period was found too long.
-	warnedGrace bool
+	// warnedGrace is set once the guest's grace period was found too long;
+	// warnedEviction once the prototype's eviction strategy was overridden.
+	warnedGrace, warnedEviction bool
+	// evacuation is where a stop for a drain stands (evacuationState).
+	evacuation atomic.Int32
 	// wasReady remembers the last readiness logged, to log changes only.
 	wasReady bool
 }
 
 // New returns an Agent for cfg, which must have passed Validate.
 func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface) *Agent {
-	return newAgent(cfg, kubevirtVMs{kv}, kube)
+	return newAgent(cfg, kubevirtVMs{kv}, kubevirtVMs{kv}, kube)
 }
 
-func newAgent(cfg Config, vms vmAPI, kube kubernetes.Interface) *Agent {
+func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Agent {
 	status := newReadiness(ReadyzStarting)
 	return &Agent{
 		cfg:    cfg,
 		final:  context.Background(),
 		vms:    vms,
+		vmis:   vmis,
 		pods:   kubePods{kube},
 		kube:   kube,
 		status: status,
@@ -202,6 +209,11 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 	latest = vm
 	wasReady = a.observe(ctx, vm)
 	ref := vm.Namespace + "/" + vm.Name
+	if a.cfg.StopOnEvacuation {
+		ectx, stop := context.WithCancel(ctx)
+		defer stop()
+		go a.stopOnEvacuation(ectx, vm)
+	}
 	_ = watchVM(ctx, a.vms, vm.Namespace, vm.Name, watchBackoff(a.cfg.backoff()), func(err error) bool {
 		a.report.fail(ctx, watchProblem(ref, err))
 		return false // the reflector retries; readiness returns with the VM
@@ -225,14 +237,36 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 	return latest, false, wasReady
 }
 
+// The states of a stop for a drain: the agent deleted the VMI, then saw the
+// VM not ready; when it is ready again, the stop is over. Until the VM was
+// seen down, its status may still say ready from before the stop.
+const (
+	notEvacuated int32 = iota
+	evacuationStopping
+	evacuationDown
+)
+
 // observe mirrors vm's status.ready on /readyz and logs changes.
 func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool {
 	ready := vm.Status.Ready && vm.DeletionTimestamp == nil
+	switch a.evacuation.Load() {
+	case evacuationStopping:
+		if !ready {
+			a.evacuation.CompareAndSwap(evacuationStopping, evacuationDown)
+		}
+		ready = false
+	case evacuationDown:
+		if ready && a.evacuation.CompareAndSwap(evacuationDown, notEvacuated) {
+			klog.FromContext(ctx).Info("VM back after its stop for a drain")
+		}
+	}
 	switch {
 	case ready:
 		a.status.set(true, "")
 	case vm.DeletionTimestamp != nil:
 		a.status.set(false, ReadyzVMDeleting)
+	case a.evacuation.Load() != notEvacuated:
+		a.status.set(false, strings.TrimSuffix(ReadyzEvacuated+": "+string(vm.Status.PrintableStatus), ": "))
 	case vm.Status.PrintableStatus != "":
 		a.status.set(false, ReadyzVMNotReady+": "+string(vm.Status.PrintableStatus))
 	default:

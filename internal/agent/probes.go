@@ -20,6 +20,7 @@ const (
 	ReadyzVMDeleting   = "VMDeleting"
 	ReadyzVMNotReady   = "VMNotReady" // followed by ": " and KubeVirt's printableStatus when known
 	ReadyzShuttingDown = "ShuttingDown"
+	ReadyzEvacuated    = "Evacuated" // followed by ": " and KubeVirt's printableStatus
 )
 
 // readiness is what /readyz reports: ready, or a short reason why not.

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -32,7 +33,8 @@ type Options struct {
 //
 // The result is named Name(proto.Name, pod.Name), carries the vmctl labels
 // and annotations, is owned by the Pod when in the Pod's namespace, is
-// pinned to pod.Node, runs with runStrategy Always, and has the prototype's
+// pinned to pod.Node, runs with runStrategy Always and evictionStrategy
+// External, and has the prototype's
 // machine identity and dataVolumeTemplate names replaced by its own. It
 // returns a *SharedVolumeError when the prototype's writable storage would
 // be shared by every derived VM, unless opts.AllowSharedVolumes.
@@ -66,6 +68,13 @@ func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.Vi
 	templateMeta(vm.Spec.Template, proto.Name, pod.Name)
 	clearIdentity(&vm.Spec.Template.Spec, name)
 	vm.Spec.Template.Spec.Affinity = pinToNode(vm.Spec.Template.Spec.Affinity, pod.Node)
+
+	// KubeVirt then holds every eviction of the VM's launcher Pod and only
+	// marks the VMI (status.evacuationNodeName): a drain takes the VM down
+	// with its agent Pod, as the workload's PodDisruptionBudget allows, and
+	// never behind its back. LiveMigrate could not work anyway: the VM is
+	// pinned to its node.
+	vm.Spec.Template.Spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyExternal)
 
 	// KubeVirt rejects a VM that sets both; the agent's Pod decides when the
 	// VM exists, so while it does it always runs.

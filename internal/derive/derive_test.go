@@ -2,12 +2,14 @@ package derive
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -116,4 +118,30 @@ func TestVMErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVMEvictionStrategyIsExternal: whatever the prototype asks, a drain must
+// leave a derived VM's fate to its agent Pod and the workload's
+// PodDisruptionBudget; a pinned VM cannot live-migrate.
+func TestVMEvictionStrategyIsExternal(t *testing.T) {
+	for _, proto := range []*kubevirtv1.EvictionStrategy{nil,
+		ptr.To(kubevirtv1.EvictionStrategyNone), ptr.To(kubevirtv1.EvictionStrategyLiveMigrate),
+		ptr.To(kubevirtv1.EvictionStrategyLiveMigrateIfPossible), ptr.To(kubevirtv1.EvictionStrategyExternal)} {
+		p := testPrototype()
+		p.Spec.Template.Spec.EvictionStrategy = proto
+		got := mustVM(t, p, testPod(), Options{}).Spec.Template.Spec.EvictionStrategy
+		if got == nil || *got != kubevirtv1.EvictionStrategyExternal {
+			t.Errorf("prototype evictionStrategy %v: derived %v, want External", ptrString(proto), ptrString(got))
+		}
+		if p.Spec.Template.Spec.EvictionStrategy != proto {
+			t.Errorf("the prototype was changed")
+		}
+	}
+}
+
+func ptrString[T any](p *T) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprint(*p)
 }

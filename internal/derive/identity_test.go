@@ -63,7 +63,8 @@ func TestVMClearsIdentity(t *testing.T) {
 				tc.want(want)
 			}
 			got := mustVM(t, proto, testPod(), Options{}).Spec.Template.Spec.DeepCopy()
-			got.Affinity = nil // pinning has its own test
+			got.Affinity = nil         // pinning has its own test
+			got.EvictionStrategy = nil // and the eviction strategy
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("template spec (-want +got):\n%s", diff)
 			}

@@ -77,6 +77,13 @@ func repoFile(rel string) string {
 // createPrototype creates the prototype VM of testdata/<file> in ns.
 func createPrototype(t testing.TB, ns, file string) *kubevirtv1.VirtualMachine {
 	t.Helper()
+	return createPrototypeWith(t, ns, file, nil)
+}
+
+// createPrototypeWith creates the prototype VM of testdata/<file> in ns,
+// changed by change first (when not nil).
+func createPrototypeWith(t testing.TB, ns, file string, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+	t.Helper()
 	b, err := os.ReadFile(repoFile(filepath.Join("testdata", file)))
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +91,9 @@ func createPrototype(t testing.TB, ns, file string) *kubevirtv1.VirtualMachine {
 	var vm kubevirtv1.VirtualMachine
 	if err := yaml.UnmarshalStrict(b, &vm); err != nil {
 		t.Fatalf("parse %s: %v", file, err)
+	}
+	if change != nil {
+		change(&vm)
 	}
 	created, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), &vm, metav1.CreateOptions{})
 	if err != nil {

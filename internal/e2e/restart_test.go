@@ -28,7 +28,9 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // The fleet and the windows of TestAgentsSurviveAPIServerRestart.
@@ -99,8 +101,11 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 		reqs := fleetRequestsSince(t, ns, mark, ready)
 		t.Logf("agent requests on VirtualMachines from the restart to %v after it: %s", budgetWindow, reqs)
 		// The victim's agent also GETs the prototype, POSTs the VM and
-		// watches the new VM.
-		reqs.check(t, 1+requestBudget, map[string]int{victim: 1 + requestBudget + 3})
+		// watches the new VM; it reads the prototype again before each
+		// retry of a refused create.
+		refused := reqs.checkRefusals(t)
+		t.Logf("creates refused while the API server rediscovered KubeVirt's CRDs: %d", refused)
+		reqs.check(t, 1+requestBudget, map[string]int{victim: 1 + requestBudget + 3 + refused})
 		if got := reqs.verbs()["create"]; got != 1 {
 			t.Errorf("%d VM creates, want exactly 1, for the deleted VM", got)
 		}
@@ -201,6 +206,9 @@ func auditMark(t *testing.T) int {
 // as "verb name", sorted, by Pod.
 type fleetRequests struct {
 	byPod map[string][]string
+	// refused are the VM creates the API server refused, by Pod: when
+	// they came and why.
+	refused map[string][]testcluster.AuditEvent
 }
 
 // fleetRequestsSince waits until budgetWindow after from and returns the
@@ -215,9 +223,14 @@ func fleetRequestsSince(t *testing.T, ns string, mark int, from time.Time) fleet
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := fleetRequests{byPod: map[string][]string{}}
+	r := fleetRequests{byPod: map[string][]string{}, refused: map[string][]testcluster.AuditEvent{}}
 	for _, ev := range events[mark:] {
-		if pod := ev.Pod(); pod != "" && strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":") {
+		pod := ev.Pod()
+		switch {
+		case pod == "" || !strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":"):
+		case ev.Verb == "create" && ev.ResponseStatus.Code >= 300:
+			r.refused[pod] = append(r.refused[pod], ev)
+		default:
 			r.byPod[pod] = append(r.byPod[pod], ev.Verb+" "+ev.ObjectRef.Name)
 		}
 	}
@@ -225,6 +238,35 @@ func fleetRequestsSince(t *testing.T, ns string, mark int, from time.Time) fleet
 		sort.Strings(reqs)
 	}
 	return r
+}
+
+// checkRefusals fails t unless every refused create is the admission
+// policy's refusal while the restarted API server has not yet rediscovered
+// KubeVirt's CRDs (the policy's paramKind is VirtualMachine, and the API
+// server's policy plugin finds it through discovery), and unless the agent
+// retried those refusals no sooner than its backoff allows: the k-th retry
+// at least the sum of k un-jittered backoff steps after the first try
+// (latency only adds to that). It returns the count.
+func (r fleetRequests) checkRefusals(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for pod, evs := range r.refused {
+		n += len(evs)
+		b, least := agent.DefaultBackoff(), time.Duration(0)
+		b.Jitter = 0
+		for i, ev := range evs {
+			if !strings.Contains(ev.ResponseStatus.Message, "paramKind") {
+				t.Errorf("agent %s: create refused with %d %q, want only the policy's refusals before discovery", pod, ev.ResponseStatus.Code, ev.ResponseStatus.Message)
+			}
+			if i > 0 {
+				least += b.Step()
+			}
+			if after := ev.Received.Sub(evs[0].Received.Time); after < least {
+				t.Errorf("agent %s: retry %d of a refused create %v after the first, sooner than its backoff allows (%v)", pod, i, after, least)
+			}
+		}
+	}
+	return n
 }
 
 // verbs counts the requests by verb.
@@ -301,21 +343,24 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// waitOthersGone waits until no agent Pod outside ns is left from earlier
-// tests, so that only ns's agents talk to the API server.
+// waitOthersGone waits until no agent Pod and no VM's launcher Pod outside
+// ns is left from earlier tests, so that only ns's agents talk to the API
+// server and a drain meets only ns's Pods.
 func waitOthersGone(t *testing.T, ns string) {
 	t.Helper()
-	eventually(t, 3*time.Minute, "agent Pods of other tests gone", func(ctx context.Context) (bool, string, error) {
-		pods, err := e.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-			LabelSelector: scaffold.LabelName + "=" + scaffold.AppName,
-			FieldSelector: fields.OneTermNotEqualSelector("metadata.namespace", ns).String(),
-		})
-		if err != nil {
-			return false, "", err
-		}
+	eventually(t, 3*time.Minute, "agent and launcher Pods of other tests gone", func(ctx context.Context) (bool, string, error) {
 		var left []string
-		for _, p := range pods.Items {
-			left = append(left, p.Namespace+"/"+p.Name)
+		for _, selector := range []string{scaffold.LabelName + "=" + scaffold.AppName, "kubevirt.io=virt-launcher"} {
+			pods, err := e.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+				LabelSelector: selector,
+				FieldSelector: fields.OneTermNotEqualSelector("metadata.namespace", ns).String(),
+			})
+			if err != nil {
+				return false, "", err
+			}
+			for _, p := range pods.Items {
+				left = append(left, p.Namespace+"/"+p.Name)
+			}
 		}
 		return len(left) == 0, strings.Join(left, " "), nil
 	})

@@ -34,7 +34,10 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 	forbid := func(expression, message string) admissionregistrationv1.Validation {
 		return admissionregistrationv1.Validation{Expression: expression, Message: message, Reason: ptr.To(metav1.StatusReasonForbidden)}
 	}
-	creating := func(expression string) string { return "request.operation != 'CREATE' || (" + expression + ")" }
+	// creating guards the rules on creating a VM; a VMI has a rule of its own.
+	creating := func(expression string) string {
+		return "variables.isVMI || request.operation != 'CREATE' || (" + expression + ")"
+	}
 
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta: metav1.TypeMeta{
@@ -54,7 +57,7 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 						Rule: admissionregistrationv1.Rule{
 							APIGroups:   []string{kubevirtGroup},
 							APIVersions: []string{"*"},
-							Resources:   []string{virtualMachines, virtualMachines + "/*"},
+							Resources:   []string{virtualMachines, virtualMachines + "/*", virtualMachineInstances, virtualMachineInstances + "/*"},
 							Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
 						},
 					},
@@ -71,10 +74,10 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 				forbid("variables.pod != '' && variables.podUID != ''",
 					fmt.Sprintf("the request carries no Pod (%s, %s): the agent must use its Pod's bound ServiceAccount token, so keep automountServiceAccountToken true", podNameExtra, podUIDExtra)),
 				forbid("request.operation != 'UPDATE'",
-					"a vmctl agent never changes a VirtualMachine; it only creates its own and deletes it"),
-				forbid("!variables.isPrototype",
+					"a vmctl agent never changes a VirtualMachine or a VMI; it only creates its own VM and deletes it"),
+				forbid("variables.isVMI || !variables.isPrototype",
 					fmt.Sprintf("a vmctl agent may never change or delete its prototype %s/%s", p.protoNamespace(), p.Prototype)),
-				forbid("variables.ownPodsVM",
+				forbid("variables.isVMI || variables.ownPodsVM",
 					fmt.Sprintf("the VirtualMachine is not this Pod's: a vmctl agent may only create and delete the VM derived from prototype %s/%s for its own Pod (labels %s and %s, annotations %s, %s and %s)",
 						p.protoNamespace(), p.Prototype, derive.LabelPrototype, derive.LabelPod, derive.AnnotationPodName, derive.AnnotationPodNamespace, derive.AnnotationPrototypeName)),
 				forbid(creating("object.metadata.?annotations['"+derive.AnnotationPodUID+"'].orValue('') == variables.podUID"),
@@ -87,6 +90,9 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 					fmt.Sprintf("the VirtualMachine's volumes or dataVolumeTemplates are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
 				forbid(creating("variables.sameHostAccess"),
 					fmt.Sprintf("the VirtualMachine's devices, networks, credentials, instancetype or template annotations are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
+				forbid("!variables.isVMI || (request.operation == 'DELETE' && variables.ownPodsVMI)",
+					fmt.Sprintf("a vmctl agent may only delete its own Pod's VMI (labels %s=%s and %s=<its Pod>), to stop its VM for a drain",
+						derive.LabelPrototype, derive.LabelValue(p.Prototype), derive.LabelPod)),
 			},
 		},
 	}
@@ -113,6 +119,10 @@ func (p Params) admissionVariables() []admissionregistrationv1.Variable {
 		{Name: "pod", Expression: extra(podNameExtra)},
 		{Name: "podUID", Expression: extra(podUIDExtra)},
 		{Name: "vm", Expression: "request.operation == 'DELETE' ? oldObject : object"},
+		{Name: "isVMI", Expression: "request.resource.resource == '" + virtualMachineInstances + "'"},
+		// A VMI carries the labels derive puts on the VM's template.
+		{Name: "ownPodsVMI", Expression: label(derive.LabelPrototype) + " == '" + derive.LabelValue(p.Prototype) + "' && " +
+			label(derive.LabelPod) + " != '' && (size(variables.pod) > 63 || " + label(derive.LabelPod) + " == variables.pod)"},
 		{Name: "isPrototype", Expression: "variables.vm.metadata.name == params.metadata.name && variables.vm.metadata.namespace == params.metadata.namespace"},
 		// Derived from this prototype for the requesting Pod, by name: a
 		// StatefulSet Pod's agent replaces the VM of an earlier Pod of its

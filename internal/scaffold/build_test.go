@@ -189,8 +189,14 @@ func TestRBACSameNamespace(t *testing.T) {
 	wantProtoRule, wantVMRule, wantEventsRule := wantRules()
 	objs := mustBuild(t, validParams(KindDaemonSet))
 	role := find[*rbacv1.Role](t, objs, "vms", "vmctl-testvm")
-	if diff := cmp.Diff([]rbacv1.PolicyRule{wantProtoRule, wantVMRule, wantEventsRule}, role.Rules); diff != "" {
+	// A DaemonSet's agents stop their VMs for a drain through the VMI.
+	wantVMIRule := rbacv1.PolicyRule{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"get", "list", "watch", "delete"}}
+	if diff := cmp.Diff([]rbacv1.PolicyRule{wantProtoRule, wantVMRule, wantEventsRule, wantVMIRule}, role.Rules); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)
+	}
+	deployRole := find[*rbacv1.Role](t, mustBuild(t, validParams(KindDeployment)), "vms", "vmctl-testvm")
+	if diff := cmp.Diff([]rbacv1.PolicyRule{wantProtoRule, wantVMRule, wantEventsRule}, deployRole.Rules); diff != "" {
+		t.Errorf("a Deployment's rules (-want +got):\n%s", diff)
 	}
 	rb := find[*rbacv1.RoleBinding](t, objs, "vms", "vmctl-testvm")
 	if diff := cmp.Diff(rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "vmctl-testvm"}, rb.RoleRef); diff != "" {
@@ -276,12 +282,18 @@ func TestAgentArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := validParams(KindDaemonSet)
+			p := validParams(KindDeployment)
 			tt.change(&p)
+			d := find[*appsv1.Deployment](t, mustBuild(t, p), "vms", "vmctl-testvm")
+			if diff := cmp.Diff(tt.want, d.Spec.Template.Spec.Containers[0].Args); diff != "" {
+				t.Errorf("Deployment args (-want +got):\n%s", diff)
+			}
+			// A DaemonSet's agents also stop their VMs for a drain, which
+			// leaves their Pods in place.
+			p.Kind = KindDaemonSet
 			ds := find[*appsv1.DaemonSet](t, mustBuild(t, p), "vms", "vmctl-testvm")
-			got := ds.Spec.Template.Spec.Containers[0].Args
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("args (-want +got):\n%s", diff)
+			if diff := cmp.Diff(append(tt.want, "--stop-on-evacuation"), ds.Spec.Template.Spec.Containers[0].Args); diff != "" {
+				t.Errorf("DaemonSet args (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -466,8 +478,8 @@ func TestAdmissionPolicy(t *testing.T) {
 	rules := vap.Spec.MatchConstraints.ResourceRules
 	if len(rules) != 1 ||
 		!cmp.Equal(rules[0].Operations, []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"}) ||
-		!cmp.Equal(rules[0].APIGroups, []string{"kubevirt.io"}) || !cmp.Equal(rules[0].Resources, []string{"virtualmachines", "virtualmachines/*"}) {
-		t.Errorf("resourceRules = %+v, want CREATE, UPDATE, DELETE of kubevirt.io virtualmachines and their subresources", rules)
+		!cmp.Equal(rules[0].APIGroups, []string{"kubevirt.io"}) || !cmp.Equal(rules[0].Resources, []string{"virtualmachines", "virtualmachines/*", "virtualmachineinstances", "virtualmachineinstances/*"}) {
+		t.Errorf("resourceRules = %+v, want CREATE, UPDATE, DELETE of kubevirt.io virtualmachines, virtualmachineinstances and their subresources", rules)
 	}
 	wantMatch := []admissionregistrationv1.MatchCondition{{
 		Name:       "vmctl-agent",

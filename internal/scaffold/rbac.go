@@ -9,8 +9,9 @@ import (
 
 // KubeVirt's API group and the resource the agent manages.
 const (
-	kubevirtGroup   = "kubevirt.io"
-	virtualMachines = "virtualmachines"
+	kubevirtGroup           = "kubevirt.io"
+	virtualMachines         = "virtualmachines"
+	virtualMachineInstances = "virtualmachineinstances"
 )
 
 func (p Params) serviceAccount() *corev1.ServiceAccount {
@@ -34,8 +35,10 @@ func PrototypeRule(prototype string) rbacv1.PolicyRule {
 
 // VMRules let the agent create, follow and delete its derived VM and record
 // events. Pods need no access: the agent learns its own from the downward API.
-func VMRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
+// An agent that stops its VM for a drain (a DaemonSet's, see
+// StopsOnEvacuation) also watches its VMI and deletes it.
+func (p Params) VMRules() []rbacv1.PolicyRule {
+	rules := []rbacv1.PolicyRule{
 		{
 			APIGroups: []string{kubevirtGroup},
 			Resources: []string{virtualMachines},
@@ -49,13 +52,21 @@ func VMRules() []rbacv1.PolicyRule {
 			Verbs:     []string{"create", "patch"},
 		},
 	}
+	if p.StopsOnEvacuation() {
+		rules = append(rules, rbacv1.PolicyRule{
+			APIGroups: []string{kubevirtGroup},
+			Resources: []string{virtualMachineInstances},
+			Verbs:     []string{"get", "list", "watch", "delete"},
+		})
+	}
+	return rules
 }
 
 // rbac returns the Roles and RoleBindings: one pair in Namespace, and when the
 // prototype lives elsewhere, a second pair there that only reads it.
 func (p Params) rbac() []runtime.Object {
 	if !p.crossNamespace() {
-		rules := append([]rbacv1.PolicyRule{PrototypeRule(p.Prototype)}, VMRules()...)
+		rules := append([]rbacv1.PolicyRule{PrototypeRule(p.Prototype)}, p.VMRules()...)
 		return []runtime.Object{
 			p.role(p.Name, p.Namespace, rules),
 			p.roleBinding(p.Name, p.Namespace),
@@ -67,7 +78,7 @@ func (p Params) rbac() []runtime.Object {
 	return []runtime.Object{
 		p.role(protoName, protoNS, []rbacv1.PolicyRule{PrototypeRule(p.Prototype)}),
 		p.roleBinding(protoName, protoNS),
-		p.role(p.Name, p.Namespace, VMRules()),
+		p.role(p.Name, p.Namespace, p.VMRules()),
 		p.roleBinding(p.Name, p.Namespace),
 	}
 }

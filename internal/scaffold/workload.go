@@ -35,8 +35,18 @@ func (p Params) AgentArgs() []string {
 	if p.GracePeriodSeconds != DefaultGracePeriodSeconds {
 		args = append(args, "--delete-timeout="+p.deleteTimeout().String())
 	}
+	if p.StopsOnEvacuation() {
+		args = append(args, "--stop-on-evacuation")
+	}
 	return args
 }
+
+// StopsOnEvacuation reports whether p's agents stop their VMs when a drain
+// asks KubeVirt to evacuate them: a DaemonSet's Pods stay on a drained node
+// (kubectl drain --ignore-daemonsets), so nothing else would take the VM off
+// it. The Pods of a Deployment or StatefulSet are evicted, as their
+// PodDisruptionBudget allows, and their agents delete the VMs then.
+func (p Params) StopsOnEvacuation() bool { return p.Kind == KindDaemonSet }
 
 // deleteTimeout is how long the agent waits for its VM to go: the grace
 // period less a margin, so the agent can still log and exit before SIGKILL.

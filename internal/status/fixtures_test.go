@@ -170,3 +170,16 @@ func ptrs[T any](xs ...T) []*T {
 	}
 	return out
 }
+
+func evacuating(v kubevirtv1.VirtualMachineInstance, node string) kubevirtv1.VirtualMachineInstance {
+	v.Status.EvacuationNodeName = node
+	return v
+}
+
+func unschedulable(v kubevirtv1.VirtualMachineInstance, msg string) kubevirtv1.VirtualMachineInstance {
+	v.Status.Conditions = append(v.Status.Conditions, kubevirtv1.VirtualMachineInstanceCondition{
+		Type: kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: msg,
+	})
+	return v
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,8 @@ const (
 	ProblemPodGone       = "orphaned VM (pod gone)"
 	ProblemPodReplaced   = "orphaned VM (pod replaced)"
 	ProblemProtoMissing  = "prototype missing"
+	ProblemEvacuating    = "evacuating (node draining)"
+	ProblemHeldByDrain   = "held by a drain (node cordoned)"
 	problemNotReadyFmt   = "VM not ready for %s"
 	problemOlderProtoFmt = "VM from older prototype generation (%d < %d)"
 )
@@ -196,7 +199,9 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	if pod != nil && pod.Spec.NodeName != "" && r.VMINode != "" && pod.Spec.NodeName != r.VMINode {
 		r.Problems = append(r.Problems, ProblemOtherNode)
 	}
-	if since, ok := notReadySince(vm); ok && p.now.Sub(since) >= NotReadyGrace {
+	if drain := drainProblem(vmi); drain != "" {
+		r.Problems = append(r.Problems, drain) // it says why the VM is not ready
+	} else if since, ok := notReadySince(vm); ok && p.now.Sub(since) >= NotReadyGrace {
 		r.Problems = append(r.Problems, fmt.Sprintf(problemNotReadyFmt, duration.HumanDuration(p.now.Sub(since))))
 	}
 	switch proto := p.protos[Key{o.PrototypeNamespace, o.PrototypeName}]; {
@@ -234,6 +239,33 @@ func podReady(pod *corev1.Pod) bool {
 	}
 	return false
 }
+
+// drainProblem names what a node drain does to vmi, or "". KubeVirt marks a
+// VMI whose launcher Pod a drain tried to evict (derived VMs have
+// evictionStrategy External) with status.evacuationNodeName. A VMI whose
+// launcher Pod cannot be scheduled because its node, the only one a derived
+// VM may run on, is cordoned carries kube-scheduler's NodeUnschedulable
+// reason in its PodScheduled condition, which virt-controller copies from the
+// Pod.
+func drainProblem(vmi *kubevirtv1.VirtualMachineInstance) string {
+	if vmi == nil || vmi.DeletionTimestamp != nil {
+		return ""
+	}
+	if vmi.Status.EvacuationNodeName != "" {
+		return ProblemEvacuating
+	}
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled) && c.Status == corev1.ConditionFalse &&
+			strings.Contains(c.Message, nodeUnschedulable) {
+			return ProblemHeldByDrain
+		}
+	}
+	return ""
+}
+
+// nodeUnschedulable is kube-scheduler's NodeUnschedulable plugin's reason
+// (ErrReasonUnschedulable) in a Pod's PodScheduled condition.
+const nodeUnschedulable = "node(s) were unschedulable"
 
 // vmExpected reports whether pod's agent should have made its VM by now: the
 // Pod runs, is not terminating (its agent deletes the VM then) and started

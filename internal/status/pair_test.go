@@ -76,6 +76,34 @@ func TestPair(t *testing.T) {
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n2", Problems: []string{"VM on another node"}}},
 	}, {
+		name: "VMI marked for evacuation by a drain",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)),
+			VMIs:       ptrs(evacuating(vmi("ns", "web-a", "n1"), "n1")),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1", Problems: []string{"evacuating (node draining)"}}},
+	}, {
+		name: "VMI held by a cordoned node names the drain, not the wait",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(6*time.Minute))),
+			VMIs: ptrs(unschedulable(vmi("ns", "web-a", ""),
+				"0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector.")),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"held by a drain (node cordoned)"}}},
+	}, {
+		name: "VMI unschedulable for another reason is only not ready",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(6*time.Minute))),
+			VMIs:       ptrs(unschedulable(vmi("ns", "web-a", ""), "0/3 nodes are available: 1 Insufficient devices.kubevirt.io/kvm.")),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM not ready for 6m"}}},
+	}, {
 		name: "not ready since the condition's transition, past the grace",
 		inv: Inventory{
 			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)),

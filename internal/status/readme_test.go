@@ -20,6 +20,7 @@ func TestREADMETroubleshooting(t *testing.T) {
 	table, _, _ = strings.Cut(table, "\n## ")
 	for _, p := range []string{
 		ProblemVMMissing, ProblemOtherNode, ProblemPodGone, ProblemPodReplaced, ProblemProtoMissing,
+		ProblemEvacuating, ProblemHeldByDrain,
 		strings.TrimSuffix(problemNotReadyFmt, "%s"),
 		strings.TrimSuffix(problemOlderProtoFmt, "(%d < %d)"),
 	} {

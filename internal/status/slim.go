@@ -13,7 +13,7 @@ const lastApplied = corev1.LastAppliedConfigAnnotation
 // Slim returns a copy of obj (a Pod, VirtualMachine or
 // VirtualMachineInstance) holding only what status, gc and the pairing
 // read: metadata without managedFields or a last-applied copy; of a VM, its
-// status and no spec; of a VMI, its node; of a Pod, its node, its
+// status and no spec; of a VMI, its node, evacuation node and conditions; of a Pod, its node, its
 // containers' names and arguments and its readiness. 10,000 VMs so kept take
 // a fraction of the memory of the full objects. Other objects (an informer's
 // DeletedFinalStateUnknown) are returned unchanged. Its signature is
@@ -30,6 +30,9 @@ func slim(obj any) any {
 		vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: o.ObjectMeta}
 		slimMeta(&vmi.ObjectMeta)
 		vmi.Status.NodeName = o.Status.NodeName
+		// What a drain does to it (see drainProblem).
+		vmi.Status.EvacuationNodeName = o.Status.EvacuationNodeName
+		vmi.Status.Conditions = o.Status.Conditions
 		return vmi
 	}
 	return obj

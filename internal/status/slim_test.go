@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -30,8 +31,10 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 				derivedVM("ns", "web", 4, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Hour)),
 				derivedVM("ns", "web", 5, "ns", "m", "uid-m", "n2", time.Hour),
 				derivedVM("ns", "web", 5, "ns", "gone", "uid-g", "n2", time.Hour),
+				derivedVM("ns", "web", 5, "ns", "b", "uid-b", "n1", time.Hour),
 			),
-			VMIs: ptrs(vmi("ns", "web-a", "n2")),
+			VMIs: ptrs(vmi("ns", "web-a", "n2"), evacuating(vmi("ns", "web-b", "n1"), "n1"),
+				unschedulable(vmi("ns", "web-m", ""), "0/3 nodes are available: 1 node(s) were unschedulable.")),
 		}
 	}
 	inv := full()
@@ -52,8 +55,9 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 		slim.VMIs = append(slim.VMIs, must(Slim(inv.VMIs[i])).(*kubevirtv1.VirtualMachineInstance))
 	}
 	want := Pair(&inv, t0)
-	if len(want) != 4 {
-		t.Fatalf("the fixture pairs into %d rows, want 4", len(want))
+	if len(want) != 4 || !slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemEvacuating) }) ||
+		!slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemHeldByDrain) }) {
+		t.Fatalf("the fixture pairs into %d rows, want 4, one evacuating and one held by a drain: %+v", len(want), want)
 	}
 	if diff := cmp.Diff(want, Pair(&slim, t0)); diff != "" {
 		t.Errorf("rows of slim objects (-full +slim):\n%s", diff)

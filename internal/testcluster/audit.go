@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // auditPolicy records, at the Metadata level, every request on KubeVirt's
@@ -37,10 +39,11 @@ func (c *Cluster) writeAuditPolicy() (string, error) {
 
 // AuditEvent is the part of an audit.k8s.io/v1 Event that tests read.
 type AuditEvent struct {
-	AuditID    string `json:"auditID"`
-	Stage      string `json:"stage"`
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
+	AuditID    string           `json:"auditID"`
+	Stage      string           `json:"stage"`
+	Received   metav1.MicroTime `json:"requestReceivedTimestamp"`
+	Verb       string           `json:"verb"`
+	RequestURI string           `json:"requestURI"`
 	User       struct {
 		Username string              `json:"username"`
 		Extra    map[string][]string `json:"extra"`
@@ -52,7 +55,8 @@ type AuditEvent struct {
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
 	ResponseStatus struct {
-		Code int `json:"code"`
+		Code    int    `json:"code"`
+		Message string `json:"message"`
 	} `json:"responseStatus"`
 }
 

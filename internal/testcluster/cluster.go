@@ -442,6 +442,9 @@ func (c *Cluster) startControllerManager(p *pki) error {
 			"daemonset-controller",
 			"statefulset-controller",
 			"job-controller",
+			// Gives PodDisruptionBudgets their status; without it every eviction
+			// a PDB covers is refused.
+			"disruption-controller",
 			"garbage-collector-controller",
 			"namespace-controller",
 			"serviceaccount-controller",

@@ -30,6 +30,8 @@ import (
 //     when the guest shuts down; virt-controller then deletes the launcher
 //     Pod and removes its finalizers.
 //
+// Each change records its phase transition timestamp, as virt-handler does.
+//
 // cfg should authenticate as KubeVirt's kubevirt-handler ServiceAccount
 // (kubevirt.KubeVirt.HandlerConfig): virt-api takes VMI status changes only
 // from KubeVirt's own identities. It returns nil once ctx is done, and an
@@ -112,6 +114,11 @@ func setPhase(ctx context.Context, client kubevirt.Interface, store cache.Indexe
 	}
 	updated := vmi.DeepCopy()
 	updated.Status.Phase = next
+	// As virt-handler does (controller.SetVMIPhaseTransitionTimestamp):
+	// virt-controller reads them, e.g. a VMI that never ran counts as a
+	// failed start and the VM backs off before the next.
+	updated.Status.PhaseTransitionTimestamps = append(updated.Status.PhaseTransitionTimestamps,
+		kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: next, PhaseTransitionTimestamp: metav1.Now()})
 	_, err = client.KubevirtV1().VirtualMachineInstances(vmi.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

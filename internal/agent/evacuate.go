@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// stopOnEvacuation watches vm's VMI until ctx ends and stops the VM when
+// KubeVirt marks the VMI for evacuation from this Pod's node: the derived
+// VM's evictionStrategy is External, so a drain's eviction of the launcher
+// Pod is refused and only sets status.evacuationNodeName.
+//
+// It stops the VM by deleting the VMI, which gives the guest its grace
+// period to shut down. The VM keeps runStrategy Always, so KubeVirt makes a
+// new VMI at once, but its launcher Pod, pinned to this node, waits until
+// the node takes Pods again (kubectl uncordon) and then runs the VM again:
+// the drain ends with no VMI running on the node, and the agent's own Pod,
+// which a drain with --ignore-daemonsets leaves alone, never restarts.
+func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
+	ref := vm.Namespace + "/" + vm.Name
+	stopped := map[types.UID]bool{}
+	_ = watchOne(ctx, vm.Namespace, vm.Name, &kubevirtv1.VirtualMachineInstance{}, watchBackoff(a.cfg.backoff()),
+		func(err error) bool {
+			a.report.fail(ctx, &problem{reason: ReasonWatchDenied, err: err,
+				msg: fmt.Sprintf("watching VMI %s for evacuations: %v; grant the Pod's service account list and watch on virtualmachineinstances.kubevirt.io", ref, err)})
+			return false
+		},
+		func(vmi *kubevirtv1.VirtualMachineInstance) bool {
+			if vmi == nil || vmi.DeletionTimestamp != nil || stopped[vmi.UID] ||
+				vmi.Status.EvacuationNodeName == "" || vmi.Status.EvacuationNodeName != a.pod.Node {
+				return false
+			}
+			stopped[vmi.UID] = true
+			a.evacuation.Store(evacuationStopping)
+			a.status.set(false, ReadyzEvacuated)
+			err := a.vmis.deleteVMI(ctx, vmi.Namespace, vmi.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(vmi.UID)}})
+			switch {
+			case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
+				a.report.done(ctx, ReasonEvacuated, fmt.Sprintf("Node %s is being drained: stopped VM %s by deleting its VMI (the guest gets its grace period); "+
+					"KubeVirt starts it again on this node once the node takes Pods (kubectl uncordon)", a.pod.Node, ref))
+			default:
+				// The next change of the VMI, or the drain's next eviction
+				// attempt, tries again.
+				delete(stopped, vmi.UID)
+				a.report.fail(ctx, &problem{reason: ReasonDeleteFailed, err: err,
+					msg: fmt.Sprintf("stopping VM %s for the drain of node %s: deleting its VMI: %v", ref, a.pod.Node, err)})
+			}
+			return false
+		},
+		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return a.vmis.listVMI(ctx, vm.Namespace, vm.Name, opts)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return a.vmis.watchVMI(ctx, vm.Namespace, vm.Name, opts)
+		})
+}
+
+// checkEvictionStrategy records, once, that the prototype asked for another
+// eviction strategy than the External one every derived VM gets.
+func (a *Agent) checkEvictionStrategy(ctx context.Context, proto *kubevirtv1.VirtualMachine) {
+	s := proto.Spec.Template.Spec.EvictionStrategy
+	if a.warnedEviction || s == nil || *s == kubevirtv1.EvictionStrategyExternal {
+		return
+	}
+	a.warnedEviction = true
+	msg := fmt.Sprintf("prototype %s/%s asks for evictionStrategy %s; the VM runs with External instead, "+
+		"so a drain takes it down only with this Pod, as the workload's PodDisruptionBudget allows (a VM pinned to its node cannot migrate)",
+		proto.Namespace, proto.Name, *s)
+	klog.FromContext(ctx).Info("Eviction strategy overridden", "message", msg)
+	a.report.event(corev1.EventTypeNormal, ReasonEvictionStrategy, msg)
+}

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apitypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// markedVMI is the VMI of testVM as KubeVirt holds it once a drain tried to
+// evict its launcher Pod from node.
+func markedVMI(uid, node string) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: testVM, Namespace: testNamespace, UID: apitypes.UID("vmi-" + uid)},
+		Status:     kubevirtv1.VirtualMachineInstanceStatus{NodeName: testNode, EvacuationNodeName: node},
+	}
+}
+
+func TestStopsVMWhenADrainMarksItsVMI(t *testing.T) {
+	cfg := testConfig()
+	cfg.StopOnEvacuation = true
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	h.api.putVMI(markedVMI("1", "")) // running, no drain yet
+	vm := h.readyVM()
+	h.eventually("the agent watches its VMI", func() bool { return h.api.count("watch vmi "+testVM) > 0 })
+
+	// A migration target elsewhere is not this node's drain.
+	h.api.putVMI(markedVMI("1", "node-9"))
+	time.Sleep(100 * time.Millisecond)
+	if n := h.api.count("delete vmi "); n != 0 {
+		t.Fatalf("%d VMI deletes for a mark naming another node, want none", n)
+	}
+
+	h.api.putVMI(markedVMI("1", testNode))
+	h.eventually("the agent deletes the marked VMI", func() bool { return h.api.count("delete vmi "+testVM) > 0 })
+	if h.api.vmiObject(testVM) != nil {
+		t.Error("the marked VMI is still there")
+	}
+	ev := h.waitEvent(corev1.EventTypeNormal, ReasonEvacuated)
+	if !strings.Contains(ev.Message, "kubectl uncordon") {
+		t.Errorf("Event %q does not say how the VM comes back", ev.Message)
+	}
+	// KubeVirt starts a new VMI, which waits for the node; the VM is not
+	// ready, and /readyz says why.
+	vm.Status.Ready, vm.Status.PrintableStatus = false, kubevirtv1.VirtualMachineStatusUnschedulable
+	h.api.put(vm)
+	h.waitReadyz(503, ReadyzEvacuated+": "+string(kubevirtv1.VirtualMachineStatusUnschedulable))
+	h.api.putVMI(markedVMI("2", "")) // the new VMI, not marked
+
+	// Uncordoned: the VM runs again, without the agent doing anything.
+	vm.Status.Ready, vm.Status.PrintableStatus = true, kubevirtv1.VirtualMachineStatusRunning
+	h.api.put(vm)
+	h.waitReadyz(200, "ok")
+	if n := h.api.count("delete vmi "); n != 1 {
+		t.Errorf("%d VMI deletes, want 1", n)
+	}
+	if n := h.api.count("delete " + testVM); n != 0 || h.api.count("create ") != 1 {
+		t.Errorf("the VM itself was deleted or made again: %q", h.api.requestLog())
+	}
+}
+
+// TestLeavesEvacuationToItsOwnEviction: an agent a drain evicts (a
+// Deployment's or a StatefulSet's) does not even watch the VMI: the drain
+// evicts its Pod when the PodDisruptionBudget allows, and it deletes the VM
+// then.
+func TestLeavesEvacuationToItsOwnEviction(t *testing.T) {
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	h.api.putVMI(markedVMI("1", testNode))
+	h.readyVM()
+	time.Sleep(200 * time.Millisecond)
+	for _, r := range h.api.requestLog() {
+		if strings.Contains(r, " vmi ") {
+			t.Errorf("request %q: only an agent with --stop-on-evacuation looks at VMIs", r)
+		}
+	}
+}
+
+func TestRecordsEvictionStrategyOverride(t *testing.T) {
+	proto := prototype(testProto)
+	proto.Spec.Template.Spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyLiveMigrate)
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{proto})
+	h.start()
+	h.watchFollowed()
+	ev := h.waitEvent(corev1.EventTypeNormal, ReasonEvictionStrategy)
+	if !strings.Contains(ev.Message, "LiveMigrate") || !strings.Contains(ev.Message, "External") {
+		t.Errorf("Event %q does not name both strategies", ev.Message)
+	}
+	vm := h.api.object(testVM)
+	if s := vm.Spec.Template.Spec.EvictionStrategy; s == nil || *s != kubevirtv1.EvictionStrategyExternal {
+		t.Errorf("derived VM evictionStrategy %v, want External", s)
+	}
+}
