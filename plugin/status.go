@@ -102,6 +102,12 @@ func inNamespace(ns string) string {
 // events, so ages and grace periods move on.
 const DefaultStatusRefresh = time.Second
 
+// DefaultStatusMinRedraw is the least time between two redraws of `status
+// --watch`: at most four a second, however many objects change, so a
+// rollout of thousands of VMs neither floods a log nor spends the CPU on
+// tables no one can read.
+const DefaultStatusMinRedraw = 250 * time.Millisecond
+
 // StatusOptions are the options of `kubectl vmctl status`.
 type StatusOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
@@ -118,6 +124,8 @@ type StatusOptions struct {
 
 	// Refresh is how often --watch recomputes without events.
 	Refresh time.Duration
+	// MinRedraw is the least time between two redraws of --watch.
+	MinRedraw time.Duration
 	// Now, Getenv and IsTerminal are time.Now, os.Getenv and
 	// table.IsTerminal outside tests.
 	Now        func() time.Time
@@ -141,6 +149,7 @@ func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
 		PrintFlags:  genericclioptions.NewPrintFlags(""),
 		Color:       string(table.ColorAuto),
 		Refresh:     DefaultStatusRefresh,
+		MinRedraw:   DefaultStatusMinRedraw,
 		Now:         time.Now,
 		Getenv:      os.Getenv,
 		IsTerminal:  table.IsTerminal,
@@ -181,8 +190,17 @@ the node its instance runs on, and name what is wrong:
                                  the prototype changed since the VM was derived
   prototype missing              the VM's prototype no longer exists
 
-Reads one paged LIST each of VMs, VMIs and agent Pods (more only when agents
-keep VMs or prototypes in other namespaces), never a GET per object.`,
+A VM is paired with the Pod it records (namespace, name and UID), so an agent
+run in a Pod without scaffold's labels (say, started by hand) is not taken
+for gone.
+
+Reads, at once, one paged LIST each of derived VMs, their VMIs and agent Pods,
+selected by vmctl's and scaffold's labels (other VMs are never read), then one
+LIST narrowed by name for each prototype and for each Pod a VM records that is
+not among the agents; past 50 in a namespace, one LIST of that namespace
+instead. --watch follows the same with informers and redraws at most four
+times a second. It stops with the error status would give when it cannot
+list or watch what it needs.`,
 		Example: `  # Agents and VMs in the current namespace
   kubectl vmctl status
 
@@ -275,6 +293,9 @@ func (o *StatusOptions) Validate() error {
 	if o.Refresh <= 0 {
 		return fmt.Errorf("refresh interval must be positive, not %v", o.Refresh)
 	}
+	if o.MinRedraw < 0 {
+		return fmt.Errorf("least redraw interval must not be negative, not %v", o.MinRedraw)
+	}
 	return nil
 }
 
@@ -324,7 +345,8 @@ func (o *StatusOptions) tableOptions() status.TableOptions {
 // count), so logs stay readable.
 func (o *StatusOptions) watch(ctx context.Context) error {
 	var last string
-	return status.Watch(ctx, o.clients, o.query, o.Refresh, func(inv *status.Inventory) error {
+	opts := status.WatchOptions{Refresh: o.Refresh, MinInterval: o.MinRedraw}
+	return status.Watch(ctx, o.clients, o.query, opts, func(inv *status.Inventory) error {
 		now := o.Now()
 		rows := status.Pair(inv, now)
 		var buf bytes.Buffer

@@ -42,13 +42,19 @@ func OriginOf(vm *kubevirtv1.VirtualMachine) Origin {
 
 // IsDerived reports whether vm is a VM vmctl made and records which Pod it
 // belongs to: derive.IsDerived plus the Pod's name and namespace, without
-// which no one can tell whether that Pod still exists.
+// which no one can tell whether that Pod still exists, and the name an agent
+// gives it (derive.Name of the recorded prototype and Pod). A VM copied from
+// a derived one and renamed, say to serve as a prototype, keeps vmctl's
+// labels and annotations but not that name: it is not derived, so status
+// does not call it an orphan, diff does not compare it and gc never deletes
+// it.
 func IsDerived(vm *kubevirtv1.VirtualMachine) bool {
 	if !derive.IsDerived(vm) {
 		return false
 	}
 	o := OriginOf(vm)
-	return o.PodName != "" && o.PodNamespace != ""
+	return o.PodName != "" && o.PodNamespace != "" && o.PrototypeName != "" &&
+		vm.Name == derive.Name(o.PrototypeName, o.PodName)
 }
 
 // Key is a namespace/name pair used to look objects up.
