@@ -80,10 +80,13 @@ Values the cluster fills in (defaults, firmware UUID, MAC addresses,
 KubeVirt's bookkeeping annotations) and the prototype-generation annotation
 are not reported; neither is a map key added to a VM's spec by hand.
 
+Each diff is printed as soon as its VM is compared: VMs are read page by page
+of one LIST selected by vmctl's labels (other VMs are never read), and each
+page's prototypes by name, one LIST narrowed to each (past 50 in a namespace,
+one LIST of that namespace instead).
+
 Exit status: 0 no drift, 1 drift, 2 error (as kubectl diff; a PROTOTYPE that
-is not there, with no VMs derived from it, is an error). Reads one paged
-LIST of VMs (derived VMs and prototypes), plus one per other namespace that
-holds prototypes.`,
+is not there, with no VMs derived from it, is an error).`,
 		Example: `  # Drift of every derived VM in the current namespace
   kubectl vmctl diff
 
@@ -136,31 +139,34 @@ func (o *DiffOptions) Complete(args []string) error {
 // Run prints the diffs and the summary, and returns the exit status as an
 // *ExitError when it is not 0.
 func (o *DiffOptions) Run(ctx context.Context) error {
-	vms, err := drift.Load(ctx, o.clients.KubeVirt, o.namespace)
-	if err != nil {
-		return &ExitError{Code: 2, Err: err}
-	}
-	checks := drift.CheckAll(vms, o.namespace, o.Prototype)
-	if len(checks) == 0 && o.Prototype != "" && !status.HasPrototype(vms, o.namespace, o.Prototype) {
-		return &ExitError{Code: 2, Err: fmt.Errorf("no VMs derived from prototype %s%s, and %s", o.Prototype, inNamespace(o.namespace), status.NoPrototype(o.namespace, o.Prototype))}
-	}
-	drifted, failed := 0, 0
-	for _, c := range checks {
+	checked, drifted, failed := 0, 0, 0
+	err := drift.Each(ctx, o.clients.KubeVirt, o.namespace, o.Prototype, func(c drift.Check) error {
+		checked++
 		switch {
 		case c.Err != nil:
 			failed++
 			// The error names a prototype and Pod from annotations.
-			if _, err := fmt.Fprintf(o.ErrOut, "error: %s/%s: %s\n", c.Namespace, c.Name, printers.EscapeTerminal(c.Err.Error())); err != nil {
-				return &ExitError{Code: 2, Err: err}
-			}
+			_, err := fmt.Fprintf(o.ErrOut, "error: %s/%s: %s\n", c.Namespace, c.Name, printers.EscapeTerminal(c.Err.Error()))
+			return err
 		case c.Drifted():
 			drifted++
-			if err := o.printDiff(c.Diff); err != nil {
-				return &ExitError{Code: 2, Err: err}
-			}
+			return o.printDiff(c.Diff)
+		}
+		return nil
+	})
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if checked == 0 && o.Prototype != "" {
+		exists, err := status.PrototypeExists(ctx, o.clients.KubeVirt, o.namespace, o.Prototype)
+		if err != nil {
+			return &ExitError{Code: 2, Err: err}
+		}
+		if !exists {
+			return &ExitError{Code: 2, Err: fmt.Errorf("no VMs derived from prototype %s%s, and %s", o.Prototype, inNamespace(o.namespace), status.NoPrototype(o.namespace, o.Prototype))}
 		}
 	}
-	summary := fmt.Sprintf("%d of %d derived VMs drifted", drifted, len(checks))
+	summary := fmt.Sprintf("%d of %d derived VMs drifted", drifted, checked)
 	if failed > 0 {
 		summary += fmt.Sprintf(", %d could not be compared", failed)
 	}

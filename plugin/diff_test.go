@@ -1,13 +1,17 @@
 package plugin
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -56,21 +60,21 @@ func TestDiff(t *testing.T) {
 		golden:     "diff/drift.txt",
 		wantStderr: "1 of 2 derived VMs drifted in vms namespace\n",
 		wantCode:   1,
-		wantCalls:  []string{"list virtualmachines vms"},
+		wantCalls:  []string{"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines vms metadata.name=web"},
 	}, {
 		name:       "no drift",
 		args:       []string{"-n", "team2"},
 		golden:     "diff/none.txt",
 		wantStderr: "0 of 1 derived VMs drifted in team2 namespace\n",
 		wantCode:   0,
-		wantCalls:  []string{"list virtualmachines team2"},
+		wantCalls:  []string{"list virtualmachines team2 vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines team2 metadata.name=db"},
 	}, {
 		name:       "all namespaces, one prototype",
 		args:       []string{"db", "-A"},
 		golden:     "diff/none.txt",
 		wantStderr: "0 of 1 derived VMs drifted\n",
 		wantCode:   0,
-		wantCalls:  []string{"list virtualmachines "},
+		wantCalls:  []string{"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype=db", "list virtualmachines team2 metadata.name=db"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +100,7 @@ func TestDiffPrototypeElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatalf("diff: %v\n%s", err, errOut)
 	}
-	want := []string{"list virtualmachines vms", "list virtualmachines protos"}
+	want := []string{"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines protos metadata.name=web"}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
 	}
@@ -167,5 +171,39 @@ func TestDiffColor(t *testing.T) {
 	out, _, _, _ = runDiff(t, diffScene(t), "--color=never")
 	if strings.Contains(out, "\x1b") {
 		t.Errorf("--color=never diff has escapes:\n%q", out)
+	}
+}
+
+// TestDiffPrintsEachPageAsItComes serves the derived VMs one a page, as an
+// API server may, and fails the second page: the first VM's diff must be
+// out already (diff streams), and the command exits 2 with the error.
+func TestDiffPrintsEachPageAsItComes(t *testing.T) {
+	kube, virt, _ := opFakes(nil, diffScene(t))
+	virt.PrependReactor("list", "virtualmachines", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.ListActionImpl)
+		if !l.GetListRestrictions().Fields.Empty() {
+			return false, nil, nil // a prototype by name
+		}
+		if l.ListOptions.Continue != "" {
+			return true, nil, apierrors.NewInternalError(errors.New("etcd went away"))
+		}
+		vmB, err := virt.Tracker().Get(a.GetResource(), "vms", "web-web-b")
+		if err != nil {
+			return true, nil, err
+		}
+		return true, &kubevirtv1.VirtualMachineList{
+			ListMeta: metav1.ListMeta{Continue: "more"},
+			Items:    []kubevirtv1.VirtualMachine{*vmB.(*kubevirtv1.VirtualMachine)},
+		}, nil
+	})
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	o := NewDiffOptionsWithClients(streams, kube, virt)
+	o.Getenv = func(string) string { return "" }
+	err := opRun(t.Context(), t, NewCmdDiffWithOptions(o))
+	if code := opExitCode(err); code != 2 || !strings.Contains(err.Error(), "etcd went away") {
+		t.Errorf("exit %d (%v), want 2 and the failed LIST", code, err)
+	}
+	if !strings.Contains(out.String(), "+++ vms/web-web-b (derived from vms/web, generation 5)") {
+		t.Errorf("the first page's diff is not out before the second page failed:\nstdout:\n%s\nstderr:\n%s", out, errOut)
 	}
 }

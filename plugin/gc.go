@@ -80,9 +80,10 @@ another UID: VMs an agent could not delete because it was killed without its
 grace period, or that live in another namespace than their Pod, where no
 ownerReference can clean them up.
 
-Only VMs with vmctl's labels and the Pod they belong to recorded are
-considered; VMs younger than --min-age are left alone, so a starting agent is
-never raced. Each deletion carries the VM's UID as precondition, so a VM
+Only VMs with vmctl's labels, the Pod they belong to recorded and the name
+an agent gives (<prototype>-<pod>) are considered; VMs younger than --min-age
+are left alone, so a starting agent is never raced, and so is any VM that a
+Pod gc reads names as its prototype (a prototype copied from a derived VM). Each deletion carries the VM's UID as precondition, so a VM
 replaced in the meantime is not deleted. Reads one paged LIST of derived VMs
 and one of Pods (whatever their labels).`,
 		Example: `  # See what would be deleted in the current namespace
@@ -140,9 +141,16 @@ func (o *GCOptions) Validate() error {
 // or replaced meanwhile is reported and skipped; other failures are
 // returned together after the rest were tried.
 func (o *GCOptions) Run(ctx context.Context) error {
-	orphans, err := gc.Find(ctx, o.clients, o.namespace, o.Now(), o.MinAge)
+	orphans, spared, err := gc.Find(ctx, o.clients, o.namespace, o.Now(), o.MinAge)
 	if err != nil {
 		return err
+	}
+	for _, s := range spared {
+		// The Pod's name comes from an annotation anyone could have written.
+		if _, err := fmt.Fprintf(o.ErrOut, "%s in %s namespace left alone: pod %s names it as its prototype\n",
+			vmName(s.Name), s.Namespace, printers.EscapeTerminal(s.Pod.String())); err != nil {
+			return err
+		}
 	}
 	if len(orphans) == 0 {
 		_, err := fmt.Fprintf(o.ErrOut, "No orphaned VMs found%s.\n", inNamespace(o.namespace))

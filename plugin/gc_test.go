@@ -210,3 +210,30 @@ func TestGCFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestGCSparesPrototypes: someone made prototypes by copying derived VMs
+// whose Pods are gone: web-web-a kept its name, golden was renamed. An
+// agent Pod runs each. gc deletes neither: golden is not a name an agent
+// gives, and web-web-a is a live agent's prototype, which gc says.
+func TestGCSparesPrototypes(t *testing.T) {
+	web := opPrototype("vms", "web", 5)
+	kept := opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
+	golden := opDerived(t, web, opPod("vms", "web-b", "node-1", "web", time.Hour), time.Hour)
+	golden.Name, golden.UID = "golden", "uid-golden"
+	g0 := opPod("vms", "g-0", "node-1", "web-web-a", time.Hour)
+	g1 := opPod("vms", "g-1", "node-1", "golden", time.Hour)
+	out, errOut, calls, err := runGC(t, []runtime.Object{g0, g1}, []runtime.Object{web, kept, golden}, nil, "--min-age=0s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range calls {
+		if strings.HasPrefix(c, "delete") {
+			t.Errorf("gc sent %s", c)
+		}
+	}
+	want := "virtualmachine.kubevirt.io/web-web-a in vms namespace left alone: pod vms/g-0 names it as its prototype\n" +
+		"No orphaned VMs found in vms namespace.\n"
+	if out != "" || errOut != want {
+		t.Errorf("stdout %q, stderr (-want +got):\n%s", out, cmp.Diff(want, errOut))
+	}
+}

@@ -102,6 +102,12 @@ func inNamespace(ns string) string {
 // events, so ages and grace periods move on.
 const DefaultStatusRefresh = time.Second
 
+// DefaultStatusMinRedraw is the least time between two redraws of `status
+// --watch`: at most four a second, however many objects change, so a
+// rollout of thousands of VMs neither floods a log nor spends the CPU on
+// tables no one can read.
+const DefaultStatusMinRedraw = 250 * time.Millisecond
+
 // StatusOptions are the options of `kubectl vmctl status`.
 type StatusOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
@@ -118,6 +124,8 @@ type StatusOptions struct {
 
 	// Refresh is how often --watch recomputes without events.
 	Refresh time.Duration
+	// MinRedraw is the least time between two redraws of --watch.
+	MinRedraw time.Duration
 	// Now, Getenv and IsTerminal are time.Now, os.Getenv and
 	// table.IsTerminal outside tests.
 	Now        func() time.Time
@@ -141,6 +149,7 @@ func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
 		PrintFlags:  genericclioptions.NewPrintFlags(""),
 		Color:       string(table.ColorAuto),
 		Refresh:     DefaultStatusRefresh,
+		MinRedraw:   DefaultStatusMinRedraw,
 		Now:         time.Now,
 		Getenv:      os.Getenv,
 		IsTerminal:  table.IsTerminal,
@@ -181,8 +190,17 @@ the node its instance runs on, and name what is wrong:
                                  the prototype changed since the VM was derived
   prototype missing              the VM's prototype no longer exists
 
-Reads one paged LIST each of VMs, VMIs and agent Pods (more only when agents
-keep VMs or prototypes in other namespaces), never a GET per object.`,
+A VM is paired with the Pod it records (namespace, name and UID), so an agent
+run in a Pod without scaffold's labels (say, started by hand) is not taken
+for gone.
+
+Reads, at once, one paged LIST each of derived VMs, their VMIs and agent Pods,
+selected by vmctl's and scaffold's labels (other VMs are never read), then one
+LIST narrowed by name for each prototype and for each Pod a VM records that is
+not among the agents; past 50 in a namespace, one LIST of that namespace
+instead. --watch follows the same with informers and redraws at most four
+times a second. It stops with the error status would give when it cannot
+list or watch what it needs.`,
 		Example: `  # Agents and VMs in the current namespace
   kubectl vmctl status
 
@@ -275,6 +293,9 @@ func (o *StatusOptions) Validate() error {
 	if o.Refresh <= 0 {
 		return fmt.Errorf("refresh interval must be positive, not %v", o.Refresh)
 	}
+	if o.MinRedraw < 0 {
+		return fmt.Errorf("least redraw interval must not be negative, not %v", o.MinRedraw)
+	}
 	return nil
 }
 
@@ -288,7 +309,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return err
 	}
 	rows := status.Pair(inv, o.Now())
-	if err := o.print(inv, rows); err != nil {
+	if err := o.print(ctx, rows); err != nil {
 		return err
 	}
 	if o.ExitCode && status.HasProblems(rows) {
@@ -297,13 +318,25 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *StatusOptions) print(inv *status.Inventory, rows []status.Row) error {
+func (o *StatusOptions) print(ctx context.Context, rows []status.Row) error {
 	switch o.output {
 	case "name":
 		return status.WriteNames(o.Out, rows)
 	case "", "wide":
 		if len(rows) == 0 {
-			_, err := fmt.Fprint(o.ErrOut, noneFound(inv))
+			msg := noneFound(o.query)
+			if o.query.Prototype != "" {
+				// Status reads no VM but vmctl's and their prototypes: ask
+				// for this one by name.
+				exists, err := status.PrototypeExists(ctx, o.clients.KubeVirt, o.query.Namespace, o.query.Prototype)
+				if err != nil {
+					return err
+				}
+				if !exists {
+					msg += ", and " + status.NoPrototype(o.query.Namespace, o.query.Prototype)
+				}
+			}
+			_, err := fmt.Fprint(o.ErrOut, msg+".\n")
 			return err
 		}
 		return status.WriteTable(o.Out, rows, o.Now(), o.tableOptions())
@@ -315,18 +348,12 @@ func (o *StatusOptions) print(inv *status.Inventory, rows []status.Row) error {
 	return o.printer.PrintObj(list, o.Out)
 }
 
-// noneFound says that inv pairs nothing and, for a PROTOTYPE that is not
-// there either, says that too.
-func noneFound(inv *status.Inventory) string {
-	q := inv.Query
+// noneFound says that status found nothing for q, without a full stop.
+func noneFound(q status.Query) string {
 	if q.Prototype == "" {
-		return fmt.Sprintf("No vmctl agents or derived VMs found%s.\n", inNamespace(q.Namespace))
+		return "No vmctl agents or derived VMs found" + inNamespace(q.Namespace)
 	}
-	msg := fmt.Sprintf("No vmctl agents or derived VMs of prototype %s found%s", q.Prototype, inNamespace(q.Namespace))
-	if !status.HasPrototype(inv.VMs, q.Namespace, q.Prototype) {
-		msg += ", and " + status.NoPrototype(q.Namespace, q.Prototype)
-	}
-	return msg + ".\n"
+	return fmt.Sprintf("No vmctl agents or derived VMs of prototype %s found%s", q.Prototype, inNamespace(q.Namespace))
 }
 
 func (o *StatusOptions) tableOptions() status.TableOptions {
@@ -338,12 +365,13 @@ func (o *StatusOptions) tableOptions() status.TableOptions {
 // count), so logs stay readable.
 func (o *StatusOptions) watch(ctx context.Context) error {
 	var last string
-	return status.Watch(ctx, o.clients, o.query, o.Refresh, func(inv *status.Inventory) error {
+	opts := status.WatchOptions{Refresh: o.Refresh, MinInterval: o.MinRedraw}
+	return status.Watch(ctx, o.clients, o.query, opts, func(inv *status.Inventory) error {
 		now := o.Now()
 		rows := status.Pair(inv, now)
 		var buf bytes.Buffer
 		if len(rows) == 0 {
-			buf.WriteString(noneFound(inv))
+			buf.WriteString(noneFound(inv.Query) + ".\n")
 		} else if err := status.WriteTable(&buf, rows, now, o.tableOptions()); err != nil {
 			return err
 		}

@@ -5,20 +5,27 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -221,6 +228,8 @@ func opScene(t *testing.T) (kube []runtime.Object, virt []runtime.Object) {
 func opFakes(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevirtfake.Clientset, *[]string) {
 	kube := kubefake.NewClientset(kubeObjs...)
 	virt := kubevirtfake.NewSimpleClientset(virtObjs...)
+	opNamesSelected(&kube.Fake, kube.Tracker())
+	opNamesSelected(&virt.Fake, virt.Tracker())
 	log := &[]string{}
 	var mu sync.Mutex // informers call both fakes at once
 	for _, f := range []*k8stesting.Fake{&kube.Fake, &virt.Fake} {
@@ -234,12 +243,64 @@ func opFakes(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevir
 	return kube, virt, log
 }
 
+// opNamesSelected makes a fake clientset honour a metadata.name field
+// selector in LISTs and WATCHes, as the API server does: the fakes' object
+// tracker ignores field selectors.
+func opNamesSelected(f *k8stesting.Fake, tracker k8stesting.ObjectTracker) {
+	name := func(a k8stesting.Action) (string, bool) {
+		if w, ok := a.(k8stesting.WatchAction); ok {
+			return w.GetWatchRestrictions().Fields.RequiresExactMatch("metadata.name")
+		}
+		l, ok := a.(k8stesting.ListAction)
+		if !ok || l.GetListRestrictions().Fields == nil {
+			return "", false
+		}
+		return l.GetListRestrictions().Fields.RequiresExactMatch("metadata.name")
+	}
+	f.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		n, ok := name(a)
+		if !ok {
+			return false, nil, nil
+		}
+		_, list, err := k8stesting.ObjectReaction(tracker)(a)
+		if err != nil {
+			return true, nil, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return true, nil, err
+		}
+		items = slices.DeleteFunc(items, func(o runtime.Object) bool {
+			m, _ := meta.Accessor(o)
+			return m.GetName() != n
+		})
+		return true, list, meta.SetList(list, items)
+	})
+	f.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		n, ok := name(a)
+		if !ok {
+			return false, nil, nil
+		}
+		w, err := tracker.Watch(a.GetResource(), a.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		return true, watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+			m, err := meta.Accessor(e.Object)
+			return e, err == nil && m.GetName() == n
+		}), nil
+	})
+}
+
 // opDescribe renders an action as "verb resource namespace [selector|name]".
 func opDescribe(a k8stesting.Action) string {
 	s := a.GetVerb() + " " + a.GetResource().Resource + " " + a.GetNamespace()
 	switch a := a.(type) {
 	case k8stesting.ListAction:
 		if sel := a.GetListRestrictions().Labels.String(); sel != "" {
+			s += " " + sel
+		}
+		if sel := a.GetListRestrictions().Fields.String(); sel != "" {
 			s += " " + sel
 		}
 	case k8stesting.DeleteAction:
@@ -321,10 +382,14 @@ func TestStatusReadsOneListPerKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Derived VMs by label, never all VMs (the scene holds hand-made, which
+	// no one reads); prototypes by name. The first three run at once.
+	slices.Sort(calls[:3])
 	want := []string{
-		"list virtualmachines vms",
-		"list virtualmachineinstances vms vmctl.kubevirt.io/prototype",
 		"list pods vms app.kubernetes.io/component=agent,app.kubernetes.io/instance=web,app.kubernetes.io/name=vmctl",
+		"list virtualmachineinstances vms vmctl.kubevirt.io/prototype",
+		"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+		"list virtualmachines vms metadata.name=web",
 	}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
@@ -563,5 +628,109 @@ func TestStatusUnknownContext(t *testing.T) {
 	_, _, _, err := runStatus(t, kube, virt, "--context", "nope")
 	if err == nil || !strings.Contains(err.Error(), `context was not found for specified context: nope`) || !strings.Contains(err.Error(), "check --kubeconfig and --context") {
 		t.Errorf("status --context nope: %v, want the missing context named and --context suggested", err)
+	}
+}
+
+// opRun runs cmd, made from o, with args until it returns or ctx ends.
+func opRun(ctx context.Context, t *testing.T, cmd *cobra.Command, args ...string) error {
+	t.Helper()
+	cmd.SetArgs(append([]string{opKubeconfigFlag(t)}, args...))
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	return cmd.ExecuteContext(ctx)
+}
+
+// TestStatusFindsAVMsPodWithoutAgentLabels: an agent run by hand for a Pod
+// without scaffold's labels (README's `kubectl run` example). Its VM is
+// paired with that Pod, not called orphaned.
+func TestStatusFindsAVMsPodWithoutAgentLabels(t *testing.T) {
+	web := opPrototype("vms", "web", 1)
+	manual := opPod("vms", "manual", "node-1", "", time.Hour)
+	manual.Labels = map[string]string{"run": "manual"}
+	manual.Spec.Containers[0].Args = nil
+	vm := opDerived(t, web, manual, time.Hour)
+	out, errOut, _, err := runStatus(t, []runtime.Object{manual}, []runtime.Object{web, vm, opVMI(vm, "node-1")}, "--exit-code")
+	if code := opExitCode(err); code != 0 {
+		t.Errorf("status --exit-code: exit %d (%v), want 0\n%s%s", code, err, out, errOut)
+	}
+	want := "POD      NODE     READY   VM           VM STATUS   VMI NODE   AGE   PROBLEM\n" +
+		"manual   node-1   1/1     web-manual   Running     node-1     60m   \n"
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}
+
+// TestStatusWatchStopsWithStatusError: the VMs of vms record agents in
+// namespace secret, where the user may not list Pods. status fails with
+// "pods is forbidden"; status --watch must fail the same way, at once, not
+// wait for a list that never comes.
+func TestStatusWatchStopsWithStatusError(t *testing.T) {
+	web := opPrototype("vms", "web", 1)
+	vm := opDerived(t, web, opPod("secret", "web-0", "node-1", "web", time.Hour), time.Hour)
+	vm.Namespace = "vms"
+	run := func(args ...string) error {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		kube, virt, _ := opFakes(nil, []runtime.Object{web, vm})
+		kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetNamespace() != "secret" {
+				return false, nil, nil
+			}
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "",
+				errors.New(`User "dev" cannot list resource "pods" in API group "" in the namespace "secret"`))
+		})
+		o := NewStatusOptionsWithClients(genericiooptions.NewTestIOStreamsDiscard(), kube, opNoWatchList{virt})
+		err := opRun(ctx, t, NewCmdStatusWithOptions(o), args...)
+		if ctx.Err() != nil {
+			t.Errorf("status %v still ran after 20s", args)
+		}
+		return err
+	}
+	want := run()
+	if want == nil || !apierrors.IsForbidden(want) {
+		t.Fatalf("status: %v, want pods forbidden", want)
+	}
+	if got := run("--watch"); got == nil || got.Error() != want.Error() {
+		t.Errorf("status --watch: %v\nwant status's error: %v", got, want)
+	}
+}
+
+// TestStatusWatchRedrawsAFewTimesASecond creates VMs one after another for
+// a second and a half: every one changes the table, but a pipe gets at
+// most four tables a second.
+func TestStatusWatchRedrawsAFewTimesASecond(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	web := opPrototype("vms", "web", 1)
+	kube, virt, _ := opFakes(nil, []runtime.Object{web})
+	out := &opSyncBuffer{}
+	o := NewStatusOptionsWithClients(genericiooptions.IOStreams{Out: out, ErrOut: out}, kube, opNoWatchList{virt})
+	o.Now = func() time.Time { return opNow }
+	o.Refresh = time.Hour
+	done := make(chan error, 1)
+	go func() { done <- opRun(ctx, t, NewCmdStatusWithOptions(o), "--watch") }()
+	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		return strings.Contains(out.String(), "No vmctl agents") &&
+			slices.ContainsFunc(virt.Actions(), func(a k8stesting.Action) bool { return a.GetVerb() == "watch" }), nil
+	})
+	if err != nil {
+		t.Fatalf("no first table: %v", err)
+	}
+	const churn = 1500 * time.Millisecond
+	t0 := time.Now()
+	for i := 0; time.Since(t0) < churn; i++ {
+		vm := opDerived(t, web, opPod("vms", fmt.Sprintf("p-%04d", i), "node-1", "web", time.Hour), time.Hour)
+		if _, err := virt.KubevirtV1().VirtualMachines("vms").Create(ctx, vm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // the last redraw
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	tables := strings.Count(out.String(), "POD ")
+	if most := int(4*churn.Seconds()) + 2; tables > most || tables < 2 {
+		t.Errorf("%d tables while VMs were created for %v, want 2 to %d", tables, churn, most)
 	}
 }

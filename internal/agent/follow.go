@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -93,6 +94,16 @@ func watchOne[T runtime.Object](ctx context.Context, namespace, name string, exp
 				restarted()
 			}
 			w, err := watchFn(ctx, opts)
+			if utilnet.IsConnectionRefused(err) {
+				// The API server is down. The reflector would retry this
+				// watch from opts.ResourceVersion, which a restarted API
+				// server's watch cache no longer holds: 410, then one more
+				// backoff step before it lists again. For one object a list
+				// costs what a watch does, so hide the refusal (retriable
+				// to the reflector): its next attempt, after the same
+				// backoff, lists from a current version.
+				err = fmt.Errorf("API server unreachable: %s", err.Error())
+			}
 			return w, report(err)
 		},
 	}

@@ -1,6 +1,11 @@
 package drift
 
 import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -41,7 +46,7 @@ func outcomes(checks []Check) []outcome {
 	return out
 }
 
-func TestCheckAll(t *testing.T) {
+func TestEach(t *testing.T) {
 	proto := loadPrototype(t)
 	proto.Spec.DataVolumeTemplates = nil // no shared-volume questions here
 	proto.Spec.Template.Spec.Volumes = proto.Spec.Template.Spec.Volumes[:1]
@@ -62,10 +67,13 @@ func TestCheckAll(t *testing.T) {
 	notOurs.Name = "hand-made"
 	notOurs.Annotations = map[string]string{derive.AnnotationPodUID: "x", derive.AnnotationPrototypeName: "fedora"}
 
-	vms := []kubevirtv1.VirtualMachine{*proto, drifted, ok, noProto, *other, otherVM, elsewhere, notOurs}
+	copied := ok.DeepCopy() // a derived VM copied and renamed: vmctl's labels, not its name
+	copied.Name = "golden"
+	objs := []runtime.Object{proto, &drifted, &ok, &noProto, other, &otherVM, &elsewhere, &notOurs, copied}
 	tests := []struct {
 		name, namespace, prototype string
 		want                       []outcome
+		wantCalls                  []string
 	}{{
 		name: "all namespaces and prototypes",
 		want: []outcome{
@@ -75,49 +83,107 @@ func TestCheckAll(t *testing.T) {
 			{Name: "vms/fedora-web-1", Drifted: true},
 			{Name: "vms/gone-web-2", Err: "prototype vms/gone not found; restore it, or delete the VM's agent Pod"},
 		},
+		wantCalls: []string{
+			"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+			"list virtualmachines vms metadata.name=db",
+			"list virtualmachines vms metadata.name=fedora",
+			"list virtualmachines vms metadata.name=gone",
+		},
 	}, {
 		name: "one namespace, one prototype", namespace: "vms", prototype: "fedora",
 		want: []outcome{{Name: "vms/fedora-web-0"}, {Name: "vms/fedora-web-1", Drifted: true}},
+		wantCalls: []string{
+			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype=fedora",
+			"list virtualmachines vms metadata.name=fedora",
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := outcomes(CheckAll(vms, tt.namespace, tt.prototype))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("CheckAll (-want +got):\n%s", diff)
+			virt := kubevirtfake.NewSimpleClientset(objs...)
+			var mu sync.Mutex
+			var calls []string
+			virt.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				r := a.(k8stesting.ListAction).GetListRestrictions()
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, strings.Join([]string{a.GetVerb(), a.GetResource().Resource, a.GetNamespace(), r.Labels.String() + r.Fields.String()}, " "))
+				return false, nil, nil
+			})
+			var checks []Check
+			err := Each(t.Context(), virt, tt.namespace, tt.prototype, func(c Check) error {
+				checks = append(checks, c)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, outcomes(checks)); diff != "" {
+				t.Errorf("Each (-want +got):\n%s", diff)
+			}
+			slices.Sort(calls[1:]) // the prototypes are read at once
+			if diff := cmp.Diff(tt.wantCalls, calls); diff != "" {
+				t.Errorf("API calls (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func TestCheckAllReportsDerivationErrors(t *testing.T) {
+// TestEachStreams serves the derived VMs two a page, as an API server may,
+// and checks that every page was compared and handed on before the next
+// was asked for: memory holds a page, not every VM.
+func TestEachStreams(t *testing.T) {
 	proto := loadPrototype(t)
-	live := derivedFor(t, proto, "web-0")
-	proto.Spec.Template = nil // derive.VM refuses this prototype
-	checks := CheckAll([]kubevirtv1.VirtualMachine{*proto, live}, "", "")
-	if len(checks) != 1 || checks[0].Err == nil {
-		t.Fatalf("want one check with an error, got %+v", checks)
+	objs := []runtime.Object{proto}
+	for i := range 5 {
+		vm := derivedFor(t, proto, fmt.Sprintf("web-%d", i))
+		objs = append(objs, &vm)
 	}
-}
-
-func TestLoad(t *testing.T) {
-	proto := loadPrototype(t)
-	cross := derivedFor(t, proto, "web-0")
-	cross.Namespace = "vms-here"
-	virt := kubevirtfake.NewSimpleClientset(proto, &cross)
-	var got []string
-	virt.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		got = append(got, a.GetVerb()+" "+a.GetResource().Resource+" "+a.GetNamespace())
-		return false, nil, nil
+	virt := kubevirtfake.NewSimpleClientset(objs...)
+	seen := 0
+	var seenAtPage []int
+	virt.PrependReactor("list", "virtualmachines", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.ListActionImpl)
+		if l.GetListRestrictions().Fields.String() != "" {
+			return false, nil, nil // a prototype by name
+		}
+		seenAtPage = append(seenAtPage, seen)
+		all, err := virt.Tracker().List(a.GetResource(), kubevirtv1.VirtualMachineGroupVersionKind, a.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		var derived []kubevirtv1.VirtualMachine
+		for _, vm := range all.(*kubevirtv1.VirtualMachineList).Items {
+			if vm.Name != proto.Name {
+				derived = append(derived, vm)
+			}
+		}
+		from, _ := strconv.Atoi(l.ListOptions.Continue)
+		page := &kubevirtv1.VirtualMachineList{Items: derived[from:min(from+2, len(derived))]}
+		if from+2 < len(derived) {
+			page.Continue = strconv.Itoa(from + 2)
+		}
+		return true, page, nil
 	})
-	vms, err := Load(t.Context(), virt, "vms-here")
+	err := Each(t.Context(), virt, "vms", "", func(Check) error {
+		seen++
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"list virtualmachines vms-here", "list virtualmachines vms"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("API calls (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]int{0, 2, 4}, seenAtPage); diff != "" {
+		t.Errorf("checks handed on when each page was asked for (-want +got):\n%s", diff)
 	}
-	if len(vms) != 2 {
-		t.Errorf("got %d VMs, want the derived VM and its prototype", len(vms))
+	if seen != 5 {
+		t.Errorf("%d checks, want 5", seen)
+	}
+}
+
+func TestCheckVMReportsDerivationErrors(t *testing.T) {
+	proto := loadPrototype(t)
+	live := derivedFor(t, proto, "web-0")
+	proto.Spec.Template = nil // derive.VM refuses this prototype
+	if c := CheckVM(&live, proto); c.Err == nil {
+		t.Fatalf("want a check with an error, got %+v", c)
 	}
 }

@@ -182,10 +182,13 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 	}
 }
 
+// agentSelector selects the Pods scaffold labels as agents.
+var agentSelector = scaffold.LabelName + "=" + scaffold.AppName + "," + scaffold.LabelComponent + "=" + scaffold.ComponentAgent
+
 // agentPods lists the Running agent pods in ns by name.
 func agentPods(ctx context.Context, ns string) (map[string]corev1.Pod, error) {
 	list, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
-		LabelSelector: scaffold.LabelName + "=" + scaffold.AppName + "," + scaffold.LabelComponent + "=" + scaffold.ComponentAgent,
+		LabelSelector: agentSelector,
 	})
 	if err != nil {
 		return nil, err

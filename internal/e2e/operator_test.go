@@ -3,12 +3,20 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -304,4 +312,273 @@ func reportVMIAddress(t *testing.T, ns, name, ip string) {
 		}
 		return err == nil, "", err
 	})
+}
+
+// running is a kubectl-vmctl process started by startVmctl.
+type running struct {
+	cmd            *exec.Cmd
+	stdout, stderr *syncBuffer
+	done           chan struct{}
+	code           int
+}
+
+// syncBuffer is a bytes.Buffer a process may write while a test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startVmctl starts kubectl-vmctl as the cluster admin with env added to
+// the environment; it is killed when t ends, if it still runs.
+func startVmctl(t *testing.T, env []string, args ...string) *running {
+	t.Helper()
+	r := &running{cmd: exec.Command(e.binary, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	r.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+e.cluster.Kubeconfig, "NO_COLOR=1"), env...)
+	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = r.cmd.Wait()
+		r.code = r.cmd.ProcessState.ExitCode()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		_ = r.cmd.Process.Kill()
+		<-r.done
+	})
+	return r
+}
+
+// exited waits up to timeout for the process to end and reports whether
+// it did.
+func (r *running) exited(timeout time.Duration) bool {
+	select {
+	case <-r.done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// grantOperator lets user list and watch (verbs) Pods, VMs and VMIs in ns,
+// as a namespace's operator would be allowed.
+func grantOperator(t *testing.T, ns, user string, verbs ...string) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "operator", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: verbs},
+			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines", "virtualmachineinstances"}, Verbs: verbs},
+		},
+	}
+	if _, err := e.kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "operator", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "operator"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := e.kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// RBAC reaches the authorizer through an informer: wait until it tells.
+	eventually(t, settle, "RBAC for "+user+" in effect", func(ctx context.Context) (bool, string, error) {
+		review, err := e.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: verbs[0], Group: "kubevirt.io", Resource: "virtualmachineinstances",
+			}},
+		}, metav1.CreateOptions{})
+		return err == nil && review.Status.Allowed, "not yet", err
+	})
+}
+
+// TestStatusWatchStopsWhenForbidden: a VM here records its Pod in another
+// namespace, where the user may not list Pods (anyone who can create a VM
+// here can write that annotation). Plain status fails with "pods is
+// forbidden"; status --watch must stop with the same error, not wait for a
+// list that never comes. A user who may list but not watch is told so at
+// once, not shown a table that never changes.
+func TestStatusWatchStopsWhenForbidden(t *testing.T) {
+	ns := namespace(t)
+	secret := namespace(t)
+	proto := createPrototype(t, ns, "testvm.yaml")
+	vm, err := derive.VM(proto, derive.Pod{Name: "elsewhere", Namespace: secret, UID: "00000000-0000-0000-0000-000000000001", Node: e.cluster.Nodes[0]},
+		derive.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm.OwnerReferences = nil
+	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), vm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grantOperator(t, ns, "dev", "list", "watch")
+
+	_, statusErr, code := vmctlCode(t, "status", "-n", ns, "--as=dev")
+	if code == 0 || !strings.Contains(statusErr, "is forbidden: User \"dev\" cannot list resource \"pods\"") {
+		t.Fatalf("status as dev: exit %d, stderr %q; want pods forbidden", code, statusErr)
+	}
+	w := startVmctl(t, nil, "status", "-n", ns, "--as=dev", "--watch")
+	if !w.exited(30 * time.Second) {
+		t.Fatalf("status --watch as dev still runs after 30s without a word on stdout (%q); stderr:\n%s", w.stdout, w.stderr)
+	}
+	if w.code == 0 || w.stdout.String() != "" || !strings.Contains(w.stderr.String(), firstLine(statusErr)) {
+		t.Errorf("status --watch as dev: exit %d, stdout %q, stderr:\n%s\nwant status's error: %s", w.code, w.stdout, w.stderr, statusErr)
+	}
+
+	// May list but not watch: the refused watch.
+	other := namespace(t)
+	grantOperator(t, other, "lister", "list")
+	createOrphan(t, createPrototype(t, other, "testvm.yaml"), "ghost")
+	w = startVmctl(t, nil, "status", "-n", other, "--as=lister", "--watch")
+	if !w.exited(30 * time.Second) {
+		t.Fatalf("status --watch as lister still runs after 30s; stdout %q; stderr:\n%s", w.stdout, w.stderr)
+	}
+	if w.code == 0 || !strings.Contains(w.stderr.String(), `error: watch `) || !strings.Contains(w.stderr.String(), `User "lister" cannot watch resource`) {
+		t.Errorf("status --watch as lister: exit %d, stdout %q, stderr:\n%s\nwant the refused watch", w.code, w.stdout, w.stderr)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// TestStatusFindsUnlabelledAgentPods runs an agent by hand for a plain
+// Pod, as README's tour does: the Pod lacks scaffold's labels, but status
+// (and status --watch) find it by the identity its VM records, pair them and
+// see no problem; gc leaves the VM alone.
+func TestStatusFindsUnlabelledAgentPods(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	kubectl(t, nil, "run", "manual", "-n", ns, "--image=registry.k8s.io/pause:3.10", "--restart=Never")
+	kubectl(t, nil, "wait", "-n", ns, "--for=condition=Ready", "pod/manual", "--timeout=1m")
+	pod, err := e.kube.CoreV1().Pods(ns).Get(context.Background(), "manual", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := startVmctl(t, []string{"NODE_NAME=" + pod.Spec.NodeName, "POD_UID=" + string(pod.UID), "POD_NAMESPACE=" + ns},
+		"agent", "testvm", "--hostname-override", "manual", "--probe-address", "127.0.0.1:0")
+	eventually(t, settle, "the manual agent's VM ready", func(ctx context.Context) (bool, string, error) {
+		vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, "testvm-manual", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "no VM; agent log: " + agent.stderr.String(), nil
+		}
+		return err == nil && vm.Status.Ready, "not ready", err
+	})
+
+	rows := statusRows(t, ns)
+	if len(rows) != 1 || rows[0].Pod != "manual" || rows[0].PodUID != pod.UID || rows[0].VM != "testvm-manual" || len(rows[0].Problems) != 0 {
+		t.Errorf("status -o json: %+v, want the VM paired with pod manual, no problems", rows)
+	}
+	if out, stderr, code := vmctlCode(t, "status", "-n", ns, "--exit-code"); code != 0 {
+		t.Errorf("status --exit-code: exit %d, want 0\n%s%s", code, out, stderr)
+	}
+	w := startVmctl(t, nil, "status", "-n", ns, "--watch")
+	eventually(t, settle, "status --watch's first table", func(context.Context) (bool, string, error) {
+		return strings.Contains(w.stdout.String(), "testvm-manual"), w.stdout.String() + w.stderr.String(), nil
+	})
+	if table := w.stdout.String(); !strings.Contains(table, "manual ") || strings.Contains(table, "orphaned") {
+		t.Errorf("status --watch does not pair the VM with pod manual:\n%s", table)
+	}
+	if out := vmctl(t, "gc", "-n", ns, "--min-age=0s"); out != "" {
+		t.Errorf("gc deleted something: %s", out)
+	}
+
+	_ = agent.cmd.Process.Signal(syscall.SIGTERM)
+	if !agent.exited(time.Minute) || agent.code != 0 {
+		t.Errorf("the agent did not exit 0 within a minute of SIGTERM (exit %d):\n%s", agent.code, agent.stderr)
+	}
+}
+
+// TestGCSparesPrototypes: prototypes made by copying a derived VM whose Pod
+// is gone, one under the name it had, one renamed, each run by agents. gc
+// deletes neither: the renamed one does not bear the name an agent gives,
+// and a live agent Pod names the other as its prototype.
+func TestGCSparesPrototypes(t *testing.T) {
+	ns := namespace(t)
+	proto := createPrototype(t, ns, "testvm.yaml")
+	kept := createOrphan(t, proto, "ghost") // testvm-ghost, as derived for a Pod long gone
+	golden, err := derive.VM(proto, derive.Pod{Name: "gone", Namespace: ns, UID: "00000000-0000-0000-0000-000000000002", Node: e.cluster.Nodes[0]}, derive.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Name, golden.OwnerReferences = "golden", nil
+	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), golden, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, ns, scaffold.KindDeployment, kept.Name, "--name", "from-copy")
+	deploy(t, ns, scaffold.KindDeployment, "golden", "--name", "from-golden")
+	eventually(t, settle, "both agents running", func(ctx context.Context) (bool, string, error) {
+		pods, err := agentPods(ctx, ns)
+		return err == nil && len(pods) == 2, fmt.Sprintf("%d agent pods", len(pods)), err
+	})
+
+	out, stderr, code := vmctlCode(t, "gc", "-n", ns, "--min-age=0s")
+	if code != 0 || out != "" {
+		t.Errorf("gc: exit %d, deleted:\n%s", code, out)
+	}
+	if !strings.Contains(stderr, "virtualmachine.kubevirt.io/"+kept.Name+" in "+ns+" namespace left alone: pod "+ns+"/from-copy-") {
+		t.Errorf("gc does not say it spared %s:\n%s", kept.Name, stderr)
+	}
+	for _, name := range []string{kept.Name, "golden"} {
+		if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+			t.Errorf("prototype %s: %v", name, err)
+		}
+	}
+}
+
+// TestOperatorCommandsReadOnlyDerivedVMs: on a real API server, status and
+// diff LIST VMs only by vmctl's labels or by a prototype's name
+// (fieldSelector metadata.name, which custom resources support), never all
+// VMs of a namespace; a VM vmctl does not manage is never read.
+func TestOperatorCommandsReadOnlyDerivedVMs(t *testing.T) {
+	ns := namespace(t)
+	proto := createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	waitPaired(t, ns, "testvm", 1, settle)
+	stranger := proto.DeepCopy()
+	stranger.ObjectMeta = metav1.ObjectMeta{Name: "not-vmctl", Namespace: ns}
+	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), stranger, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status"}, {"diff"}, {"status", "-A"}, {"diff", "-A"}} {
+		// diff -A exits 1 when other tests' VMs drifted.
+		_, stderr, code := vmctlCode(t, append(args, "-n", ns, "-v=6")...)
+		if code > 1 || code == 1 && args[0] == "status" {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr)
+			continue
+		}
+		var lists int
+		for _, line := range strings.Split(stderr, "\n") {
+			_, url, ok := strings.Cut(line, `verb="GET" url="`)
+			if !ok || !strings.Contains(url, "/virtualmachines?") {
+				continue
+			}
+			lists++
+			if !strings.Contains(url, "labelSelector=vmctl.kubevirt.io") && !strings.Contains(url, "fieldSelector=metadata.name%3D") {
+				t.Errorf("%v read VMs neither by vmctl's labels nor by a prototype's name: %s", args, url)
+			}
+			if !strings.Contains(line, "200 OK") {
+				t.Errorf("%v: %s", args, line)
+			}
+		}
+		if lists < 2 {
+			t.Errorf("%v: %d VM LISTs logged, want the derived VMs' and the prototype's:\n%s", args, lists, stderr)
+		}
+	}
 }

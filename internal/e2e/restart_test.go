@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,8 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
@@ -229,7 +228,9 @@ func fleetRequestsSince(t *testing.T, ns string, mark int, from time.Time) fleet
 		pod := ev.Pod()
 		switch {
 		case pod == "" || !strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":"):
-		case ev.Verb == "create" && ev.ResponseStatus.Code >= 300:
+		case ev.Verb == "create" && ev.ResponseStatus.Code >= 300 && ev.ResponseStatus.Code != http.StatusConflict:
+			// Refused, not "already exists" (which is how an agent finds
+			// the VM it adopts).
 			r.refused[pod] = append(r.refused[pod], ev)
 		default:
 			r.byPod[pod] = append(r.byPod[pod], ev.Verb+" "+ev.ObjectRef.Name)
@@ -323,15 +324,20 @@ func sameVMs(t *testing.T, ns string, before map[string]kubevirtv1.VirtualMachin
 			t.Errorf("VM of pod %s replaced: uid %s -> %s", pod, vm.UID, after[pod].UID)
 		}
 	}
-	pods, err := e.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if !podReady(&p) {
-			t.Errorf("pod %s is not Ready", p.Name)
+	// A Pod's readiness follows its VM's at the kubelet's next probe.
+	eventually(t, settle, "every Pod Ready", func(ctx context.Context) (bool, string, error) {
+		pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
 		}
-	}
+		var unready []string
+		for _, p := range pods.Items {
+			if !podReady(&p) {
+				unready = append(unready, p.Name)
+			}
+		}
+		return len(unready) == 0, fmt.Sprintf("not Ready: %v", unready), nil
+	})
 	return after
 }
 

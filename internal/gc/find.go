@@ -12,20 +12,22 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
-// Find lists the orphans of namespace ("" for all) with one paged LIST of
-// derived VMs and one of Pods, plus one Pod LIST per other namespace whose
-// Pods own VMs here. VMs are listed first: a VM in that list was created
-// by a Pod that existed before the Pod LIST, so a Pod missing from it is
-// really gone. Pods are listed without a label selector, so that a Pod
-// whose labels were edited still protects its VM.
-func Find(ctx context.Context, c status.Clients, namespace string, now time.Time, minAge time.Duration) ([]Orphan, error) {
+// Find lists the orphans of namespace ("" for all), and the would-be
+// orphans it spares (see Orphans), with one paged LIST of derived VMs and
+// one of Pods, plus one Pod LIST per other namespace whose Pods own VMs
+// here. VMs are listed first: a VM in that list was created by a Pod that
+// existed before the Pod LIST, so a Pod missing from it is really gone. Pods
+// are listed without a label selector, so that a Pod whose labels were
+// edited, or an agent's Pod that never had them, still protects its VM and
+// its prototype.
+func Find(ctx context.Context, c status.Clients, namespace string, now time.Time, minAge time.Duration) ([]Orphan, []Spared, error) {
 	vms, err := status.ListVMs(ctx, c.KubeVirt, namespace, derive.DerivedSelector)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pods, err := status.ListPods(ctx, c.Kube, namespace, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if namespace != "" {
 		var others []string
@@ -38,12 +40,13 @@ func Find(ctx context.Context, c status.Clients, namespace string, now time.Time
 		for _, ns := range others {
 			more, err := status.ListPods(ctx, c.Kube, ns, "")
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			pods = append(pods, more...)
 		}
 	}
-	return Orphans(pods, vms, now, minAge), nil
+	orphans, spared := Orphans(pods, vms, now, minAge)
+	return orphans, spared, nil
 }
 
 // Delete deletes the orphan's VM, on condition that it is still the VM of

@@ -45,7 +45,7 @@ func TestFind(t *testing.T) {
 		})
 	}
 
-	orphans, err := Find(t.Context(), status.Clients{Kube: kube, KubeVirt: virt}, "ns", t0.Add(time.Hour), time.Minute)
+	orphans, _, err := Find(t.Context(), status.Clients{Kube: kube, KubeVirt: virt}, "ns", t0.Add(time.Hour), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,46 +52,78 @@ func (o Orphan) Why() string {
 	return fmt.Sprintf("orphaned: pod %s %s", pod, o.Reason)
 }
 
+// Spared is a VM that would be an orphan but is some live agent's
+// prototype: gc never deletes it.
+type Spared struct {
+	Namespace, Name string
+	// Pod is the Pod, as namespace/name, whose agent names the VM as its
+	// prototype: in its arguments, or in the VM it derived.
+	Pod status.Key
+}
+
 // Orphans returns the VMs among vms that vmctl derived (status.IsDerived:
-// vmctl's labels and the Pod's name, namespace and UID recorded) whose Pod
-// is not among pods, or is there with another UID. pods must hold every Pod
-// of each namespace the VMs name, whatever its labels, or a VM whose Pod
-// was merely not listed would be called an orphan.
+// vmctl's labels, the Pod's name, namespace and UID recorded, and the name
+// derivation gives) whose Pod is not among pods, or is there with another
+// UID. pods must hold every Pod of each namespace the VMs name, whatever its
+// labels, or a VM whose Pod was merely not listed would be called an
+// orphan.
 //
-// It skips VMs already being deleted and VMs younger than minAge, so it
-// never races an agent that is still starting. The result is sorted by
-// namespace and name.
-func Orphans(pods []corev1.Pod, vms []kubevirtv1.VirtualMachine, now time.Time, minAge time.Duration) []Orphan {
+// An orphan that a Pod among pods names as its prototype, in its agent's
+// arguments or in the annotations of a VM it derived, is returned as Spared
+// instead: someone made a prototype by copying a derived VM, and the agents
+// using it would lose it. It skips VMs already being deleted and VMs
+// younger than minAge, so it never races an agent that is still starting.
+// Both results are sorted by namespace and name.
+func Orphans(pods []corev1.Pod, vms []kubevirtv1.VirtualMachine, now time.Time, minAge time.Duration) ([]Orphan, []Spared) {
 	byName := make(map[status.Key]*corev1.Pod, len(pods))
+	prototypes := map[status.Key]status.Key{} // prototype -> a Pod using it
 	for i := range pods {
-		byName[status.Key{Namespace: pods[i].Namespace, Name: pods[i].Name}] = &pods[i]
+		p := &pods[i]
+		byName[status.Key{Namespace: p.Namespace, Name: p.Name}] = p
+		if a, ok := status.ParseAgent(p); ok {
+			prototypes[status.Key{Namespace: a.PrototypeNamespace, Name: a.Prototype}] = status.Key{Namespace: p.Namespace, Name: p.Name}
+		}
 	}
-	var out []Orphan
+	var candidates []Orphan
 	for i := range vms {
 		vm := &vms[i]
-		if !status.IsDerived(vm) || vm.DeletionTimestamp != nil {
-			continue
-		}
-		age := now.Sub(vm.CreationTimestamp.Time)
-		if age < minAge {
+		if !status.IsDerived(vm) {
 			continue
 		}
 		o := status.OriginOf(vm)
+		pod := byName[status.Key{Namespace: o.PodNamespace, Name: o.PodName}]
+		if pod != nil && pod.UID == o.PodUID {
+			prototypes[status.Key{Namespace: o.PrototypeNamespace, Name: o.PrototypeName}] = status.Key{Namespace: pod.Namespace, Name: pod.Name}
+			continue
+		}
+		age := now.Sub(vm.CreationTimestamp.Time)
+		if vm.DeletionTimestamp != nil || age < minAge {
+			continue
+		}
 		reason := PodGone
-		if pod := byName[status.Key{Namespace: o.PodNamespace, Name: o.PodName}]; pod != nil {
-			if pod.UID == o.PodUID {
-				continue
-			}
+		if pod != nil {
 			reason = PodReplaced
 		}
-		out = append(out, Orphan{
+		candidates = append(candidates, Orphan{
 			Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID,
 			PodNamespace: o.PodNamespace, PodName: o.PodName, PodUID: o.PodUID,
 			Reason: reason, Age: age,
 		})
 	}
-	slices.SortFunc(out, func(a, b Orphan) int {
+	var orphans []Orphan
+	var spared []Spared
+	for _, c := range candidates {
+		if by, ok := prototypes[status.Key{Namespace: c.Namespace, Name: c.Name}]; ok {
+			spared = append(spared, Spared{Namespace: c.Namespace, Name: c.Name, Pod: by})
+			continue
+		}
+		orphans = append(orphans, c)
+	}
+	slices.SortFunc(orphans, func(a, b Orphan) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	return out
+	slices.SortFunc(spared, func(a, b Spared) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return orphans, spared
 }

@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -19,15 +20,24 @@ func pod(ns, name, uid string) corev1.Pod {
 	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}}
 }
 
+// agent is a Pod whose agent runs prototype with args.
+func agent(ns, name, prototype string, args ...string) corev1.Pod {
+	p := pod(ns, name, "uid-"+name)
+	p.Spec.Containers = []corev1.Container{{Name: "agent", Args: append([]string{prototype}, args...)}}
+	return p
+}
+
 // vm is a VM derived for Pod podNS/podName (uid), created age ago.
 func vm(ns, name, podNS, podName, podUID string, age time.Duration, mods ...func(*kubevirtv1.VirtualMachine)) kubevirtv1.VirtualMachine {
 	v := kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{
 		Namespace: ns, Name: name, UID: types.UID("vm-" + name), CreationTimestamp: metav1.NewTime(t0.Add(-age)),
 		Labels: map[string]string{derive.LabelPrototype: "web", derive.LabelPod: podName},
 		Annotations: map[string]string{
-			derive.AnnotationPodName:      podName,
-			derive.AnnotationPodNamespace: podNS,
-			derive.AnnotationPodUID:       podUID,
+			derive.AnnotationPodName:            podName,
+			derive.AnnotationPodNamespace:       podNS,
+			derive.AnnotationPodUID:             podUID,
+			derive.AnnotationPrototypeName:      "web",
+			derive.AnnotationPrototypeNamespace: ns,
 		},
 	}}
 	for _, m := range mods {
@@ -38,11 +48,12 @@ func vm(ns, name, podNS, podName, podUID string, age time.Duration, mods ...func
 
 func TestOrphans(t *testing.T) {
 	tests := []struct {
-		name   string
-		pods   []corev1.Pod
-		vms    []kubevirtv1.VirtualMachine
-		minAge time.Duration
-		want   []Orphan
+		name       string
+		pods       []corev1.Pod
+		vms        []kubevirtv1.VirtualMachine
+		minAge     time.Duration
+		want       []Orphan
+		wantSpared []Spared
 	}{{
 		name: "pod alive with the recorded UID",
 		pods: []corev1.Pod{pod("ns", "a", "uid-a")},
@@ -101,12 +112,41 @@ func TestOrphans(t *testing.T) {
 			{Namespace: "a", Name: "web-z", UID: "vm-web-z", PodNamespace: "a", PodName: "z", PodUID: "uid-2", Reason: PodGone, Age: time.Hour},
 			{Namespace: "b", Name: "web-a", UID: "vm-web-a", PodNamespace: "b", PodName: "a", PodUID: "uid-1", Reason: PodGone, Age: time.Hour},
 		},
+	}, {
+		name: "never a VM copied from a derived one and renamed",
+		vms:  []kubevirtv1.VirtualMachine{vm("ns", "golden", "ns", "a", "uid-a", time.Hour)},
+	}, {
+		name: "never a live agent's prototype: named in its arguments",
+		pods: []corev1.Pod{agent("ns", "g-0", "web-a"), agent("other", "g-1", "web-b", "--proto-namespace=ns")},
+		vms: []kubevirtv1.VirtualMachine{
+			vm("ns", "web-a", "ns", "a", "uid-a", time.Hour),
+			vm("ns", "web-b", "ns", "b", "uid-b", time.Hour),
+			vm("ns", "web-c", "ns", "c", "uid-c", time.Hour),
+		},
+		want: []Orphan{{Namespace: "ns", Name: "web-c", UID: "vm-web-c", PodNamespace: "ns", PodName: "c", PodUID: "uid-c", Reason: PodGone, Age: time.Hour}},
+		wantSpared: []Spared{
+			{Namespace: "ns", Name: "web-a", Pod: status.Key{Namespace: "ns", Name: "g-0"}},
+			{Namespace: "ns", Name: "web-b", Pod: status.Key{Namespace: "other", Name: "g-1"}},
+		},
+	}, {
+		name: "never a live agent's prototype: named by the VM it derived",
+		pods: []corev1.Pod{pod("ns", "x", "uid-x")},
+		vms: []kubevirtv1.VirtualMachine{
+			vm("ns", "web-a", "ns", "a", "uid-a", time.Hour),
+			vm("ns", "web-a-x", "ns", "x", "uid-x", time.Hour, func(v *kubevirtv1.VirtualMachine) {
+				v.Annotations[derive.AnnotationPrototypeName] = "web-a"
+			}),
+		},
+		wantSpared: []Spared{{Namespace: "ns", Name: "web-a", Pod: status.Key{Namespace: "ns", Name: "x"}}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Orphans(tt.pods, tt.vms, t0, tt.minAge)
+			got, spared := Orphans(tt.pods, tt.vms, t0, tt.minAge)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Orphans (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantSpared, spared); diff != "" {
+				t.Errorf("spared (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -1,11 +1,15 @@
 package status
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
@@ -43,13 +47,19 @@ func OriginOf(vm *kubevirtv1.VirtualMachine) Origin {
 
 // IsDerived reports whether vm is a VM vmctl made and records which Pod it
 // belongs to: derive.IsDerived plus the Pod's name and namespace, without
-// which no one can tell whether that Pod still exists.
+// which no one can tell whether that Pod still exists, and the name an agent
+// gives it (derive.Name of the recorded prototype and Pod). A VM copied from
+// a derived one and renamed, say to serve as a prototype, keeps vmctl's
+// labels and annotations but not that name: it is not derived, so status
+// does not call it an orphan, diff does not compare it and gc never deletes
+// it.
 func IsDerived(vm *kubevirtv1.VirtualMachine) bool {
 	if !derive.IsDerived(vm) {
 		return false
 	}
 	o := OriginOf(vm)
-	return o.PodName != "" && o.PodNamespace != ""
+	return o.PodName != "" && o.PodNamespace != "" && o.PrototypeName != "" &&
+		vm.Name == derive.Name(o.PrototypeName, o.PodName)
 }
 
 // Key is a namespace/name pair used to look objects up.
@@ -58,16 +68,21 @@ type Key struct{ Namespace, Name string }
 // String returns "namespace/name".
 func (k Key) String() string { return k.Namespace + "/" + k.Name }
 
-// HasPrototype reports whether vms hold a VM named name in namespace (in
-// any namespace when it is empty) that vmctl did not derive: a prototype.
-func HasPrototype(vms []kubevirtv1.VirtualMachine, namespace, name string) bool {
-	for i := range vms {
-		vm := &vms[i]
-		if vm.Name == name && (namespace == "" || vm.Namespace == namespace) && !derive.IsDerived(vm) {
-			return true
+// PrototypeExists reports whether namespace (every namespace when empty)
+// holds a VM named name that vmctl did not derive: a prototype. One LIST,
+// narrowed to the name.
+func PrototypeExists(ctx context.Context, c kubevirt.Interface, namespace, name string) (bool, error) {
+	list, err := c.KubevirtV1().VirtualMachines(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		if list.Items[i].Name == name && !derive.IsDerived(&list.Items[i]) {
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // NoPrototype says that there is no prototype name in namespace (any

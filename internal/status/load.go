@@ -5,9 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 // Query says what status shows.
@@ -28,117 +27,65 @@ func (q Query) InScope(namespace string) bool {
 	return q.Namespace == "" || q.Namespace == namespace
 }
 
-// Inventory is everything Pair needs, read once from the cluster.
+// Inventory is everything Pair needs, read once from the cluster (Load) or
+// kept by informers (Watch), as Slim keeps objects. The objects are shared
+// with an informer's store: read them, never change them.
 //
-// Pods must hold every agent Pod of the query's namespace and of each
-// namespace a derived VM's pod-namespace annotation names, or Pair calls
-// VMs orphaned whose Pod it simply did not read. VMs must hold the derived
-// VMs and their prototypes (all VMs of the namespaces read: prototypes are
-// VMs too, so one LIST serves both). VMIs are matched to VMs by name.
-// Objects outside the query's namespace only appear paired with one inside.
+// Pods are the agent Pods (scaffold's labels) of the query's namespace: each
+// makes a row. OwnerPods are Pods read by the identity a derived VM records,
+// whatever their labels, so that a VM whose agent runs in a Pod without
+// those labels is not called orphaned: they only pair. VMs are the derived
+// VMs (vmctl's labels) of the query's namespace and of the namespaces its
+// agents put VMs in; Prototypes the VMs those name as their prototype, read
+// by name. VMIs are matched to VMs by name. Objects outside the query's
+// namespace only appear paired with one inside.
 type Inventory struct {
-	Query Query
-	Pods  []corev1.Pod
-	VMs   []kubevirtv1.VirtualMachine
-	VMIs  []kubevirtv1.VirtualMachineInstance
+	Query      Query
+	Pods       []*corev1.Pod
+	OwnerPods  []*corev1.Pod
+	VMs        []*kubevirtv1.VirtualMachine
+	Prototypes []*kubevirtv1.VirtualMachine
+	VMIs       []*kubevirtv1.VirtualMachineInstance
 }
 
-// Load reads an Inventory with one paged LIST per kind and namespace
-// scope, never a GET per object: VMs (derived and prototypes alike), then
-// VMIs, then agent Pods. VMs come first so that a VM found without its Pod
-// really outlived it: a Pod started after the VM LIST may lack a VM, which
-// Pair forgives for MissingGrace.
-//
-// When q.Namespace is set and the agents there work across namespaces (a VM
-// or prototype elsewhere, or a VM whose Pod is elsewhere), each such other
-// namespace costs one more LIST of the kinds it is needed for.
+// Load reads an Inventory with paged LISTs narrowed by label or by name,
+// never a GET: first, at once, the derived VMs, their instances and the
+// agent Pods of q's namespace; then, as those name them, the VMs and
+// instances of the other namespaces q's agents put VMs in, and by name the
+// Pod and the prototype each derived VM records (past MaxByName of them in
+// a namespace, one LIST of that namespace instead). VMs vmctl did not make
+// are never read otherwise. A VM listed before its agent's Pod was created
+// is paired all the same: its Pod is read by name after the VM.
 func Load(ctx context.Context, c Clients, q Query) (*Inventory, error) {
-	inv := &Inventory{Query: q}
-	vms, err := ListVMs(ctx, c.KubeVirt, q.Namespace, "")
-	if err != nil {
-		return nil, err
-	}
-	inv.VMs = vms
-	vmiSelector := derive.LabelPrototype
-	if q.Prototype != "" {
-		vmiSelector = derive.PrototypeSelector(q.Prototype)
-	}
-	if inv.VMIs, err = ListVMIs(ctx, c.KubeVirt, q.Namespace, vmiSelector); err != nil {
-		return nil, err
-	}
-	podSelector := AgentSelector
-	if q.PodSelector != "" {
-		podSelector += "," + q.PodSelector
-	}
-	if inv.Pods, err = ListPods(ctx, c.Kube, q.Namespace, podSelector); err != nil {
-		return nil, err
-	}
-	if q.Namespace == "" {
-		return inv, nil
-	}
-
-	// Pods elsewhere that own VMs here.
-	podNamespaces := map[string]bool{q.Namespace: true}
-	for _, ns := range sortedSet(podNamespacesOf(inv.VMs), podNamespaces) {
-		pods, err := ListPods(ctx, c.Kube, ns, podSelector)
+	b := newBuilder(q)
+	have := map[source]bool{}
+	for {
+		fresh := pending(needs(q, b.inv), have)
+		if len(fresh) == 0 {
+			return b.inv, nil
+		}
+		read := make([][]any, len(fresh))
+		err := readAll(ctx, c, q, fresh, func(i int, obj runtime.Object) { read[i] = append(read[i], slim(obj)) })
 		if err != nil {
 			return nil, err
 		}
-		inv.Pods = append(inv.Pods, pods...)
-	}
-	// VMs elsewhere made by Pods here, with their VMIs.
-	vmNamespaces := map[string]bool{q.Namespace: true}
-	for _, ns := range sortedSet(vmNamespacesOf(inv.Pods, q), vmNamespaces) {
-		vms, err := ListVMs(ctx, c.KubeVirt, ns, "")
-		if err != nil {
-			return nil, err
+		for i, src := range fresh {
+			have[src] = true
+			for _, obj := range read[i] {
+				b.add(src.role, obj)
+			}
 		}
-		vmis, err := ListVMIs(ctx, c.KubeVirt, ns, vmiSelector)
-		if err != nil {
-			return nil, err
-		}
-		inv.VMs = append(inv.VMs, vms...)
-		inv.VMIs = append(inv.VMIs, vmis...)
 	}
-	// Prototypes elsewhere.
-	for _, ns := range sortedSet(prototypeNamespacesOf(inv.VMs), vmNamespaces) {
-		vms, err := ListVMs(ctx, c.KubeVirt, ns, "")
-		if err != nil {
-			return nil, err
-		}
-		inv.VMs = append(inv.VMs, vms...)
-	}
-	return inv, nil
 }
 
-func podNamespacesOf(vms []kubevirtv1.VirtualMachine) []string {
+func vmNamespacesOf(pods []*corev1.Pod, q Query) []string {
 	var out []string
-	for i := range vms {
-		if IsDerived(&vms[i]) {
-			out = append(out, OriginOf(&vms[i]).PodNamespace)
-		}
-	}
-	return out
-}
-
-func vmNamespacesOf(pods []corev1.Pod, q Query) []string {
-	var out []string
-	for i := range pods {
-		if !q.InScope(pods[i].Namespace) {
+	for _, p := range pods {
+		if !q.InScope(p.Namespace) {
 			continue
 		}
-		if a, ok := ParseAgent(&pods[i]); ok {
+		if a, ok := ParseAgent(p); ok {
 			out = append(out, a.Namespace)
-		}
-	}
-	return out
-}
-
-func prototypeNamespacesOf(vms []kubevirtv1.VirtualMachine) []string {
-	var out []string
-	for i := range vms {
-		if IsDerived(&vms[i]) {
-			out = append(out, OriginOf(&vms[i]).PrototypeNamespace)
 		}
 	}
 	return out

@@ -1,22 +1,29 @@
 package status
 
 import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 )
 
-// call is a recorded API call: verb, resource, namespace and label selector.
-type call struct{ Verb, Resource, Namespace, Selector string }
+// call is a recorded API call: verb, resource, namespace, label and field
+// selector.
+type call struct{ Verb, Resource, Namespace, Labels, Fields string }
 
 func calls(actions ...[]k8stesting.Action) []call {
 	var out []call
@@ -24,11 +31,21 @@ func calls(actions ...[]k8stesting.Action) []call {
 		for _, a := range as {
 			c := call{Verb: a.GetVerb(), Resource: a.GetResource().Resource, Namespace: a.GetNamespace()}
 			if l, ok := a.(k8stesting.ListAction); ok {
-				c.Selector = l.GetListRestrictions().Labels.String()
+				c.Labels = l.GetListRestrictions().Labels.String()
+				c.Fields = l.GetListRestrictions().Fields.String()
 			}
 			out = append(out, c)
 		}
 	}
+	return out
+}
+
+// sortedCalls is calls sorted: Load runs the LISTs of a round at once.
+func sortedCalls(actions ...[]k8stesting.Action) []call {
+	out := calls(actions...)
+	slices.SortFunc(out, func(a, b call) int {
+		return cmp.Compare(fmt.Sprint(a), fmt.Sprint(b))
+	})
 	return out
 }
 
@@ -47,6 +64,12 @@ func record(fakes ...*k8stesting.Fake) *[]k8stesting.Action {
 	return log
 }
 
+const (
+	agentLabels   = "app.kubernetes.io/component=agent,app.kubernetes.io/name=vmctl"
+	derivedLabels = "vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype"
+	vmiLabels     = "vmctl.kubevirt.io/prototype"
+)
+
 func TestLoad(t *testing.T) {
 	pod := func(p corev1.Pod) runtime.Object { return &p }
 	vm := func(v kubevirtv1.VirtualMachine) runtime.Object { return &v }
@@ -54,42 +77,97 @@ func TestLoad(t *testing.T) {
 		v.Labels = map[string]string{"vmctl.kubevirt.io/prototype": "web"}
 		return &v
 	}
-	unlabelled := agentPod("ns", "plain", "uid-plain", "n1", "web", time.Hour)
-	unlabelled.Labels = nil
+	unlabelled := func(ns, name, uid string) corev1.Pod {
+		p := agentPod(ns, name, uid, "n1", "web", time.Hour)
+		p.Labels = nil
+		return p
+	}
+	orphans := func(ns string, n int) []runtime.Object {
+		var out []runtime.Object
+		for i := range n {
+			out = append(out, vm(derivedVM(ns, "web", 1, ns, fmt.Sprintf("gone-%02d", i), fmt.Sprintf("uid-%02d", i), "n1", time.Hour)))
+		}
+		return out
+	}
 
 	tests := []struct {
-		name      string
-		query     Query
-		kube      []runtime.Object
-		virt      []runtime.Object
-		wantCalls []call
-		wantPods  int
-		wantVMs   int
-		wantVMIs  int
+		name                                                string
+		query                                               Query
+		kube                                                []runtime.Object
+		virt                                                []runtime.Object
+		wantCalls                                           []call
+		wantPods, wantOwners, wantVMs, wantProtos, wantVMIs int
 	}{{
-		name:  "one namespace, no cross-namespace agents: one LIST per kind",
+		name:  "one namespace: VMs, instances and agents by label, the prototype by name, never other VMs",
 		query: Query{Namespace: "ns"},
-		kube:  []runtime.Object{pod(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)), pod(unlabelled)},
-		virt: []runtime.Object{vm(prototype("ns", "web", 1)), vm(derivedVM("ns", "web", 1, "ns", "a", "uid-a", "n1", time.Hour)),
+		kube:  []runtime.Object{pod(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)), pod(unlabelled("ns", "plain", "uid-plain"))},
+		virt: []runtime.Object{vm(prototype("ns", "web", 1)), vm(prototype("ns", "not-vmctl", 1)), vm(derivedVM("ns", "web", 1, "ns", "a", "uid-a", "n1", time.Hour)),
 			vmiObj(vmi("ns", "web-a", "n1")), vmiObj(vmi("other", "web-b", "n1"))},
 		wantCalls: []call{
-			{"list", "virtualmachines", "ns", ""},
-			{"list", "virtualmachineinstances", "ns", "vmctl.kubevirt.io/prototype"},
-			{"list", "pods", "ns", "app.kubernetes.io/component=agent,app.kubernetes.io/name=vmctl"},
+			{"list", "pods", "ns", agentLabels, ""},
+			{"list", "virtualmachineinstances", "ns", vmiLabels, ""},
+			{"list", "virtualmachines", "ns", "", "metadata.name=web"},
+			{"list", "virtualmachines", "ns", derivedLabels, ""},
 		},
-		wantPods: 1, wantVMs: 2, wantVMIs: 1,
+		wantPods: 1, wantVMs: 1, wantProtos: 1, wantVMIs: 1,
 	}, {
-		name:  "all namespaces, prototype and pod selector",
+		name:  "a VM's Pod without agent labels is read by the name the VM records",
+		query: Query{Namespace: "ns"},
+		kube:  []runtime.Object{pod(unlabelled("ns", "manual", "uid-m")), pod(unlabelled("ns", "bystander", "uid-b"))},
+		virt:  []runtime.Object{vm(prototype("ns", "web", 1)), vm(derivedVM("ns", "web", 1, "ns", "manual", "uid-m", "n1", time.Hour))},
+		wantCalls: []call{
+			{"list", "pods", "ns", "", "metadata.name=manual"},
+			{"list", "pods", "ns", agentLabels, ""},
+			{"list", "virtualmachineinstances", "ns", vmiLabels, ""},
+			{"list", "virtualmachines", "ns", "", "metadata.name=web"},
+			{"list", "virtualmachines", "ns", derivedLabels, ""},
+		},
+		wantOwners: 1, wantVMs: 1, wantProtos: 1,
+	}, {
+		name:  "past MaxByName Pods to find in a namespace, one LIST of the namespace reads them",
+		query: Query{Namespace: "ns"},
+		virt:  append(orphans("ns", MaxByName+1), vm(prototype("ns", "web", 1))),
+		wantCalls: []call{
+			{"list", "pods", "ns", "", ""},
+			{"list", "pods", "ns", agentLabels, ""},
+			{"list", "virtualmachineinstances", "ns", vmiLabels, ""},
+			{"list", "virtualmachines", "ns", "", "metadata.name=web"},
+			{"list", "virtualmachines", "ns", derivedLabels, ""},
+		},
+		wantVMs: MaxByName + 1, wantProtos: 1,
+	}, {
+		name:  "all namespaces, past MaxByName sources in all: one LIST over all namespaces",
+		query: Query{},
+		virt: func() []runtime.Object {
+			var out []runtime.Object
+			for i := range MaxByName + 1 {
+				ns := fmt.Sprintf("ns-%02d", i)
+				out = append(out, vm(derivedVM(ns, "web", 1, ns, "gone", "uid-"+ns, "n1", time.Hour)), vm(prototype(ns, "web", 1)))
+			}
+			return out
+		}(),
+		wantCalls: []call{
+			{"list", "pods", "", "", ""},
+			{"list", "pods", "", agentLabels, ""},
+			{"list", "virtualmachineinstances", "", vmiLabels, ""},
+			{"list", "virtualmachines", "", "", ""},
+			{"list", "virtualmachines", "", derivedLabels, ""},
+		},
+		wantVMs: MaxByName + 1, wantProtos: 2 * (MaxByName + 1),
+	}, {
+		name:  "all namespaces, prototype and pod selector: no Pod read by name",
 		query: Query{Prototype: "web", PodSelector: "app.kubernetes.io/instance=web"},
 		kube:  []runtime.Object{pod(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)), pod(agentPod("other", "b", "uid-b", "n1", "web", time.Hour))},
+		virt:  []runtime.Object{vm(derivedVM("ns", "web", 1, "ns", "gone", "uid-g", "n1", time.Hour))},
 		wantCalls: []call{
-			{"list", "virtualmachines", "", ""},
-			{"list", "virtualmachineinstances", "", "vmctl.kubevirt.io/prototype=web"},
-			{"list", "pods", "", "app.kubernetes.io/component=agent,app.kubernetes.io/instance=web,app.kubernetes.io/name=vmctl"},
+			{"list", "pods", "", "app.kubernetes.io/component=agent,app.kubernetes.io/instance=web,app.kubernetes.io/name=vmctl", ""},
+			{"list", "virtualmachineinstances", "", "vmctl.kubevirt.io/prototype=web", ""},
+			{"list", "virtualmachines", "", "vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype=web", ""},
+			{"list", "virtualmachines", "ns", "", "metadata.name=web"},
 		},
-		wantPods: 2,
+		wantPods: 2, wantVMs: 1,
 	}, {
-		name:  "cross-namespace agents cost one LIST per other namespace and kind needed",
+		name:  "cross-namespace agents: the VMs of their namespaces, their Pods and prototypes by name",
 		query: Query{Namespace: "ns"},
 		kube: []runtime.Object{
 			pod(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, func(p *corev1.Pod) {
@@ -105,36 +183,57 @@ func TestLoad(t *testing.T) {
 				return v
 			}()),
 			vm(prototype("protos", "web", 1)),
+			vm(prototype("ns", "web", 1)),
 		},
 		wantCalls: []call{
-			{"list", "virtualmachines", "ns", ""},
-			{"list", "virtualmachineinstances", "ns", "vmctl.kubevirt.io/prototype"},
-			{"list", "pods", "ns", "app.kubernetes.io/component=agent,app.kubernetes.io/name=vmctl"},
-			{"list", "pods", "podns", "app.kubernetes.io/component=agent,app.kubernetes.io/name=vmctl"},
-			{"list", "virtualmachines", "vms", ""},
-			{"list", "virtualmachineinstances", "vms", "vmctl.kubevirt.io/prototype"},
-			{"list", "virtualmachines", "protos", ""},
+			{"list", "pods", "ns", agentLabels, ""},
+			{"list", "pods", "podns", "", "metadata.name=x"},
+			{"list", "virtualmachineinstances", "ns", vmiLabels, ""},
+			{"list", "virtualmachineinstances", "vms", vmiLabels, ""},
+			{"list", "virtualmachines", "ns", "", "metadata.name=web"},
+			{"list", "virtualmachines", "ns", derivedLabels, ""},
+			{"list", "virtualmachines", "protos", "", "metadata.name=web"},
+			{"list", "virtualmachines", "vms", derivedLabels, ""},
 		},
-		wantPods: 2, wantVMs: 3,
+		wantPods: 1, wantOwners: 1, wantVMs: 2, wantProtos: 2,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kube := kubefake.NewClientset(tt.kube...)
-			virt := kubevirtfake.NewSimpleClientset(tt.virt...)
+			kube, virt := fakes(tt.kube, tt.virt)
 			log := record(&kube.Fake, &virt.Fake)
 			inv, err := Load(t.Context(), Clients{Kube: kube, KubeVirt: virt}, tt.query)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := calls(*log)
-			if diff := cmp.Diff(tt.wantCalls, got); diff != "" {
+			if diff := gocmp.Diff(tt.wantCalls, sortedCalls(*log)); diff != "" {
 				t.Errorf("API calls (-want +got):\n%s", diff)
 			}
-			if len(inv.Pods) != tt.wantPods || len(inv.VMs) != tt.wantVMs || len(inv.VMIs) != tt.wantVMIs {
-				t.Errorf("got %d pods, %d VMs, %d VMIs; want %d, %d, %d",
-					len(inv.Pods), len(inv.VMs), len(inv.VMIs), tt.wantPods, tt.wantVMs, tt.wantVMIs)
+			got := []int{len(inv.Pods), len(inv.OwnerPods), len(inv.VMs), len(inv.Prototypes), len(inv.VMIs)}
+			want := []int{tt.wantPods, tt.wantOwners, tt.wantVMs, tt.wantProtos, tt.wantVMIs}
+			if diff := gocmp.Diff(want, got); diff != "" {
+				t.Errorf("pods, owner pods, VMs, prototypes, VMIs (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestLoadStopsAtTheFirstRefusal(t *testing.T) {
+	kube := kubefake.NewClientset()
+	virt := kubevirtfake.NewSimpleClientset()
+	vm := derivedVM("ns", "web", 1, "other", "a", "uid-a", "n1", time.Hour)
+	if _, err := virt.KubevirtV1().VirtualMachines("ns").Create(t.Context(), &vm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "other" {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New(`User "u" cannot list resource "pods" in API group "" in the namespace "other"`))
+		}
+		return false, nil, nil
+	})
+	_, err := Load(t.Context(), Clients{Kube: kube, KubeVirt: virt}, Query{Namespace: "ns"})
+	want := `list pods named "a" in namespace "other": pods is forbidden: User "u" cannot list resource "pods" in API group "" in the namespace "other"`
+	if err == nil || err.Error() != want {
+		t.Errorf("Load: %v, want %s", err, want)
 	}
 }
 
@@ -165,7 +264,7 @@ func TestListFollowsPages(t *testing.T) {
 		{LabelSelector: AgentSelector, Limit: 500},
 		{LabelSelector: AgentSelector, Limit: 500, Continue: "page-2"},
 	}
-	if diff := cmp.Diff(want, seen); diff != "" {
+	if diff := gocmp.Diff(want, seen); diff != "" {
 		t.Errorf("list options (-want +got):\n%s", diff)
 	}
 }

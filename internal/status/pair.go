@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 const (
@@ -76,31 +74,34 @@ type Row struct {
 
 // Pair matches agent Pods with derived VMs (by the Pod UID the VM records)
 // and VMs with their VMIs (by name), and names each row's problems as of
-// now. Rows are sorted by namespace, Pod and VM.
+// now. A VM whose Pod is not an agent Pod but among inv.OwnerPods pairs with
+// it all the same. Rows are sorted by namespace, Pod and VM.
 func Pair(inv *Inventory, now time.Time) []Row {
 	q := inv.Query
 	pods := map[types.UID]*corev1.Pod{}
 	podNames := map[Key]*corev1.Pod{}
-	for i := range inv.Pods {
-		p := &inv.Pods[i]
-		pods[p.UID] = p
-		podNames[Key{p.Namespace, p.Name}] = p
+	for _, list := range [][]*corev1.Pod{inv.Pods, inv.OwnerPods} {
+		for _, p := range list {
+			if pods[p.UID] == nil {
+				pods[p.UID] = p
+				podNames[Key{p.Namespace, p.Name}] = p
+			}
+		}
 	}
 	vmis := map[Key]*kubevirtv1.VirtualMachineInstance{}
-	for i := range inv.VMIs {
-		vmis[Key{inv.VMIs[i].Namespace, inv.VMIs[i].Name}] = &inv.VMIs[i]
+	for _, vmi := range inv.VMIs {
+		vmis[Key{vmi.Namespace, vmi.Name}] = vmi
 	}
+	// Prototypes are keyed by what derived VMs name, whatever their labels.
 	protos := map[Key]*kubevirtv1.VirtualMachine{}
+	for _, proto := range inv.Prototypes {
+		protos[Key{proto.Namespace, proto.Name}] = proto
+	}
 	var derived []*kubevirtv1.VirtualMachine
 	byPod := map[types.UID][]*kubevirtv1.VirtualMachine{}
-	for i := range inv.VMs {
-		vm := &inv.VMs[i]
-		if !derive.IsDerived(vm) {
-			protos[Key{vm.Namespace, vm.Name}] = vm
-			continue
-		}
+	for _, vm := range inv.VMs {
 		if !IsDerived(vm) {
-			continue // no Pod recorded: nothing to pair it with
+			continue // no Pod recorded, or not the name an agent gives
 		}
 		o := OriginOf(vm)
 		if q.Prototype != "" && o.PrototypeName != q.Prototype {
@@ -115,8 +116,7 @@ func Pair(inv *Inventory, now time.Time) []Row {
 	p := pairer{now: now, vmis: vmis, protos: protos, podNames: podNames}
 	var rows []Row
 	shown := map[*kubevirtv1.VirtualMachine]bool{}
-	for i := range inv.Pods {
-		pod := &inv.Pods[i]
+	for _, pod := range inv.Pods {
 		if !q.InScope(pod.Namespace) {
 			continue
 		}

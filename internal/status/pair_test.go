@@ -36,86 +36,93 @@ func TestPair(t *testing.T) {
 	}{{
 		name: "healthy pair",
 		inv: Inventory{
-			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)},
-			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)},
-			VMIs: []kubevirtv1.VirtualMachineInstance{vmi("ns", "web-a", "n1")},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)),
+			VMIs:       ptrs(vmi("ns", "web-a", "n1")),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1"}},
 	}, {
 		name: "running pod past the grace without VM",
 		inv: Inventory{
-			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Minute)},
-			VMs:  []kubevirtv1.VirtualMachine{proto},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Minute)),
+			Prototypes: ptrs(proto),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", Problems: []string{"VM missing"}}},
 	}, {
 		name: "young pod without VM is forgiven",
 		inv: Inventory{
-			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", 5*time.Second)},
-			VMs:  []kubevirtv1.VirtualMachine{proto},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", 5*time.Second)),
+			Prototypes: ptrs(proto),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a"}},
 	}, {
 		name: "pending and terminating pods without VM are not problems",
 		inv: Inventory{
-			Pods: []corev1.Pod{
+			Pods: ptrs(
 				agentPod("ns", "pending", "uid-p", "", "web", time.Hour, func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending; p.Status.StartTime = nil }),
 				agentPod("ns", "term", "uid-t", "n1", "web", time.Hour, func(p *corev1.Pod) { p.DeletionTimestamp = ptrTime(ago(time.Second)) }),
-			},
-			VMs: []kubevirtv1.VirtualMachine{proto},
+			),
+			Prototypes: ptrs(proto),
 		},
 		want: []brief{{Namespace: "ns", Pod: "pending"}, {Namespace: "ns", Pod: "term"}},
 	}, {
 		name: "VMI on another node than the pod",
 		inv: Inventory{
-			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)},
-			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)},
-			VMIs: []kubevirtv1.VirtualMachineInstance{vmi("ns", "web-a", "n2")},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)),
+			VMIs:       ptrs(vmi("ns", "web-a", "n2")),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n2", Problems: []string{"VM on another node"}}},
 	}, {
 		name: "VMI marked for evacuation by a drain",
 		inv: Inventory{
-			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)},
-			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)},
-			VMIs: []kubevirtv1.VirtualMachineInstance{evacuating(vmi("ns", "web-a", "n1"), "n1")},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)),
+			VMIs:       ptrs(evacuating(vmi("ns", "web-a", "n1"), "n1")),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1", Problems: []string{"evacuating (node draining)"}}},
 	}, {
 		name: "VMI held by a cordoned node names the drain, not the wait",
 		inv: Inventory{
-			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)},
-			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(6*time.Minute))},
-			VMIs: []kubevirtv1.VirtualMachineInstance{unschedulable(vmi("ns", "web-a", ""),
-				"0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector.")},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(6*time.Minute))),
+			VMIs: ptrs(unschedulable(vmi("ns", "web-a", ""),
+				"0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector.")),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"held by a drain (node cordoned)"}}},
 	}, {
 		name: "VMI unschedulable for another reason is only not ready",
 		inv: Inventory{
-			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)},
-			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(6*time.Minute))},
-			VMIs: []kubevirtv1.VirtualMachineInstance{unschedulable(vmi("ns", "web-a", ""), "0/3 nodes are available: 1 Insufficient devices.kubevirt.io/kvm.")},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(6*time.Minute))),
+			VMIs:       ptrs(unschedulable(vmi("ns", "web-a", ""), "0/3 nodes are available: 1 Insufficient devices.kubevirt.io/kvm.")),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM not ready for 6m"}}},
 	}, {
 		name: "not ready since the condition's transition, past the grace",
 		inv: Inventory{
-			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)},
-			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(6*time.Minute))},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(6*time.Minute))),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM not ready for 6m"}}},
 	}, {
 		name: "not ready without condition counts from creation; young VM is forgiven",
 		inv: Inventory{
-			Pods: []corev1.Pod{
+			Pods: ptrs(
 				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
 				agentPod("ns", "b", "uid-b", "n1", "web", time.Hour),
-			},
-			VMs: []kubevirtv1.VirtualMachine{proto,
+			),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(
 				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", 10*time.Minute, notReadyVM(0)),
 				derivedVM("ns", "web", 5, "ns", "b", "uid-b", "n1", time.Minute, notReadyVM(0)),
-			},
+			),
 		},
 		want: []brief{
 			{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM not ready for 10m"}},
@@ -124,12 +131,13 @@ func TestPair(t *testing.T) {
 	}, {
 		name: "VM whose pod is gone, VM whose pod was replaced, terminating orphan",
 		inv: Inventory{
-			Pods: []corev1.Pod{agentPod("ns", "b", "uid-b2", "n1", "web", time.Hour)},
-			VMs: []kubevirtv1.VirtualMachine{proto,
+			Pods:       ptrs(agentPod("ns", "b", "uid-b2", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(
 				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),
 				derivedVM("ns", "web", 5, "ns", "b", "uid-b1", "n1", time.Hour),
 				derivedVM("ns", "web", 5, "ns", "c", "uid-c", "n1", time.Hour, func(vm *kubevirtv1.VirtualMachine) { vm.DeletionTimestamp = ptrTime(ago(time.Second)) }),
-			},
+			),
 		},
 		want: []brief{
 			{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"orphaned VM (pod gone)"}},
@@ -140,14 +148,15 @@ func TestPair(t *testing.T) {
 	}, {
 		name: "older prototype generation and missing prototype",
 		inv: Inventory{
-			Pods: []corev1.Pod{
+			Pods: ptrs(
 				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
 				agentPod("ns", "b", "uid-b", "n1", "db", time.Hour),
-			},
-			VMs: []kubevirtv1.VirtualMachine{proto,
+			),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(
 				derivedVM("ns", "web", 3, "ns", "a", "uid-a", "n1", time.Hour),
 				derivedVM("ns", "db", 1, "ns", "b", "uid-b", "n1", time.Hour),
-			},
+			),
 		},
 		want: []brief{
 			{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM from older prototype generation (3 < 5)"}},
@@ -156,37 +165,40 @@ func TestPair(t *testing.T) {
 	}, {
 		name: "several problems at once",
 		inv: Inventory{
-			Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)},
-			VMs:  []kubevirtv1.VirtualMachine{proto, derivedVM("ns", "web", 4, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Hour))},
-			VMIs: []kubevirtv1.VirtualMachineInstance{vmi("ns", "web-a", "n2")},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 4, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Hour))),
+			VMIs:       ptrs(vmi("ns", "web-a", "n2")),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n2", Problems: []string{
 			"VM on another node", "VM not ready for 60m", "VM from older prototype generation (4 < 5)",
 		}}},
 	}, {
-		name: "a VM without vmctl's labels is a prototype candidate, never a row",
+		name: "a VM without vmctl's labels is never a row",
 		inv: Inventory{
-			VMs: []kubevirtv1.VirtualMachine{proto, func() kubevirtv1.VirtualMachine {
+			Prototypes: ptrs(proto),
+			VMs: ptrs(func() kubevirtv1.VirtualMachine {
 				vm := derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)
 				vm.Labels = nil // annotations copied by hand do not make it vmctl's
 				return vm
-			}()},
+			}()),
 		},
 		want: []brief{},
 	}, {
 		name: "namespace scope: other namespaces only appear paired",
 		inv: Inventory{
 			Query: Query{Namespace: "ns"},
-			Pods: []corev1.Pod{
+			Pods: ptrs(
 				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
 				agentPod("other", "x", "uid-x", "n1", "web", time.Hour), // owns ns/web-x
 				agentPod("other", "y", "uid-y", "n1", "web", time.Hour), // no VM, out of scope
-			},
-			VMs: []kubevirtv1.VirtualMachine{proto, prototype("vms", "web", 5),
+			),
+			Prototypes: ptrs(proto, prototype("vms", "web", 5)),
+			VMs: ptrs(
 				derivedVM("vms", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),   // ns's pod, VM elsewhere
 				derivedVM("ns", "web", 5, "other", "x", "uid-x", "n1", time.Hour), // VM here, pod elsewhere
 				derivedVM("other", "web", 5, "other", "z", "uid-z", "n1", time.Hour),
-			},
+			),
 		},
 		want: []brief{
 			{Namespace: "ns", Pod: "a", VM: "vms/web-a"},
@@ -196,28 +208,50 @@ func TestPair(t *testing.T) {
 		name: "prototype filter",
 		inv: Inventory{
 			Query: Query{Prototype: "web"},
-			Pods: []corev1.Pod{
+			Pods: ptrs(
 				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
 				agentPod("ns", "b", "uid-b", "n1", "db", time.Hour),
-			},
-			VMs: []kubevirtv1.VirtualMachine{proto, prototype("ns", "db", 1),
+			),
+			Prototypes: ptrs(proto, prototype("ns", "db", 1)),
+			VMs: ptrs(
 				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),
 				derivedVM("ns", "db", 1, "ns", "b", "uid-b", "n1", time.Hour),
 				derivedVM("ns", "db", 1, "ns", "gone", "uid-g", "n1", time.Hour),
-			},
+			),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a"}},
 	}, {
 		name: "with a pod selector, unpaired VMs are not called orphans",
 		inv: Inventory{
-			Query: Query{PodSelector: "app.kubernetes.io/instance=web"},
-			Pods:  []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)},
-			VMs: []kubevirtv1.VirtualMachine{proto,
+			Query:      Query{PodSelector: "app.kubernetes.io/instance=web"},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(
 				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),
 				derivedVM("ns", "web", 5, "ns", "unselected", "uid-u", "n1", time.Hour),
-			},
+			),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a"}},
+	}, {
+		name: "a VM pairs with the Pod it records, found by identity whatever its labels",
+		inv: Inventory{
+			OwnerPods: ptrs(
+				agentPod("ns", "manual", "uid-m", "n1", "", time.Hour, func(p *corev1.Pod) { p.Labels = nil }),
+				agentPod("ns", "bystander", "uid-x", "n1", "", time.Hour), // no VM of its own: no row
+			),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "manual", "uid-m", "n1", time.Hour)),
+			VMIs:       ptrs(vmi("ns", "web-manual", "n1")),
+		},
+		want: []brief{{Namespace: "ns", Pod: "manual", VM: "web-manual", VMINode: "n1"}},
+	}, {
+		name: "a derived VM copied and renamed to serve as a prototype is a prototype, never a row",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "golden", time.Hour)),
+			Prototypes: ptrs(goldenCopy()),
+			VMs:        ptrs(goldenCopy(), derivedVM("ns", "golden", 1, "ns", "a", "uid-a", "n1", time.Hour)),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "golden-a"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,9 +265,10 @@ func TestPair(t *testing.T) {
 
 func TestPairRowFields(t *testing.T) {
 	inv := Inventory{
-		Pods: []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)},
-		VMs:  []kubevirtv1.VirtualMachine{prototype("ns", "web", 5), derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Minute))},
-		VMIs: []kubevirtv1.VirtualMachineInstance{vmi("ns", "web-a", "n1")},
+		Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)),
+		Prototypes: ptrs(prototype("ns", "web", 5)),
+		VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Minute))),
+		VMIs:       ptrs(vmi("ns", "web-a", "n1")),
 	}
 	want := []Row{{
 		Namespace: "ns", Pod: "a", PodUID: "uid-a", Node: "n1", Ready: "0/1", PodReady: false,
@@ -243,4 +278,13 @@ func TestPairRowFields(t *testing.T) {
 	if diff := cmp.Diff(want, Pair(&inv, t0)); diff != "" {
 		t.Errorf("Pair (-want +got):\n%s", diff)
 	}
+}
+
+// goldenCopy is ns/golden: the VM derived from web for a Pod long gone,
+// copied, renamed and kept as a prototype (generation 1), vmctl's labels
+// and annotations and all.
+func goldenCopy() kubevirtv1.VirtualMachine {
+	vm := derivedVM("ns", "web", 5, "ns", "gone", "uid-gone", "n1", time.Hour)
+	vm.Name, vm.Generation = "golden", 1
+	return vm
 }

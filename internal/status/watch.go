@@ -1,69 +1,89 @@
 package status
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
-// Watch calls update with a fresh Inventory of q once Pods, VMs and VMIs are
-// listed, again whenever one of them changes, and every tick (ages and grace
-// periods move on without events), until ctx ends. A burst of events makes
-// one call. It runs one informer per kind and namespace: all namespaces when
-// q.Namespace is empty, else q.Namespace plus, as the Inventory comes to name
-// them, the other namespaces its agents' VMs, Pods and prototypes live in.
-func Watch(ctx context.Context, c Clients, q Query, tick time.Duration, update func(*Inventory) error) error {
+// WatchOptions tune Watch.
+type WatchOptions struct {
+	// Refresh is how often update runs without events, so that ages and
+	// grace periods move on.
+	Refresh time.Duration
+	// MinInterval is the least time between two updates: the events of a
+	// burst, however many, make one update at most every MinInterval.
+	MinInterval time.Duration
+}
+
+// Watch calls update with a fresh Inventory of q once its sources are
+// listed, again when one of them changes and every opts.Refresh, until ctx
+// ends, never more often than every opts.MinInterval. It follows the
+// sources Load reads, one informer each (see needs): label-selected for
+// agent Pods, derived VMs and their instances, narrowed to one name for the
+// Pods and prototypes derived VMs record, and starts informers for more as
+// the Inventory comes to need them.
+//
+// Watch returns the error Load would give when a LIST or WATCH fails before
+// the first update, and later when the API server refuses one (forbidden,
+// unauthorized, no such resource): an informer that cannot list would
+// otherwise wait for its first list without end. Other failures later are
+// retried by the informers, with backoff.
+func Watch(ctx context.Context, c Clients, q Query, opts WatchOptions, update func(*Inventory) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the informers
 	w := &watcher{c: c, q: q, changed: make(chan struct{}, 1), sources: map[source]*informer{}}
-	w.ensure(ctx, kindVM, q.Namespace)
-	w.ensure(ctx, kindVMI, q.Namespace)
-	w.ensure(ctx, kindPod, q.Namespace)
+	w.ensure(ctx, needs(q, &Inventory{Query: q}))
 
-	ticker := time.NewTicker(tick)
+	ticker := time.NewTicker(opts.Refresh)
 	defer ticker.Stop()
+	var last time.Time
+	var later <-chan time.Time // an update held back by MinInterval
 	for {
 		select {
 		case <-ctx.Done():
 		case <-w.changed:
 		case <-ticker.C:
+		case <-later:
+			later = nil
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
+		if err := w.failure(); err != nil {
+			return err
+		}
 		if !w.synced() {
 			continue
 		}
+		if wait := opts.MinInterval - time.Since(last); wait > 0 {
+			if later == nil {
+				later = time.After(wait)
+			}
+			continue
+		}
 		inv := w.snapshot()
-		if w.ensureOthers(ctx, inv) {
+		if w.ensure(ctx, needs(q, inv)) {
 			continue // wait for the new informers' first list
 		}
+		last = time.Now()
+		w.updated.Store(true)
 		if err := update(inv); err != nil {
 			return err
 		}
 	}
-}
-
-type kind int
-
-const (
-	kindPod kind = iota
-	kindVM
-	kindVMI
-)
-
-type source struct {
-	kind      kind
-	namespace string
 }
 
 type informer struct {
@@ -75,9 +95,13 @@ type watcher struct {
 	c       Clients
 	q       Query
 	changed chan struct{}
+	// updated is set once update ran: from then on only a refusal by the
+	// API server ends Watch.
+	updated atomic.Bool
 
 	mu      sync.Mutex
 	sources map[source]*informer
+	err     error
 }
 
 // signal notes a change without blocking: one pending note is enough.
@@ -88,87 +112,120 @@ func (w *watcher) signal() {
 	}
 }
 
-// ensure starts the informer of kind in namespace unless it runs, and
+// ensure starts an informer for each of want that none follows yet, and
 // reports whether it started one.
-func (w *watcher) ensure(ctx context.Context, k kind, namespace string) bool {
+func (w *watcher) ensure(ctx context.Context, want []source) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	src := source{k, namespace}
-	if w.sources[src] != nil {
-		return false
+	have := make(map[source]bool, len(w.sources))
+	for s := range w.sources {
+		have[s] = true
 	}
-	lw, obj := w.listWatch(k, namespace)
-	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, w.client(k)),
+	fresh := pending(want, have)
+	for _, src := range fresh {
+		w.start(ctx, src)
+	}
+	return len(fresh) > 0
+}
+
+func (w *watcher) start(ctx context.Context, src source) {
+	inf := &informer{}
+	lw, obj, client := w.listWatch(ctx, src, inf)
+	inf.store, inf.ctrl = cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
 		ObjectType:    obj,
+		Transform:     Slim,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { w.signal() },
 			UpdateFunc: func(any, any) { w.signal() },
 			DeleteFunc: func(any) { w.signal() },
 		},
 	})
-	w.sources[src] = &informer{store: store, ctrl: ctrl}
-	go ctrl.RunWithContext(ctx)
+	w.sources[src] = inf
+	go inf.ctrl.RunWithContext(ctx)
 	go func() {
 		// An empty list makes no event; say when the first list is in.
-		if cache.WaitForCacheSync(ctx.Done(), ctrl.HasSynced) {
+		if cache.WaitForCacheSync(ctx.Done(), inf.ctrl.HasSynced) {
 			w.signal()
 		}
 	}()
-	return true
 }
 
-func (w *watcher) client(k kind) any {
-	if k == kindPod {
-		return w.c.Kube
+// listWatch returns src's ListWatch, which records its failures (see
+// fail), the type of its objects and the client that serves them.
+func (w *watcher) listWatch(ctx context.Context, src source, inf *informer) (*cache.ListWatch, runtime.Object, any) {
+	opts := src.listOptions(w.q)
+	narrow := func(o metav1.ListOptions) metav1.ListOptions {
+		o.LabelSelector, o.FieldSelector = opts.LabelSelector, opts.FieldSelector
+		return o
 	}
-	return w.c.KubeVirt
-}
-
-func (w *watcher) listWatch(k kind, namespace string) (*cache.ListWatch, runtime.Object) {
-	switch k {
-	case kindPod:
-		sel := AgentSelector
-		if w.q.PodSelector != "" {
-			sel += "," + w.q.PodSelector
-		}
-		pods := w.c.Kube.CoreV1().Pods(namespace)
-		return &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.LabelSelector = sel
-				return pods.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.LabelSelector = sel
-				return pods.Watch(ctx, o)
-			},
-		}, &corev1.Pod{}
-	case kindVMI:
-		sel := derive.LabelPrototype
-		if w.q.Prototype != "" {
-			sel = derive.PrototypeSelector(w.q.Prototype)
-		}
-		vmis := w.c.KubeVirt.KubevirtV1().VirtualMachineInstances(namespace)
-		return &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.LabelSelector = sel
-				return vmis.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.LabelSelector = sel
-				return vmis.Watch(ctx, o)
-			},
-		}, &kubevirtv1.VirtualMachineInstance{}
+	var (
+		list   func(context.Context, metav1.ListOptions) (runtime.Object, error)
+		follow func(context.Context, metav1.ListOptions) (watch.Interface, error)
+		obj    runtime.Object
+		client any = w.c.KubeVirt
+	)
+	switch src.resource() {
+	case "pods":
+		pods := w.c.Kube.CoreV1().Pods(src.namespace)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, o) }
+		follow, obj, client = pods.Watch, &corev1.Pod{}, w.c.Kube
+	case "virtualmachineinstances":
+		vmis := w.c.KubeVirt.KubevirtV1().VirtualMachineInstances(src.namespace)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return vmis.List(ctx, o) }
+		follow, obj = vmis.Watch, &kubevirtv1.VirtualMachineInstance{}
+	default:
+		vms := w.c.KubeVirt.KubevirtV1().VirtualMachines(src.namespace)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return vms.List(ctx, o) }
+		follow, obj = vms.Watch, &kubevirtv1.VirtualMachine{}
 	}
-	vms := w.c.KubeVirt.KubevirtV1().VirtualMachines(namespace)
 	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return vms.List(ctx, o)
+		ListWithContextFunc: func(lctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			out, err := list(lctx, narrow(o))
+			if err != nil {
+				w.fail(ctx, inf, fmt.Errorf("list %s: %w", src, err))
+			}
+			return out, err
 		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return vms.Watch(ctx, o)
+		WatchFuncWithContext: func(lctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			out, err := follow(lctx, narrow(o))
+			// A failed streaming list falls back to a LIST, which tells.
+			if err != nil && o.SendInitialEvents == nil {
+				w.fail(ctx, inf, fmt.Errorf("watch %s: %w", src, err))
+			}
+			return out, err
 		},
-	}, &kubevirtv1.VirtualMachine{}
+	}, obj, client
+}
+
+// fail records err as what ends Watch when it came before the first update
+// or its source's first list, or the API server refused the request.
+func (w *watcher) fail(ctx context.Context, inf *informer, err error) {
+	if ctx.Err() != nil {
+		return // Watch is ending anyway
+	}
+	if w.updated.Load() && inf.ctrl != nil && inf.ctrl.HasSynced() && !refused(err) {
+		return // the informer retries
+	}
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
+// refused reports whether err is the API server's refusal, which asking
+// again does not change.
+func refused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsBadRequest(err) || apierrors.IsInvalid(err)
+}
+
+func (w *watcher) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 func (w *watcher) synced() bool {
@@ -182,44 +239,23 @@ func (w *watcher) synced() bool {
 	return true
 }
 
-// snapshot copies the informers' stores into an Inventory.
+// snapshot collects the informers' stores into an Inventory.
 func (w *watcher) snapshot() *Inventory {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	inv := &Inventory{Query: w.q}
-	for src, inf := range w.sources {
-		for _, obj := range inf.store.List() {
-			switch src.kind {
-			case kindPod:
-				inv.Pods = append(inv.Pods, *obj.(*corev1.Pod))
-			case kindVM:
-				inv.VMs = append(inv.VMs, *obj.(*kubevirtv1.VirtualMachine))
-			case kindVMI:
-				inv.VMIs = append(inv.VMIs, *obj.(*kubevirtv1.VirtualMachineInstance))
-			}
+	srcs := make([]source, 0, len(w.sources))
+	for s := range w.sources {
+		srcs = append(srcs, s)
+	}
+	// In a steady order, so that equal snapshots pair equally.
+	slices.SortFunc(srcs, func(a, b source) int {
+		return cmp.Or(cmp.Compare(a.role, b.role), cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
+	})
+	b := newBuilder(w.q)
+	for _, src := range srcs {
+		for _, obj := range w.sources[src].store.List() {
+			b.add(src.role, obj)
 		}
 	}
-	return inv
-}
-
-// ensureOthers starts informers for the other namespaces inv names, as
-// Load lists them, and reports whether it started any.
-func (w *watcher) ensureOthers(ctx context.Context, inv *Inventory) bool {
-	if w.q.Namespace == "" {
-		return false
-	}
-	started := false
-	start := func(k kind, namespaces []string) {
-		for _, ns := range namespaces {
-			// An empty namespace would be an informer over all namespaces.
-			if ns != "" {
-				started = w.ensure(ctx, k, ns) || started
-			}
-		}
-	}
-	start(kindPod, podNamespacesOf(inv.VMs))
-	start(kindVM, vmNamespacesOf(inv.Pods, w.q))
-	start(kindVMI, vmNamespacesOf(inv.Pods, w.q))
-	start(kindVM, prototypeNamespacesOf(inv.VMs))
-	return started
+	return b.inv
 }

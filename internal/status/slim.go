@@ -1,0 +1,84 @@
+package status
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// lastApplied is the annotation `kubectl apply` keeps a whole copy of the
+// object in; prototypes applied from a file carry it.
+const lastApplied = corev1.LastAppliedConfigAnnotation
+
+// Slim returns a copy of obj (a Pod, VirtualMachine or
+// VirtualMachineInstance) holding only what status, gc and the pairing
+// read: metadata without managedFields or a last-applied copy; of a VM, its
+// status and no spec; of a VMI, its node, evacuation node, conditions and first address; of a Pod, its node, its
+// containers' names and arguments and its readiness. 10,000 VMs so kept take
+// a fraction of the memory of the full objects. Other objects (an informer's
+// DeletedFinalStateUnknown) are returned unchanged. Its signature is
+// client-go's cache.TransformFunc.
+func Slim(obj any) (any, error) { return slim(obj), nil }
+
+func slim(obj any) any {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return slimPod(o)
+	case *kubevirtv1.VirtualMachine:
+		return slimVM(o)
+	case *kubevirtv1.VirtualMachineInstance:
+		vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: o.ObjectMeta}
+		slimMeta(&vmi.ObjectMeta)
+		vmi.Status.NodeName = o.Status.NodeName
+		// What a drain does to it (see drainProblem).
+		vmi.Status.EvacuationNodeName = o.Status.EvacuationNodeName
+		vmi.Status.Conditions = o.Status.Conditions
+		// status -o wide's VM IP (see firstIP).
+		if ip := firstIP(o); ip != "" {
+			vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IP: ip}}
+		}
+		return vmi
+	}
+	return obj
+}
+
+func slimVM(o *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: o.ObjectMeta, Status: kubevirtv1.VirtualMachineStatus{
+		Ready:           o.Status.Ready,
+		PrintableStatus: o.Status.PrintableStatus,
+		Conditions:      o.Status.Conditions,
+	}}
+	slimMeta(&vm.ObjectMeta)
+	return vm
+}
+
+func slimPod(o *corev1.Pod) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: o.ObjectMeta}
+	slimMeta(&pod.ObjectMeta)
+	pod.Spec.NodeName = o.Spec.NodeName
+	pod.Spec.Containers = make([]corev1.Container, len(o.Spec.Containers))
+	for i, c := range o.Spec.Containers {
+		pod.Spec.Containers[i] = corev1.Container{Name: c.Name, Args: c.Args}
+	}
+	pod.Status = corev1.PodStatus{Phase: o.Status.Phase, StartTime: o.Status.StartTime, Conditions: o.Status.Conditions}
+	pod.Status.ContainerStatuses = make([]corev1.ContainerStatus, len(o.Status.ContainerStatuses))
+	for i, c := range o.Status.ContainerStatuses {
+		pod.Status.ContainerStatuses[i] = corev1.ContainerStatus{Name: c.Name, Ready: c.Ready}
+	}
+	return pod
+}
+
+// slimMeta drops managedFields and the last-applied copy from m, whose maps
+// it must not change in place: they are shared with the original.
+func slimMeta(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
+	if _, ok := m.Annotations[lastApplied]; ok {
+		a := make(map[string]string, len(m.Annotations)-1)
+		for k, v := range m.Annotations {
+			if k != lastApplied {
+				a[k] = v
+			}
+		}
+		m.Annotations = a
+	}
+}

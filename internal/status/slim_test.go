@@ -1,0 +1,85 @@
+package status
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// TestSlimKeepsWhatPairReads pairs full objects and their slim copies: the
+// rows must not differ, and the originals must not change.
+func TestSlimKeepsWhatPairReads(t *testing.T) {
+	full := func() Inventory {
+		pod := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Args = []string{"web", "--proto-namespace=ns"}
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_NAME", Value: "a"}}
+			p.Spec.Volumes = []corev1.Volume{{Name: "token"}}
+			p.Annotations = map[string]string{lastApplied: "{...}"}
+		})
+		proto := prototype("ns", "web", 5)
+		proto.Annotations = map[string]string{lastApplied: "{...}", "keep": "me"}
+		proto.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
+		running := vmi("ns", "web-a", "n2")
+		running.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{
+			{Name: "extra"}, {Name: "default", IP: "10.244.0.9", IPs: []string{"10.244.0.9", "fd00::9"}, MAC: "02:00:00:00:00:09"}}
+		return Inventory{
+			Pods:       ptrs(pod, agentPod("ns", "b", "uid-b", "n1", "web", time.Hour)),
+			OwnerPods:  ptrs(agentPod("ns", "m", "uid-m", "n2", "", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(
+				derivedVM("ns", "web", 4, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Hour)),
+				derivedVM("ns", "web", 5, "ns", "m", "uid-m", "n2", time.Hour),
+				derivedVM("ns", "web", 5, "ns", "gone", "uid-g", "n2", time.Hour),
+				derivedVM("ns", "web", 5, "ns", "b", "uid-b", "n1", time.Hour),
+			),
+			VMIs: ptrs(running, evacuating(vmi("ns", "web-b", "n1"), "n1"),
+				unschedulable(vmi("ns", "web-m", ""), "0/3 nodes are available: 1 node(s) were unschedulable.")),
+		}
+	}
+	inv := full()
+	slim := Inventory{}
+	for i := range inv.Pods {
+		slim.Pods = append(slim.Pods, must(Slim(inv.Pods[i])).(*corev1.Pod))
+	}
+	for i := range inv.OwnerPods {
+		slim.OwnerPods = append(slim.OwnerPods, must(Slim(inv.OwnerPods[i])).(*corev1.Pod))
+	}
+	for i := range inv.Prototypes {
+		slim.Prototypes = append(slim.Prototypes, must(Slim(inv.Prototypes[i])).(*kubevirtv1.VirtualMachine))
+	}
+	for i := range inv.VMs {
+		slim.VMs = append(slim.VMs, must(Slim(inv.VMs[i])).(*kubevirtv1.VirtualMachine))
+	}
+	for i := range inv.VMIs {
+		slim.VMIs = append(slim.VMIs, must(Slim(inv.VMIs[i])).(*kubevirtv1.VirtualMachineInstance))
+	}
+	want := Pair(&inv, t0)
+	if len(want) != 4 || !slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemEvacuating) }) ||
+		!slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemHeldByDrain) }) ||
+		!slices.ContainsFunc(want, func(r Row) bool { return r.VMIP == "10.244.0.9" }) {
+		t.Fatalf("the fixture pairs into %d rows, want 4, one evacuating, one held by a drain and one at 10.244.0.9: %+v", len(want), want)
+	}
+	if diff := cmp.Diff(want, Pair(&slim, t0)); diff != "" {
+		t.Errorf("rows of slim objects (-full +slim):\n%s", diff)
+	}
+	if diff := cmp.Diff(full(), inv); diff != "" {
+		t.Errorf("Slim changed the originals (-want +got):\n%s", diff)
+	}
+	if p := slim.Prototypes[0]; p.Spec.Template != nil || p.Annotations[lastApplied] != "" || p.Annotations["keep"] != "me" {
+		t.Errorf("slim prototype keeps spec or last-applied, or lost an annotation: %+v", p.ObjectMeta)
+	}
+	if p := slim.Pods[0]; p.Spec.Volumes != nil || p.Spec.Containers[0].Env != nil || p.Annotations[lastApplied] != "" {
+		t.Errorf("slim pod keeps volumes, env or last-applied: %+v", p)
+	}
+}
+
+func must(obj any, err error) any {
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
