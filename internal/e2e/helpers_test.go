@@ -104,7 +104,7 @@ func createPrototypeWith(t testing.TB, ns, file string, change func(*kubevirtv1.
 
 // vmctl runs the kubectl-vmctl binary as the cluster admin and returns its
 // stdout; a non-zero exit fails t unless wantCode says otherwise.
-func vmctl(t *testing.T, args ...string) string {
+func vmctl(t testing.TB, args ...string) string {
 	t.Helper()
 	out, _, code := vmctlCode(t, args...)
 	if code != 0 {
@@ -114,13 +114,13 @@ func vmctl(t *testing.T, args ...string) string {
 }
 
 // vmctlCode runs kubectl-vmctl and returns stdout, stderr and the exit code.
-func vmctlCode(t *testing.T, args ...string) (string, string, int) {
+func vmctlCode(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
 	return runCode(t, nil, e.binary, args...)
 }
 
 // kubectl runs kubectl against the cluster with stdin and fails t on error.
-func kubectl(t *testing.T, stdin []byte, args ...string) string {
+func kubectl(t testing.TB, stdin []byte, args ...string) string {
 	t.Helper()
 	out, stderr, code := runCode(t, stdin, "kubectl", args...)
 	if code != 0 {
@@ -129,7 +129,7 @@ func kubectl(t *testing.T, stdin []byte, args ...string) string {
 	return out
 }
 
-func runCode(t *testing.T, stdin []byte, name string, args ...string) (string, string, int) {
+func runCode(t testing.TB, stdin []byte, name string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -157,7 +157,7 @@ func runCode(t *testing.T, stdin []byte, name string, args ...string) (string, s
 
 // deploy scaffolds a workload for prototype with kubectl vmctl scaffold and
 // applies it with kubectl, as a user would.
-func deploy(t *testing.T, ns string, kind scaffold.Kind, prototype string, flags ...string) {
+func deploy(t testing.TB, ns string, kind scaffold.Kind, prototype string, flags ...string) {
 	t.Helper()
 	args := append([]string{"scaffold", strings.ToLower(string(kind)), prototype, "-n", ns,
 		"--grace-period", "60"}, flags...)
@@ -167,7 +167,7 @@ func deploy(t *testing.T, ns string, kind scaffold.Kind, prototype string, flags
 
 // eventually polls cond every 100ms until it holds or timeout passes, then
 // fails t with what it last saw.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -218,14 +218,14 @@ func derivedVMs(ctx context.Context, ns string) (map[string]kubevirtv1.VirtualMa
 // waitPaired waits until ns holds exactly want agent pods and, for each, exactly
 // one derived VM of prototype that is pinned to the pod's node, belongs to the
 // pod's UID and is ready, and no other derived VM. It returns the pairs.
-func waitPaired(t *testing.T, ns, prototype string, want int, timeout time.Duration) map[string]kubevirtv1.VirtualMachine {
+func waitPaired(t testing.TB, ns, prototype string, want int, timeout time.Duration) map[string]kubevirtv1.VirtualMachine {
 	t.Helper()
 	return waitDerived(t, ns, prototype, want, timeout, true)
 }
 
 // waitDerived is waitPaired that, unless ready is set, does not wait for
 // KubeVirt to run the VMs.
-func waitDerived(t *testing.T, ns, prototype string, want int, timeout time.Duration, ready bool) map[string]kubevirtv1.VirtualMachine {
+func waitDerived(t testing.TB, ns, prototype string, want int, timeout time.Duration, ready bool) map[string]kubevirtv1.VirtualMachine {
 	t.Helper()
 	var pairs map[string]kubevirtv1.VirtualMachine
 	eventually(t, timeout, fmt.Sprintf("%d pods paired with VMs of %s (ready: %v)", want, prototype, ready), func(ctx context.Context) (bool, string, error) {

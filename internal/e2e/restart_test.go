@@ -193,7 +193,7 @@ func waitWatches(t *testing.T, want int) time.Duration {
 }
 
 // auditMark is how many requests the audit log holds now.
-func auditMark(t *testing.T) int {
+func auditMark(t testing.TB) int {
 	t.Helper()
 	events, err := e.cluster.ReadAudit()
 	if err != nil {
@@ -227,7 +227,8 @@ func fleetRequestsSince(t *testing.T, ns string, mark int, from time.Time) fleet
 	for _, ev := range events[mark:] {
 		pod := ev.Pod()
 		switch {
-		case pod == "" || !strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":"):
+		case pod == "" || !strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":") ||
+			ev.ObjectRef.Resource != "virtualmachines":
 		case ev.Verb == "create" && ev.ResponseStatus.Code >= 300 && ev.ResponseStatus.Code != http.StatusConflict:
 			// Refused, not "already exists" (which is how an agent finds
 			// the VM it adopts).

@@ -11,9 +11,11 @@ import (
 )
 
 // auditPolicy records, at the Metadata level, every request on KubeVirt's
-// VirtualMachines: who asked (with a bound token's Pod), the verb, the
-// object and the answer's code. Tests count an agent's requests by it; the
-// API server's metrics have no label that says who asked.
+// VirtualMachines, and every request of a ServiceAccount outside kube-system
+// and kubevirt (the controllers' own): who asked (with a bound token's Pod),
+// the verb, the object and the answer's code. Tests count an agent's
+// requests by it, all of them (its Events and Pod reads too); the API
+// server's metrics have no label that says who asked.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
@@ -22,6 +24,10 @@ rules:
   resources:
   - group: kubevirt.io
     resources: [virtualmachines]
+- level: None
+  userGroups: ["system:serviceaccounts:kube-system", "system:serviceaccounts:kubevirt"]
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
 - level: None
 `
 

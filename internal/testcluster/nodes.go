@@ -52,20 +52,48 @@ func fakeNode(name string) *corev1.Node {
 func createNodes(ctx context.Context, cs kubernetes.Interface, n int) ([]string, error) {
 	names := make([]string, 0, n)
 	for i := range n {
-		node, err := cs.CoreV1().Nodes().Create(ctx, fakeNode(NodeName(i)), metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("create node %s: %w", NodeName(i), err)
+		if err := createNode(ctx, cs, NodeName(i)); err != nil {
+			return nil, err
 		}
-		if len(node.Spec.Taints) > 0 {
-			// A merge patch cannot conflict with kwok's status updates.
-			patch := []byte(`{"spec":{"taints":null}}`)
-			if _, err := cs.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-				return nil, fmt.Errorf("untaint node %s: %w", node.Name, err)
-			}
-		}
-		names = append(names, node.Name)
+		names = append(names, NodeName(i))
 	}
 	return names, nil
+}
+
+// createNode creates one fake node and removes its not-ready taint.
+func createNode(ctx context.Context, cs kubernetes.Interface, name string) error {
+	node, err := cs.CoreV1().Nodes().Create(ctx, fakeNode(name), metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create node %s: %w", name, err)
+	}
+	if len(node.Spec.Taints) > 0 {
+		// A merge patch cannot conflict with kwok's status updates.
+		patch := []byte(`{"spec":{"taints":null}}`)
+		if _, err := cs.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("untaint node %s: %w", node.Name, err)
+		}
+	}
+	return nil
+}
+
+// AddNodes creates n more fake nodes, named after the last (NodeName(from..)),
+// waits until they are Ready and returns their names. Cluster.Nodes stays
+// as Start made it; a caller that is done with the nodes deletes them.
+func (c *Cluster) AddNodes(ctx context.Context, from, n int) ([]string, error) {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("create a client: %w", err)
+	}
+	names := make([]string, 0, n)
+	for i := from; i < from+n; i++ {
+		if err := createNode(ctx, cs, NodeName(i)); err != nil {
+			return names, err
+		}
+		names = append(names, NodeName(i))
+	}
+	return names, waitFor(ctx, "the added nodes to be Ready", c.processes(), func(ctx context.Context) (bool, error) {
+		return nodesReady(ctx, cs, names)
+	})
 }
 
 // nodesReady reports whether every named node has condition Ready=True.
