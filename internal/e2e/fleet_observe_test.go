@@ -1,0 +1,213 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+// fleetObserver follows a namespace's agent Pods and derived VMs through
+// informers (watches, which survive an API server restart by listing
+// afresh) and notes when things happen, as seen from the test.
+type fleetObserver struct {
+	changed chan struct{}
+
+	mu      sync.Mutex
+	ready   map[string]bool      // agent Pods now, by name: Ready?
+	unready map[string]time.Time // when a Pod was last seen to go unready
+	vms     map[string]string    // derived VMs now: UID by name
+	uids    map[string]map[string]bool
+	created int // derived VM names ever seen
+}
+
+// fleetState is what the observer sees now.
+type fleetState struct {
+	pods, ready, vms, created int
+}
+
+func (s fleetState) String() string {
+	return fmt.Sprintf("%d agent Pods, %d Ready; %d derived VMs now, %d created", s.pods, s.ready, s.vms, s.created)
+}
+
+// observe starts following ns; it stops when b ends.
+func observe(b *testing.B, ns string) *fleetObserver {
+	b.Helper()
+	o := &fleetObserver{
+		changed: make(chan struct{}, 1),
+		ready:   map[string]bool{},
+		unready: map[string]time.Time{},
+		vms:     map[string]string{},
+		uids:    map[string]map[string]bool{},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+
+	factory := informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(opts *metav1.ListOptions) { opts.LabelSelector = agentSelector }))
+	pods := factory.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.pod(obj.(*corev1.Pod), false) },
+		UpdateFunc: func(_, obj any) { o.pod(obj.(*corev1.Pod), false) },
+		DeleteFunc: func(obj any) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				o.pod(p, true)
+			} else if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				o.pod(tomb.Obj.(*corev1.Pod), true)
+			}
+		},
+	}); err != nil {
+		b.Fatal(err)
+	}
+
+	client := e.virt.KubevirtV1().VirtualMachines(ns)
+	vms := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = derive.DerivedSelector
+			return client.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = derive.DerivedSelector
+			return client.Watch(ctx, opts)
+		},
+	}, &kubevirtv1.VirtualMachine{}, 0, cache.Indexers{})
+	if _, err := vms.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.vm(obj.(*kubevirtv1.VirtualMachine), false) },
+		UpdateFunc: func(_, obj any) { o.vm(obj.(*kubevirtv1.VirtualMachine), false) },
+		DeleteFunc: func(obj any) {
+			if vm, ok := obj.(*kubevirtv1.VirtualMachine); ok {
+				o.vm(vm, true)
+			} else if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				o.vm(tomb.Obj.(*kubevirtv1.VirtualMachine), true)
+			}
+		},
+	}); err != nil {
+		b.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	go vms.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, vms.HasSynced) {
+		b.Fatal("the fleet's informers did not sync")
+	}
+	return o
+}
+
+func (o *fleetObserver) pod(p *corev1.Pod, deleted bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	was, existed := o.ready[p.Name]
+	switch {
+	case deleted:
+		delete(o.ready, p.Name)
+	default:
+		now := podReady(p)
+		o.ready[p.Name] = now
+		if existed && was && !now {
+			o.unready[p.Name] = time.Now()
+		}
+	}
+	o.notify()
+}
+
+func (o *fleetObserver) vm(vm *kubevirtv1.VirtualMachine, deleted bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if deleted {
+		delete(o.vms, vm.Name)
+	} else {
+		o.vms[vm.Name] = string(vm.UID)
+		if o.uids[vm.Name] == nil {
+			o.uids[vm.Name] = map[string]bool{}
+			o.created++
+		}
+		o.uids[vm.Name][string(vm.UID)] = true
+	}
+	o.notify()
+}
+
+func (o *fleetObserver) notify() {
+	select {
+	case o.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (o *fleetObserver) state() fleetState {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := fleetState{pods: len(o.ready), vms: len(o.vms), created: o.created}
+	for _, r := range o.ready {
+		if r {
+			s.ready++
+		}
+	}
+	return s
+}
+
+// waitFor waits until cond holds for what the observer sees and returns
+// when that was; past timeout it fails b with what it saw last.
+func (o *fleetObserver) waitFor(b *testing.B, timeout time.Duration, what string, cond func(fleetState) (bool, string)) time.Time {
+	b.Helper()
+	deadline := time.After(timeout)
+	for {
+		ok, seen := cond(o.state())
+		if ok {
+			return time.Now()
+		}
+		select {
+		case <-o.changed:
+		case <-deadline:
+			b.Fatalf("%s: not within %s; seen: %s", what, timeout, seen)
+		}
+	}
+}
+
+// vmUIDs are the derived VMs now: UID by name.
+func (o *fleetObserver) vmUIDs() map[string]string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m := make(map[string]string, len(o.vms))
+	for k, v := range o.vms {
+		m[k] = v
+	}
+	return m
+}
+
+// twice counts the VM names seen with more than one UID.
+func (o *fleetObserver) twice() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, uids := range o.uids {
+		if len(uids) > 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// unreadyAfter counts the Pods seen to go unready after t.
+func (o *fleetObserver) unreadyAfter(t time.Time) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, at := range o.unready {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,386 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// fleetNodes is the least number of simulated nodes BenchmarkFleet spreads
+// its agents over.
+const fleetNodes = 50
+
+// BenchmarkFleet runs a fleet of VMCTL_FLEET (default 1000) agent Pods of a
+// scaffolded Deployment over at least 50 simulated nodes, each agent a real
+// process (the kubelet double), with KubeVirt's real virt-controller
+// starting their VMs, and measures:
+//   - from `kubectl scale --replicas=N` to N derived VMs and to N Pods Ready,
+//     and each agent's start (its first log line) → VM created (its log line
+//     for the Created Event), p50 and p99;
+//   - the agents' API requests to steady state and over a quiet minute at
+//     steady state, from the API server's audit log (a bound token names the
+//     Pod that asked), and all the API server's requests meanwhile;
+//   - the agents' private memory (RssAnon) and CPU, and the CPU and peak
+//     memory of the API server, etcd, the controllers and this test process
+//     (the doubles) during the ramp;
+//   - a kube-apiserver restart (SIGTERM, 10 s down): the agents' requests in
+//     the minute after it, the time until every agent's watch is open and
+//     every Pod Ready again, and that no VM was created again or lost;
+//   - `kubectl scale --replicas=0`: the time until every VM is gone.
+//
+// Run it with `make bench`, or alone with -bench Fleet; VMCTL_FLEET sizes it.
+func BenchmarkFleet(b *testing.B) {
+	n := envInt(b, "VMCTL_FLEET", 1000)
+	timeout := time.Duration(envInt(b, "VMCTL_FLEET_TIMEOUT_MINUTES", 30)) * time.Minute
+	ctx := context.Background()
+	for range b.N {
+		if have := len(e.cluster.Nodes); have < fleetNodes {
+			added, err := e.cluster.AddNodes(ctx, have, fleetNodes-have)
+			b.Cleanup(func() {
+				for _, name := range added {
+					_ = e.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+				}
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		ns := namespace(b)
+		createPrototype(b, ns, "testvm.yaml")
+		deploy(b, ns, scaffold.KindDeployment, "testvm", "--replicas", "0")
+		obs := observe(b, ns)
+		runFleet(b, ns, n, timeout, obs)
+	}
+}
+
+func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetObserver) {
+	ctx := context.Background()
+	fmt.Printf("fleet: %d agents over %d nodes; load average before the ramp: %s\n", n, countNodes(b), loadAverage())
+
+	// The ramp.
+	mark := auditMark(b)
+	procs := clusterProcesses()
+	cpu0, _ := procs.usage()
+	sampler := procs.sample(time.Second)
+	reqs0 := apiRequests(b)
+	t0 := time.Now()
+	kubectl(b, nil, "scale", "-n", ns, "deployment/vmctl-testvm", fmt.Sprintf("--replicas=%d", n))
+	toVMs := obs.waitFor(b, timeout, "derived VMs created", func(s fleetState) (bool, string) {
+		return s.vms >= n, s.String()
+	}).Sub(t0)
+	toReady := obs.waitFor(b, timeout, "agent Pods Ready", func(s fleetState) (bool, string) {
+		return s.ready >= n, s.String()
+	}).Sub(t0)
+	ramp := time.Since(t0)
+	peaks := sampler.stop()
+	cpu1, _ := procs.usage()
+	reqs1 := apiRequests(b)
+	fmt.Printf("fleet: scale to %d: %d derived VMs created after %s, %d Pods Ready after %s\n",
+		n, n, toVMs.Round(time.Millisecond), n, toReady.Round(time.Millisecond))
+
+	agents := agentProcesses(b, ns)
+	starts, restarted := startToCreated(b, ns, agents.started)
+	fmt.Printf("fleet: each agent's process start → VM created (its Created log line): p50 %s p99 %s max %s (n=%d; %d agents restarted since, left out)\n",
+		pct(starts, 50), pct(starts, 99), pct(starts, 100), len(starts), restarted)
+	ramped := agentRequestsSince(b, ns, mark)
+	fmt.Printf("fleet: agents' API requests to steady state: %s\n", ramped)
+	fmt.Printf("fleet: all API requests during the ramp (apiserver_request_total): %.0f\n", reqs1-reqs0)
+	fmt.Printf("fleet: CPU and peak memory during the %s ramp: %s\n", ramp.Round(time.Second), procs.report(cpu0, cpu1, peaks, ramp))
+
+	fmt.Printf("fleet: agents at steady state: %s\n", agents)
+
+	// A quiet minute at steady state.
+	mark = auditMark(b)
+	reqs0 = apiRequests(b)
+	time.Sleep(time.Minute)
+	quiet := agentRequestsSince(b, ns, mark)
+	fmt.Printf("fleet: agents' API requests in a quiet minute: %s; all API requests in it: %.0f\n", quiet, apiRequests(b)-reqs0)
+
+	// A kube-apiserver restart.
+	before := obs.vmUIDs()
+	mark = auditMark(b)
+	t1 := time.Now()
+	if err := e.cluster.RestartAPIServer(ctx, syscall.SIGTERM, apiDown, nil); err != nil {
+		b.Fatalf("restart kube-apiserver: %v", err)
+	}
+	up := time.Now()
+	watches := waitAgentWatches(b, n, timeout)
+	allReady := waitPodsReady(b, ns, n, timeout)
+	fmt.Printf("fleet: kube-apiserver stopped (SIGTERM) and ready again after %s; every agent's watch open again %s later, every Pod Ready %s later (%d Pods went unready meanwhile)\n",
+		up.Sub(t1).Round(100*time.Millisecond), watches.Round(100*time.Millisecond), max(0, allReady.Sub(up)).Round(100*time.Millisecond), obs.unreadyAfter(t1))
+	time.Sleep(time.Until(up.Add(budgetWindow)))
+	recovery := agentRequestsSince(b, ns, mark)
+	fmt.Printf("fleet: agents' API requests in the %s after the restart: %s\n", budgetWindow, recovery)
+	if vms := recovery.byVerb("virtualmachines"); vms["create"] > 0 || vms["delete"] > 0 {
+		b.Errorf("agents created %d and deleted %d VMs after the restart", vms["create"], vms["delete"])
+	}
+	if most := recovery.most("virtualmachines"); most > 1+requestBudget {
+		b.Errorf("an agent made %d requests on VMs to recover, beyond its watch %d more than the budget of %d", most, most-1, requestBudget)
+	}
+	after := listVMUIDs(b, ns)
+	lost, replaced := compareUIDs(before, after)
+	fmt.Printf("fleet: VMs after the restart: %d, lost %d, replaced %d; names ever seen with more than one UID: %d\n",
+		len(after), lost, replaced, obs.twice())
+	if lost+replaced > 0 || obs.twice() > 0 {
+		b.Errorf("VMs lost %d, replaced %d, derived twice %d", lost, replaced, obs.twice())
+	}
+
+	// Scale to 0.
+	t2 := time.Now()
+	kubectl(b, nil, "scale", "-n", ns, "deployment/vmctl-testvm", "--replicas=0")
+	gone := obs.waitFor(b, timeout, "derived VMs gone", func(s fleetState) (bool, string) {
+		return s.vms == 0, s.String()
+	}).Sub(t2)
+	podsGone := obs.waitFor(b, timeout, "agent Pods gone", func(s fleetState) (bool, string) {
+		return s.pods == 0, s.String()
+	}).Sub(t2)
+	left := listVMUIDs(b, ns)
+	vmis := countVMIs(b, ns, timeout)
+	fmt.Printf("fleet: scale to 0: every VM gone after %s (left: %d), every agent Pod gone after %s, every VMI gone after %s\n",
+		gone.Round(time.Millisecond), len(left), podsGone.Round(time.Millisecond), time.Since(t2).Round(time.Millisecond))
+	if len(left) > 0 || vmis > 0 {
+		b.Errorf("%d derived VMs and %d VMIs left after scaling to 0", len(left), vmis)
+	}
+
+	b.ReportMetric(float64(n), "agents")
+	b.ReportMetric(toVMs.Seconds(), "to-VMs-s")
+	b.ReportMetric(toReady.Seconds(), "to-Ready-s")
+	b.ReportMetric(float64(pct(starts, 50).Milliseconds()), "start→created-p50-ms")
+	b.ReportMetric(float64(pct(starts, 99).Milliseconds()), "start→created-p99-ms")
+	b.ReportMetric(float64(ramped.total())/float64(n), "requests/agent")
+	b.ReportMetric(float64(agents.anonP50)/1024, "agent-RssAnon-MiB")
+	b.ReportMetric(gone.Seconds(), "to-0-VMs-s")
+}
+
+// envInt reads a positive number from the environment, or def.
+func envInt(b *testing.B, name string, def int) int {
+	b.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		b.Fatalf("%s=%q: want a positive number", name, s)
+	}
+	return v
+}
+
+func countNodes(b *testing.B) int {
+	b.Helper()
+	nodes, err := e.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(nodes.Items)
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+// apiRequests is the API server's count of every request it served so far.
+func apiRequests(b *testing.B) float64 {
+	b.Helper()
+	m, err := scrapeAPIServer(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m.sum("apiserver_request_total", nil)
+}
+
+// waitAgentWatches waits until want agents' watches on their VMs are open,
+// by the API server's own count, and returns how long that took.
+func waitAgentWatches(b *testing.B, want int, timeout time.Duration) time.Duration {
+	b.Helper()
+	start := time.Now()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		m, err := scrapeAPIServer(ctx)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		open := int(m.sum("apiserver_longrunning_requests", agentVMWatches))
+		last = fmt.Sprintf("%d open", open)
+		return open >= want, nil
+	})
+	if err != nil {
+		b.Fatalf("%d agent watches open: not within %s; last seen: %s", want, timeout, last)
+	}
+	return time.Since(start)
+}
+
+// waitPodsReady waits until n of ns's agent Pods are Ready, by a fresh list
+// every half second (what an informer saw before a restart may be stale),
+// and returns when it saw that.
+func waitPodsReady(b *testing.B, ns string, n int, timeout time.Duration) time.Time {
+	b.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := agentPods(ctx, ns)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ready := 0
+		for _, p := range pods {
+			if podReady(&p) {
+				ready++
+			}
+		}
+		last = fmt.Sprintf("%d of %d Ready", ready, len(pods))
+		return ready >= n, nil
+	})
+	if err != nil {
+		b.Fatalf("agent Pods Ready: not within %s; last seen: %s", timeout, last)
+	}
+	return time.Now()
+}
+
+// listVMUIDs lists ns's derived VMs: UID by name.
+func listVMUIDs(b *testing.B, ns string) map[string]string {
+	b.Helper()
+	vms, err := derivedVMs(context.Background(), ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	uids := map[string]string{}
+	for name, vm := range vms {
+		uids[name] = string(vm.UID)
+	}
+	return uids
+}
+
+// compareUIDs counts the VMs of before missing from after, and those with
+// another UID.
+func compareUIDs(before, after map[string]string) (lost, replaced int) {
+	for name, uid := range before {
+		switch now, ok := after[name]; {
+		case !ok:
+			lost++
+		case now != uid:
+			replaced++
+		}
+	}
+	return lost, replaced
+}
+
+// countVMIs waits until ns holds no VMI, or timeout, and returns how many
+// are left.
+func countVMIs(b *testing.B, ns string, timeout time.Duration) int {
+	b.Helper()
+	left := 0
+	_ = wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		left = len(list.Items)
+		return left == 0, nil
+	})
+	return left
+}
+
+// fleetAgentRequests are the requests a namespace's agents made, from the audit
+// log: by Pod, each as "verb resource".
+type fleetAgentRequests struct {
+	byPod map[string][]string
+}
+
+// agentRequestsSince reads the audit log's requests after its first mark
+// entries that ns's agents made.
+func agentRequestsSince(b *testing.B, ns string, mark int) fleetAgentRequests {
+	b.Helper()
+	events, err := e.cluster.ReadAudit()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := fleetAgentRequests{byPod: map[string][]string{}}
+	for _, ev := range events[mark:] {
+		if ev.Pod() == "" || !strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":") {
+			continue
+		}
+		res := ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			res += "/" + ev.ObjectRef.Subresource
+		}
+		r.byPod[ev.Pod()] = append(r.byPod[ev.Pod()], ev.Verb+" "+res)
+	}
+	return r
+}
+
+func (r fleetAgentRequests) total() int {
+	n := 0
+	for _, reqs := range r.byPod {
+		n += len(reqs)
+	}
+	return n
+}
+
+// byVerb counts the requests on resource by verb.
+func (r fleetAgentRequests) byVerb(resource string) map[string]int {
+	n := map[string]int{}
+	for _, reqs := range r.byPod {
+		for _, req := range reqs {
+			if verb, res, _ := strings.Cut(req, " "); res == resource {
+				n[verb]++
+			}
+		}
+	}
+	return n
+}
+
+// most is the largest number of requests one agent made on resource.
+func (r fleetAgentRequests) most(resource string) int {
+	m := 0
+	for _, reqs := range r.byPod {
+		k := 0
+		for _, req := range reqs {
+			if strings.HasSuffix(req, " "+resource) {
+				k++
+			}
+		}
+		m = max(m, k)
+	}
+	return m
+}
+
+func (r fleetAgentRequests) String() string {
+	kinds := map[string]int{}
+	var per []int
+	for _, reqs := range r.byPod {
+		per = append(per, len(reqs))
+		for _, req := range reqs {
+			kinds[req]++
+		}
+	}
+	if len(per) == 0 {
+		return "none"
+	}
+	sort.Ints(per)
+	var parts []string
+	for _, k := range sortedKeys(kinds) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, kinds[k]))
+	}
+	return fmt.Sprintf("%d from %d agents, per agent p50 %d max %d (%s)",
+		r.total(), len(per), per[len(per)/2], per[len(per)-1], strings.Join(parts, " "))
+}
