@@ -32,15 +32,18 @@ type fleetObserver struct {
 	vms     map[string]string    // derived VMs now: UID by name
 	uids    map[string]map[string]bool
 	created int // derived VM names ever seen
+
+	vmis map[string]bool // KubeVirt's VMIs in the namespace now: Running?
 }
 
 // fleetState is what the observer sees now.
 type fleetState struct {
-	pods, ready, vms, created int
+	pods, ready, vms, created, vmis, running int
 }
 
 func (s fleetState) String() string {
-	return fmt.Sprintf("%d agent Pods, %d Ready; %d derived VMs now, %d created", s.pods, s.ready, s.vms, s.created)
+	return fmt.Sprintf("%d agent Pods, %d Ready; %d derived VMs now, %d created; %d VMIs, %d Running",
+		s.pods, s.ready, s.vms, s.created, s.vmis, s.running)
 }
 
 // observe starts following ns; it stops when b ends.
@@ -52,6 +55,7 @@ func observe(b *testing.B, ns string) *fleetObserver {
 		unready: map[string]time.Time{},
 		vms:     map[string]string{},
 		uids:    map[string]map[string]bool{},
+		vmis:    map[string]bool{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
@@ -97,9 +101,32 @@ func observe(b *testing.B, ns string) *fleetObserver {
 	}); err != nil {
 		b.Fatal(err)
 	}
+	vmiClient := e.virt.KubevirtV1().VirtualMachineInstances(ns)
+	vmis := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return vmiClient.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return vmiClient.Watch(ctx, opts)
+		},
+	}, &kubevirtv1.VirtualMachineInstance{}, 0, cache.Indexers{})
+	if _, err := vmis.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.vmi(obj.(*kubevirtv1.VirtualMachineInstance), false) },
+		UpdateFunc: func(_, obj any) { o.vmi(obj.(*kubevirtv1.VirtualMachineInstance), false) },
+		DeleteFunc: func(obj any) {
+			if vmi, ok := obj.(*kubevirtv1.VirtualMachineInstance); ok {
+				o.vmi(vmi, true)
+			} else if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				o.vmi(tomb.Obj.(*kubevirtv1.VirtualMachineInstance), true)
+			}
+		},
+	}); err != nil {
+		b.Fatal(err)
+	}
 	factory.Start(ctx.Done())
 	go vms.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, vms.HasSynced) {
+	go vmis.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, vms.HasSynced, vmis.HasSynced) {
 		b.Fatal("the fleet's informers did not sync")
 	}
 	return o
@@ -138,6 +165,17 @@ func (o *fleetObserver) vm(vm *kubevirtv1.VirtualMachine, deleted bool) {
 	o.notify()
 }
 
+func (o *fleetObserver) vmi(vmi *kubevirtv1.VirtualMachineInstance, deleted bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if deleted {
+		delete(o.vmis, vmi.Name)
+	} else {
+		o.vmis[vmi.Name] = vmi.Status.Phase == kubevirtv1.Running
+	}
+	o.notify()
+}
+
 func (o *fleetObserver) notify() {
 	select {
 	case o.changed <- struct{}{}:
@@ -148,10 +186,15 @@ func (o *fleetObserver) notify() {
 func (o *fleetObserver) state() fleetState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	s := fleetState{pods: len(o.ready), vms: len(o.vms), created: o.created}
+	s := fleetState{pods: len(o.ready), vms: len(o.vms), created: o.created, vmis: len(o.vmis)}
 	for _, r := range o.ready {
 		if r {
 			s.ready++
+		}
+	}
+	for _, r := range o.vmis {
+		if r {
+			s.running++
 		}
 	}
 	return s

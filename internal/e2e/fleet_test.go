@@ -75,11 +75,17 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	procs := clusterProcesses()
 	cpu0, _ := procs.usage()
 	sampler := procs.sample(time.Second)
-	reqs0 := apiRequests(b)
+	reqs0 := countAPIRequests(b)
 	t0 := time.Now()
 	kubectl(b, nil, "scale", "-n", ns, "deployment/vmctl-testvm", fmt.Sprintf("--replicas=%d", n))
 	toVMs := obs.waitFor(b, timeout, "derived VMs created", func(s fleetState) (bool, string) {
-		return s.vms >= n, s.String()
+		return s.created >= n, s.String()
+	}).Sub(t0)
+	toVMIs := obs.waitFor(b, timeout, "VMIs created", func(s fleetState) (bool, string) {
+		return s.vmis >= n, s.String()
+	}).Sub(t0)
+	toRunning := obs.waitFor(b, timeout, "VMIs Running", func(s fleetState) (bool, string) {
+		return s.running >= n, s.String()
 	}).Sub(t0)
 	toReady := obs.waitFor(b, timeout, "agent Pods Ready", func(s fleetState) (bool, string) {
 		return s.ready >= n, s.String()
@@ -87,9 +93,9 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	ramp := time.Since(t0)
 	peaks := sampler.stop()
 	cpu1, _ := procs.usage()
-	reqs1 := apiRequests(b)
-	fmt.Printf("fleet: scale to %d: %d derived VMs created after %s, %d Pods Ready after %s\n",
-		n, n, toVMs.Round(time.Millisecond), n, toReady.Round(time.Millisecond))
+	reqs1 := countAPIRequests(b)
+	fmt.Printf("fleet: scale to %d: %d derived VMs created after %s; KubeVirt's virt-controller made their VMIs by %s, Running (the virt-handler stand-in) by %s; %d Pods Ready after %s\n",
+		n, n, toVMs.Round(time.Millisecond), toVMIs.Round(time.Millisecond), toRunning.Round(time.Millisecond), n, toReady.Round(time.Millisecond))
 
 	agents := agentProcesses(b, ns)
 	starts, restarted := startToCreated(b, ns, agents.started)
@@ -97,17 +103,17 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 		pct(starts, 50), pct(starts, 99), pct(starts, 100), len(starts), restarted)
 	ramped := agentRequestsSince(b, ns, mark)
 	fmt.Printf("fleet: agents' API requests to steady state: %s\n", ramped)
-	fmt.Printf("fleet: all API requests during the ramp (apiserver_request_total): %.0f\n", reqs1-reqs0)
+	fmt.Printf("fleet: all API requests during the ramp (apiserver_request_total): %s\n", reqs1.since(reqs0))
 	fmt.Printf("fleet: CPU and peak memory during the %s ramp: %s\n", ramp.Round(time.Second), procs.report(cpu0, cpu1, peaks, ramp))
 
 	fmt.Printf("fleet: agents at steady state: %s\n", agents)
 
 	// A quiet minute at steady state.
 	mark = auditMark(b)
-	reqs0 = apiRequests(b)
+	reqs0 = countAPIRequests(b)
 	time.Sleep(time.Minute)
 	quiet := agentRequestsSince(b, ns, mark)
-	fmt.Printf("fleet: agents' API requests in a quiet minute: %s; all API requests in it: %.0f\n", quiet, apiRequests(b)-reqs0)
+	fmt.Printf("fleet: agents' API requests in a quiet minute: %s; all API requests in it: %s\n", quiet, countAPIRequests(b).since(reqs0))
 
 	// A kube-apiserver restart.
 	before := obs.vmUIDs()
@@ -197,14 +203,48 @@ func loadAverage() string {
 	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
-// apiRequests is the API server's count of every request it served so far.
-func apiRequests(b *testing.B) float64 {
+// apiRequests is the API server's count of the requests it served so far,
+// by "VERB resource[/subresource]".
+type apiRequests map[string]float64
+
+func countAPIRequests(b *testing.B) apiRequests {
 	b.Helper()
 	m, err := scrapeAPIServer(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
-	return m.sum("apiserver_request_total", nil)
+	r := apiRequests{}
+	for _, s := range m["apiserver_request_total"] {
+		key := s.labels["verb"] + " " + s.labels["resource"]
+		if sub := s.labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		r[key] += s.value
+	}
+	return r
+}
+
+// since says how many requests were served after before, in all and the
+// kinds most asked for.
+func (r apiRequests) since(before apiRequests) string {
+	type kind struct {
+		key string
+		n   float64
+	}
+	var kinds []kind
+	total := 0.0
+	for k, v := range r {
+		if d := v - before[k]; d > 0 {
+			kinds = append(kinds, kind{k, d})
+			total += d
+		}
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i].n > kinds[j].n })
+	var top []string
+	for _, k := range kinds[:min(len(kinds), 10)] {
+		top = append(top, fmt.Sprintf("%s=%.0f", k.key, k.n))
+	}
+	return fmt.Sprintf("%.0f (most: %s)", total, strings.Join(top, " "))
 }
 
 // waitAgentWatches waits until want agents' watches on their VMs are open,
