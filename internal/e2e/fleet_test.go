@@ -78,16 +78,16 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	reqs0 := countAPIRequests(b)
 	t0 := time.Now()
 	kubectl(b, nil, "scale", "-n", ns, "deployment/vmctl-testvm", fmt.Sprintf("--replicas=%d", n))
-	toVMs := obs.waitFor(b, timeout, "derived VMs created", func(s fleetState) (bool, string) {
+	derivedAfter := obs.waitFor(b, timeout, "derived VMs created", func(s fleetState) (bool, string) {
 		return s.created >= n, s.String()
 	}).Sub(t0)
-	toVMIs := obs.waitFor(b, timeout, "VMIs created", func(s fleetState) (bool, string) {
+	vmisAfter := obs.waitFor(b, timeout, "VMIs created", func(s fleetState) (bool, string) {
 		return s.vmis >= n, s.String()
 	}).Sub(t0)
-	toRunning := obs.waitFor(b, timeout, "VMIs Running", func(s fleetState) (bool, string) {
+	runningAfter := obs.waitFor(b, timeout, "VMIs Running", func(s fleetState) (bool, string) {
 		return s.running >= n, s.String()
 	}).Sub(t0)
-	toReady := obs.waitFor(b, timeout, "agent Pods Ready", func(s fleetState) (bool, string) {
+	readyAfter := obs.waitFor(b, timeout, "agent Pods Ready", func(s fleetState) (bool, string) {
 		return s.ready >= n, s.String()
 	}).Sub(t0)
 	ramp := time.Since(t0)
@@ -95,7 +95,7 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	cpu1, _ := procs.usage()
 	reqs1 := countAPIRequests(b)
 	fmt.Printf("fleet: scale to %d: %d derived VMs created after %s; KubeVirt's virt-controller made their VMIs by %s, Running (the virt-handler stand-in) by %s; %d Pods Ready after %s\n",
-		n, n, toVMs.Round(time.Millisecond), toVMIs.Round(time.Millisecond), toRunning.Round(time.Millisecond), n, toReady.Round(time.Millisecond))
+		n, n, derivedAfter.Round(time.Millisecond), vmisAfter.Round(time.Millisecond), runningAfter.Round(time.Millisecond), n, readyAfter.Round(time.Millisecond))
 
 	agents := agentProcesses(b, ns)
 	starts, restarted := startToCreated(b, ns, agents.started)
@@ -162,8 +162,8 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	}
 
 	b.ReportMetric(float64(n), "agents")
-	b.ReportMetric(toVMs.Seconds(), "to-VMs-s")
-	b.ReportMetric(toReady.Seconds(), "to-Ready-s")
+	b.ReportMetric(derivedAfter.Seconds(), "to-VMs-s")
+	b.ReportMetric(readyAfter.Seconds(), "to-Ready-s")
 	b.ReportMetric(float64(pct(starts, 50).Milliseconds()), "start→created-p50-ms")
 	b.ReportMetric(float64(pct(starts, 99).Milliseconds()), "start→created-p99-ms")
 	b.ReportMetric(float64(ramped.total())/float64(n), "requests/agent")
