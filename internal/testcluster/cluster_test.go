@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -277,6 +278,22 @@ func TestCluster(t *testing.T) {
 			_, err := robot.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			return err == nil, err
 		})
+
+		// The audit log records every request of a ServiceAccount outside
+		// kube-system and kubevirt, whatever the resource.
+		events, err := c.ReadAudit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes := map[int]int{}
+		for _, ev := range events {
+			if ev.User.Username == review.Status.UserInfo.Username && ev.Verb == "list" && ev.ObjectRef.Resource == "pods" {
+				codes[ev.ResponseStatus.Code]++
+			}
+		}
+		if codes[http.StatusForbidden] == 0 || codes[http.StatusOK] == 0 {
+			t.Errorf("the audit log's pod lists by %s answered %v, want a 403 and a 200 at least", review.Status.UserInfo.Username, codes)
+		}
 	})
 
 	t.Run("kubectl reads the server version", func(t *testing.T) {
@@ -303,6 +320,33 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("kubectl get vms: %v\n%s", err, out)
 		}
 
+	})
+
+	t.Run("AddNodes adds Ready, untainted nodes", func(t *testing.T) {
+		added, err := c.AddNodes(t.Context(), len(c.Nodes), 2)
+		t.Cleanup(func() {
+			for _, name := range added {
+				_ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{testcluster.NodeName(3), testcluster.NodeName(4)}; strings.Join(added, " ") != strings.Join(want, " ") {
+			t.Fatalf("added %v, want %v", added, want)
+		}
+		for _, name := range added {
+			n, err := cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !testcluster.NodeReady(n) || len(n.Spec.Taints) != 0 {
+				t.Errorf("node %s: Ready %v, taints %v", name, testcluster.NodeReady(n), n.Spec.Taints)
+			}
+		}
+		if len(c.Nodes) != 3 {
+			t.Errorf("Cluster.Nodes changed to %v", c.Nodes)
+		}
 	})
 
 	t.Run("Stop ends every process and removes the directory", func(t *testing.T) {
