@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -205,7 +206,7 @@ func (a agentFigures) String() string {
 // ns's Pods: those whose --kubeconfig is in the double's folder for ns.
 func agentProcesses(b *testing.B, ns string) agentFigures {
 	b.Helper()
-	dir := filepath.Dir(filepath.Dir(e.kubelet.LogPath(ns, "x"))) + string(filepath.Separator)
+	dir := agentsDir(ns) + string(filepath.Separator)
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		b.Fatal(err)
@@ -287,6 +288,40 @@ func startToCreated(b *testing.B, ns string, started map[string]time.Time) (d []
 		}
 	}
 	return d, restarted
+}
+
+// agentsDir is the kubelet double's folder for ns's Pods, one folder each.
+func agentsDir(ns string) string {
+	return filepath.Dir(filepath.Dir(e.kubelet.LogPath(ns, "x")))
+}
+
+// tookRE finds the duration in the agent's "Deleted VM" log line.
+var tookRE = regexp.MustCompile(`"Deleted VM".* took="?([0-9.]+[a-zµ]+)`)
+
+// shutdowns reads, from every agent log of ns, how long each agent's
+// shutdown took from SIGTERM to its VM gone (the "Deleted VM" line), and
+// counts the agents that logged their VM may outlive them.
+func shutdowns(b *testing.B, ns string) (took []time.Duration, failed int) {
+	b.Helper()
+	logs, err := filepath.Glob(filepath.Join(agentsDir(ns), "*", "agent.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, path := range logs {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range tookRE.FindAllSubmatch(raw, -1) {
+			d, err := time.ParseDuration(string(m[1]))
+			if err != nil {
+				b.Fatalf("%s: %q: %v", path, m[0], err)
+			}
+			took = append(took, d)
+		}
+		failed += strings.Count(string(raw), "VM may outlive the Pod")
+	}
+	return took, failed
 }
 
 // klogTime is the time of a klog line, "I1123 15:41:06.123456 ...", in

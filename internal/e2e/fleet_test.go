@@ -157,6 +157,11 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	vmis := countVMIs(b, ns, timeout)
 	fmt.Printf("fleet: scale to 0: every VM gone after %s (left: %d), every agent Pod gone after %s, every VMI gone after %s\n",
 		gone.Round(time.Millisecond), len(left), podsGone.Round(time.Millisecond), time.Since(t2).Round(time.Millisecond))
+	took, failed := shutdowns(b, ns)
+	if len(took) > 0 {
+		fmt.Printf("fleet: each agent's SIGTERM → VM gone (its Deleted VM line): p50 %s p99 %s max %s (n=%d); agents that gave up on their VM: %d\n",
+			pct(took, 50), pct(took, 99), pct(took, 100), len(took), failed)
+	}
 	if len(left) > 0 || vmis > 0 {
 		b.Errorf("%d derived VMs and %d VMIs left after scaling to 0", len(left), vmis)
 	}
