@@ -113,7 +113,8 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	reqs0 = countAPIRequests(b)
 	time.Sleep(time.Minute)
 	quiet := agentRequestsSince(b, ns, mark)
-	fmt.Printf("fleet: agents' API requests in a quiet minute: %s; all API requests in it: %s\n", quiet, countAPIRequests(b).since(reqs0))
+	fmt.Printf("fleet: agents' API requests in a quiet minute: %s; watches on one VM open at its end: %d; all API requests in it: %s\n",
+		quiet, openAgentWatches(b), countAPIRequests(b).since(reqs0))
 
 	// A kube-apiserver restart.
 	before := obs.vmUIDs()
@@ -250,6 +251,17 @@ func (r apiRequests) since(before apiRequests) string {
 		top = append(top, fmt.Sprintf("%s=%.0f", k.key, k.n))
 	}
 	return fmt.Sprintf("%.0f (most: %s)", total, strings.Join(top, " "))
+}
+
+// openAgentWatches is how many watches on one VM by name (the agents') are
+// open now, by the API server's own count.
+func openAgentWatches(b *testing.B) int {
+	b.Helper()
+	m, err := scrapeAPIServer(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return int(m.sum("apiserver_longrunning_requests", agentVMWatches))
 }
 
 // waitAgentWatches waits until want agents' watches on their VMs are open,
