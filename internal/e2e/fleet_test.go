@@ -361,6 +361,9 @@ func countVMIs(b *testing.B, ns string, timeout time.Duration) int {
 // log: by Pod, each as "verb resource".
 type fleetAgentRequests struct {
 	byPod map[string][]string
+	// failed counts the answers of 400 and above, by code (409 included: an
+	// agent that finds its VM there gets it).
+	failed map[int]int
 }
 
 // agentRequestsSince reads the audit log's requests after its first mark
@@ -371,7 +374,7 @@ func agentRequestsSince(b *testing.B, ns string, mark int) fleetAgentRequests {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := fleetAgentRequests{byPod: map[string][]string{}}
+	r := fleetAgentRequests{byPod: map[string][]string{}, failed: map[int]int{}}
 	for _, ev := range events[mark:] {
 		if ev.Pod() == "" || !strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":") {
 			continue
@@ -381,6 +384,9 @@ func agentRequestsSince(b *testing.B, ns string, mark int) fleetAgentRequests {
 			res += "/" + ev.ObjectRef.Subresource
 		}
 		r.byPod[ev.Pod()] = append(r.byPod[ev.Pod()], ev.Verb+" "+res)
+		if ev.ResponseStatus.Code >= 400 {
+			r.failed[ev.ResponseStatus.Code]++
+		}
 	}
 	return r
 }
@@ -438,6 +444,15 @@ func (r fleetAgentRequests) String() string {
 	for _, k := range sortedKeys(kinds) {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, kinds[k]))
 	}
-	return fmt.Sprintf("%d from %d agents, per agent p50 %d max %d (%s)",
-		r.total(), len(per), per[len(per)/2], per[len(per)-1], strings.Join(parts, " "))
+	failed := "none"
+	if len(r.failed) > 0 {
+		var codes []string
+		for code, n := range r.failed {
+			codes = append(codes, fmt.Sprintf("%d×%d", n, code))
+		}
+		sort.Strings(codes)
+		failed = strings.Join(codes, " ")
+	}
+	return fmt.Sprintf("%d from %d agents, per agent p50 %d max %d (%s); answered with an error: %s",
+		r.total(), len(per), per[len(per)/2], per[len(per)-1], strings.Join(parts, " "), failed)
 }
