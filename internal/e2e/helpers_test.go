@@ -245,15 +245,38 @@ func waitDerived(t *testing.T, ns, prototype string, want int, timeout time.Dura
 		for name, pod := range pods {
 			vm, ok := vms[derive.Name(prototype, name)]
 			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil ||
-				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName ||
-				ready && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
+				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName {
 				return false, seen, nil
+			}
+			if ready && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
+				return false, seen + "; " + kubevirtState(ctx, ns, vm.Name), nil
 			}
 			pairs[name] = vm
 		}
 		return true, seen, nil
 	})
 	return pairs
+}
+
+// kubevirtState describes what KubeVirt has made for VM ns/name: its VMI
+// and launcher Pods, for a failure's message.
+func kubevirtState(ctx context.Context, ns, name string) string {
+	var s []string
+	if vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		s = append(s, fmt.Sprintf("vmi %s: %v", name, err))
+	} else {
+		s = append(s, fmt.Sprintf("vmi %s phase=%s node=%s deleting=%v conditions=%v", name, vmi.Status.Phase, vmi.Status.NodeName, vmi.DeletionTimestamp != nil, vmi.Status.Conditions))
+	}
+	pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubevirtv1.CreatedByLabel})
+	if err != nil {
+		return strings.Join(append(s, err.Error()), "; ")
+	}
+	for _, p := range pods.Items {
+		if p.Annotations[kubevirtv1.DomainAnnotation] == name {
+			s = append(s, fmt.Sprintf("launcher %s phase=%s node=%s deleting=%v conditions=%v", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil, p.Status.Conditions))
+		}
+	}
+	return strings.Join(s, "; ")
 }
 
 func describe(pods map[string]corev1.Pod, vms map[string]kubevirtv1.VirtualMachine) string {
