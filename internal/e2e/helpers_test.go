@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -256,6 +257,35 @@ func waitDerived(t *testing.T, ns, prototype string, want int, timeout time.Dura
 		return true, seen, nil
 	})
 	return pairs
+}
+
+// waitWarningEvent waits until ns's one agent Pod has a Warning Event whose
+// message matches, and returns the Pod.
+func waitWarningEvent(t *testing.T, ns, what string, match func(msg string) bool) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	eventually(t, settle, what, func(ctx context.Context) (bool, string, error) {
+		pods, err := agentPods(ctx, ns)
+		if err != nil || len(pods) != 1 {
+			return false, fmt.Sprintf("%d pods", len(pods)), err
+		}
+		pod = pods[firstKey(pods)]
+		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.name": pod.Name, "type": corev1.EventTypeWarning}.String(),
+		})
+		if err != nil {
+			return false, "", err
+		}
+		var msgs []string
+		for _, ev := range events.Items {
+			msgs = append(msgs, ev.Reason+": "+ev.Message)
+			if match(ev.Message) {
+				return true, "", nil
+			}
+		}
+		return false, strings.Join(msgs, " | "), nil
+	})
+	return pod
 }
 
 // kubevirtState describes what KubeVirt has made for VM ns/name: its VMI
