@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -245,15 +246,67 @@ func waitDerived(t testing.TB, ns, prototype string, want int, timeout time.Dura
 		for name, pod := range pods {
 			vm, ok := vms[derive.Name(prototype, name)]
 			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil ||
-				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName ||
-				ready && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
+				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName {
 				return false, seen, nil
+			}
+			if ready && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
+				return false, seen + "; " + kubevirtState(ctx, ns, vm.Name), nil
 			}
 			pairs[name] = vm
 		}
 		return true, seen, nil
 	})
 	return pairs
+}
+
+// waitWarningEvent waits until ns's one agent Pod has a Warning Event whose
+// message matches, and returns the Pod.
+func waitWarningEvent(t *testing.T, ns, what string, match func(msg string) bool) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	eventually(t, settle, what, func(ctx context.Context) (bool, string, error) {
+		pods, err := agentPods(ctx, ns)
+		if err != nil || len(pods) != 1 {
+			return false, fmt.Sprintf("%d pods", len(pods)), err
+		}
+		pod = pods[firstKey(pods)]
+		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.name": pod.Name, "type": corev1.EventTypeWarning}.String(),
+		})
+		if err != nil {
+			return false, "", err
+		}
+		var msgs []string
+		for _, ev := range events.Items {
+			msgs = append(msgs, ev.Reason+": "+ev.Message)
+			if match(ev.Message) {
+				return true, "", nil
+			}
+		}
+		return false, strings.Join(msgs, " | "), nil
+	})
+	return pod
+}
+
+// kubevirtState describes what KubeVirt has made for VM ns/name: its VMI
+// and launcher Pods, for a failure's message.
+func kubevirtState(ctx context.Context, ns, name string) string {
+	var s []string
+	if vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		s = append(s, fmt.Sprintf("vmi %s: %v", name, err))
+	} else {
+		s = append(s, fmt.Sprintf("vmi %s phase=%s node=%s deleting=%v conditions=%v", name, vmi.Status.Phase, vmi.Status.NodeName, vmi.DeletionTimestamp != nil, vmi.Status.Conditions))
+	}
+	pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubevirtv1.CreatedByLabel})
+	if err != nil {
+		return strings.Join(append(s, err.Error()), "; ")
+	}
+	for _, p := range pods.Items {
+		if p.Annotations[kubevirtv1.DomainAnnotation] == name {
+			s = append(s, fmt.Sprintf("launcher %s phase=%s node=%s deleting=%v conditions=%v", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil, p.Status.Conditions))
+		}
+	}
+	return strings.Join(s, "; ")
 }
 
 func describe(pods map[string]corev1.Pod, vms map[string]kubevirtv1.VirtualMachine) string {

@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -127,27 +126,8 @@ func TestPrototypeKubeVirtRejects(t *testing.T) {
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
 
 	const webhookSays = "Slirp interface support has been discontinued"
-	var pod corev1.Pod
-	eventually(t, settle, "a Warning Event with KubeVirt's message", func(ctx context.Context) (bool, string, error) {
-		pods, err := agentPods(ctx, ns)
-		if err != nil || len(pods) != 1 {
-			return false, fmt.Sprintf("%d pods", len(pods)), err
-		}
-		pod = pods[firstKey(pods)]
-		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-			FieldSelector: fields.Set{"involvedObject.name": pod.Name, "type": corev1.EventTypeWarning}.String(),
-		})
-		if err != nil {
-			return false, "", err
-		}
-		var msgs []string
-		for _, ev := range events.Items {
-			msgs = append(msgs, ev.Reason+": "+ev.Message)
-			if strings.Contains(ev.Message, `admission webhook "virtualmachine-validator.kubevirt.io" denied`) && strings.Contains(ev.Message, webhookSays) {
-				return true, "", nil
-			}
-		}
-		return false, strings.Join(msgs, " | "), nil
+	pod := waitWarningEvent(t, ns, "a Warning Event with KubeVirt's message", func(msg string) bool {
+		return strings.Contains(msg, `admission webhook "virtualmachine-validator.kubevirt.io" denied`) && strings.Contains(msg, webhookSays)
 	})
 	if vms, err := derivedVMs(ctx, ns); err != nil || len(vms) != 0 {
 		t.Errorf("derived VMs %v (%v), want none", vms, err)

@@ -126,8 +126,7 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 			t.Logf("waiting %v until VM %s has been quiet for 80s", wait.Round(time.Second), vm.Name)
 			time.Sleep(wait)
 		}
-		churn(t, ns, 3000)
-		if !watchExpired(t, ns, vm) {
+		if !churnUntilExpired(t, ns, vm, 3000) {
 			t.Fatalf("a watch of VM %s from its resourceVersion %s still works; the scenario needs it out of the watch cache", vm.Name, vm.ResourceVersion)
 		}
 
@@ -395,9 +394,11 @@ func lastChange(vm *kubevirtv1.VirtualMachine) time.Time {
 	return last
 }
 
-// churn creates a VM that is not vmctl's and writes it n times, as a busy
-// namespace would, from a few clients at once.
-func churn(t *testing.T, ns string, n int) {
+// churnUntilExpired creates a VM that is not vmctl's and writes it, as a
+// busy namespace would, from a few clients at once, in batches, until a
+// watch of vm from its own resourceVersion gets 410 Gone (the watch cache's
+// window moved past it), or limit writes.
+func churnUntilExpired(t *testing.T, ns string, vm kubevirtv1.VirtualMachine, limit int) bool {
 	t.Helper()
 	vms := e.virt.KubevirtV1().VirtualMachines(ns)
 	busy := &kubevirtv1.VirtualMachine{
@@ -410,33 +411,42 @@ func churn(t *testing.T, ns string, n int) {
 	if _, err := vms.Create(t.Context(), busy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	const batch = 250
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < n; i += 8 {
-				patch := fmt.Sprintf(`{"metadata":{"labels":{"w%d":"%d"}}}`, w, i)
-				if _, err := vms.Patch(t.Context(), "busy", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-					errs <- err
-					return
+	for n := 0; n < limit; n += batch {
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for w := range 8 {
+			wg.Go(func() {
+				for i := n + w; i < n+batch; i += 8 {
+					patch := fmt.Sprintf(`{"metadata":{"labels":{"w%d":"%d"}}}`, w, i)
+					if _, err := vms.Patch(t.Context(), "busy", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+						errs <- err
+						return
+					}
 				}
-			}
-		})
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if watchExpired(t, ns, vm) {
+			t.Logf("%d writes to VM %s/busy in %v pushed VM %s out of the watch cache", n+batch, ns, time.Since(start).Round(100*time.Millisecond), vm.Name)
+			return true
+		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	t.Logf("%d writes to VM %s/busy in %v", n, ns, time.Since(start).Round(100*time.Millisecond))
+	return false
 }
 
 // watchExpired reports whether a watch of vm from its own resourceVersion
 // gets 410 Gone, as the agent's watch did before it listed afresh.
 func watchExpired(t *testing.T, ns string, vm kubevirtv1.VirtualMachine) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	// A 410 comes at once; a watch still open after a few seconds is one
+	// the cache can serve.
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
 	w, err := e.virt.KubevirtV1().VirtualMachines(ns).Watch(ctx, metav1.ListOptions{
 		FieldSelector:   fields.OneTermEqualSelector("metadata.name", vm.Name).String(),

@@ -196,27 +196,8 @@ func TestSharedWritablePVCIsRefused(t *testing.T) {
 	createPrototype(t, ns, "shared-pvc-vm.yaml")
 	deploy(t, ns, scaffold.KindDeployment, "pvcvm", "--replicas", "1")
 
-	var pod corev1.Pod
-	eventually(t, settle, "warning event that names the shared volume", func(ctx context.Context) (bool, string, error) {
-		pods, err := agentPods(ctx, ns)
-		if err != nil || len(pods) != 1 {
-			return false, fmt.Sprintf("%d pods", len(pods)), err
-		}
-		pod = pods[firstKey(pods)]
-		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-			FieldSelector: fields.Set{"involvedObject.name": pod.Name, "type": corev1.EventTypeWarning}.String(),
-		})
-		if err != nil {
-			return false, "", err
-		}
-		var msgs []string
-		for _, ev := range events.Items {
-			msgs = append(msgs, ev.Reason+": "+ev.Message)
-			if strings.Contains(ev.Message, "data") && strings.Contains(ev.Message, "shared-data") {
-				return true, "", nil
-			}
-		}
-		return false, strings.Join(msgs, " | "), nil
+	pod := waitWarningEvent(t, ns, "warning event that names the shared volume", func(msg string) bool {
+		return strings.Contains(msg, "data") && strings.Contains(msg, "shared-data")
 	})
 	log, err := os.ReadFile(e.kubelet.LogPath(ns, pod.Name))
 	if err != nil {
