@@ -36,9 +36,11 @@ const fleetNodes = 50
 //   - the agents' private memory (RssAnon) and CPU, and the CPU and peak
 //     memory of the API server, etcd, the controllers and this test process
 //     (the doubles) during the ramp;
-//   - a kube-apiserver restart (SIGTERM, 10 s down): the agents' requests in
-//     the minute after it, the time until every agent's watch is open and
-//     every Pod Ready again, and that no VM was created again or lost;
+//   - a kube-apiserver restart (SIGTERM, 10 s down), then etcd restarted with
+//     its history compacted (every watch then gets 410 Gone), each: the
+//     agents' requests in the minute after it, the time until every agent's
+//     watch is open and every Pod Ready again, and that no VM was created
+//     again or lost;
 //   - `kubectl scale --replicas=0`: the time until every VM is gone.
 //
 // Run it with `make bench`, or alone with -bench Fleet; VMCTL_FLEET sizes it.
@@ -116,34 +118,16 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	fmt.Printf("fleet: agents' API requests in a quiet minute: %s; watches on one VM open at its end: %d; all API requests in it: %s\n",
 		quiet, openAgentWatches(b), countAPIRequests(b).since(reqs0))
 
-	// A kube-apiserver restart.
-	before := obs.vmUIDs()
-	mark = auditMark(b)
-	t1 := time.Now()
-	if err := e.cluster.RestartAPIServer(ctx, syscall.SIGTERM, apiDown, nil); err != nil {
-		b.Fatalf("restart kube-apiserver: %v", err)
-	}
-	up := time.Now()
-	watches := waitAgentWatches(b, n, timeout)
-	allReady := waitPodsReady(b, ns, n, timeout)
-	fmt.Printf("fleet: kube-apiserver stopped (SIGTERM) and ready again after %s; every agent's watch open again %s later, every Pod Ready %s later (%d Pods went unready meanwhile)\n",
-		up.Sub(t1).Round(100*time.Millisecond), watches.Round(100*time.Millisecond), max(0, allReady.Sub(up)).Round(100*time.Millisecond), obs.unreadyAfter(t1))
-	time.Sleep(time.Until(up.Add(budgetWindow)))
-	recovery := agentRequestsSince(b, ns, mark)
-	fmt.Printf("fleet: agents' API requests in the %s after the restart: %s\n", budgetWindow, recovery)
-	if vms := recovery.byVerb("virtualmachines"); vms["create"] > 0 || vms["delete"] > 0 {
-		b.Errorf("agents created %d and deleted %d VMs after the restart", vms["create"], vms["delete"])
-	}
-	if most := recovery.most("virtualmachines"); most > 1+requestBudget {
-		b.Errorf("an agent made %d requests on VMs to recover, beyond its watch %d more than the budget of %d", most, most-1, requestBudget)
-	}
-	after := listVMUIDs(b, ns)
-	lost, replaced := compareUIDs(before, after)
-	fmt.Printf("fleet: VMs after the restart: %d, lost %d, replaced %d; names ever seen with more than one UID: %d\n",
-		len(after), lost, replaced, obs.twice())
-	if lost+replaced > 0 || obs.twice() > 0 {
-		b.Errorf("VMs lost %d, replaced %d, derived twice %d", lost, replaced, obs.twice())
-	}
+	// A kube-apiserver restart, then etcd restarted with its history
+	// compacted: every agent's watch ends, and opened again from its last
+	// version it gets 410 Gone.
+	fleetRecovers(b, ns, n, timeout, obs, "kube-apiserver stopped (SIGTERM) and ready again", func() error {
+		return e.cluster.RestartAPIServer(ctx, syscall.SIGTERM, apiDown, nil)
+	})
+	fleetRecovers(b, ns, n, timeout, obs, "etcd restarted with its history compacted", func() error {
+		_, err := e.cluster.RestartEtcdCompacted(ctx)
+		return err
+	})
 
 	// Scale to 0.
 	t2 := time.Now()
@@ -181,6 +165,40 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	b.ReportMetric(float64(ramped.total())/float64(n), "requests/agent")
 	b.ReportMetric(float64(agents.anonP50)/1024, "agent-RssAnon-MiB")
 	b.ReportMetric(gone.Seconds(), "to-0-VMs-s")
+}
+
+// fleetRecovers disrupts the fleet's cluster and measures its recovery: the
+// time until every agent's watch is open and every Pod Ready again, the
+// agents' requests in the budgetWindow after it (issue 15's budget), and
+// that no VM was created again, replaced or lost.
+func fleetRecovers(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetObserver, what string, disrupt func() error) {
+	before := obs.vmUIDs()
+	mark := auditMark(b)
+	t1 := time.Now()
+	if err := disrupt(); err != nil {
+		b.Fatalf("%s: %v", what, err)
+	}
+	up := time.Now()
+	watches := waitAgentWatches(b, n, timeout)
+	allReady := waitPodsReady(b, ns, n, timeout)
+	fmt.Printf("fleet: %s after %s; every agent's watch open again %s later, every Pod Ready %s later (%d Pods went unready meanwhile)\n",
+		what, up.Sub(t1).Round(100*time.Millisecond), watches.Round(100*time.Millisecond), max(0, allReady.Sub(up)).Round(100*time.Millisecond), obs.unreadyAfter(t1))
+	time.Sleep(time.Until(up.Add(budgetWindow)))
+	recovery := agentRequestsSince(b, ns, mark)
+	fmt.Printf("fleet: agents' API requests in the %s after it: %s\n", budgetWindow, recovery)
+	if vms := recovery.byVerb("virtualmachines"); vms["create"] > 0 || vms["delete"] > 0 {
+		b.Errorf("%s: agents created %d and deleted %d VMs", what, vms["create"], vms["delete"])
+	}
+	if most := recovery.most("virtualmachines"); most > 1+requestBudget {
+		b.Errorf("%s: an agent made %d requests on VMs to recover, beyond its watch %d more than the budget of %d", what, most, most-1, requestBudget)
+	}
+	after := listVMUIDs(b, ns)
+	lost, replaced := compareUIDs(before, after)
+	fmt.Printf("fleet: VMs after it: %d, lost %d, replaced %d; names ever seen with more than one UID: %d\n",
+		len(after), lost, replaced, obs.twice())
+	if lost+replaced > 0 || obs.twice() > 0 {
+		b.Errorf("%s: VMs lost %d, replaced %d, derived twice %d", what, lost, replaced, obs.twice())
+	}
 }
 
 // envInt reads a positive number from the environment, or def.

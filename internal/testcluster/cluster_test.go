@@ -349,6 +349,38 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("RestartEtcdCompacted ends watches with 410 Gone", func(t *testing.T) {
+		ctx := t.Context()
+		ns := createNamespace(t, cs, "compact")
+		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quiet"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.RestartEtcdCompacted(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The API server finds etcd again by itself; its watch cache lists
+		// again, and until then a watch is refused (429) or served.
+		var last error
+		poll(t, 60*time.Second, "a watch from before the compaction to get 410 Gone", func(ctx context.Context) (bool, error) {
+			w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion})
+			if err != nil {
+				last = err
+				return apierrors.IsResourceExpired(err) || apierrors.IsGone(err), nil
+			}
+			defer w.Stop()
+			select {
+			case ev := <-w.ResultChan():
+				last = apierrors.FromObject(ev.Object)
+				return apierrors.IsResourceExpired(last) || apierrors.IsGone(last), nil
+			case <-time.After(2 * time.Second):
+				last = errors.New("the watch stayed open")
+				return false, nil
+			}
+		})
+		t.Logf("last answer: %v", last)
+	})
+
 	t.Run("Stop ends every process and removes the directory", func(t *testing.T) {
 		pids := c.Pids()
 		if len(pids) != 5 {
