@@ -19,6 +19,13 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
+// rampBudget is the most requests one agent may make from its start to
+// steady state: GET its prototype, POST its VM, POST the Event, one WATCH,
+// and room for a reflector's watch renewal (every 5 to 10 minutes) and a
+// few retries answered 429 in a slow ramp (at most 7 were seen at 1,000).
+// A loop in the agent blows it.
+const rampBudget = 10
+
 // fleetNodes is the least number of simulated nodes BenchmarkFleet spreads
 // its agents over.
 const fleetNodes = 50
@@ -105,6 +112,9 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 		pct(starts, 50), pct(starts, 99), pct(starts, 100), len(starts), restarted)
 	ramped := agentRequestsSince(b, ns, mark)
 	fmt.Printf("fleet: agents' API requests to steady state: %s\n", ramped)
+	if most := ramped.most(""); most > rampBudget {
+		b.Errorf("an agent made %d requests to steady state, more than the budget of %d: a loop", most, rampBudget)
+	}
 	fmt.Printf("fleet: all API requests during the ramp (apiserver_request_total): %s\n", reqs1.since(reqs0))
 	fmt.Printf("fleet: CPU and peak memory during the %s ramp: %s\n", ramp.Round(time.Second), procs.report(cpu0, cpu1, peaks, ramp))
 
@@ -117,6 +127,9 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	quiet := agentRequestsSince(b, ns, mark)
 	fmt.Printf("fleet: agents' API requests in a quiet minute: %s; watches on one VM open at its end: %d; all API requests in it: %s\n",
 		quiet, openAgentWatches(b), countAPIRequests(b).since(reqs0))
+	if other := quiet.total() - quiet.byVerb("virtualmachines")["watch"]; other > 0 {
+		b.Errorf("in a quiet minute the agents made %d requests other than watches of their VMs", other)
+	}
 
 	// A kube-apiserver restart, then etcd restarted with its history
 	// compacted: every agent's watch ends, and opened again from its last
@@ -436,13 +449,14 @@ func (r fleetAgentRequests) byVerb(resource string) map[string]int {
 	return n
 }
 
-// most is the largest number of requests one agent made on resource.
+// most is the largest number of requests one agent made on resource (on
+// any, when resource is "").
 func (r fleetAgentRequests) most(resource string) int {
 	m := 0
 	for _, reqs := range r.byPod {
 		k := 0
 		for _, req := range reqs {
-			if strings.HasSuffix(req, " "+resource) {
+			if resource == "" || strings.HasSuffix(req, " "+resource) {
 				k++
 			}
 		}
