@@ -141,6 +141,34 @@ func TestCluster(t *testing.T) {
 		})
 	})
 
+	t.Run("kwok mends a Running pod whose containers went back to waiting", func(t *testing.T) {
+		ctx := t.Context()
+		ns := createNamespace(t, cs, "mend")
+		pod, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p"},
+			Spec:       corev1.PodSpec{NodeName: c.Nodes[0], Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := func(ctx context.Context) (bool, error) {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			pod = p
+			return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil, nil
+		}
+		poll(t, 60*time.Second, "the pod running", running)
+		// What kwok leaves when it applies an earlier stage after pod-ready.
+		pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+		pod.Status.ContainerStatuses[0].Ready = false
+		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 30*time.Second, "kwok to run the container again", running)
+	})
+
 	t.Run("kwok leaves vmctl agent pods alone", func(t *testing.T) {
 		ctx := t.Context()
 		ns := createNamespace(t, cs, "agent")

@@ -73,7 +73,14 @@ func kwokConfig(b Binaries) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// adaptPodStage excludes agent Pods and drops the stage's fixed delays.
+// adaptPodStage excludes agent Pods and drops the stage's fixed delays. It
+// also lets pod-ready mend a Running Pod whose containers are not running.
+// kwok applies each stage to the Pod as its informer last saw it; under load
+// it applies an earlier stage (init containers completed) again after
+// pod-ready, and the Pod is left Running with its containers waiting in
+// ContainerCreating, a state no shipped stage matches (pod-ready wants a
+// Pending Pod; kubernetes-sigs/kwok#1002). 14 of 1,000 KubeVirt launcher
+// Pods stayed so in a fleet benchmark, and their VMs never started.
 func adaptPodStage(stage map[string]any) error {
 	spec, ok := stage["spec"].(map[string]any)
 	if !ok {
@@ -85,6 +92,13 @@ func adaptPodStage(stage map[string]any) error {
 		spec["selector"] = sel
 	}
 	exprs, _ := sel["matchExpressions"].([]any)
+	if meta, _ := stage["metadata"].(map[string]any); meta["name"] == "pod-ready" {
+		for _, e := range exprs {
+			if e, _ := e.(map[string]any); e["key"] == ".status.phase" {
+				e["values"] = []any{"Pending", "Running"}
+			}
+		}
+	}
 	sel["matchExpressions"] = append(exprs, notAgentPod())
 
 	delay, _ := spec["delay"].(map[string]any)

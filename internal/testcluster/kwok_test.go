@@ -77,6 +77,33 @@ spec:
 `,
 		},
 		{
+			name: "pod-ready also takes a Running Pod",
+			stage: `
+metadata:
+  name: pod-ready
+spec:
+  selector:
+    matchExpressions:
+    - key: .status.phase
+      operator: In
+      values: [Pending]
+`,
+			want: `
+metadata:
+  name: pod-ready
+spec:
+  selector:
+    matchExpressions:
+    - key: .status.phase
+      operator: In
+      values: [Pending, Running]
+    - jq:
+        key: .metadata.labels["app.kubernetes.io/name"] == "vmctl" and .metadata.labels["app.kubernetes.io/component"] == "agent"
+        operator: NotIn
+        values: ["true"]
+`,
+		},
+		{
 			name:  "a stage without a selector gets one",
 			stage: `spec: {}`,
 			want: `
