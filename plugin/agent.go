@@ -198,7 +198,6 @@ func (o *AgentOptions) Complete(args []string) error {
 		return fmt.Errorf("loading the client configuration: %w; run in a Pod with a service account or pass --kubeconfig", err)
 	}
 	rc.UserAgent = "kubectl-vmctl-agent/" + version.Get().Version
-	rc.Wrap(agent.PaceRetries)
 	if o.kube, err = kubernetes.NewForConfig(rc); err != nil {
 		return fmt.Errorf("making the Kubernetes client: %w", err)
 	}
