@@ -94,6 +94,18 @@ func watchOne[T runtime.Object](ctx context.Context, namespace, name string, exp
 				restarted()
 			}
 			w, err := watchFn(ctx, opts)
+			if apierrors.IsTooManyRequests(err) {
+				// The API server's watch cache is filling, after its restart
+				// or after etcd's history was compacted under it; at 1,000
+				// agents that took it 10 to 20 s. The reflector's backoff
+				// starts at a step's (200 ms), which would ask about seven
+				// times in 20 s; a whole cap between tries asks at most
+				// twice. The VM runs on meanwhile; the agent is only blind.
+				select {
+				case <-ctx.Done():
+				case <-time.After(wait.Jitter(b.Cap, b.Jitter)):
+				}
+			}
 			if utilnet.IsConnectionRefused(err) {
 				// The API server is down. The reflector would retry this
 				// watch from opts.ResourceVersion, which a restarted API

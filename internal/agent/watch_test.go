@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -239,5 +240,38 @@ func TestShutdownWaitAfterChurn(t *testing.T) {
 	h.api.finishDelete(testVM)
 	if err := receive(t, done, "Run to return once the VM is gone"); err != nil {
 		t.Errorf("Run() = %v", err)
+	}
+}
+
+// TestWatchRefusedWhileCacheFillsWaitsACap: while the API server answers
+// every watch 429 (its watch cache filling), the agent asks again only after
+// a whole backoff cap, not on the backoff's first steps.
+func TestWatchRefusedWhileCacheFillsWaitsACap(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.Backoff.Cap = 100 * time.Millisecond
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	vm := h.readyVM()
+	const window = 400 * time.Millisecond
+	until := time.Now().Add(window)
+	h.api.mu.Lock()
+	h.api.fail = func(req string) error {
+		if strings.HasPrefix(req, "watch ") && time.Now().Before(until) {
+			return apierrors.NewTooManyRequests("storage is (re)initializing", 1)
+		}
+		return nil
+	}
+	h.api.mu.Unlock()
+	n := len(h.api.requestLog())
+	h.api.closeWatches()
+	h.watchesBack(testVM)
+	h.expectQuiet("after the cache filled")
+	// Without the wait: 1, 2, 4, ... 64 ms, then 100 ms apart, about 9
+	// tries in 400 ms. With it: at most one per cap, and the one that opens.
+	if after := h.requestsAfter(n); len(after) > int(window/cfg.Backoff.Cap)+1 {
+		t.Errorf("%d requests while the cache filled for %v, want at most %d: %q", len(after), window, int(window/cfg.Backoff.Cap)+1, after)
+	}
+	if got := h.api.object(testVM); got.UID != vm.UID {
+		t.Errorf("VM UID %s, want %s", got.UID, vm.UID)
 	}
 }
