@@ -90,21 +90,26 @@ func watchOne[T runtime.Object](ctx context.Context, namespace, name string, exp
 			return obj, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := watchFn(ctx, opts)
 			if watches.Add(1) > 1 {
 				restarted()
 			}
-			w, err := watchFn(ctx, opts)
-			if apierrors.IsTooManyRequests(err) {
+			for apierrors.IsTooManyRequests(err) {
 				// The API server's watch cache is filling, after its restart
 				// or after etcd's history was compacted under it; at 1,000
-				// agents that took it 10 to 20 s. The reflector's backoff
-				// starts at a step's (200 ms), which would ask about seven
-				// times in 20 s; a whole cap between tries asks at most
-				// twice. The VM runs on meanwhile; the agent is only blind.
+				// agents that took it 10 to 20 s. Handed to the reflector,
+				// the retry would wait its backoff's first steps (from
+				// 200 ms: about seven tries in 20 s). A whole cap between
+				// tries asks at most twice, and the watch is back within a
+				// cap of the cache being in. The VM runs on meanwhile; the
+				// agent is only blind.
 				select {
 				case <-ctx.Done():
+					return nil, context.Cause(ctx)
 				case <-time.After(wait.Jitter(b.Cap, b.Jitter)):
 				}
+				w, err = watchFn(ctx, opts)
+				restarted()
 			}
 			if utilnet.IsConnectionRefused(err) {
 				// The API server is down. The reflector would retry this
