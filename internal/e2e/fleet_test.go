@@ -17,13 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // rampBudget is the most requests one agent may make from its start to
 // steady state: GET its prototype, POST its VM, POST the Event, one WATCH,
 // and room for a reflector's watch renewal (every 5 to 10 minutes) and a
-// few retries answered 429 in a slow ramp (at most 7 were seen at 1,000).
-// A loop in the agent blows it.
+// few retries of a failed step. Requests answered 429 are not counted: an
+// overloaded API server paces those itself (up to ten 429s on one create
+// were seen at 1,000 agents on a loaded machine). A loop blows it.
 const rampBudget = 10
 
 // fleetNodes is the least number of simulated nodes BenchmarkFleet spreads
@@ -112,7 +114,7 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 		pct(starts, 50), pct(starts, 99), pct(starts, 100), len(starts), restarted)
 	ramped := agentRequestsSince(b, ns, mark)
 	fmt.Printf("fleet: agents' API requests to steady state: %s\n", ramped)
-	if most := ramped.most(""); most > rampBudget {
+	if most := ramped.unpaced().most(""); most > rampBudget {
 		b.Errorf("an agent made %d requests to steady state, more than the budget of %d: a loop", most, rampBudget)
 	}
 	fmt.Printf("fleet: all API requests during the ramp (apiserver_request_total): %s\n", reqs1.since(reqs0))
@@ -202,7 +204,15 @@ func fleetRecovers(b *testing.B, ns string, n int, timeout time.Duration, obs *f
 	if vms := recovery.byVerb("virtualmachines"); vms["create"] > 0 || vms["delete"] > 0 {
 		b.Errorf("%s: agents created %d and deleted %d VMs", what, vms["create"], vms["delete"])
 	}
-	if most := recovery.most("virtualmachines"); most > 1+requestBudget {
+	// What a starting API server answers before it is ready (403 before
+	// its RBAC caches are in, 503 before the CRDs' paths are) is its
+	// doing: at 1,000 agents some reach it then. The budget counts what
+	// the ready server answered.
+	early := recovery.before(up)
+	if n := early.total(); n > 0 {
+		fmt.Printf("fleet: of those, answered before the API server was ready: %s\n", early)
+	}
+	if most := recovery.after(up).most("virtualmachines"); most > 1+requestBudget {
 		b.Errorf("%s: an agent made %d requests on VMs to recover, beyond its watch %d more than the budget of %d", what, most, most-1, requestBudget)
 	}
 	after := listVMUIDs(b, ns)
@@ -401,6 +411,45 @@ type fleetAgentRequests struct {
 	// failed counts the answers of 400 and above, by code (409 included: an
 	// agent that finds its VM there gets it).
 	failed map[int]int
+	events []testcluster.AuditEvent // the same requests, as logged
+}
+
+// filter keeps the requests keep says yes to.
+func (r fleetAgentRequests) filter(keep func(testcluster.AuditEvent) bool) fleetAgentRequests {
+	out := fleetAgentRequests{byPod: map[string][]string{}, failed: map[int]int{}}
+	for _, ev := range r.events {
+		if keep(ev) {
+			out.add(ev)
+		}
+	}
+	return out
+}
+
+// before and after keep the requests received before or after t.
+func (r fleetAgentRequests) before(t time.Time) fleetAgentRequests {
+	return r.filter(func(ev testcluster.AuditEvent) bool { return ev.Received.Time.Before(t) })
+}
+
+func (r fleetAgentRequests) after(t time.Time) fleetAgentRequests {
+	return r.filter(func(ev testcluster.AuditEvent) bool { return !ev.Received.Time.Before(t) })
+}
+
+// unpaced drops the requests answered 429: the server paces those (API
+// Priority and Fairness's Retry-After, which client-go waits out).
+func (r fleetAgentRequests) unpaced() fleetAgentRequests {
+	return r.filter(func(ev testcluster.AuditEvent) bool { return ev.ResponseStatus.Code != 429 })
+}
+
+func (r *fleetAgentRequests) add(ev testcluster.AuditEvent) {
+	res := ev.ObjectRef.Resource
+	if ev.ObjectRef.Subresource != "" {
+		res += "/" + ev.ObjectRef.Subresource
+	}
+	r.byPod[ev.Pod()] = append(r.byPod[ev.Pod()], ev.Verb+" "+res)
+	if ev.ResponseStatus.Code >= 400 {
+		r.failed[ev.ResponseStatus.Code]++
+	}
+	r.events = append(r.events, ev)
 }
 
 // agentRequestsSince reads the audit log's requests after its first mark
@@ -416,14 +465,7 @@ func agentRequestsSince(b *testing.B, ns string, mark int) fleetAgentRequests {
 		if ev.Pod() == "" || !strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":") {
 			continue
 		}
-		res := ev.ObjectRef.Resource
-		if ev.ObjectRef.Subresource != "" {
-			res += "/" + ev.ObjectRef.Subresource
-		}
-		r.byPod[ev.Pod()] = append(r.byPod[ev.Pod()], ev.Verb+" "+res)
-		if ev.ResponseStatus.Code >= 400 {
-			r.failed[ev.ResponseStatus.Code]++
-		}
+		r.add(ev)
 	}
 	return r
 }
