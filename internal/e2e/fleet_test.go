@@ -202,6 +202,10 @@ func fleetRecovers(b *testing.B, ns string, n int, timeout time.Duration, obs *f
 	time.Sleep(time.Until(up.Add(budgetWindow)))
 	recovery := agentRequestsSince(b, ns, mark)
 	fmt.Printf("fleet: agents' API requests in the %s after it: %s\n", budgetWindow, recovery)
+	if back := recovery.watchesOpened(up); len(back) > 0 {
+		fmt.Printf("fleet: each agent's last watch (the one that stays open) opened after the API server was ready: p50 %s p99 %s max %s (n=%d; audit log)\n",
+			pct(back, 50), pct(back, 99), pct(back, 100), len(back))
+	}
 	if vms := recovery.byVerb("virtualmachines"); vms["create"] > 0 || vms["delete"] > 0 {
 		b.Errorf("%s: agents created %d and deleted %d VMs", what, vms["create"], vms["delete"])
 	}
@@ -428,6 +432,22 @@ func (r fleetAgentRequests) filter(keep func(testcluster.AuditEvent) bool) fleet
 		}
 	}
 	return out
+}
+
+// watchesOpened says, for each agent, how long after t its last watch of
+// its VM that the server took (200) was asked for: the one that stays open.
+func (r fleetAgentRequests) watchesOpened(t time.Time) []time.Duration {
+	last := map[string]time.Time{}
+	for _, ev := range r.events {
+		if ev.Verb == "watch" && ev.ObjectRef.Resource == "virtualmachines" && ev.ResponseStatus.Code == http.StatusOK && ev.Received.Time.After(last[ev.Pod()]) {
+			last[ev.Pod()] = ev.Received.Time
+		}
+	}
+	var d []time.Duration
+	for _, at := range last {
+		d = append(d, max(0, at.Sub(t)))
+	}
+	return d
 }
 
 // unpaced drops the requests answered 429: the server paces those (API
