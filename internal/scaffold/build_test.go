@@ -140,6 +140,8 @@ func TestBuildObjects(t *testing.T) {
 				"RoleBinding vms/web",
 				"ValidatingAdmissionPolicy /web.vms",
 				"ValidatingAdmissionPolicyBinding /web.vms",
+				"ValidatingAdmissionPolicy /web-guard.vms",
+				"ValidatingAdmissionPolicyBinding /web-guard.vms",
 				"Service vms/web",
 				"StatefulSet vms/web",
 				"Service vms/web-vms",
@@ -598,6 +600,30 @@ func TestAdmissionPolicy(t *testing.T) {
 	if diff := cmp.Diff(wantNS, vapb.Spec.MatchResources.NamespaceSelector.MatchLabels); diff != "" {
 		t.Errorf("binding namespaceSelector (-want +got):\n%s", diff)
 	}
+	// Bound to the prototype's derived objects only: the parameter is
+	// looked up before matchConditions, so a binding over every VM would
+	// refuse everyone's VM writes while the prototype is missing.
+	wantObjects := map[string]string{"vmctl.kubevirt.io/prototype": "testvm"}
+	if diff := cmp.Diff(wantObjects, vapb.Spec.MatchResources.ObjectSelector.MatchLabels); diff != "" {
+		t.Errorf("binding objectSelector (-want +got):\n%s", diff)
+	}
+
+	// The guard keeps the agent to those objects, with no parameter.
+	guard := find[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "", "vmctl-testvm-guard.vms")
+	guardb := find[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, "", "vmctl-testvm-guard.vms")
+	if guard.Spec.ParamKind != nil || guardb.Spec.ParamRef != nil {
+		t.Errorf("guard paramKind %v, paramRef %v: want none", guard.Spec.ParamKind, guardb.Spec.ParamRef)
+	}
+	if diff := cmp.Diff(vap.Spec.MatchConditions, guard.Spec.MatchConditions); diff != "" {
+		t.Errorf("guard matchConditions (-policy +guard):\n%s", diff)
+	}
+	if diff := cmp.Diff(vap.Spec.MatchConstraints, guard.Spec.MatchConstraints); diff != "" {
+		t.Errorf("guard matchConstraints (-policy +guard):\n%s", diff)
+	}
+	if guardb.Spec.PolicyName != guard.Name || guardb.Spec.MatchResources.ObjectSelector != nil ||
+		!cmp.Equal(guardb.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("guard binding = %+v, want policy %s, Deny, every object of the namespace", guardb.Spec, guard.Name)
+	}
 }
 
 func TestAdmissionPolicyNamesAreUniquePerNamespace(t *testing.T) {
@@ -616,7 +642,7 @@ func TestAdmissionPolicyNamesAreUniquePerNamespace(t *testing.T) {
 			}
 		}
 	}
-	if len(names) != 8 {
-		t.Errorf("got %d shared-scope objects, want 8: %v", len(names), names)
+	if len(names) != 12 {
+		t.Errorf("got %d shared-scope objects, want 12: %v", len(names), names)
 	}
 }
