@@ -57,14 +57,24 @@ func (s *soak) checkStep(op string, began time.Time) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameSet(deleted, forGC) {
-			t.Fatalf("after %s: kubectl vmctl gc deleted %v; the VMs left without Pod or owner were %v", op, sortedKeys(deleted), sortedKeys(forGC))
+		for name := range deleted {
+			if !forGC[name] {
+				t.Fatalf("after %s: kubectl vmctl gc deleted VM %s; the VMs left without Pod or owner were %v", op, name, sortedKeys(forGC))
+			}
 		}
-		s.checks++
-		if len(deleted) == 0 {
+		if len(forGC) == 0 {
+			s.checks++
 			break
 		}
-		// Settle again without them.
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: kubectl vmctl gc left VMs %v, which have neither Pod nor owner", op, sortedKeys(forGC))
+		}
+		// Settle again without them; what the informer shows may lag
+		// what gc listed.
+		select {
+		case <-s.obs.changed:
+		case <-time.After(time.Second):
+		}
 	}
 	if err := s.commandsClean(deadline); err != nil {
 		t.Fatalf("after %s: %v", op, err)
@@ -121,6 +131,8 @@ func (s *soak) settled() (bool, string, map[string]bool) {
 	for _, vm := range vms {
 		switch {
 		case live[vm.Annotations[derive.AnnotationPodUID]] != nil:
+		case vm.DeletionTimestamp != nil:
+			problems = append(problems, fmt.Sprintf("VM %s of a gone Pod being deleted", vm.Name))
 		case len(vm.OwnerReferences) == 0:
 			forGC[vm.Name] = true
 		default:
@@ -303,18 +315,6 @@ func (s *soak) checkHandmade() error {
 		}
 	}
 	return nil
-}
-
-func sameSet(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // soakCommand runs a command against the cluster, as runCode does but

@@ -428,6 +428,26 @@ func (s *soak) restartKubeVirt() (string, error) {
 	if err != nil {
 		return name, fmt.Errorf("%s did not run again: %w", name, err)
 	}
+	if name != kvharness.VirtAPI {
+		return name, nil
+	}
+	// Until virt-api serves, its webhooks fail closed: every VM write and
+	// every launcher Pod eviction is refused. Wait until a VM passes them
+	// (a server-side dry run), so the next operation meets a KubeVirt that
+	// is up, as a Deployment's readiness probe would hold back traffic.
+	proto, err := e.virt.KubevirtV1().VirtualMachines(s.ns).Get(s.ctx, soakDeployProto, metav1.GetOptions{})
+	if err != nil {
+		return name, err
+	}
+	probe := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "soak-probe"}, Spec: proto.Spec}
+	var last error
+	err = wait.PollUntilContextTimeout(s.ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = e.virt.KubevirtV1().VirtualMachines(s.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last == nil, nil
+	})
+	if err != nil {
+		return name, fmt.Errorf("virt-api's webhooks not answering after its restart: %w (last: %v)", err, last)
+	}
 	return name, nil
 }
 

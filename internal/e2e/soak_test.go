@@ -74,6 +74,7 @@ func TestSoak(t *testing.T) {
 		what, err := op.run(s)
 		s.counts[op.name]++
 		s.log = append(s.log, fmt.Sprintf("#%d %s %s: %s", i+1, began.Format("15:04:05.0"), op.name, what))
+		t.Log(s.log[len(s.log)-1])
 		if err != nil {
 			t.Fatalf("operation #%d %s (%s): %v", i+1, op.name, what, err)
 		}
