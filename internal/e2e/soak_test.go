@@ -17,12 +17,12 @@ import (
 // default, make soak 1,000), chosen by a generator seeded with
 // VMCTL_SOAK_SEED (default: the clock; always printed).
 const (
-	soakOpsEnv    = "VMCTL_SOAK_OPS"
-	soakSeedEnv   = "VMCTL_SOAK_SEED"
-	soakOpsShort  = 100
+	soakOpsEnv   = "VMCTL_SOAK_OPS"
+	soakSeedEnv  = "VMCTL_SOAK_SEED"
+	soakOpsShort = 100
 	// soakShortRun: runs of fewer operations draw slow kinds (soakOp.slow)
 	// only in their first round, to keep make e2e's soak to minutes.
-	soakShortRun = 200
+	soakShortRun  = 200
 	soakSettleMax = 3 * time.Minute
 )
 
