@@ -164,7 +164,27 @@ func (s *soak) orphanDeletePod() (string, error) {
 // in the same Pod, and it adopts its VM.
 func (s *soak) sigkillAgent() (string, error) {
 	p := s.pickPod()
-	return p.Name, e.kubelet.Signal(s.ns, p.Name, syscall.SIGKILL)
+	before := restarts(p)
+	if err := e.kubelet.Signal(s.ns, p.Name, syscall.SIGKILL); err != nil {
+		return p.Name, err
+	}
+	// Settled must mean settled after the restart, not before it.
+	err := s.obs.waitFor(s.ctx, soakSettleMax, "the killed agent restarted", func() (bool, string) {
+		obj, ok, _ := s.obs.pods.GetByKey(s.ns + "/" + p.Name)
+		if !ok {
+			return true, "" // deleted meanwhile: nothing to restart
+		}
+		n := restarts(obj.(*corev1.Pod))
+		return n > before, fmt.Sprintf("restarts %d", n)
+	})
+	return p.Name, err
+}
+
+func restarts(p *corev1.Pod) int32 {
+	if len(p.Status.ContainerStatuses) == 0 {
+		return 0
+	}
+	return p.Status.ContainerStatuses[0].RestartCount
 }
 
 // sigstopAgent freezes an agent for 1 to 5 s (its readiness probe fails
