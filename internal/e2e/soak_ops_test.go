@@ -326,7 +326,7 @@ func withoutKubeVirtAnnotations(in map[string]string) map[string]string {
 // StatefulSet has room, for its next Pod: the soak scales up, the agent
 // must refuse the VM (a Warning Event) and leave it alone, then the soak
 // deletes it, as the Event says to, and the agent makes its own. Else, for
-// a Deployment Pod that is gone: a VM nobody may touch, checked to the end.
+// a Deployment Pod name no Pod has: a VM nobody may touch, checked to the end.
 func (s *soak) collide() (string, error) {
 	if s.replicas[soakSTSProto] < soakMaxReplicas {
 		return s.collideNextStatefulSetPod()
@@ -334,7 +334,7 @@ func (s *soak) collide() (string, error) {
 	return s.collideFormerPod(), nil
 }
 
-// handmade creates a hand-made VM called name, a halted copy of proto
+// makeHandmade creates a hand-made VM called name, a copy of proto
 // under other labels, and records it.
 func (s *soak) makeHandmade(name, proto string) (*kubevirtv1.VirtualMachine, error) {
 	p, err := e.virt.KubevirtV1().VirtualMachines(s.ns).Get(s.ctx, proto, metav1.GetOptions{})
@@ -409,8 +409,8 @@ func (s *soak) waitRefused(pod, name string) error {
 }
 
 // collideFormerPod makes a hand-made VM with the name vmctl would derive
-// for a Deployment Pod that no longer runs (or, before any has gone, for
-// a made-up Pod name of the same shape).
+// for a Deployment Pod of a made-up name, of the shape a ReplicaSet gives,
+// that no Pod has: gc and the agents must leave it alone.
 func (s *soak) collideFormerPod() string {
 	pod := fmt.Sprintf("%s-5f7c9d8b4-h%04d", scaffold.DefaultName(soakDeployProto), s.rng.IntN(10000))
 	name := derive.Name(soakDeployProto, pod)
@@ -419,7 +419,7 @@ func (s *soak) collideFormerPod() string {
 		s.t.Fatalf("make hand-made VM %s: %v", name, err)
 	}
 	s.handmade[name] = made
-	return "VM " + name + " for a Pod " + pod + " that does not run"
+	return "VM " + name + " for a Pod " + pod + " that does not exist"
 }
 
 // compactEtcd compacts etcd's history up to its current revision: every
