@@ -202,7 +202,7 @@ func ownedBy(vm *kubevirtv1.VirtualMachine, p *corev1.Pod) bool {
 func (s *soak) gc() (map[string]bool, error) {
 	out, stderr, code, err := soakCommand(s.ctx, e.binary, "gc", "-n", s.ns, "--min-age=0s", "-o", "name")
 	if err != nil || code != 0 {
-		return nil, fmt.Errorf("kubectl vmctl gc: exit %d %v: %s", code, err, stderr)
+		return nil, commandError("kubectl vmctl gc", code, err, stderr)
 	}
 	deleted := map[string]bool{}
 	for _, line := range strings.Fields(out) {
@@ -223,7 +223,7 @@ func (s *soak) commandsClean(deadline time.Time) error {
 		wg.Go(func() {
 			out, stderr, code, err := soakCommand(s.ctx, e.binary, "status", "-n", s.ns, "--exit-code")
 			if err != nil || code != 0 {
-				statusErr = fmt.Errorf("kubectl vmctl status --exit-code: exit %d %v:\n%s%s", code, err, out, stderr)
+				statusErr = commandError("kubectl vmctl status --exit-code", code, err, out+stderr)
 			}
 		})
 		wg.Go(func() { diffErr = s.checkDiff() })
@@ -248,7 +248,7 @@ func (s *soak) commandsClean(deadline time.Time) error {
 func (s *soak) checkDiff() error {
 	out, stderr, code, err := soakCommand(s.ctx, e.binary, "diff", "-n", s.ns)
 	if err != nil || code > 1 {
-		return fmt.Errorf("kubectl vmctl diff: exit %d %v: %s", code, err, stderr)
+		return commandError("kubectl vmctl diff", code, err, stderr)
 	}
 	want := map[string][]string{}
 	for _, vm := range s.obs.derivedVMs() {
@@ -343,6 +343,15 @@ func soakCommand(ctx context.Context, name string, args ...string) (string, stri
 		return stdout.String(), stderr.String(), exit.ExitCode(), nil
 	}
 	return stdout.String(), stderr.String(), 0, err
+}
+
+// commandError says how a command failed: it could not run (err), or it
+// exited with code and said output.
+func commandError(what string, code int, err error, output string) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: exit %d:\n%s", what, code, output)
 }
 
 // soakKubectl runs kubectl and returns an error with its stderr on failure.

@@ -403,7 +403,7 @@ func (s *soak) waitRefused(pod, name string) error {
 		return strings.Contains(e.Message, name) && strings.Contains(e.Message, "not made by vmctl"), nil
 	})
 	if err != nil {
-		return fmt.Errorf("a Warning Event on Pod %s refusing VM %s: %v; last seen: %q", pod, name, err, last)
+		return fmt.Errorf("a Warning Event on Pod %s refusing VM %s: %w; last seen: %q", pod, name, err, last)
 	}
 	return nil
 }
@@ -481,7 +481,7 @@ func (s *soak) restartKubeVirt() (string, error) {
 		return last == nil, nil
 	})
 	if err != nil {
-		return name, fmt.Errorf("virt-api's webhooks not answering after its restart: %w (last: %v)", err, last)
+		return name, fmt.Errorf("virt-api's webhooks not answering after its restart: %w (last: %w)", err, last)
 	}
 	return name, nil
 }

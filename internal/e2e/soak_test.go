@@ -123,7 +123,7 @@ func envPositive(name string, def int) (int, error) {
 // pick draws an operation that can run now, by weight; quick leaves out
 // the slow kinds.
 func (s *soak) pick(kinds []soakOp, quick bool) soakOp {
-	ok := func(op soakOp) bool { return op.can(s) && !(quick && op.slow) }
+	ok := func(op soakOp) bool { return op.can(s) && (!quick || !op.slow) }
 	total := 0
 	for _, op := range kinds {
 		if ok(op) {
