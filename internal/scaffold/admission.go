@@ -48,28 +48,16 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{
-							admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete,
-						},
-						Rule: admissionregistrationv1.Rule{
-							APIGroups:   []string{kubevirtGroup},
-							APIVersions: []string{"*"},
-							Resources:   []string{virtualMachines, virtualMachines + "/*", virtualMachineInstances, virtualMachineInstances + "/*"},
-							Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
-						},
-					},
-				}},
-			},
+			// Only the prototype's derived VMs and VMIs in Namespace (the
+			// guard policy keeps the agents to those). A policy whose
+			// paramKind the API server cannot resolve yet, as for about 15 s
+			// after it restarts, refuses every request it matches, whoever
+			// asks and whatever its bindings select.
+			MatchConstraints: p.vmRules(p.namespaceSelector(), p.derivedSelector()),
 			// Only this ServiceAccount's requests are checked; people and
 			// other controllers are left to RBAC.
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "vmctl-agent",
-				Expression: fmt.Sprintf("request.userInfo.username == '%s'", p.serviceAccountUsername()),
-			}},
-			Variables: p.admissionVariables(),
+			MatchConditions: p.agentOnly(),
+			Variables:       p.admissionVariables(),
 			Validations: []admissionregistrationv1.Validation{
 				forbid("variables.pod != '' && variables.podUID != ''",
 					fmt.Sprintf("the request carries no Pod (%s, %s): the agent must use its Pod's bound ServiceAccount token, so keep automountServiceAccountToken true", podNameExtra, podUIDExtra)),
@@ -245,12 +233,45 @@ func (p Params) admissionPolicyBinding() *admissionregistrationv1.ValidatingAdmi
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			MatchResources: &admissionregistrationv1.MatchResources{
 				NamespaceSelector: p.namespaceSelector(),
-				ObjectSelector: &metav1.LabelSelector{
-					MatchLabels: map[string]string{derive.LabelPrototype: derive.LabelValue(p.Prototype)},
-				},
+				ObjectSelector:    p.derivedSelector(),
 			},
 		},
 	}
+}
+
+// vmRules matches creating, changing and deleting KubeVirt VMs and VMIs in
+// the namespaces and of the objects the selectors select (all when nil).
+func (p Params) vmRules(namespaces, objects *metav1.LabelSelector) *admissionregistrationv1.MatchResources {
+	return &admissionregistrationv1.MatchResources{
+		NamespaceSelector: namespaces,
+		ObjectSelector:    objects,
+		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{
+					admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete,
+				},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups:   []string{kubevirtGroup},
+					APIVersions: []string{"*"},
+					Resources:   []string{virtualMachines, virtualMachines + "/*", virtualMachineInstances, virtualMachineInstances + "/*"},
+					Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+				},
+			},
+		}},
+	}
+}
+
+// agentOnly matches only the agents' ServiceAccount's requests.
+func (p Params) agentOnly() []admissionregistrationv1.MatchCondition {
+	return []admissionregistrationv1.MatchCondition{{
+		Name:       "vmctl-agent",
+		Expression: fmt.Sprintf("request.userInfo.username == '%s'", p.serviceAccountUsername()),
+	}}
+}
+
+// derivedSelector selects the VMs and VMIs derived from the prototype.
+func (p Params) derivedSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{derive.LabelPrototype: derive.LabelValue(p.Prototype)}}
 }
 
 // namespaceSelector selects Namespace, where the VMs go.
@@ -274,8 +295,8 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 		ObjectMeta: metav1.ObjectMeta{Name: p.guardName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: p.admissionPolicy().Spec.MatchConstraints,
-			MatchConditions:  p.admissionPolicy().Spec.MatchConditions,
+			MatchConstraints: p.vmRules(nil, nil),
+			MatchConditions:  p.agentOnly(),
 			Validations: []admissionregistrationv1.Validation{{
 				Expression: prototype,
 				Message: fmt.Sprintf("a vmctl agent may only create and delete VMs and VMIs labelled %s=%s, derived from its prototype %s/%s",
