@@ -354,9 +354,25 @@ func commandError(what string, code int, err error, output string) error {
 	return fmt.Errorf("%s: exit %d:\n%s", what, code, output)
 }
 
-// soakKubectl runs kubectl and returns an error with its stderr on failure.
+// policyUnconfigured is how the API server refuses, for about 15 s after
+// it restarts, every write an admission policy with a custom-resource
+// paramKind matches (see README): the agents' and the soak's own hand edits
+// of derived VMs alike.
+const policyUnconfigured = "failed to configure policy: failed to find resource referenced by paramKind"
+
+// soakKubectl runs kubectl, retrying for up to a minute while the API
+// server refuses with policyUnconfigured, as a user would, and returns an
+// error with its stderr on failure.
 func soakKubectl(ctx context.Context, args ...string) (string, error) {
 	out, stderr, code, err := soakCommand(ctx, "kubectl", args...)
+	for end := time.Now().Add(time.Minute); err == nil && code != 0 && strings.Contains(stderr, policyUnconfigured) && time.Now().Before(end); {
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		out, stderr, code, err = soakCommand(ctx, "kubectl", args...)
+	}
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit %d", code)
 	}
