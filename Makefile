@@ -26,7 +26,7 @@ IMAGE := ghcr.io/kubectl-vmctl/kubectl-vmctl:$(IMAGE_TAG)
 IMAGE_PLATFORMS := linux/amd64 linux/arm64
 IMAGE_ARCHIVE = $(CURDIR)/dist/kubectl-vmctl-image_$(IMAGE_TAG)_linux_$(shell $(GO) env GOARCH).tar
 
-.PHONY: all build image node-deps test unit e2e bench lint release-check demo clean
+.PHONY: all build image node-deps test unit e2e bench soak lint release-check demo clean
 
 all: build
 
@@ -64,6 +64,10 @@ e2e: build image node-deps
 
 bench: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 120m ./internal/e2e/...
+
+## soak: the chaos soak (TestSoak) at 1,000 operations; VMCTL_SOAK_SEED=N replays a run, VMCTL_SOAK_OPS=N sets its length (make e2e runs 100)
+soak: build
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_SOAK_OPS=$${VMCTL_SOAK_OPS:-1000} $(GO) test -tags e2e -count=1 -timeout 6h -v -run '^TestSoak$$' ./internal/e2e/
 
 ## lint: go vet, gofmt, and golangci-lint (.golangci.yml; hack/tools.sh builds the pinned version once)
 lint:

@@ -77,8 +77,8 @@ today. Then print "N of M derived VMs drifted".
 
 Only what the derivation controls is compared: labels, annotations and spec.
 Values the cluster fills in (defaults, firmware UUID, MAC addresses,
-KubeVirt's bookkeeping annotations) and the prototype-generation annotation
-are not reported; neither is a map key added to a VM's spec by hand.
+KubeVirt's bookkeeping annotations) and the prototype-generation and
+prototype-uid annotations are not reported; neither is a map key added to a VM's spec by hand.
 
 Each diff is printed as soon as its VM is compared: VMs are read page by page
 of one LIST selected by vmctl's labels (other VMs are never read), and each

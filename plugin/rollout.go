@@ -98,7 +98,9 @@ func NewCmdRolloutRestartWithOptions(o *RolloutRestartOptions) *cobra.Command {
 from PROTOTYPE and hold a VM of an older prototype generation, the way
 kubectl rollout restart does (the Pod template's
 kubectl.kubernetes.io/restartedAt annotation), recording the generation it
-rolls to (vmctl.kubevirt.io/restarted-for-generation). A workload already
+rolls to (vmctl.kubevirt.io/restarted-for-generation) and the prototype's UID
+(vmctl.kubevirt.io/restarted-for-prototype-uid: a prototype deleted and made
+again starts again at generation 1). A workload already
 restarted for the current generation, or whose VMs all derive from it, is
 left alone: running it again when nothing changed does nothing.
 
@@ -163,7 +165,7 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gens, err := rollout.Generations(ctx, o.clients, workloads)
+	gens, err := rollout.Versions(ctx, o.clients, workloads)
 	if err != nil {
 		return err
 	}
@@ -172,7 +174,7 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 	var errs []error
 	for _, w := range workloads {
 		gen := gens[w.Prototype()]
-		if gen < 0 {
+		if gen.Generation < 0 {
 			errs = append(errs, fmt.Errorf("%s: prototype %s not found; nothing to roll out", w, w.Prototype()))
 			continue
 		}
@@ -216,7 +218,7 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 
 // restart patches w's Pod template, or for a client-side dry run changes a
 // copy as the patch would, and returns the workload as it is then.
-func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload, gen int64) (runtime.Object, error) {
+func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload, gen rollout.Version) (runtime.Object, error) {
 	now := o.Now()
 	if o.dryRun == cmdutil.DryRunClient {
 		w.Object = w.Object.DeepCopyObject()
@@ -421,7 +423,7 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 
 // once prints where each workload's rollout stands, read with LISTs.
 func (o *RolloutStatusOptions) once(ctx context.Context, workloads []rollout.Workload) error {
-	gens, err := rollout.Generations(ctx, o.clients, workloads)
+	gens, err := rollout.Versions(ctx, o.clients, workloads)
 	if err != nil {
 		return err
 	}

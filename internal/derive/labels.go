@@ -30,4 +30,8 @@ const (
 	// AnnotationPrototypeGeneration holds the prototype's metadata.generation
 	// at derivation time, so status can flag VMs derived from an older one.
 	AnnotationPrototypeGeneration = "vmctl.kubevirt.io/prototype-generation"
+	// AnnotationPrototypeUID holds the prototype's UID at derivation time: a
+	// prototype deleted and made again starts again at generation 1, so the
+	// generation alone does not say which prototype a VM derives from.
+	AnnotationPrototypeUID = "vmctl.kubevirt.io/prototype-uid"
 )

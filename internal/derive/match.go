@@ -46,7 +46,7 @@ var (
 	markerLabels      = []string{LabelPrototype, LabelPod, LabelSubdomain}
 	markerAnnotations = []string{
 		AnnotationPodName, AnnotationPodNamespace, AnnotationPodUID, AnnotationNode,
-		AnnotationPrototypeName, AnnotationPrototypeNamespace, AnnotationPrototypeGeneration,
+		AnnotationPrototypeName, AnnotationPrototypeNamespace, AnnotationPrototypeGeneration, AnnotationPrototypeUID,
 	}
 )
 

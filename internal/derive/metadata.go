@@ -39,6 +39,9 @@ func objectMeta(proto *kubevirtv1.VirtualMachine, pod Pod, name, namespace strin
 	meta.Annotations[AnnotationPrototypeName] = proto.Name
 	meta.Annotations[AnnotationPrototypeNamespace] = proto.Namespace
 	meta.Annotations[AnnotationPrototypeGeneration] = strconv.FormatInt(proto.Generation, 10)
+	if proto.UID != "" {
+		meta.Annotations[AnnotationPrototypeUID] = string(proto.UID)
+	}
 
 	// An ownerReference across namespaces is invalid: the garbage collector
 	// would treat the owner as absent and delete the VM at once.

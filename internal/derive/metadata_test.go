@@ -73,7 +73,7 @@ func TestVMObjectMeta(t *testing.T) {
 					"description":     "worker",
 					AnnotationPodName: "web-7c9d", AnnotationPodNamespace: "vms", AnnotationPodUID: "pod-uid-1",
 					AnnotationNode: "node-a", AnnotationPrototypeName: "fedora", AnnotationPrototypeNamespace: "vms",
-					AnnotationPrototypeGeneration: "7",
+					AnnotationPrototypeGeneration: "7", AnnotationPrototypeUID: "proto-uid",
 				},
 				OwnerReferences: podOwner(pod),
 			},

@@ -23,6 +23,7 @@ var ignoredAnnotations = []string{
 	kubevirtv1.ControllerAPILatestVersionObservedAnnotation,
 	kubevirtv1.ControllerAPIStorageVersionObservedAnnotation,
 	derive.AnnotationPrototypeGeneration,
+	derive.AnnotationPrototypeUID,
 }
 
 // controlled returns the part of vm the derivation controls, as JSON

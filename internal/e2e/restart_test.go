@@ -55,7 +55,7 @@ const (
 // resourceVersion asks again without end.
 func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 	ns := namespace(t)
-	createPrototype(t, ns, "testvm.yaml")
+	proto := createPrototype(t, ns, "testvm.yaml")
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", fmt.Sprint(fleet))
 	waitPaired(t, ns, "testvm", fleet, 3*time.Minute)
 	waitOthersGone(t, ns)
@@ -64,6 +64,13 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 		before := waitPaired(t, ns, "testvm", fleet, settle)
 		mark := auditMark(t)
 		ready := restartAPIServer(t, syscall.SIGKILL, nil)
+		// Until the restarted API server resolves the agents' policy's
+		// paramKind (about 15 s) it refuses what the policy matches: only
+		// the prototype's derived VMs, so other VM writes go through at
+		// once (found by the chaos soak).
+		if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(t.Context(), plainVM(proto, "after-restart"), metav1.CreateOptions{}); err != nil {
+			t.Errorf("create a VM that is not the agents' right after the restart: %v", err)
+		}
 		recovered := waitWatches(t, fleet)
 		t.Logf("every agent's watch open again %v after the API server was ready", recovered.Round(100*time.Millisecond))
 		reqs := fleetRequestsSince(t, ns, mark, ready)

@@ -62,10 +62,11 @@ func each(ctx context.Context, what, namespace string, list pager.ListPageFunc, 
 	return nil
 }
 
-// Generations GETs each prototype the workloads derive from, once, and
-// returns its metadata.generation, -1 for one that does not exist.
-func Generations(ctx context.Context, c status.Clients, workloads []Workload) (map[status.Key]int64, error) {
-	out := map[status.Key]int64{}
+// Versions GETs each prototype the workloads derive from, once, and
+// returns its UID and metadata.generation, Missing for one that does not
+// exist.
+func Versions(ctx context.Context, c status.Clients, workloads []Workload) (map[status.Key]Version, error) {
+	out := map[status.Key]Version{}
 	for _, w := range workloads {
 		k := w.Prototype()
 		if _, ok := out[k]; ok {
@@ -74,11 +75,11 @@ func Generations(ctx context.Context, c status.Clients, workloads []Workload) (m
 		proto, err := c.KubeVirt.KubevirtV1().VirtualMachines(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			out[k] = -1
+			out[k] = Missing
 		case err != nil:
 			return nil, fmt.Errorf("get prototype %s: %w", k, err)
 		default:
-			out[k] = proto.Generation
+			out[k] = Version{UID: proto.UID, Generation: proto.Generation}
 		}
 	}
 	return out, nil

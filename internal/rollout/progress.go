@@ -28,7 +28,8 @@ type Progress struct {
 // away is paired with a ready VM derived from generation, the prototype's
 // current one (a negative generation: the prototype is missing). pods are
 // w's Pods; vms the VMs derived from w's prototype.
-func Observe(w Workload, generation int64, pods []corev1.Pod, vms []kubevirtv1.VirtualMachine) Progress {
+func Observe(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.VirtualMachine) Progress {
+	generation := v.Generation
 	msg, done, err := workloadStatus(w)
 	if err != nil || !done {
 		return Progress{Message: msg, Err: err}
@@ -38,7 +39,6 @@ func Observe(w Workload, generation int64, pods []corev1.Pod, vms []kubevirtv1.V
 		return Progress{Message: fmt.Sprintf("Waiting for prototype %s: not found", proto)}
 	}
 	byName := vmsByName(vms, w)
-	gen := strconv.FormatInt(generation, 10)
 	var want, ok int
 	var older []string
 	for i := range pods {
@@ -50,7 +50,7 @@ func Observe(w Workload, generation int64, pods []corev1.Pod, vms []kubevirtv1.V
 		vm := byName[derive.Name(proto.Name, pod.Name)]
 		switch {
 		case vm == nil || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil:
-		case vm.Annotations[derive.AnnotationPrototypeGeneration] != gen:
+		case !v.DerivesFrom(vm):
 			older = append(older, vm.Annotations[derive.AnnotationPrototypeGeneration])
 		case vm.Status.Ready:
 			ok++

@@ -50,7 +50,7 @@ func TestObserve(t *testing.T) {
 		{name: "the prototype gone", w: rolledOut(), gen: -1, want: Progress{Message: "Waiting for prototype vms/testvm: not found"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Observe(tt.w, tt.gen, tt.pods, tt.vms)
+			got := Observe(tt.w, Version{Generation: tt.gen}, tt.pods, tt.vms)
 			if got.Err != nil || got.Message != tt.want.Message || got.Done != tt.want.Done {
 				t.Errorf("Observe() = %+v\nwant      %+v", got, tt.want)
 			}
@@ -68,7 +68,7 @@ func TestObserveStatefulSetPartition(t *testing.T) {
 	w := Workload{Object: sts, Agent: status.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}}
 	p0, p1, p2 := pod("web-0", "u0"), pod("web-1", "u1"), pod("web-2", "u2")
 	// Below the partition the VMs stay as they are; web-2's is rolled.
-	got := Observe(w, 2, []corev1.Pod{p0, p1, p2}, []kubevirtv1.VirtualMachine{vm(p0, 1, true), vm(p1, 1, true), vm(p2, 2, true)})
+	got := Observe(w, Version{Generation: 2}, []corev1.Pod{p0, p1, p2}, []kubevirtv1.VirtualMachine{vm(p0, 1, true), vm(p1, 1, true), vm(p2, 2, true)})
 	want := `statefulset "web" successfully rolled out: 1 VMs ready and derived from prototype vms/testvm generation 2`
 	if !got.Done || got.Message != want {
 		t.Errorf("Observe() = %+v, want done: %s", got, want)
@@ -87,7 +87,7 @@ func TestWorkloadStatusErrors(t *testing.T) {
 		{Workload{Object: onDelete}, `rollout status is only available for RollingUpdate strategy type, and daemon set "all" is OnDelete`},
 		{Workload{Object: stuck}, `deployment "web" exceeded its progress deadline`},
 	} {
-		p := Observe(tt.obj, 1, nil, nil)
+		p := Observe(tt.obj, Version{Generation: 1}, nil, nil)
 		if p.Err == nil || p.Err.Error() != tt.want {
 			t.Errorf("Observe(%s) error = %v, want %q", tt.obj.Name(), p.Err, tt.want)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -20,7 +21,29 @@ const (
 	// AnnotationGeneration records the prototype generation the template
 	// was restarted for, so that a second restart finds nothing to do.
 	AnnotationGeneration = "vmctl.kubevirt.io/restarted-for-generation"
+	// AnnotationPrototypeUID records the UID of that prototype: one deleted
+	// and made again starts again at generation 1.
+	AnnotationPrototypeUID = "vmctl.kubevirt.io/restarted-for-prototype-uid"
 )
+
+// Version is the prototype a rollout rolls to: its UID and generation
+// (Generation -1 when it does not exist).
+type Version struct {
+	UID        types.UID
+	Generation int64
+}
+
+// Missing is the Version of a prototype that does not exist.
+var Missing = Version{Generation: -1}
+
+// DerivesFrom reports whether vm was derived from v: the same generation of
+// the same prototype. A VM derived before vmctl recorded the prototype's
+// UID is judged by its generation alone.
+func (v Version) DerivesFrom(vm *kubevirtv1.VirtualMachine) bool {
+	uid := vm.Annotations[derive.AnnotationPrototypeUID]
+	return vm.Annotations[derive.AnnotationPrototypeGeneration] == strconv.FormatInt(v.Generation, 10) &&
+		(uid == "" || v.UID == "" || types.UID(uid) == v.UID)
+}
 
 // Plan is what rollout restart does with one workload.
 type Plan struct {
@@ -37,10 +60,10 @@ type Plan struct {
 // this generation (its rollout may still be going on: `rollout status`
 // follows it), nor one none of whose Pods has a VM from an older generation
 // (a Pod without a VM yet will derive from the current one).
-func PlanRestart(w Workload, generation int64, pods []corev1.Pod, vms []kubevirtv1.VirtualMachine) Plan {
-	gen := strconv.FormatInt(generation, 10)
+func PlanRestart(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.VirtualMachine) Plan {
+	generation := v.Generation
 	proto := w.Prototype()
-	if RestartedFor(w, generation) {
+	if RestartedFor(w, v) {
 		return Plan{Why: fmt.Sprintf("already restarted for prototype %s generation %d", proto, generation)}
 	}
 	byName := vmsByName(vms, w)
@@ -50,7 +73,7 @@ func PlanRestart(w Workload, generation int64, pods []corev1.Pod, vms []kubevirt
 		if vm == nil || vm.Annotations[derive.AnnotationPodUID] != string(pods[i].UID) {
 			continue
 		}
-		if vm.Annotations[derive.AnnotationPrototypeGeneration] == gen {
+		if v.DerivesFrom(vm) {
 			current++
 		} else {
 			stale++
@@ -65,10 +88,13 @@ func PlanRestart(w Workload, generation int64, pods []corev1.Pod, vms []kubevirt
 	return Plan{Restart: true, Why: fmt.Sprintf("%d of %d VMs derive from an older generation of prototype %s than %d", stale, stale+current, proto, generation)}
 }
 
-// RestartedFor reports whether w's template was restarted for generation:
-// then PlanRestart needs neither its Pods nor its VMs.
-func RestartedFor(w Workload, generation int64) bool {
-	return w.Template().Annotations[AnnotationGeneration] == strconv.FormatInt(generation, 10)
+// RestartedFor reports whether w's template was restarted for v: then
+// PlanRestart needs neither its Pods nor its VMs. A template restarted
+// before vmctl recorded the prototype's UID is judged by its generation.
+func RestartedFor(w Workload, v Version) bool {
+	a := w.Template().Annotations
+	uid := a[AnnotationPrototypeUID]
+	return a[AnnotationGeneration] == strconv.FormatInt(v.Generation, 10) && (uid == "" || v.UID == "" || types.UID(uid) == v.UID)
 }
 
 // vmsByName indexes the VMs derived from w's prototype in w's VM namespace.
@@ -84,30 +110,34 @@ func vmsByName(vms []kubevirtv1.VirtualMachine, w Workload) map[string]*kubevirt
 	return out
 }
 
-// RestartAnnotations are what a restart at now for generation sets on the
-// Pod template.
-func RestartAnnotations(now time.Time, generation int64) map[string]string {
-	return map[string]string{
+// RestartAnnotations are what a restart at now for v sets on the Pod
+// template.
+func RestartAnnotations(now time.Time, v Version) map[string]string {
+	a := map[string]string{
 		AnnotationRestartedAt: now.Format(time.RFC3339),
-		AnnotationGeneration:  strconv.FormatInt(generation, 10),
+		AnnotationGeneration:  strconv.FormatInt(v.Generation, 10),
 	}
+	if v.UID != "" {
+		a[AnnotationPrototypeUID] = string(v.UID)
+	}
+	return a
 }
 
 // RestartPatch is the strategic merge patch that restarts a workload, as
 // kubectl rollout restart's does, with the generation recorded beside it.
-func RestartPatch(now time.Time, generation int64) ([]byte, error) {
+func RestartPatch(now time.Time, v Version) ([]byte, error) {
 	return json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{
-		"metadata": map[string]any{"annotations": RestartAnnotations(now, generation)},
+		"metadata": map[string]any{"annotations": RestartAnnotations(now, v)},
 	}}})
 }
 
 // ApplyRestart sets the restart's annotations on tmpl, as the patch would:
 // for a client-side dry run.
-func ApplyRestart(tmpl *corev1.PodTemplateSpec, now time.Time, generation int64) {
+func ApplyRestart(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) {
 	if tmpl.Annotations == nil {
 		tmpl.Annotations = map[string]string{}
 	}
-	for k, v := range RestartAnnotations(now, generation) {
-		tmpl.Annotations[k] = v
+	for k, val := range RestartAnnotations(now, v) {
+		tmpl.Annotations[k] = val
 	}
 }

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 func TestPlanRestart(t *testing.T) {
@@ -35,7 +37,7 @@ func TestPlanRestart(t *testing.T) {
 		{name: "no Pods", w: testWorkload(), why: "no VMs of prototype vms/testvm to replace"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := PlanRestart(tt.w, 3, tt.pods, tt.vms)
+			got := PlanRestart(tt.w, Version{Generation: 3}, tt.pods, tt.vms)
 			if diff := cmp.Diff(Plan{Restart: tt.restart, Why: tt.why}, got); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
@@ -50,7 +52,7 @@ func TestRestartPatchIsApplyRestart(t *testing.T) {
 	now := time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)
 	w := testWorkload()
 	w.Template().Annotations = map[string]string{"keep": "me", AnnotationGeneration: "1"}
-	patch, err := RestartPatch(now, 2)
+	patch, err := RestartPatch(now, Version{Generation: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +72,49 @@ func TestRestartPatchIsApplyRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := w.Object.DeepCopyObject().(*appsv1.Deployment)
-	ApplyRestart(&local.Spec.Template, now, 2)
+	ApplyRestart(&local.Spec.Template, now, Version{Generation: 2})
 	if diff := cmp.Diff(local, &viaPatch); diff != "" {
 		t.Errorf("client dry run and patch differ (-dry run +patch):\n%s", diff)
 	}
-	if local.Spec.Template.Annotations["keep"] != "me" || !RestartedFor(Workload{Object: local}, 2) {
+	if local.Spec.Template.Annotations["keep"] != "me" || !RestartedFor(Workload{Object: local}, Version{Generation: 2}) {
 		t.Errorf("annotations after the restart: %v", local.Spec.Template.Annotations)
+	}
+}
+
+// TestPrototypeMadeAgain: a prototype deleted and made again starts again
+// at generation 1, so a VM, or a restart, of the old prototype's same
+// generation number is not current; the chaos soak found rollout restart
+// leaving such a workload "already restarted".
+func TestPrototypeMadeAgain(t *testing.T) {
+	a := pod("web-a", "uid-a")
+	now := Version{UID: "new", Generation: 2}
+	old := vm(a, 2, true)
+	old.Annotations[derive.AnnotationPrototypeUID] = "old"
+	if now.DerivesFrom(&old) {
+		t.Error("a VM of the old prototype's generation 2 derives from the new prototype's generation 2")
+	}
+	if got := PlanRestart(testWorkload(), now, []corev1.Pod{a}, []kubevirtv1.VirtualMachine{old}); !got.Restart {
+		t.Errorf("plan = %+v, want a restart", got)
+	}
+	restarted := testWorkload()
+	ApplyRestart(restarted.Template(), time.Now(), Version{UID: "old", Generation: 2})
+	if RestartedFor(restarted, now) {
+		t.Error("a workload restarted for the old prototype's generation 2 counts as restarted for the new one's")
+	}
+	if !RestartedFor(restarted, Version{UID: "old", Generation: 2}) {
+		t.Error("a workload restarted for a version does not count as restarted for it")
+	}
+	if p := Observe(rolledOut(), now, []corev1.Pod{a}, []kubevirtv1.VirtualMachine{old}); p.Done {
+		t.Errorf("rollout status done with a VM of the old prototype: %s", p.Message)
+	}
+	// VMs and restarts from before the UID was recorded: by generation.
+	legacy := vm(a, 2, true)
+	if !now.DerivesFrom(&legacy) {
+		t.Error("a VM that records no prototype UID is judged by more than its generation")
+	}
+	current := vm(a, 2, true)
+	current.Annotations[derive.AnnotationPrototypeUID] = "new"
+	if !now.DerivesFrom(&current) {
+		t.Error("a VM of the new prototype's generation 2 does not derive from it")
 	}
 }

@@ -111,12 +111,13 @@ func Watch(ctx context.Context, c status.Clients, workloads []Workload, report f
 			for _, obj := range stores[i].pods.List() {
 				pods = append(pods, *obj.(*corev1.Pod))
 			}
-			generation := int64(-1) // the prototype is missing
+			v := Missing
 			k := w.Prototype()
 			if obj, ok, _ := protoStores[k].GetByKey(k.String()); ok {
-				generation = obj.(*kubevirtv1.VirtualMachine).Generation
+				proto := obj.(*kubevirtv1.VirtualMachine)
+				v = Version{UID: proto.UID, Generation: proto.Generation}
 			}
-			out[i] = Observe(w, generation, pods, vms)
+			out[i] = Observe(w, v, pods, vms)
 		}
 		if report(out) {
 			return nil

@@ -48,28 +48,16 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{
-							admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete,
-						},
-						Rule: admissionregistrationv1.Rule{
-							APIGroups:   []string{kubevirtGroup},
-							APIVersions: []string{"*"},
-							Resources:   []string{virtualMachines, virtualMachines + "/*", virtualMachineInstances, virtualMachineInstances + "/*"},
-							Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
-						},
-					},
-				}},
-			},
+			// Only the prototype's derived VMs and VMIs in Namespace (the
+			// guard policy keeps the agents to those). A policy whose
+			// paramKind the API server cannot resolve yet, as for about 15 s
+			// after it restarts, refuses every request it matches, whoever
+			// asks and whatever its bindings select.
+			MatchConstraints: p.vmRules(p.namespaceSelector(), p.derivedSelector()),
 			// Only this ServiceAccount's requests are checked; people and
 			// other controllers are left to RBAC.
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "vmctl-agent",
-				Expression: fmt.Sprintf("request.userInfo.username == '%s'", p.serviceAccountUsername()),
-			}},
-			Variables: p.admissionVariables(),
+			MatchConditions: p.agentOnly(),
+			Variables:       p.admissionVariables(),
 			Validations: []admissionregistrationv1.Validation{
 				forbid("variables.pod != '' && variables.podUID != ''",
 					fmt.Sprintf("the request carries no Pod (%s, %s): the agent must use its Pod's bound ServiceAccount token, so keep automountServiceAccountToken true", podNameExtra, podUIDExtra)),
@@ -221,8 +209,13 @@ func claimName(x string) string {
 }
 
 // admissionPolicyBinding enforces the policy in Namespace, where the VMs go,
-// with the prototype as its parameter. Without the prototype nothing is
-// allowed.
+// with the prototype as its parameter, on the VMs and VMIs labelled as
+// derived from the prototype (the guard policy keeps the agents to those).
+// Without the prototype nothing is allowed on them. The API server looks
+// the parameter up before it evaluates matchConditions, so a binding that
+// matched every VM would refuse everyone's VM writes in the namespace while
+// the prototype is missing, even the prototype's own re-creation and
+// KubeVirt's status updates.
 func (p Params) admissionPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta: metav1.TypeMeta{
@@ -239,10 +232,93 @@ func (p Params) admissionPolicyBinding() *admissionregistrationv1.ValidatingAdmi
 			},
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{
-					MatchLabels: map[string]string{corev1.LabelMetadataName: p.Namespace},
+				NamespaceSelector: p.namespaceSelector(),
+				ObjectSelector:    p.derivedSelector(),
+			},
+		},
+	}
+}
+
+// vmRules matches creating, changing and deleting KubeVirt VMs and VMIs in
+// the namespaces and of the objects the selectors select (all when nil).
+func (p Params) vmRules(namespaces, objects *metav1.LabelSelector) *admissionregistrationv1.MatchResources {
+	return &admissionregistrationv1.MatchResources{
+		NamespaceSelector: namespaces,
+		ObjectSelector:    objects,
+		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{
+					admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete,
+				},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups:   []string{kubevirtGroup},
+					APIVersions: []string{"*"},
+					Resources:   []string{virtualMachines, virtualMachines + "/*", virtualMachineInstances, virtualMachineInstances + "/*"},
+					Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
 				},
 			},
+		}},
+	}
+}
+
+// agentOnly matches only the agents' ServiceAccount's requests.
+func (p Params) agentOnly() []admissionregistrationv1.MatchCondition {
+	return []admissionregistrationv1.MatchCondition{{
+		Name:       "vmctl-agent",
+		Expression: fmt.Sprintf("request.userInfo.username == '%s'", p.serviceAccountUsername()),
+	}}
+}
+
+// derivedSelector selects the VMs and VMIs derived from the prototype.
+func (p Params) derivedSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{derive.LabelPrototype: derive.LabelValue(p.Prototype)}}
+}
+
+// namespaceSelector selects Namespace, where the VMs go.
+func (p Params) namespaceSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: p.Namespace}}
+}
+
+// guardName names the guard policy and its binding.
+func (p Params) guardName() string { return p.Name + "-guard." + p.Namespace }
+
+// guardPolicy keeps the agents' ServiceAccount to the VMs and VMIs labelled
+// as derived from its prototype, which the prototype-bound policy judges.
+// It needs no parameter, so it holds also while the prototype is missing.
+func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	prototype := "(request.operation == 'DELETE' ? oldObject : object).metadata.?labels['" + derive.LabelPrototype + "'].orValue('') == '" + derive.LabelValue(p.Prototype) + "'"
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
+			Kind:       "ValidatingAdmissionPolicy",
+		},
+		ObjectMeta: metav1.ObjectMeta{Name: p.guardName(), Labels: p.labels(ComponentAdmission)},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: p.vmRules(nil, nil),
+			MatchConditions:  p.agentOnly(),
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: prototype,
+				Message: fmt.Sprintf("a vmctl agent may only create and delete VMs and VMIs labelled %s=%s, derived from its prototype %s/%s",
+					derive.LabelPrototype, derive.LabelValue(p.Prototype), p.protoNamespace(), p.Prototype),
+				Reason: ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+}
+
+// guardPolicyBinding enforces the guard policy in Namespace.
+func (p Params) guardPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
+			Kind:       "ValidatingAdmissionPolicyBinding",
+		},
+		ObjectMeta: metav1.ObjectMeta{Name: p.guardName(), Labels: p.labels(ComponentAdmission)},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        p.guardName(),
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: p.namespaceSelector()},
 		},
 	}
 }

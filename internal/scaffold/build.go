@@ -45,7 +45,7 @@ func Build(p Params) ([]runtime.Object, error) {
 	objs := []runtime.Object{p.serviceAccount()}
 	objs = append(objs, p.rbac()...)
 	if p.AdmissionPolicy {
-		objs = append(objs, p.admissionPolicy(), p.admissionPolicyBinding())
+		objs = append(objs, p.admissionPolicy(), p.admissionPolicyBinding(), p.guardPolicy(), p.guardPolicyBinding())
 	}
 	switch p.Kind {
 	case KindDeployment:

@@ -140,6 +140,8 @@ func TestBuildObjects(t *testing.T) {
 				"RoleBinding vms/web",
 				"ValidatingAdmissionPolicy /web.vms",
 				"ValidatingAdmissionPolicyBinding /web.vms",
+				"ValidatingAdmissionPolicy /web-guard.vms",
+				"ValidatingAdmissionPolicyBinding /web-guard.vms",
 				"Service vms/web",
 				"StatefulSet vms/web",
 				"Service vms/web-vms",
@@ -598,6 +600,42 @@ func TestAdmissionPolicy(t *testing.T) {
 	if diff := cmp.Diff(wantNS, vapb.Spec.MatchResources.NamespaceSelector.MatchLabels); diff != "" {
 		t.Errorf("binding namespaceSelector (-want +got):\n%s", diff)
 	}
+	// Bound to the prototype's derived objects only: the parameter is
+	// looked up before matchConditions, so a binding over every VM would
+	// refuse everyone's VM writes while the prototype is missing.
+	wantObjects := map[string]string{"vmctl.kubevirt.io/prototype": "testvm"}
+	if diff := cmp.Diff(wantObjects, vapb.Spec.MatchResources.ObjectSelector.MatchLabels); diff != "" {
+		t.Errorf("binding objectSelector (-want +got):\n%s", diff)
+	}
+	// So is the policy: one whose paramKind the API server cannot resolve
+	// yet (for about 15 s after it restarts) refuses every request it
+	// matches, before matchConditions.
+	if diff := cmp.Diff(wantObjects, vap.Spec.MatchConstraints.ObjectSelector.MatchLabels); diff != "" {
+		t.Errorf("policy objectSelector (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantNS, vap.Spec.MatchConstraints.NamespaceSelector.MatchLabels); diff != "" {
+		t.Errorf("policy namespaceSelector (-want +got):\n%s", diff)
+	}
+
+	// The guard keeps the agent to those objects, with no parameter.
+	guard := find[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "", "vmctl-testvm-guard.vms")
+	guardb := find[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, "", "vmctl-testvm-guard.vms")
+	if guard.Spec.ParamKind != nil || guardb.Spec.ParamRef != nil {
+		t.Errorf("guard paramKind %v, paramRef %v: want none", guard.Spec.ParamKind, guardb.Spec.ParamRef)
+	}
+	if diff := cmp.Diff(vap.Spec.MatchConditions, guard.Spec.MatchConditions); diff != "" {
+		t.Errorf("guard matchConditions (-policy +guard):\n%s", diff)
+	}
+	if diff := cmp.Diff(rules, guard.Spec.MatchConstraints.ResourceRules); diff != "" {
+		t.Errorf("guard resourceRules (-policy +guard):\n%s", diff)
+	}
+	if guard.Spec.MatchConstraints.ObjectSelector != nil {
+		t.Errorf("guard objectSelector = %v, want every object", guard.Spec.MatchConstraints.ObjectSelector)
+	}
+	if guardb.Spec.PolicyName != guard.Name || guardb.Spec.MatchResources.ObjectSelector != nil ||
+		!cmp.Equal(guardb.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("guard binding = %+v, want policy %s, Deny, every object of the namespace", guardb.Spec, guard.Name)
+	}
 }
 
 func TestAdmissionPolicyNamesAreUniquePerNamespace(t *testing.T) {
@@ -616,7 +654,7 @@ func TestAdmissionPolicyNamesAreUniquePerNamespace(t *testing.T) {
 			}
 		}
 	}
-	if len(names) != 8 {
-		t.Errorf("got %d shared-scope objects, want 8: %v", len(names), names)
+	if len(names) != 12 {
+		t.Errorf("got %d shared-scope objects, want 12: %v", len(names), names)
 	}
 }

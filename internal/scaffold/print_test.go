@@ -53,7 +53,8 @@ func TestWriteYAML(t *testing.T) {
 		kinds = append(kinds, m.Kind)
 	}
 	want := []string{"ServiceAccount", "Role", "RoleBinding", "Role", "RoleBinding",
-		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Service", "StatefulSet", "Service", "PodDisruptionBudget"}
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+		"Service", "StatefulSet", "Service", "PodDisruptionBudget"}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Errorf("kinds (-want +got):\n%s", diff)
 	}

@@ -447,6 +447,9 @@ func (c *Cluster) startControllerManager(p *pki) error {
 			// a PDB covers is refused.
 			"disruption-controller",
 			"garbage-collector-controller",
+			// Deletes the Pods of a deleted Node (after 40 s), as in a real
+			// cluster; without it they would run on, bound to no node.
+			"pod-garbage-collector-controller",
 			"namespace-controller",
 			"serviceaccount-controller",
 			"serviceaccount-token-controller",

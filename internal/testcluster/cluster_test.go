@@ -260,6 +260,32 @@ func TestCluster(t *testing.T) {
 		})
 	})
 
+	t.Run("RestartControllerManager: its controllers work again after a SIGKILL", func(t *testing.T) {
+		ctx := t.Context()
+		ns := createNamespace(t, cs, "kcm")
+		if err := c.RestartControllerManager(ctx, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// The garbage collector, one of the restarted controllers, deletes
+		// what a deleted owner owned.
+		owner, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owned", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}}}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, owned, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 60*time.Second, "the restarted garbage collector to delete the owned ConfigMap", func(ctx context.Context) (bool, error) {
+			_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "owned", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	})
+
 	t.Run("ServiceAccount tokens authenticate and RBAC denies by default", func(t *testing.T) {
 		ctx := t.Context()
 		ns := createNamespace(t, cs, "rbac")
