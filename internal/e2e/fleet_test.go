@@ -215,7 +215,7 @@ func fleetRecovers(b *testing.B, ns string, n int, timeout time.Duration, obs *f
 	// rest, 429s included.
 	unready := func(ev testcluster.AuditEvent) bool {
 		code := ev.ResponseStatus.Code
-		return ev.Received.Time.Before(up) && (code == http.StatusForbidden || code == http.StatusServiceUnavailable)
+		return ev.Received.Before(up) && (code == http.StatusForbidden || code == http.StatusServiceUnavailable)
 	}
 	if early := recovery.filter(unready); early.total() > 0 {
 		fmt.Printf("fleet: of those, answered 403 or 503 before the API server was ready: %s\n", early)
@@ -439,7 +439,7 @@ func (r fleetAgentRequests) filter(keep func(testcluster.AuditEvent) bool) fleet
 func (r fleetAgentRequests) watchesOpened(t time.Time) []time.Duration {
 	last := map[string]time.Time{}
 	for _, ev := range r.events {
-		if ev.Verb == "watch" && ev.ObjectRef.Resource == "virtualmachines" && ev.ResponseStatus.Code == http.StatusOK && ev.Received.Time.After(last[ev.Pod()]) {
+		if ev.Verb == "watch" && ev.ObjectRef.Resource == "virtualmachines" && ev.ResponseStatus.Code == http.StatusOK && ev.Received.After(last[ev.Pod()]) {
 			last[ev.Pod()] = ev.Received.Time
 		}
 	}

@@ -424,9 +424,15 @@ func (s *soak) collideFormerPod() string {
 
 // compactEtcd compacts etcd's history up to its current revision: every
 // watch from an older resourceVersion that the API server's watch cache
-// cannot serve gets 410 Gone.
+// cannot serve gets 410 Gone. Every other time it also restarts etcd
+// around the compaction, so every watch cache lists again and every running
+// watch ends and gets 410 when opened again from its last version.
 func (s *soak) compactEtcd() (string, error) {
-	rev, err := etcdCompact(s.ctx)
+	if s.rng.IntN(2) == 0 {
+		rev, err := e.cluster.RestartEtcdCompacted(s.ctx)
+		return fmt.Sprintf("etcd restarted, compacted to revision %d", rev), err
+	}
+	rev, err := e.cluster.CompactEtcd(s.ctx)
 	return fmt.Sprintf("at revision %d", rev), err
 }
 
