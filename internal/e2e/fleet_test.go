@@ -215,7 +215,7 @@ func fleetRecovers(b *testing.B, ns string, n int, timeout time.Duration, obs *f
 	// rest, 429s included.
 	unready := func(ev testcluster.AuditEvent) bool {
 		code := ev.ResponseStatus.Code
-		return ev.Received.Before(up) && (code == http.StatusForbidden || code == http.StatusServiceUnavailable)
+		return ev.Received.Time.Before(up) && (code == http.StatusForbidden || code == http.StatusServiceUnavailable)
 	}
 	if early := recovery.filter(unready); early.total() > 0 {
 		fmt.Printf("fleet: of those, answered 403 or 503 before the API server was ready: %s\n", early)
