@@ -3,12 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -97,7 +93,7 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 				"/registry/kubevirt.io/virtualmachines/" + ns + "/" + vm.Name,
 				"/registry/kubevirt.io/virtualmachineinstances/" + ns + "/" + vm.Name,
 			} {
-				if err := etcdDelete(t.Context(), key); err != nil {
+				if err := e.cluster.EtcdDelete(t.Context(), key); err != nil {
 					return err
 				}
 			}
@@ -473,31 +469,6 @@ func watchExpired(t *testing.T, ns string, vm kubevirtv1.VirtualMachine) bool {
 	case <-ctx.Done():
 		return false // the watch is open: the version is in the cache
 	}
-}
-
-// etcdDelete deletes key from etcd through its JSON gateway.
-func etcdDelete(ctx context.Context, key string) error {
-	body, _ := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cluster.EtcdURL+"/v3/kv/deleterange", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("etcd deleterange: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	out, _ := io.ReadAll(resp.Body)
-	var res struct {
-		Deleted string `json:"deleted"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil || resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("etcd deleterange %s: %s %s", key, resp.Status, out)
-	}
-	if res.Deleted != "1" {
-		return fmt.Errorf("etcd deleterange %s deleted %q keys, want 1: %s", key, res.Deleted, out)
-	}
-	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

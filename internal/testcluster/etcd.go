@@ -15,7 +15,7 @@ import (
 )
 
 // RestartEtcdCompacted stops etcd and, before the API server can reach it
-// again, writes one key and compacts etcd's whole history: it starts etcd on
+// again, writes a key of its own and compacts etcd's whole history: it starts etcd on
 // another loopback port for that, then on its own port again. It plays an
 // etcd restored or failed over while its history was compacted. The API
 // server's watches on etcd resume from a compacted revision and fail, every
@@ -59,21 +59,21 @@ func (c *Cluster) RestartEtcdCompacted(ctx context.Context) (int64, error) {
 // resourceVersion than the watch cache holds gets 410 Gone. It returns the
 // revision compacted to.
 func (c *Cluster) CompactEtcd(ctx context.Context) (int64, error) {
-	var rng struct {
-		Header struct {
-			Revision string `json:"revision"`
-		} `json:"header"`
+	return compactNow(ctx, c.EtcdURL)
+}
+
+// EtcdDelete deletes key from etcd, behind the API server's back.
+func (c *Cluster) EtcdDelete(ctx context.Context, key string) error {
+	var res struct {
+		Deleted string `json:"deleted"`
 	}
-	// Any read returns the current revision in its header.
-	key := base64.StdEncoding.EncodeToString([]byte("/registry/"))
-	if err := etcdCall(ctx, c.EtcdURL, "/v3/kv/range", map[string]any{"key": key, "limit": 1}, &rng); err != nil {
-		return 0, err
+	if err := etcdCall(ctx, c.EtcdURL, "/v3/kv/deleterange", map[string]any{"key": b64(key)}, &res); err != nil {
+		return err
 	}
-	rev, err := strconv.ParseInt(rng.Header.Revision, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("etcd's current revision %q: %w", rng.Header.Revision, err)
+	if res.Deleted != "1" {
+		return fmt.Errorf("etcd deleterange %s deleted %q keys, want 1", key, res.Deleted)
 	}
-	return rev, etcdCall(ctx, c.EtcdURL, "/v3/kv/compaction", map[string]any{"revision": rev, "physical": true}, nil)
+	return nil
 }
 
 // startEtcdAt starts etcd again with old's flags, serving clients at url,
@@ -103,27 +103,34 @@ func (c *Cluster) startEtcdAt(ctx context.Context, old *process, url string) (*p
 // saw, and compaction keeps the revision it compacts to: twice puts even a
 // watch that saw the last revision before these writes behind.
 func compactAll(ctx context.Context, url string) (int64, error) {
-	var put struct {
+	for range 2 {
+		if err := etcdCall(ctx, url, "/v3/kv/put", map[string]any{"key": b64("/testcluster/compacted"), "value": b64("x")}, nil); err != nil {
+			return 0, err
+		}
+	}
+	return compactNow(ctx, url)
+}
+
+// compactNow compacts etcd at url up to its current revision, and returns it.
+func compactNow(ctx context.Context, url string) (int64, error) {
+	var rng struct {
 		Header struct {
 			Revision string `json:"revision"`
 		} `json:"header"`
 	}
-	key := base64.StdEncoding.EncodeToString([]byte("/testcluster/compacted"))
-	value := base64.StdEncoding.EncodeToString([]byte("x"))
-	for range 2 {
-		if err := etcdCall(ctx, url, "/v3/kv/put", map[string]any{"key": key, "value": value}, &put); err != nil {
-			return 0, err
-		}
-	}
-	rev, err := strconv.ParseInt(put.Header.Revision, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("etcd put: revision %q: %w", put.Header.Revision, err)
-	}
-	if err := etcdCall(ctx, url, "/v3/kv/compaction", map[string]any{"revision": rev, "physical": true}, nil); err != nil {
+	// Any read returns the current revision in its header.
+	if err := etcdCall(ctx, url, "/v3/kv/range", map[string]any{"key": b64("/registry/"), "limit": 1}, &rng); err != nil {
 		return 0, err
 	}
-	return rev, nil
+	rev, err := strconv.ParseInt(rng.Header.Revision, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("etcd's current revision %q: %w", rng.Header.Revision, err)
+	}
+	return rev, etcdCall(ctx, url, "/v3/kv/compaction", map[string]any{"revision": rev, "physical": true}, nil)
 }
+
+// b64 is how etcd's JSON gateway takes keys and values.
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // etcdCall posts req to etcd's JSON gateway at path and decodes the answer
 // into resp (when not nil).
