@@ -51,7 +51,7 @@ func (s *soak) checkStep(op string, began time.Time) {
 			return ok, seen
 		})
 		if err != nil {
-			t.Fatal(err)
+			s.fatalf("after %s: %v", op, err)
 		}
 		pods := map[string]string{} // Pod UID by derived VM name, before gc
 		for _, vm := range s.obs.derivedVMs() {
@@ -63,11 +63,11 @@ func (s *soak) checkStep(op string, began time.Time) {
 			// under an admission policy is refused (see README): retry,
 			// as a user would.
 			if time.Now().After(deadline) {
-				t.Fatalf("after %s: %v", op, err)
+				s.fatalf("after %s: %v", op, err)
 			}
 			select {
 			case <-s.ctx.Done():
-				t.Fatal(s.ctx.Err())
+				s.fatalf("after %s: %v", op, s.ctx.Err())
 			case <-time.After(time.Second):
 			}
 			continue
@@ -81,7 +81,7 @@ func (s *soak) checkStep(op string, began time.Time) {
 			// (its ownerReference would have had the garbage collector
 			// delete it soon).
 			if gone, err := s.podGone(pods, name); err != nil || !gone {
-				t.Fatalf("after %s: kubectl vmctl gc deleted VM %s (its Pod gone: %v, %v); the VMs left without Pod or owner were %v", op, name, gone, err, sortedKeys(forGC))
+				s.fatalf("after %s: kubectl vmctl gc deleted VM %s (its Pod gone: %v, %v); the VMs left without Pod or owner were %v", op, name, gone, err, sortedKeys(forGC))
 			}
 		}
 		if len(forGC) == 0 {
@@ -89,7 +89,7 @@ func (s *soak) checkStep(op string, began time.Time) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %s: kubectl vmctl gc left VMs %v, which have neither Pod nor owner", op, sortedKeys(forGC))
+			s.fatalf("after %s: kubectl vmctl gc left VMs %v, which have neither Pod nor owner", op, sortedKeys(forGC))
 		}
 		// Settle again without them; what the informer shows may lag
 		// what gc listed.
@@ -99,15 +99,15 @@ func (s *soak) checkStep(op string, began time.Time) {
 		}
 	}
 	if err := s.commandsClean(deadline); err != nil {
-		t.Fatalf("after %s: %v", op, err)
+		s.fatalf("after %s: %v", op, err)
 	}
 	s.checks += 2
 	if err := s.checkHandmade(); err != nil {
-		t.Fatalf("after %s: %v", op, err)
+		s.fatalf("after %s: %v", op, err)
 	}
 	s.checks++
 	if v := s.obs.takeViolations(); len(v) > 0 {
-		t.Fatalf("after %s: the VM watch saw:\n%s", op, strings.Join(v, "\n"))
+		s.fatalf("after %s: the VM watch saw:\n%s", op, strings.Join(v, "\n"))
 	}
 	s.checks++
 	settled := time.Since(settleStart)

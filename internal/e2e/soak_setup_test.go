@@ -76,6 +76,7 @@ type soak struct {
 	longestSettle   time.Duration
 	longestSettleOp string
 	requests        soakRequests
+	failure         string // why the soak failed, if it did (see fatalf)
 }
 
 func newSoak(t *testing.T, seed uint64) *soak {

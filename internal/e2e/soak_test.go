@@ -50,14 +50,20 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("soak: %d operations, seed %d (replay: %s=%d %s=%d)", ops, seed, soakSeedEnv, seed, soakOpsEnv, ops)
 
-	s := newSoak(t, seed)
-	start := time.Now()
-	defer func() {
-		if t.Failed() {
-			t.Logf("soak FAILED after %d operations; seed %d; replay with %s=%d %s=%d\noperation log:\n%s",
-				len(s.log), seed, soakSeedEnv, seed, soakOpsEnv, ops, strings.Join(s.log, "\n"))
+	// Registered first, so it runs last, after the agents' logs: CI shows
+	// the end of a failed run's output.
+	var s *soak
+	t.Cleanup(func() {
+		if t.Failed() && s != nil {
+			if s.failure == "" {
+				s.failure = "see the errors above" // a request budget's t.Errorf
+			}
+			t.Logf("soak FAILED after %d operations: %s\nseed %d; replay with %s=%d %s=%d\noperation log:\n%s",
+				len(s.log), s.failure, seed, soakSeedEnv, seed, soakOpsEnv, ops, strings.Join(s.log, "\n"))
 		}
-	}()
+	})
+	s = newSoak(t, seed)
+	start := time.Now()
 	s.setUp()
 	t.Logf("soak: set up in %v", time.Since(start).Round(100*time.Millisecond))
 	s.checkStep("set-up", start)
@@ -79,12 +85,19 @@ func TestSoak(t *testing.T) {
 		s.log = append(s.log, fmt.Sprintf("#%d %s %s: %s", i+1, began.Format("15:04:05.0"), op.name, what))
 		t.Log(s.log[len(s.log)-1])
 		if err != nil {
-			t.Fatalf("operation #%d %s (%s): %v", i+1, op.name, what, err)
+			s.fatalf("operation #%d %s (%s): %v", i+1, op.name, what, err)
 		}
 		s.checkStep(op.name, began)
 	}
 	s.quietWindow()
 	s.report(t, time.Since(start))
+}
+
+// fatalf fails the soak, keeping why for the report at its end.
+func (s *soak) fatalf(format string, args ...any) {
+	s.t.Helper()
+	s.failure = fmt.Sprintf(format, args...)
+	s.t.Fatal(s.failure)
 }
 
 // report logs what ran and what was checked.
