@@ -19,13 +19,11 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -33,6 +31,7 @@ import (
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 // The operator commands' tests (status, diff, gc) share the fixtures below;
@@ -228,8 +227,8 @@ func opScene(t *testing.T) (kube []runtime.Object, virt []runtime.Object) {
 func opFakes(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevirtfake.Clientset, *[]string) {
 	kube := kubefake.NewClientset(kubeObjs...)
 	virt := kubevirtfake.NewSimpleClientset(virtObjs...)
-	opNamesSelected(&kube.Fake, kube.Tracker())
-	opNamesSelected(&virt.Fake, virt.Tracker())
+	fakeapi.SelectNames(&kube.Fake, kube.Tracker())
+	fakeapi.SelectNames(&virt.Fake, virt.Tracker())
 	log := &[]string{}
 	var mu sync.Mutex // informers call both fakes at once
 	for _, f := range []*k8stesting.Fake{&kube.Fake, &virt.Fake} {
@@ -241,55 +240,6 @@ func opFakes(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevir
 		})
 	}
 	return kube, virt, log
-}
-
-// opNamesSelected makes a fake clientset honour a metadata.name field
-// selector in LISTs and WATCHes, as the API server does: the fakes' object
-// tracker ignores field selectors.
-func opNamesSelected(f *k8stesting.Fake, tracker k8stesting.ObjectTracker) {
-	name := func(a k8stesting.Action) (string, bool) {
-		if w, ok := a.(k8stesting.WatchAction); ok {
-			return w.GetWatchRestrictions().Fields.RequiresExactMatch("metadata.name")
-		}
-		l, ok := a.(k8stesting.ListAction)
-		if !ok || l.GetListRestrictions().Fields == nil {
-			return "", false
-		}
-		return l.GetListRestrictions().Fields.RequiresExactMatch("metadata.name")
-	}
-	f.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		n, ok := name(a)
-		if !ok {
-			return false, nil, nil
-		}
-		_, list, err := k8stesting.ObjectReaction(tracker)(a)
-		if err != nil {
-			return true, nil, err
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return true, nil, err
-		}
-		items = slices.DeleteFunc(items, func(o runtime.Object) bool {
-			m, _ := meta.Accessor(o)
-			return m.GetName() != n
-		})
-		return true, list, meta.SetList(list, items)
-	})
-	f.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
-		n, ok := name(a)
-		if !ok {
-			return false, nil, nil
-		}
-		w, err := tracker.Watch(a.GetResource(), a.GetNamespace())
-		if err != nil {
-			return true, nil, err
-		}
-		return true, watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-			m, err := meta.Accessor(e.Object)
-			return e, err == nil && m.GetName() == n
-		}), nil
-	})
 }
 
 // opDescribe renders an action as "verb resource namespace [selector|name]".

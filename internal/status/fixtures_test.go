@@ -1,22 +1,19 @@
 package status
 
 import (
-	"slices"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -103,62 +100,13 @@ func vmi(ns, name, node string) kubevirtv1.VirtualMachineInstance {
 	}
 }
 
-// namesSelected makes a fake clientset honour a metadata.name field
-// selector in LISTs and WATCHes, as the API server does: the fakes' object
-// tracker ignores field selectors.
-func namesSelected(f *k8stesting.Fake, tracker k8stesting.ObjectTracker) {
-	name := func(a k8stesting.Action) (string, bool) {
-		l, ok := a.(k8stesting.ListAction)
-		if w, isWatch := a.(k8stesting.WatchAction); isWatch {
-			return w.GetWatchRestrictions().Fields.RequiresExactMatch("metadata.name")
-		}
-		if !ok || l.GetListRestrictions().Fields == nil {
-			return "", false
-		}
-		return l.GetListRestrictions().Fields.RequiresExactMatch("metadata.name")
-	}
-	f.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		n, ok := name(a)
-		if !ok {
-			return false, nil, nil
-		}
-		_, list, err := k8stesting.ObjectReaction(tracker)(a)
-		if err != nil {
-			return true, nil, err
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return true, nil, err
-		}
-		items = slices.DeleteFunc(items, func(o runtime.Object) bool {
-			m, _ := meta.Accessor(o)
-			return m.GetName() != n
-		})
-		return true, list, meta.SetList(list, items)
-	})
-	f.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
-		n, ok := name(a)
-		if !ok {
-			return false, nil, nil
-		}
-		w, err := tracker.Watch(a.GetResource(), a.GetNamespace())
-		if err != nil {
-			return true, nil, err
-		}
-		return true, watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-			m, err := meta.Accessor(e.Object)
-			return e, err == nil && m.GetName() == n
-		}), nil
-	})
-}
-
 // fakes returns fake clientsets holding objs that honour field selectors
 // on names.
 func fakes(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevirtfake.Clientset) {
 	kube := kubefake.NewClientset(kubeObjs...)
 	virt := kubevirtfake.NewSimpleClientset(virtObjs...)
-	namesSelected(&kube.Fake, kube.Tracker())
-	namesSelected(&virt.Fake, virt.Tracker())
+	fakeapi.SelectNames(&kube.Fake, kube.Tracker())
+	fakeapi.SelectNames(&virt.Fake, virt.Tracker())
 	return kube, virt
 }
 
