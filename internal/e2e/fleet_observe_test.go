@@ -11,8 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -63,64 +61,15 @@ func observe(b *testing.B, ns string) *fleetObserver {
 	factory := informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(opts *metav1.ListOptions) { opts.LabelSelector = agentSelector }))
 	pods := factory.Core().V1().Pods().Informer()
-	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.pod(obj.(*corev1.Pod), false) },
-		UpdateFunc: func(_, obj any) { o.pod(obj.(*corev1.Pod), false) },
-		DeleteFunc: func(obj any) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				o.pod(p, true)
-			} else if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				o.pod(tomb.Obj.(*corev1.Pod), true)
-			}
-		},
-	}); err != nil {
+	if _, err := pods.AddEventHandler(onEach(o.pod)); err != nil {
 		b.Fatal(err)
 	}
-
-	client := e.virt.KubevirtV1().VirtualMachines(ns)
-	vms := cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector = derive.DerivedSelector
-			return client.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector = derive.DerivedSelector
-			return client.Watch(ctx, opts)
-		},
-	}, &kubevirtv1.VirtualMachine{}, 0, cache.Indexers{})
-	if _, err := vms.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.vm(obj.(*kubevirtv1.VirtualMachine), false) },
-		UpdateFunc: func(_, obj any) { o.vm(obj.(*kubevirtv1.VirtualMachine), false) },
-		DeleteFunc: func(obj any) {
-			if vm, ok := obj.(*kubevirtv1.VirtualMachine); ok {
-				o.vm(vm, true)
-			} else if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				o.vm(tomb.Obj.(*kubevirtv1.VirtualMachine), true)
-			}
-		},
-	}); err != nil {
+	vms := vmInformer(ns, derive.DerivedSelector)
+	if _, err := vms.AddEventHandler(onEach(o.vm)); err != nil {
 		b.Fatal(err)
 	}
-	vmiClient := e.virt.KubevirtV1().VirtualMachineInstances(ns)
-	vmis := cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return vmiClient.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return vmiClient.Watch(ctx, opts)
-		},
-	}, &kubevirtv1.VirtualMachineInstance{}, 0, cache.Indexers{})
-	if _, err := vmis.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.vmi(obj.(*kubevirtv1.VirtualMachineInstance), false) },
-		UpdateFunc: func(_, obj any) { o.vmi(obj.(*kubevirtv1.VirtualMachineInstance), false) },
-		DeleteFunc: func(obj any) {
-			if vmi, ok := obj.(*kubevirtv1.VirtualMachineInstance); ok {
-				o.vmi(vmi, true)
-			} else if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				o.vmi(tomb.Obj.(*kubevirtv1.VirtualMachineInstance), true)
-			}
-		},
-	}); err != nil {
+	vmis := vmiInformer(ns)
+	if _, err := vmis.AddEventHandler(onEach(o.vmi)); err != nil {
 		b.Fatal(err)
 	}
 	factory.Start(ctx.Done())

@@ -12,9 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -66,40 +64,22 @@ func soakObserve(t *testing.T, ns string) *soakObserver {
 	podInformer := pods.Core().V1().Pods().Informer()
 	nodes := informers.NewSharedInformerFactory(e.kube, 0)
 	nodeInformer := nodes.Core().V1().Nodes().Informer()
-	client := e.virt.KubevirtV1().VirtualMachines(ns)
-	vmInformer := cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return client.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return client.Watch(ctx, opts)
-		},
-	}, &kubevirtv1.VirtualMachine{}, 0, cache.Indexers{})
+	vms := vmInformer(ns, "")
 	for _, inf := range []cache.SharedIndexInformer{podInformer, nodeInformer} {
 		if _, err := inf.AddEventHandler(notify); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := vmInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.vm(obj.(*kubevirtv1.VirtualMachine), false) },
-		UpdateFunc: func(_, obj any) { o.vm(obj.(*kubevirtv1.VirtualMachine), false) },
-		DeleteFunc: func(obj any) {
-			if vm, ok := obj.(*kubevirtv1.VirtualMachine); ok {
-				o.vm(vm, true)
-			} else if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				o.vm(tomb.Obj.(*kubevirtv1.VirtualMachine), true)
-			}
-		},
-	}); err != nil {
+	if _, err := vms.AddEventHandler(onEach(o.vm)); err != nil {
 		t.Fatal(err)
 	}
 	pods.Start(ctx.Done())
 	nodes.Start(ctx.Done())
-	go vmInformer.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.HasSynced, vmInformer.HasSynced) {
+	go vms.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.HasSynced, vms.HasSynced) {
 		t.Fatal("the soak's informers did not sync")
 	}
-	o.pods, o.vms, o.nodes = podInformer.GetIndexer(), vmInformer.GetIndexer(), nodeInformer.GetIndexer()
+	o.pods, o.vms, o.nodes = podInformer.GetIndexer(), vms.GetIndexer(), nodeInformer.GetIndexer()
 	return o
 }
 
