@@ -68,7 +68,7 @@ type Cluster struct {
 	begin     time.Time
 	removeDir bool
 	mu        sync.Mutex
-	procs     []*process
+	procs     []*Process
 	onStop    []func()
 	stopOnce  sync.Once
 	stopErr   error
@@ -186,7 +186,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 
-	err = waitFor(ctx, "the nodes to be Ready", c.processes(), func(ctx context.Context) (bool, error) {
+	err = WaitFor(ctx, "the nodes to be Ready", c.processes(), func(ctx context.Context) (bool, error) {
 		return nodesReady(ctx, cs, c.Nodes)
 	})
 	if err != nil {
@@ -195,7 +195,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	c.logf("nodes Ready")
 	// Pods need their namespace's default ServiceAccount (ServiceAccount
 	// admission) and projected tokens need kube-root-ca.crt.
-	err = waitFor(ctx, "the default ServiceAccount and kube-root-ca.crt", c.processes(), func(ctx context.Context) (bool, error) {
+	err = WaitFor(ctx, "the default ServiceAccount and kube-root-ca.crt", c.processes(), func(ctx context.Context) (bool, error) {
 		if _, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{}); err != nil {
 			return false, err
 		}
@@ -217,11 +217,11 @@ func (c *Cluster) logf(format string, args ...any) {
 }
 
 // start runs a component and records it for Stop.
-func (c *Cluster) start(name, binary string, args []string, env []string) (*process, error) {
+func (c *Cluster) start(name, binary string, args []string, env []string) (*Process, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	p, err := startProcess(name, c.Dir, binary, args, env)
+	p, err := StartProcess(name, c.Dir, binary, args, env)
 	if err != nil {
 		return nil, err
 	}
@@ -231,17 +231,17 @@ func (c *Cluster) start(name, binary string, args []string, env []string) (*proc
 	return p, nil
 }
 
-func (c *Cluster) processes() []*process {
+func (c *Cluster) processes() []*Process {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]*process(nil), c.procs...)
+	return append([]*Process(nil), c.procs...)
 }
 
 // Pids returns the process ids of the components still running.
 func (c *Cluster) Pids() []int {
 	var pids []int
 	for _, p := range c.processes() {
-		if !p.exited() {
+		if !p.Exited() {
 			pids = append(pids, p.cmd.Process.Pid)
 		}
 	}
@@ -276,7 +276,7 @@ func (c *Cluster) Stop() error {
 		}
 		procs := c.processes()
 		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop()
+			procs[i].Stop()
 		}
 		if c.removeDir {
 			if err := os.RemoveAll(c.Dir); err != nil {
@@ -289,15 +289,15 @@ func (c *Cluster) Stop() error {
 
 // retryPortConflict runs attempt up to three times while it fails because
 // another process took one of the ports it picked.
-func (c *Cluster) retryPortConflict(attempt func() (*process, error)) error {
+func (c *Cluster) retryPortConflict(attempt func() (*Process, error)) error {
 	var err error
 	for range 3 {
-		var p *process
+		var p *Process
 		p, err = attempt()
 		if err == nil {
 			return nil
 		}
-		if p == nil || !p.exited() || !strings.Contains(tail(p.logPath, 30), "address already in use") {
+		if p == nil || !p.Exited() || !strings.Contains(Tail(p.logPath, 30), "address already in use") {
 			return err
 		}
 		c.forget(p)
@@ -307,15 +307,15 @@ func (c *Cluster) retryPortConflict(attempt func() (*process, error)) error {
 
 // forget drops an exited process, so later waits do not take its exit for
 // a failure.
-func (c *Cluster) forget(p *process) {
+func (c *Cluster) forget(p *Process) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.procs = slices.DeleteFunc(c.procs, func(q *process) bool { return q == p })
+	c.procs = slices.DeleteFunc(c.procs, func(q *Process) bool { return q == p })
 }
 
 func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 	var clientURL string
-	err := c.retryPortConflict(func() (*process, error) {
+	err := c.retryPortConflict(func() (*Process, error) {
 		ports, err := FreePorts(2)
 		if err != nil {
 			return nil, err
@@ -338,7 +338,7 @@ func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
 		if err != nil {
 			return nil, err
 		}
-		return p, waitFor(ctx, "etcd", []*process{p}, func(ctx context.Context) (bool, error) {
+		return p, WaitFor(ctx, "etcd", []*Process{p}, func(ctx context.Context) (bool, error) {
 			return etcdHealthy(ctx, clientURL)
 		})
 	})
@@ -351,7 +351,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) er
 	if err != nil {
 		return err
 	}
-	return c.retryPortConflict(func() (*process, error) {
+	return c.retryPortConflict(func() (*Process, error) {
 		ports, err := FreePorts(1)
 		if err != nil {
 			return nil, err
@@ -407,7 +407,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) er
 			return proc, fmt.Errorf("create a client: %w", err)
 		}
 		// Serving is enough here: a port conflict shows before that.
-		return proc, waitFor(ctx, "kube-apiserver to serve", []*process{proc}, func(ctx context.Context) (bool, error) {
+		return proc, WaitFor(ctx, "kube-apiserver to serve", []*Process{proc}, func(ctx context.Context) (bool, error) {
 			body, err := rc.Get().AbsPath("/livez/ping").Timeout(2 * time.Second).DoRaw(ctx)
 			if err != nil {
 				return false, fmt.Errorf("%w: %s", err, body)
@@ -424,7 +424,7 @@ func (c *Cluster) waitAPIServerReady(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create a client: %w", err)
 	}
-	return waitFor(ctx, "kube-apiserver /readyz", c.processes(), func(ctx context.Context) (bool, error) {
+	return WaitFor(ctx, "kube-apiserver /readyz", c.processes(), func(ctx context.Context) (bool, error) {
 		body, err := rc.Get().AbsPath("/readyz").Timeout(2 * time.Second).DoRaw(ctx)
 		if err != nil {
 			return false, fmt.Errorf("%w: %s", err, body)

@@ -44,7 +44,7 @@ func installCRDs(ctx context.Context, client dynamic.Interface, files []string) 
 			// The API server may still be starting: retry until it takes the
 			// CRD or rejects it.
 			var rejected error
-			errs[i] = waitFor(ctx, "CRD "+obj.GetName()+" to be created", nil, func(ctx context.Context) (bool, error) {
+			errs[i] = WaitFor(ctx, "CRD "+obj.GetName()+" to be created", nil, func(ctx context.Context) (bool, error) {
 				_, err := client.Resource(crdResource()).Create(ctx, obj, metav1.CreateOptions{})
 				switch {
 				case err == nil || apierrors.IsAlreadyExists(err):
@@ -64,7 +64,7 @@ func installCRDs(ctx context.Context, client dynamic.Interface, files []string) 
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return waitFor(ctx, "the CRDs to be established", nil, func(ctx context.Context) (bool, error) {
+	return WaitFor(ctx, "the CRDs to be established", nil, func(ctx context.Context) (bool, error) {
 		for _, name := range names {
 			crd, err := client.Resource(crdResource()).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {

@@ -25,10 +25,10 @@ import (
 // server reconnects by itself).
 func (c *Cluster) RestartEtcdCompacted(ctx context.Context) (int64, error) {
 	old := c.process(Etcd)
-	if old == nil || old.exited() {
+	if old == nil || old.Exited() {
 		return 0, errors.New("etcd is not running")
 	}
-	old.stopWith(syscall.SIGTERM)
+	old.StopWith(syscall.SIGTERM)
 	c.forget(old)
 
 	ports, err := FreePorts(1)
@@ -41,7 +41,7 @@ func (c *Cluster) RestartEtcdCompacted(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	rev, err := compactAll(ctx, aside)
-	p.stopWith(syscall.SIGTERM)
+	p.StopWith(syscall.SIGTERM)
 	c.forget(p)
 	if err != nil {
 		return 0, err
@@ -78,7 +78,7 @@ func (c *Cluster) EtcdDelete(ctx context.Context, key string) error {
 
 // startEtcdAt starts etcd again with old's flags, serving clients at url,
 // and waits until it is healthy.
-func (c *Cluster) startEtcdAt(ctx context.Context, old *process, url string) (*process, error) {
+func (c *Cluster) startEtcdAt(ctx context.Context, old *Process, url string) (*Process, error) {
 	args := make([]string, len(old.args))
 	for i, a := range old.args {
 		switch {
@@ -93,7 +93,7 @@ func (c *Cluster) startEtcdAt(ctx context.Context, old *process, url string) (*p
 	if err != nil {
 		return nil, err
 	}
-	return p, waitFor(ctx, "etcd", []*process{p}, func(ctx context.Context) (bool, error) {
+	return p, WaitFor(ctx, "etcd", []*Process{p}, func(ctx context.Context) (bool, error) {
 		return etcdHealthy(ctx, url)
 	})
 }

@@ -32,7 +32,7 @@ func ForTest(t testing.TB, opts Options) *Cluster {
 		stopOnSignal()
 		if t.Failed() {
 			for _, name := range []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kwok} {
-				t.Logf("%s log (last lines):\n%s", name, tail(c.LogFile(name), 15))
+				t.Logf("%s log (last lines):\n%s", name, Tail(c.LogFile(name), 15))
 			}
 		}
 		if err := c.Stop(); err != nil {

@@ -91,7 +91,7 @@ func (c *Cluster) AddNodes(ctx context.Context, from, n int) ([]string, error) {
 		}
 		names = append(names, NodeName(i))
 	}
-	return names, waitFor(ctx, "the added nodes to be Ready", c.processes(), func(ctx context.Context) (bool, error) {
+	return names, WaitFor(ctx, "the added nodes to be Ready", c.processes(), func(ctx context.Context) (bool, error) {
 		return nodesReady(ctx, cs, names)
 	})
 }

@@ -1,8 +1,6 @@
 package testcluster
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,15 +8,19 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// stopGrace is how long a component gets to exit after SIGTERM before SIGKILL.
-const stopGrace = 5 * time.Second
+// DefaultStopGrace is how long a process gets to exit after its stop signal
+// before SIGKILL, unless its StopGrace says otherwise.
+const DefaultStopGrace = 5 * time.Second
 
-// process is one running component.
-type process struct {
+// Process is one running program of the harness: a cluster component or a
+// node's daemon.
+type Process struct {
+	// StopGrace is how long Stop and StopWith wait before SIGKILL;
+	// StartProcess sets DefaultStopGrace. Change it before stopping.
+	StopGrace time.Duration
+
 	name    string
 	cmd     *exec.Cmd
 	logPath string
@@ -30,8 +32,11 @@ type process struct {
 	args, env   []string
 }
 
-// startProcess runs binary with args, its output appended to dir/<name>.log.
-func startProcess(name, dir, binary string, args []string, env []string) (*process, error) {
+// StartProcess runs binary with args in dir, its output appended to
+// dir/<name>.log after a "# binary args" line. It gets its own process group
+// with Pdeathsig (SysProcAttr): a terminal's Ctrl-C reaches only the test,
+// which stops its processes in order, and a dying test takes them along.
+func StartProcess(name, dir, binary string, args, env []string) (*Process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -48,7 +53,7 @@ func startProcess(name, dir, binary string, args []string, env []string) (*proce
 		_ = logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{}),
+	p := &Process{StopGrace: DefaultStopGrace, name: name, cmd: cmd, logPath: logPath, done: make(chan struct{}),
 		dir: dir, binary: binary, args: args, env: env}
 	go func() {
 		p.err = cmd.Wait()
@@ -58,8 +63,11 @@ func startProcess(name, dir, binary string, args []string, env []string) (*proce
 	return p, nil
 }
 
-// exited reports whether the process has ended.
-func (p *process) exited() bool {
+// Name is the name the process was started with.
+func (p *Process) Name() string { return p.name }
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -68,68 +76,31 @@ func (p *process) exited() bool {
 	}
 }
 
-// exitError describes an early exit with the tail of the component's log.
-func (p *process) exitError() error {
+// ExitError describes an early exit with the tail of the process's log, where
+// the reason usually is.
+func (p *Process) ExitError() error {
 	if p.err == nil {
-		return fmt.Errorf("%s exited with status 0; its log %s ends with:\n%s", p.name, p.logPath, tail(p.logPath, 20))
+		return fmt.Errorf("%s exited with status 0; its log %s ends with:\n%s", p.name, p.logPath, Tail(p.logPath, 20))
 	}
-	return fmt.Errorf("%s exited: %w; its log %s ends with:\n%s", p.name, p.err, p.logPath, tail(p.logPath, 20))
+	return fmt.Errorf("%s exited: %w; its log %s ends with:\n%s", p.name, p.err, p.logPath, Tail(p.logPath, 20))
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after stopGrace.
-func (p *process) stop() { p.stopWith(syscall.SIGTERM) }
+// Stop sends SIGTERM to the process group, then SIGKILL after StopGrace.
+func (p *Process) Stop() { p.StopWith(syscall.SIGTERM) }
 
-// stopWith sends sig to the process group, then SIGKILL after stopGrace.
-func (p *process) stopWith(sig syscall.Signal) {
-	if p.exited() {
+// StopWith sends sig to the process group, then SIGKILL after StopGrace.
+func (p *Process) StopWith(sig syscall.Signal) {
+	if p.Exited() {
 		return
 	}
 	pgid := -p.cmd.Process.Pid
 	_ = syscall.Kill(pgid, sig)
 	select {
 	case <-p.done:
-	case <-time.After(stopGrace):
+	case <-time.After(p.StopGrace):
 		_ = syscall.Kill(pgid, syscall.SIGKILL)
 		<-p.done
 	}
-	// Anything the component forked in its group goes too.
+	// Anything the process forked in its group goes too.
 	_ = syscall.Kill(pgid, syscall.SIGKILL)
-}
-
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
-}
-
-// waitFor polls check until it reports done, one of procs exits, or ctx ends.
-func waitFor(ctx context.Context, what string, procs []*process, check func(context.Context) (bool, error)) error {
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, p := range procs {
-			if p.exited() {
-				return false, p.exitError()
-			}
-		}
-		done, err := check(ctx)
-		if err != nil {
-			last = err
-		}
-		return done, nil
-	})
-	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil && last != nil:
-		return fmt.Errorf("wait for %s: %w (last error: %w)", what, err, last)
-	default:
-		return fmt.Errorf("wait for %s: %w", what, err)
-	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func TestRetryPortConflict(t *testing.T) {
-	exitWith := func(t *testing.T, c *Cluster, output string) *process {
+	exitWith := func(t *testing.T, c *Cluster, output string) *Process {
 		t.Helper()
 		p, err := c.start("fake", "/bin/sh", []string{"-c", "echo '" + output + "'; exit 1"}, nil)
 		if err != nil {
@@ -34,7 +34,7 @@ func TestRetryPortConflict(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Cluster{Dir: t.TempDir()}
 			attempts := 0
-			err := c.retryPortConflict(func() (*process, error) {
+			err := c.retryPortConflict(func() (*Process, error) {
 				attempts++
 				if attempts == 1 {
 					return exitWith(t, c, tt.firstOutput), errors.New("fake exited")
@@ -63,10 +63,10 @@ func TestProcessStop(t *testing.T) {
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if !p.exited() {
+	if !p.Exited() {
 		t.Fatal("process still running after Stop")
 	}
-	if d := time.Since(start); d > stopGrace {
+	if d := time.Since(start); d > DefaultStopGrace {
 		t.Errorf("Stop took %s; SIGTERM should have ended the process", d)
 	}
 	// The whole process group goes, including the shell's child (which init

@@ -16,11 +16,11 @@ import (
 // configuration: only their connections break.
 func (c *Cluster) RestartAPIServer(ctx context.Context, sig syscall.Signal, down time.Duration, meanwhile func() error) error {
 	old := c.process(KubeAPIServer)
-	if old == nil || old.exited() {
+	if old == nil || old.Exited() {
 		return errors.New("kube-apiserver is not running")
 	}
 	stopped := time.Now()
-	old.stopWith(sig)
+	old.StopWith(sig)
 	c.logf("kube-apiserver stopped with %v", sig)
 	if meanwhile != nil {
 		if err := meanwhile(); err != nil {
@@ -44,7 +44,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, sig syscall.Signal, down
 }
 
 // process returns the component called name, or nil.
-func (c *Cluster) process(name string) *process {
+func (c *Cluster) process(name string) *Process {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.procs {

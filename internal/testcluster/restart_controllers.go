@@ -20,10 +20,10 @@ const controllerManagerSteady = 2 * time.Second
 // real restart; it returns once the new process has run for a moment.
 func (c *Cluster) RestartControllerManager(ctx context.Context, sig syscall.Signal) error {
 	old := c.process(KubeControllerManager)
-	if old == nil || old.exited() {
+	if old == nil || old.Exited() {
 		return errors.New("kube-controller-manager is not running")
 	}
-	old.stopWith(sig)
+	old.StopWith(sig)
 	c.logf("kube-controller-manager stopped with %v", sig)
 	c.forget(old)
 	p, err := c.start(old.name, old.binary, old.args, old.env)
@@ -34,7 +34,7 @@ func (c *Cluster) RestartControllerManager(ctx context.Context, sig syscall.Sign
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	case <-p.done:
-		return fmt.Errorf("after its restart: %w", p.exitError())
+		return fmt.Errorf("after its restart: %w", p.ExitError())
 	case <-time.After(controllerManagerSteady):
 	}
 	c.logf("kube-controller-manager started again")

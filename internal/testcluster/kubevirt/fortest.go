@@ -27,7 +27,7 @@ func ForTest(t testing.TB, c *testcluster.Cluster, opts Options) *KubeVirt {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, name := range []string{VirtAPI, VirtController} {
-				t.Logf("%s log (last lines):\n%s", name, tail(c.LogFile(name), 15))
+				t.Logf("%s log (last lines):\n%s", name, testcluster.Tail(c.LogFile(name), 15))
 			}
 		}
 		if err := k.Stop(); err != nil {

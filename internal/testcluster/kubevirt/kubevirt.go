@@ -402,7 +402,7 @@ func waitFor(ctx context.Context, what string, proc *supervised, check func(cont
 	case err == nil:
 		return nil
 	case ctx.Err() != nil && last != nil:
-		return fmt.Errorf("wait for %s: %w (last error: %w); %s's log %s ends with:\n%s", what, err, last, proc.name, proc.logPath, tail(proc.logPath, 20))
+		return fmt.Errorf("wait for %s: %w (last error: %w); %s's log %s ends with:\n%s", what, err, last, proc.name, proc.logPath, testcluster.Tail(proc.logPath, 20))
 	default:
 		return fmt.Errorf("wait for %s: %w", what, err)
 	}

@@ -135,7 +135,7 @@ func (s *supervised) exitedOnce() error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s exited while starting; its log %s ends with:\n%s", s.name, s.logPath, tail(s.logPath, 20))
+	return fmt.Errorf("%s exited while starting; its log %s ends with:\n%s", s.name, s.logPath, testcluster.Tail(s.logPath, 20))
 }
 
 // pid is the running process's id, 0 when none runs.
@@ -167,17 +167,4 @@ func (s *supervised) stop() {
 	}
 	_ = syscall.Kill(pgid, syscall.SIGKILL)
 	<-s.done
-}
-
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

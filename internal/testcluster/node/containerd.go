@@ -8,9 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // cniBinDirs are where the OS's CNI plugins may be: Debian's
@@ -130,7 +129,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return n.waitFor(ctx, "containerd", []*daemon{d}, func(ctx context.Context) (bool, error) {
+	return testcluster.WaitFor(ctx, "containerd", []*testcluster.Process{d}, func(ctx context.Context) (bool, error) {
 		_, err := n.ctr(ctx, "version")
 		return err == nil, err
 	})
@@ -182,28 +181,4 @@ func (n *Node) ContainerPID(ctx context.Context, containerID string) (int, error
 		}
 	}
 	return 0, fmt.Errorf("container %s is not running on node %s", id, n.Name)
-}
-
-// waitFor polls check until it is done, a daemon exits or ctx ends.
-func (n *Node) waitFor(ctx context.Context, what string, ds []*daemon, check func(context.Context) (bool, error)) error {
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, d := range ds {
-			if d.exited() {
-				return false, d.exitError()
-			}
-		}
-		ok, err := check(ctx)
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil && last != nil && ctx.Err() != nil {
-		return fmt.Errorf("wait for %s: %w (last: %w)", what, err, last)
-	}
-	if err != nil {
-		return fmt.Errorf("wait for %s: %w", what, err)
-	}
-	return nil
 }

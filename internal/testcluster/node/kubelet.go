@@ -162,7 +162,7 @@ func (n *Node) startProxy(ctx context.Context, ca *ca) error {
 		return err
 	}
 	// Its table appears with its first sync.
-	return n.waitFor(ctx, "kube-proxy's nftables table", []*daemon{d}, func(context.Context) (bool, error) {
+	return testcluster.WaitFor(ctx, "kube-proxy's nftables table", []*testcluster.Process{d}, func(context.Context) (bool, error) {
 		_, err := run("nft", "list", "table", "ip", proxyTable)
 		return err == nil, err
 	})

@@ -63,7 +63,7 @@ type Node struct {
 	begin   time.Time
 
 	mu       sync.Mutex
-	daemons  []*daemon
+	daemons  []*testcluster.Process
 	state    *hostState
 	unlock   func()
 	stopOnce sync.Once
@@ -190,18 +190,23 @@ func (n *Node) logf(format string, args ...any) {
 	_, _ = fmt.Fprintf(n.log, "node: %5.1fs "+format+"\n", append([]any{time.Since(n.begin).Seconds()}, args...)...)
 }
 
-func (n *Node) start(name, binary string, args ...string) (*daemon, error) {
-	d, err := startDaemon(name, n.Dir, binary, args, os.Environ())
+// daemonStopGrace is how long a daemon gets after SIGTERM before SIGKILL.
+const daemonStopGrace = 10 * time.Second
+
+// start runs one of the node's daemons and records it for Stop.
+func (n *Node) start(name, binary string, args ...string) (*testcluster.Process, error) {
+	d, err := testcluster.StartProcess(name, n.Dir, binary, args, os.Environ())
 	if err != nil {
 		return nil, err
 	}
+	d.StopGrace = daemonStopGrace
 	n.mu.Lock()
 	n.daemons = append(n.daemons, d)
 	n.mu.Unlock()
 	return d, nil
 }
 
-func (n *Node) running() []*daemon {
+func (n *Node) running() []*testcluster.Process {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.daemons)
@@ -257,7 +262,7 @@ func (n *Node) routeKubernetesService(ctx context.Context) error {
 // not-ready taint (no node lifecycle controller runs to do it) and adds the
 // extended resources.
 func (n *Node) waitReady(ctx context.Context, extended corev1.ResourceList) error {
-	err := n.waitFor(ctx, "node "+n.Name+" to be Ready", n.running(), func(ctx context.Context) (bool, error) {
+	err := testcluster.WaitFor(ctx, "node "+n.Name+" to be Ready", n.running(), func(ctx context.Context) (bool, error) {
 		node, err := n.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -308,7 +313,7 @@ func (n *Node) Stop() error {
 		n.drain()
 		ds := n.running()
 		for i := len(ds) - 1; i >= 0; i-- {
-			ds[i].stop()
+			ds[i].Stop()
 		}
 		var errs []error
 		if n.state != nil {
@@ -331,7 +336,7 @@ func (n *Node) Stop() error {
 // server answers, so the runtime tears down each sandbox properly (the CNI
 // plugin releases its address and cache). Stop's sweep handles what is left.
 func (n *Node) drain() {
-	kubelet := slices.IndexFunc(n.running(), func(d *daemon) bool { return d.name == Kubelet && !d.exited() })
+	kubelet := slices.IndexFunc(n.running(), func(d *testcluster.Process) bool { return d.Name() == Kubelet && !d.Exited() })
 	if kubelet < 0 {
 		return
 	}
@@ -348,7 +353,7 @@ func (n *Node) drain() {
 	}
 	start := time.Now()
 	var left string
-	err = n.waitFor(ctx, "the node's Pods to stop", nil, func(ctx context.Context) (bool, error) {
+	err = testcluster.WaitFor(ctx, "the node's Pods to stop", nil, func(ctx context.Context) (bool, error) {
 		list, err := pods.List(ctx, onNode)
 		if err != nil {
 			return false, err
