@@ -23,8 +23,8 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
-// checkStep waits until the cluster settles after op (begun at began) and
-// checks every invariant:
+// checkStep waits until the cluster settles after op (begun at began),
+// checks every invariant and returns how long it took to settle:
 //   - every running agent Pod has exactly one VM, named for it, pinned to
 //     its node, owned by it, running and ready (and the Pod Ready, on a node
 //     that exists), and each workload has the Pods it should;
@@ -38,7 +38,7 @@ import (
 //   - `kubectl vmctl status --exit-code` exits 0;
 //   - `kubectl vmctl diff` reports exactly the soak's hand edits;
 //   - the agents' requests within budget (soakRequests).
-func (s *soak) checkStep(op string, began time.Time) {
+func (s *soak) checkStep(op string, began time.Time) (settled time.Duration) {
 	t := s.t
 	t.Helper()
 	settleStart := time.Now()
@@ -110,16 +110,14 @@ func (s *soak) checkStep(op string, began time.Time) {
 		s.fatalf("after %s: the VM watch saw:\n%s", op, strings.Join(v, "\n"))
 	}
 	s.checks++
-	settled := time.Since(settleStart)
+	settled = time.Since(settleStart)
 	if settled > s.longestSettle {
 		s.longestSettle, s.longestSettleOp = settled, op
 	}
 	s.requests.step(t, op, time.Since(began))
 	s.checks++
 	s.steps++
-	if n := len(s.log); n > 0 {
-		s.log[n-1] += fmt.Sprintf(" (settled in %v)", settled.Round(100*time.Millisecond))
-	}
+	return settled
 }
 
 // settled reports whether the informers show the expected shape with

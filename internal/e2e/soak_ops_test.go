@@ -134,14 +134,33 @@ func (s *soak) drainNode() (string, error) {
 
 func (s *soak) deletePod() (string, error) {
 	p := s.pickPod()
-	_, err := soakKubectl(s.ctx, "delete", "pod", "-n", s.ns, p.Name, "--wait=false")
-	return p.Name, err
+	if _, err := soakKubectl(s.ctx, "delete", "pod", "-n", s.ns, p.Name, "--wait=false"); err != nil {
+		return p.Name, err
+	}
+	return p.Name, s.waitSeenDeleted(p)
 }
 
 func (s *soak) forceDeletePod() (string, error) {
 	p := s.pickPod()
-	_, err := soakKubectl(s.ctx, "delete", "pod", "-n", s.ns, p.Name, "--grace-period=0", "--force", "--wait=false")
-	return p.Name, err
+	if _, err := soakKubectl(s.ctx, "delete", "pod", "-n", s.ns, p.Name, "--grace-period=0", "--force", "--wait=false"); err != nil {
+		return p.Name, err
+	}
+	return p.Name, s.waitSeenDeleted(p)
+}
+
+// waitSeenDeleted waits until the soak's Pod informer shows p terminating
+// or gone. Settled must mean settled after the deletion: an informer a
+// moment behind still shows p with its VM, all paired, and a StatefulSet
+// Pod made again under p's name would then start after the check.
+func (s *soak) waitSeenDeleted(p *corev1.Pod) error {
+	return s.obs.waitFor(s.ctx, soakSettleMax, "Pod "+p.Name+" seen deleted", func() (bool, string) {
+		obj, ok, _ := s.obs.pods.GetByKey(s.ns + "/" + p.Name)
+		if !ok {
+			return true, ""
+		}
+		cur := obj.(*corev1.Pod)
+		return cur.UID != p.UID || cur.DeletionTimestamp != nil, "still there"
+	})
 }
 
 // orphanDeletePod deletes a Pod with --cascade=orphan: the garbage
@@ -156,8 +175,10 @@ func (s *soak) orphanDeletePod() (string, error) {
 		args = append(args, "--grace-period=0", "--force")
 		what = p.Name + " forced"
 	}
-	_, err := soakKubectl(s.ctx, args...)
-	return what, err
+	if _, err := soakKubectl(s.ctx, args...); err != nil {
+		return what, err
+	}
+	return what, s.waitSeenDeleted(p)
 }
 
 // sigkillAgent kills an agent process; the kubelet double starts it again

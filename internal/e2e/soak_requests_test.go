@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,10 +37,16 @@ const (
 	soakStepPer = 2 * time.Second
 	// soakQuiet is the quiet window after the last step, and
 	// soakQuietBudget what one agent may ask in it: nothing but renewing
-	// its watch (client-go's reflector ends a watch after 5 to 10
-	// minutes), so 1.
+	// its watches (client-go's reflector ends a watch after 5 to 10
+	// minutes; a DaemonSet agent that stops its VM on evacuation watches
+	// its VMI too), so 2.
 	soakQuiet       = 20 * time.Second
-	soakQuietBudget = 1
+	soakQuietBudget = 2
+	// soakLull is how long no agent may have asked anything before the
+	// quiet window opens: the last steps' recoveries must be over (after
+	// an etcd restart the API server ends the watches only once its watch
+	// cache has listed again, which can be after the step settled).
+	soakLull = 10 * time.Second
 )
 
 // soakRequests reads the audit log as it grows and counts the soak
@@ -133,13 +140,18 @@ func (r *soakRequests) step(t *testing.T, op string, took time.Duration) {
 	}
 }
 
-// quietWindow waits soakQuiet with nothing happening and checks that no
-// agent asked more than soakQuietBudget meanwhile.
+// quietWindow waits for a lull of soakLull in the agents' requests and
+// checks every invariant once more, then waits soakQuiet with nothing
+// happening and checks that no agent asked more than soakQuietBudget
+// meanwhile.
 func (s *soak) quietWindow() {
 	t := s.t
-	if _, err := s.requests.read(); err != nil {
-		t.Fatal(err)
+	began := time.Now()
+	if err := s.requests.waitLull(s.ctx, soakLull, soakSettleMax); err != nil {
+		s.fatalf("before the quiet window: %v", err)
 	}
+	t.Logf("soak: the agents paused %v, %v after the last step", soakLull, time.Since(began).Round(100*time.Millisecond))
+	s.checkStep("the wait for a lull", began)
 	time.Sleep(soakQuiet) // the window itself: nothing to wait for
 	byPod, err := s.requests.read()
 	if err != nil {
@@ -149,6 +161,34 @@ func (s *soak) quietWindow() {
 		s.requests.quiet += len(byPod[pod])
 		if n := len(byPod[pod]); n > soakQuietBudget {
 			t.Errorf("agent %s made %d requests in a quiet %v, budget %d: %s", pod, n, soakQuiet, soakQuietBudget, summarize(byPod[pod]))
+		}
+	}
+}
+
+// waitLull reads the log every second until no agent has asked anything
+// for lull, and fails after limit. A file has no watch: the audit log is
+// read as it grows.
+func (r *soakRequests) waitLull(ctx context.Context, lull, limit time.Duration) error {
+	start := time.Now()
+	last, lastAsked := start, "nothing"
+	for {
+		byPod, err := r.read()
+		if err != nil {
+			return err
+		}
+		for _, pod := range sortedKeys(byPod) {
+			last, lastAsked = time.Now(), pod+": "+summarize(byPod[pod])
+		}
+		switch {
+		case time.Since(last) >= lull:
+			return nil
+		case time.Since(start) > limit:
+			return fmt.Errorf("the agents never paused %v in %v; last asked: %s", lull, limit, lastAsked)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
 		}
 	}
 }

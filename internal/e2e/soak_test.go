@@ -87,7 +87,8 @@ func TestSoak(t *testing.T) {
 		if err != nil {
 			s.fatalf("operation #%d %s (%s): %v", i+1, op.name, what, err)
 		}
-		s.checkStep(op.name, began)
+		settled := s.checkStep(op.name, began)
+		s.log[len(s.log)-1] += fmt.Sprintf(" (settled in %v)", settled.Round(100*time.Millisecond))
 	}
 	s.quietWindow()
 	s.report(t, time.Since(start))
