@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // namespace creates a namespace for t and deletes it when t ends.
@@ -57,15 +58,11 @@ func dumpAgentLogs(t testing.TB, ns string) {
 		return
 	}
 	for _, p := range pods.Items {
-		b, err := os.ReadFile(e.kubelet.LogPath(ns, p.Name))
-		if err != nil {
-			continue
+		path := e.kubelet.LogPath(ns, p.Name)
+		if _, err := os.Stat(path); err != nil {
+			continue // never started
 		}
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		if len(lines) > 20 {
-			lines = lines[len(lines)-20:]
-		}
-		t.Logf("agent log of %s/%s:\n%s", ns, p.Name, strings.Join(lines, "\n"))
+		t.Logf("agent log of %s/%s:\n%s", ns, p.Name, testcluster.Tail(path, 20))
 	}
 }
 

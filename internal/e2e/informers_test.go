@@ -3,16 +3,15 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -20,30 +19,15 @@ import (
 // vmInformer is an informer over the VirtualMachines of ns that match
 // selector ("" for all): the typed KubeVirt clientset has no informers.
 func vmInformer(ns, selector string) cache.SharedIndexInformer {
-	client := e.virt.KubevirtV1().VirtualMachines(ns)
-	return cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector = selector
-			return client.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector = selector
-			return client.Watch(ctx, opts)
-		},
-	}, &kubevirtv1.VirtualMachine{}, 0, cache.Indexers{})
+	lw := cache.NewFilteredListWatchFromClient(e.virt.KubevirtV1().RESTClient(), "virtualmachines", ns,
+		func(opts *metav1.ListOptions) { opts.LabelSelector = selector })
+	return cache.NewSharedIndexInformer(lw, &kubevirtv1.VirtualMachine{}, 0, cache.Indexers{})
 }
 
 // vmiInformer is an informer over the VirtualMachineInstances of ns.
 func vmiInformer(ns string) cache.SharedIndexInformer {
-	client := e.virt.KubevirtV1().VirtualMachineInstances(ns)
-	return cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return client.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return client.Watch(ctx, opts)
-		},
-	}, &kubevirtv1.VirtualMachineInstance{}, 0, cache.Indexers{})
+	lw := cache.NewListWatchFromClient(e.virt.KubevirtV1().RESTClient(), "virtualmachineinstances", ns, fields.Everything())
+	return cache.NewSharedIndexInformer(lw, &kubevirtv1.VirtualMachineInstance{}, 0, cache.Indexers{})
 }
 
 // onEach is an event handler that calls on with every object of type T

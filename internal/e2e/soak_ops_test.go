@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -400,18 +399,8 @@ func (s *soak) collideNextStatefulSetPod() (string, error) {
 // waitRefused waits for the Warning Event on pod that says the agent will
 // not touch VM name.
 func (s *soak) waitRefused(pod, name string) error {
-	selector := fields.Set{"involvedObject.name": pod, "type": corev1.EventTypeWarning}.String()
-	events := e.kube.CoreV1().Events(s.ns)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = selector
-			return events.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = selector
-			return events.Watch(ctx, opts)
-		},
-	}
+	selector := fields.Set{"involvedObject.name": pod, "type": corev1.EventTypeWarning}.AsSelector()
+	lw := cache.NewListWatchFromClient(e.kube.CoreV1().RESTClient(), "events", s.ns, selector)
 	ctx, cancel := context.WithTimeout(s.ctx, soakSettleMax)
 	defer cancel()
 	var last string

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
 
@@ -44,8 +45,7 @@ func namespace(t *testing.T) string {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			b, _ := os.ReadFile(e.node.LogFile(node.Kubelet))
-			t.Logf("kubelet log (last lines):\n%s", lastLines(string(b), 25))
+			t.Logf("kubelet log (last lines):\n%s", testcluster.Tail(e.node.LogFile(node.Kubelet), 25))
 			pods, _ := e.kube.CoreV1().Pods(ns.Name).List(context.Background(), metav1.ListOptions{})
 			for _, p := range pods.Items {
 				out, _, _ := kubectl(t, nil, "logs", "-n", ns.Name, p.Name, "--tail=20")
@@ -55,14 +55,6 @@ func namespace(t *testing.T) string {
 		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	return ns.Name
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // repoFile is the path of a file in the repository.

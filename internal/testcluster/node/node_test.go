@@ -153,14 +153,6 @@ func TestRealNodeRunsAPodAndLeavesNothingBehind(t *testing.T) {
 	compare(t, before, machineState(t))
 }
 
-func tailOf(b []byte, n int) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // runPause runs a Pod of the node's pause image on n and waits for it to run.
 func runPause(t *testing.T, cs kubernetes.Interface, n *node.Node) *corev1.Pod {
 	t.Helper()
@@ -186,8 +178,7 @@ func runPause(t *testing.T, cs kubernetes.Interface, n *node.Node) *corev1.Pod {
 		return p.Status.Phase == corev1.PodRunning, nil
 	})
 	if err != nil {
-		b, _ := os.ReadFile(n.LogFile(node.Kubelet))
-		t.Fatalf("pod not Running: %v; status %+v\nkubelet log tail:\n%s", err, running.Status, tailOf(b, 30))
+		t.Fatalf("pod not Running: %v; status %+v\nkubelet log tail:\n%s", err, running.Status, testcluster.Tail(n.LogFile(node.Kubelet), 30))
 	}
 	return running
 }
