@@ -295,18 +295,29 @@ func servingCert(dir string) (certFile, keyFile string, caBundle []byte, err err
 	return certFile, keyFile, caBundle, nil
 }
 
+// TempDir is the component's TMPDIR, under the cluster's Dir.
+func (k *KubeVirt) TempDir(component string) string {
+	return filepath.Join(k.cluster.Dir, "tmp", component)
+}
+
 // errStopped is what Start returns when Stop (a Ctrl-C) came first.
 var errStopped = errors.New("KubeVirt was stopped while starting")
 
 // supervise starts a component unless Stop was called: the cluster's Stop can
-// run while Start is still going.
+// run while Start is still going. Its TMPDIR is TempDir(name), inside the
+// cluster's directory: every run of virt-api makes a "certsdir" in TMPDIR
+// and never removes it.
 func (k *KubeVirt) supervise(name, binary string, args ...string) (*supervised, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.stopped {
 		return nil, errStopped
 	}
-	s, err := supervise(name, binary, k.cluster.LogFile(name), args, k.logf)
+	tmp := k.TempDir(name)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	s, err := supervise(name, binary, k.cluster.LogFile(name), args, append(os.Environ(), "TMPDIR="+tmp), k.logf)
 	if err != nil {
 		return nil, err
 	}

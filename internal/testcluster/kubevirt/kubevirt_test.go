@@ -86,6 +86,13 @@ func TestKubeVirt(t *testing.T) {
 		}
 	})
 
+	t.Run("virt-api's temporary files stay in the cluster's directory", func(t *testing.T) {
+		entries, err := os.ReadDir(kv.TempDir(kubevirt.VirtAPI))
+		if err != nil || len(entries) == 0 {
+			t.Errorf("virt-api's TMPDIR %s: %d entries, error %v; want the certsdir it makes at start", kv.TempDir(kubevirt.VirtAPI), len(entries), err)
+		}
+	})
+
 	t.Run("the validating webhook rejects what KubeVirt rejects", func(t *testing.T) {
 		bad := pinnedVM("twins", node)
 		ifaces := &bad.Spec.Template.Spec.Domain.Devices.Interfaces

@@ -28,7 +28,7 @@ const steadyRun = time.Minute
 // appearing), as a Deployment's Pods would be restarted.
 type supervised struct {
 	name, binary, logPath string
-	args                  []string
+	args, env             []string
 	logf                  func(format string, args ...any)
 
 	mu       sync.Mutex
@@ -39,9 +39,10 @@ type supervised struct {
 	done     chan struct{} // closed when the loop ends
 }
 
-// supervise starts binary and keeps it running until stop.
-func supervise(name, binary, logPath string, args []string, logf func(string, ...any)) (*supervised, error) {
-	s := &supervised{name: name, binary: binary, logPath: logPath, args: args, logf: logf,
+// supervise starts binary with env (nil: this process's) and keeps it running
+// until stop.
+func supervise(name, binary, logPath string, args, env []string, logf func(string, ...any)) (*supervised, error) {
+	s := &supervised{name: name, binary: binary, logPath: logPath, args: args, env: env, logf: logf,
 		stopping: make(chan struct{}), done: make(chan struct{})}
 	if err := s.start(); err != nil {
 		return nil, err
@@ -64,6 +65,7 @@ func (s *supervised) start() error {
 	_, _ = fmt.Fprintf(logFile, "# %s %s\n", s.binary, strings.Join(s.args, " "))
 	cmd := exec.Command(s.binary, s.args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = s.env
 	cmd.SysProcAttr = testcluster.SysProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
