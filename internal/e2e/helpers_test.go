@@ -28,27 +28,13 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
-// namespace creates a namespace for t and deletes it when t ends.
+// namespace creates a namespace for t and deletes it, and the admission
+// policies scaffold made for it, when t ends.
 func namespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	ns, err := e.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: strings.TrimRight(name, "-") + "-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			dumpAgentLogs(t, ns.Name)
-		}
-		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-		deleteAdmissionPolicies(ns.Name)
-	})
-	return ns.Name
+	ns := testcluster.Namespace(t, e.kube, func(ns string) { dumpAgentLogs(t, ns) })
+	t.Cleanup(func() { deleteAdmissionPolicies(ns) })
+	return ns
 }
 
 // dumpAgentLogs logs the tail of every agent's log in ns, for failed tests.

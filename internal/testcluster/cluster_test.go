@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -45,22 +44,6 @@ type logWriter struct{ t testing.TB }
 func (w logWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
-}
-
-// poll waits up to timeout for cond, failing the test with what it last saw.
-func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
-	}
 }
 
 func TestCluster(t *testing.T) {
@@ -107,7 +90,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("kwok runs a Deployment's pods and deletes them", func(t *testing.T) {
 		ctx := t.Context()
-		ns := createNamespace(t, cs, "deploy")
+		ns := testcluster.Namespace(t, cs, nil)
 		sel := map[string]string{"app": "web"}
 		_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -124,7 +107,7 @@ func TestCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		var running []corev1.Pod
-		poll(t, 60*time.Second, "3 Running pods", func(ctx context.Context) (bool, error) {
+		testcluster.Eventually(t, 60*time.Second, "3 Running pods", func(ctx context.Context) (bool, error) {
 			running = runningPods(ctx, t, cs, ns, sel)
 			return len(running) == 3, nil
 		})
@@ -132,18 +115,18 @@ func TestCluster(t *testing.T) {
 		if err := cs.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "the deleted pod to go", func(ctx context.Context) (bool, error) {
+		testcluster.Eventually(t, 30*time.Second, "the deleted pod to go", func(ctx context.Context) (bool, error) {
 			_, err := cs.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), err
 		})
-		poll(t, 60*time.Second, "a replacement pod", func(ctx context.Context) (bool, error) {
+		testcluster.Eventually(t, 60*time.Second, "a replacement pod", func(ctx context.Context) (bool, error) {
 			return len(runningPods(ctx, t, cs, ns, sel)) == 3, nil
 		})
 	})
 
 	t.Run("kwok mends a Running pod whose containers went back to waiting", func(t *testing.T) {
 		ctx := t.Context()
-		ns := createNamespace(t, cs, "mend")
+		ns := testcluster.Namespace(t, cs, nil)
 		pod, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "p"},
 			Spec:       corev1.PodSpec{NodeName: c.Nodes[0], Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
@@ -159,19 +142,19 @@ func TestCluster(t *testing.T) {
 			pod = p
 			return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil, nil
 		}
-		poll(t, 60*time.Second, "the pod running", running)
+		testcluster.Eventually(t, 60*time.Second, "the pod running", running)
 		// What kwok leaves when it applies an earlier stage after pod-ready.
 		pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 		pod.Status.ContainerStatuses[0].Ready = false
 		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "kwok to run the container again", running)
+		testcluster.Eventually(t, 30*time.Second, "kwok to run the container again", running)
 	})
 
 	t.Run("kwok leaves vmctl agent pods alone", func(t *testing.T) {
 		ctx := t.Context()
-		ns := createNamespace(t, cs, "agent")
+		ns := testcluster.Namespace(t, cs, nil)
 		pod := func(name string, lbls map[string]string) *corev1.Pod {
 			return &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
@@ -193,7 +176,7 @@ func TestCluster(t *testing.T) {
 			}
 		}
 		// Both ordinary pods running shows kwok has processed this node's pods.
-		poll(t, 60*time.Second, "the ordinary pods to run", func(ctx context.Context) (bool, error) {
+		testcluster.Eventually(t, 60*time.Second, "the ordinary pods to run", func(ctx context.Context) (bool, error) {
 			for _, name := range []string{"half", "plain"} {
 				p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 				if err != nil || p.Status.Phase != corev1.PodRunning {
@@ -214,7 +197,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("the VM CRD accepts a VM and the GC deletes what it owns", func(t *testing.T) {
 		ctx := t.Context()
-		ns := createNamespace(t, cs, "vm")
+		ns := testcluster.Namespace(t, cs, nil)
 		vm := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "kubevirt.io/v1",
 			"kind":       "VirtualMachine",
@@ -254,7 +237,7 @@ func TestCluster(t *testing.T) {
 		if err := dyn.Resource(vmGVR).Namespace(ns).Delete(ctx, "vm1", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 60*time.Second, "the GC to delete the owned VMI", func(ctx context.Context) (bool, error) {
+		testcluster.Eventually(t, 60*time.Second, "the GC to delete the owned VMI", func(ctx context.Context) (bool, error) {
 			_, err := dyn.Resource(vmiGVR).Namespace(ns).Get(ctx, "vm1", metav1.GetOptions{})
 			return apierrors.IsNotFound(err), err
 		})
@@ -262,7 +245,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("RestartControllerManager: its controllers work again after a SIGKILL", func(t *testing.T) {
 		ctx := t.Context()
-		ns := createNamespace(t, cs, "kcm")
+		ns := testcluster.Namespace(t, cs, nil)
 		if err := c.RestartControllerManager(ctx, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +263,7 @@ func TestCluster(t *testing.T) {
 		if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 60*time.Second, "the restarted garbage collector to delete the owned ConfigMap", func(ctx context.Context) (bool, error) {
+		testcluster.Eventually(t, 60*time.Second, "the restarted garbage collector to delete the owned ConfigMap", func(ctx context.Context) (bool, error) {
 			_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "owned", metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
@@ -288,7 +271,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("ServiceAccount tokens authenticate and RBAC denies by default", func(t *testing.T) {
 		ctx := t.Context()
-		ns := createNamespace(t, cs, "rbac")
+		ns := testcluster.Namespace(t, cs, nil)
 		if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +311,7 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 10*time.Second, "the RoleBinding to allow listing pods", func(ctx context.Context) (bool, error) {
+		testcluster.Eventually(t, 10*time.Second, "the RoleBinding to allow listing pods", func(ctx context.Context) (bool, error) {
 			_, err := robot.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			return err == nil, err
 		})
@@ -405,7 +388,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("RestartEtcdCompacted ends watches with 410 Gone", func(t *testing.T) {
 		ctx := t.Context()
-		ns := createNamespace(t, cs, "compact")
+		ns := testcluster.Namespace(t, cs, nil)
 		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quiet"}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -416,7 +399,7 @@ func TestCluster(t *testing.T) {
 		// The API server finds etcd again by itself; its watch cache lists
 		// again, and until then a watch is refused (429) or served.
 		var last error
-		poll(t, 60*time.Second, "a watch from before the compaction to get 410 Gone", func(ctx context.Context) (bool, error) {
+		testcluster.Eventually(t, 60*time.Second, "a watch from before the compaction to get 410 Gone", func(ctx context.Context) (bool, error) {
 			w, err := cs.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion})
 			if err != nil {
 				last = err
@@ -452,20 +435,6 @@ func TestCluster(t *testing.T) {
 			t.Errorf("cluster directory %s still exists: %v", c.Dir, err)
 		}
 	})
-}
-
-func createNamespace(t *testing.T, cs kubernetes.Interface, prefix string) string {
-	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Pods need the namespace's default ServiceAccount (ServiceAccount admission).
-	poll(t, 30*time.Second, "the default ServiceAccount in "+ns.Name, func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, err
-	})
-	return ns.Name
 }
 
 func runningPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string, sel map[string]string) []corev1.Pod {

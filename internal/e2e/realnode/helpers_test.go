@@ -33,28 +33,14 @@ func namespace(t *testing.T) string {
 	if skipReason != "" {
 		t.Skip(skipReason)
 	}
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	ns, err := e.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: strings.TrimRight(name, "-") + "-"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("kubelet log (last lines):\n%s", testcluster.Tail(e.node.LogFile(node.Kubelet), 25))
-			pods, _ := e.kube.CoreV1().Pods(ns.Name).List(context.Background(), metav1.ListOptions{})
-			for _, p := range pods.Items {
-				out, _, _ := kubectl(t, nil, "logs", "-n", ns.Name, p.Name, "--tail=20")
-				t.Logf("agent log of %s (status %+v):\n%s", p.Name, p.Status, out)
-			}
+	return testcluster.Namespace(t, e.kube, func(ns string) {
+		t.Logf("kubelet log (last lines):\n%s", testcluster.Tail(e.node.LogFile(node.Kubelet), 25))
+		pods, _ := e.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		for _, p := range pods.Items {
+			out, _, _ := kubectl(t, nil, "logs", "-n", ns, p.Name, "--tail=20")
+			t.Logf("agent log of %s (status %+v):\n%s", p.Name, p.Status, out)
 		}
-		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
-	return ns.Name
 }
 
 // repoFile is the path of a file in the repository.

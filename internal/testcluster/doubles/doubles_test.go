@@ -17,10 +17,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -51,7 +49,7 @@ func TestDoubles(t *testing.T) {
 
 	t.Run("kubelet", func(t *testing.T) { testKubelet(t, c, cs, k, dir) })
 	t.Run("kubelet stop kills agents", func(t *testing.T) {
-		ns := newTestNamespace(t, cs, "stop")
+		ns := testcluster.Namespace(t, cs, nil)
 		pod := createAgentPod(t, cs, agentPodSpec(ns, "agent-stop", c.Nodes[0], 30))
 		pid := agentPid(t, waitPod(t, cs, ns, pod.Name, "Running", podRunning))
 		stopKubelet()
@@ -71,7 +69,7 @@ func TestDoubles(t *testing.T) {
 }
 
 func testKubelet(t *testing.T, c *testcluster.Cluster, cs kubernetes.Interface, k *Kubelet, dir string) {
-	ns := newTestNamespace(t, cs, "kubelet")
+	ns := testcluster.Namespace(t, cs, nil)
 	pods := cs.CoreV1().Pods(ns)
 	node := c.Nodes[0]
 
@@ -137,7 +135,7 @@ func testKubelet(t *testing.T, c *testcluster.Cluster, cs kubernetes.Interface, 
 		if err := pods.Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "the agent to get SIGTERM", func(context.Context) (bool, error) {
+		testcluster.Eventually(t, 30*time.Second, "the agent to get SIGTERM", func(context.Context) (bool, error) {
 			return strings.Contains(readFile(t, k.LogPath(ns, pod.Name)), "got SIGTERM"), nil
 		})
 		// The agent holds on until "release" exists, so the Pod must still be there.
@@ -149,7 +147,7 @@ func testKubelet(t *testing.T, c *testcluster.Cluster, cs kubernetes.Interface, 
 			t.Fatalf("agent %d is gone before it was released", pid)
 		}
 		touch(t, filepath.Join(podDir, "release"))
-		waitGone(t, "the deleted Pod", func(ctx context.Context) error {
+		testcluster.WaitGone(t, "the deleted Pod", func(ctx context.Context) error {
 			_, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 			return err
 		})
@@ -164,12 +162,14 @@ func testKubelet(t *testing.T, c *testcluster.Cluster, cs kubernetes.Interface, 
 	t.Run("delete: SIGKILL after the grace period", func(t *testing.T) {
 		// Scheduled by kube-scheduler rather than pinned.
 		p := createAgentPod(t, cs, agentPodSpec(ns, "agent-grace", "", 2))
-		pid := agentPid(t, waitPod(t, cs, ns, p.Name, "Running", podRunning))
+		// Ready, not just Running: a SIGTERM before the fake agent set its
+		// handler would end it at once.
+		pid := agentPid(t, waitPod(t, cs, ns, p.Name, "Ready", podReady))
 		start := time.Now()
 		if err := pods.Delete(t.Context(), p.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(t, "the deleted Pod", func(ctx context.Context) error {
+		testcluster.WaitGone(t, "the deleted Pod", func(ctx context.Context) error {
 			_, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
 			return err
 		})
@@ -188,7 +188,7 @@ func testKubelet(t *testing.T, c *testcluster.Cluster, cs kubernetes.Interface, 
 		if err := pods.Delete(t.Context(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "the agent to be killed", func(context.Context) (bool, error) {
+		testcluster.Eventually(t, 30*time.Second, "the agent to be killed", func(context.Context) (bool, error) {
 			return !alive(pid), nil
 		})
 		if log := readFile(t, k.LogPath(ns, p.Name)); strings.Contains(log, "got SIGTERM") {
@@ -258,7 +258,7 @@ func podReady(p *corev1.Pod) bool {
 func waitPod(t *testing.T, cs kubernetes.Interface, ns, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	eventually(t, 30*time.Second, "Pod "+name+" "+what, func(ctx context.Context) (bool, error) {
+	testcluster.Eventually(t, 30*time.Second, "Pod "+name+" "+what, func(ctx context.Context) (bool, error) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -287,48 +287,6 @@ func agentPid(t *testing.T, p *corev1.Pod) int {
 // agents, so an exited one does not linger as a zombie).
 func alive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
-}
-
-func newTestNamespace(t *testing.T, cs kubernetes.Interface, prefix string) string {
-	t.Helper()
-	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the default ServiceAccount in "+ns.Name, func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, err
-	})
-	return ns.Name
-}
-
-// eventually polls cond for up to timeout, failing the test with the last
-// error cond returned.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
-	}
-}
-
-func waitGone(t *testing.T, what string, get func(ctx context.Context) error) {
-	t.Helper()
-	eventually(t, 60*time.Second, what+" to go", func(ctx context.Context) (bool, error) {
-		err := get(ctx)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		if err == nil {
-			err = errors.New("still there")
-		}
-		return false, err
-	})
 }
 
 func buildFakeAgent(t *testing.T) string {

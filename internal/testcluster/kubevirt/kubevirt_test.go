@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -125,11 +124,11 @@ func TestKubeVirt(t *testing.T) {
 		waitVM(t, vms, "pinned", "Stopped", func(vm *kubevirtv1.VirtualMachine) bool {
 			return !vm.Status.Ready && vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped
 		})
-		waitGone(t, "the VMI", func(ctx context.Context) error {
+		testcluster.WaitGone(t, "the VMI", func(ctx context.Context) error {
 			_, err := vmis.Get(ctx, "pinned", metav1.GetOptions{})
 			return err
 		})
-		waitGone(t, "the launcher Pod", func(ctx context.Context) error {
+		testcluster.WaitGone(t, "the launcher Pod", func(ctx context.Context) error {
 			if pods := launcherPods(ctx, t, cs, ns, vmi.UID); len(pods) > 0 {
 				return nil
 			}
@@ -145,7 +144,7 @@ func TestKubeVirt(t *testing.T) {
 		if err := syscall.Kill(before, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "virt-controller to run again", func(context.Context) (bool, error) {
+		testcluster.Eventually(t, 30*time.Second, "virt-controller to run again", func(context.Context) (bool, error) {
 			now := kv.Pids()[kubevirt.VirtController]
 			return now != 0 && now != before, nil
 		})
@@ -167,11 +166,11 @@ func TestKubeVirt(t *testing.T) {
 		if err := vms.Delete(t.Context(), "pinned", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(t, "the VM", func(ctx context.Context) error {
+		testcluster.WaitGone(t, "the VM", func(ctx context.Context) error {
 			_, err := vms.Get(ctx, "pinned", metav1.GetOptions{})
 			return err
 		})
-		waitGone(t, "the launcher Pod", func(ctx context.Context) error {
+		testcluster.WaitGone(t, "the launcher Pod", func(ctx context.Context) error {
 			if pods := launcherPods(ctx, t, cs, ns, vmi.UID); len(pods) > 0 {
 				return nil
 			}
@@ -261,7 +260,7 @@ func waitVM(t *testing.T, vms interface {
 }, name, what string, cond func(*kubevirtv1.VirtualMachine) bool) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	var vm *kubevirtv1.VirtualMachine
-	poll(t, 60*time.Second, "VM "+name+" "+what, func(ctx context.Context) (bool, error) {
+	testcluster.Eventually(t, 60*time.Second, "VM "+name+" "+what, func(ctx context.Context) (bool, error) {
 		var err error
 		vm, err = vms.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -270,28 +269,6 @@ func waitVM(t *testing.T, vms interface {
 		return cond(vm), errors.New("status " + string(vm.Status.PrintableStatus))
 	})
 	return vm
-}
-
-func waitGone(t *testing.T, what string, get func(ctx context.Context) error) {
-	t.Helper()
-	poll(t, 60*time.Second, what+" to go", func(ctx context.Context) (bool, error) {
-		err := get(ctx)
-		return apierrors.IsNotFound(err), err
-	})
-}
-
-// poll waits up to timeout for cond, failing t with the last error it gave.
-func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
-	}
 }
 
 func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
