@@ -1,0 +1,181 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+)
+
+// DefaultRolloutTimeout is rollout status's --timeout: wait for good, as
+// kubectl rollout status does.
+const DefaultRolloutTimeout = time.Duration(0)
+
+// RolloutStatusOptions are the options of `kubectl vmctl rollout status`.
+type RolloutStatusOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	// NewClients makes the clientsets; by default from ConfigFlags.
+	NewClients ClientsFunc
+
+	AllNamespaces bool
+	Timeout       time.Duration
+	Watch         bool
+
+	prototype string
+	namespace string
+	clients   status.Clients
+
+	genericiooptions.IOStreams
+}
+
+// NewRolloutStatusOptions returns RolloutStatusOptions with their defaults.
+func NewRolloutStatusOptions(streams genericiooptions.IOStreams) *RolloutStatusOptions {
+	o := &RolloutStatusOptions{
+		ConfigFlags: genericclioptions.NewConfigFlags(true),
+		Timeout:     DefaultRolloutTimeout,
+		Watch:       true,
+		IOStreams:   streams,
+	}
+	o.NewClients = clientsFromFlags(o.ConfigFlags)
+	return o
+}
+
+// NewCmdRolloutStatus returns `kubectl vmctl rollout status`.
+func NewCmdRolloutStatus(streams genericiooptions.IOStreams) *cobra.Command {
+	return NewCmdRolloutStatusWithOptions(NewRolloutStatusOptions(streams))
+}
+
+// NewCmdRolloutStatusWithOptions returns `kubectl vmctl rollout status` bound to o.
+func NewCmdRolloutStatusWithOptions(o *RolloutStatusOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "status PROTOTYPE [flags]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Wait until every VM of a prototype is ready and derived from its current generation",
+		Long: `Show the rollout of PROTOTYPE's workloads and wait until it is done: each
+workload rolled out (as kubectl rollout status says) and every one of its Pods
+paired with a ready VM derived from the prototype's current generation. It
+prints a line whenever a workload's progress changes, and exits 0 when all
+are done, 1 when --timeout passes first or a rollout cannot finish (a
+Deployment past its progress deadline, an OnDelete update strategy, the
+workload deleted). It watches; it does not poll.`,
+		Example: `  # Wait at most five minutes for testvm's fleet to run the new spec
+  kubectl vmctl rollout status testvm --timeout 5m
+
+  # Where it stands now, without waiting
+  kubectl vmctl rollout status testvm --watch=false`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
+	f := cmd.Flags()
+	o.ConfigFlags.AddFlags(f)
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Follow the prototype's workloads in all namespaces.")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait before giving up, exit code 1; zero means forever.")
+	f.BoolVarP(&o.Watch, "watch", "w", o.Watch, "Wait until the rollout is done; with --watch=false, print where it stands and exit 0.")
+	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
+	return cmd
+}
+
+// Complete resolves the prototype, the namespace and the clients.
+func (o *RolloutStatusOptions) Complete(args []string) error {
+	o.prototype = args[0]
+	var err error
+	if o.namespace, err = scopeNamespace(o.ConfigFlags, o.AllNamespaces); err != nil {
+		return err
+	}
+	o.clients, err = o.NewClients()
+	return err
+}
+
+// Validate checks the prototype's name and the timeout.
+func (o *RolloutStatusOptions) Validate() error {
+	if o.Timeout < 0 {
+		return fmt.Errorf("--timeout must not be negative, not %v", o.Timeout)
+	}
+	return validatePrototypeName(o.prototype)
+}
+
+// Run prints the rollout's progress and, with --watch, waits until it is
+// done or --timeout passes.
+func (o *RolloutStatusOptions) Run(ctx context.Context) error {
+	workloads, err := findWorkloads(ctx, o.clients, o.namespace, o.prototype)
+	if err != nil {
+		return err
+	}
+	if !o.Watch {
+		return o.once(ctx, workloads)
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	last := make([]string, len(workloads))
+	var failed error
+	err = rollout.Watch(ctx, o.clients, workloads, func(progress []rollout.Progress) bool {
+		done := true
+		for i, p := range progress {
+			if p.Err != nil {
+				failed = p.Err
+				return true
+			}
+			if p.Message != last[i] {
+				last[i] = p.Message
+				if _, err := fmt.Fprintln(o.Out, p.Message); err != nil {
+					failed = err
+					return true
+				}
+			}
+			done = done && p.Done
+		}
+		return done
+	})
+	switch {
+	case failed != nil:
+		return failed
+	case errors.Is(err, context.DeadlineExceeded):
+		return errors.New("timed out waiting for the condition")
+	}
+	return err
+}
+
+// once prints where each workload's rollout stands, read with LISTs.
+func (o *RolloutStatusOptions) once(ctx context.Context, workloads []rollout.Workload) error {
+	gens, err := rollout.Versions(ctx, o.clients, workloads)
+	if err != nil {
+		return err
+	}
+	vms, err := rollout.VMs(ctx, o.clients, agentNamespaces(workloads), o.prototype)
+	if err != nil {
+		return err
+	}
+	for _, w := range workloads {
+		pods, err := rollout.Pods(ctx, o.clients, w)
+		if err != nil {
+			return err
+		}
+		p := rollout.Observe(w, gens[w.Prototype()], pods, vms)
+		if p.Err != nil {
+			return p.Err
+		}
+		if _, err := fmt.Fprintln(o.Out, p.Message); err != nil {
+			return err
+		}
+	}
+	return nil
+}
