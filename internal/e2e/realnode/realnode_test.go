@@ -146,9 +146,11 @@ func TestPodWithoutItsVMIsNotReady(t *testing.T) {
 		if err != nil {
 			return false, "", err
 		}
+		// The probe's Event can come before the kubelet reports the Pod
+		// Running: wait for both.
 		for _, ev := range evs.Items {
 			if ev.Reason == "Unhealthy" && ev.Source.Component == "kubelet" && strings.Contains(ev.Message, "Readiness probe failed") {
-				return true, "", nil
+				return pod.Status.Phase == corev1.PodRunning, fmt.Sprintf("pod %s phase %s, its readiness probe failed", pod.Name, pod.Status.Phase), nil
 			}
 		}
 		return false, fmt.Sprintf("pod %s phase %s, no failed readiness probe yet", pod.Name, pod.Status.Phase), nil
