@@ -51,7 +51,7 @@ func (s *soak) checkStep(op string, began time.Time) (settled time.Duration) {
 			return ok, seen
 		})
 		if err != nil {
-			s.fatalf("after %s: %v", op, err)
+			s.fatalf("after %s: %v\n%s", op, err, s.diagnose())
 		}
 		pods := map[string]string{} // Pod UID by derived VM name, before gc
 		for _, vm := range s.obs.derivedVMs() {
