@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -70,6 +72,8 @@ type Cluster struct {
 	mu        sync.Mutex
 	procs     []*Process
 	onStop    []func()
+	stopping  bool // Stop has begun: start nothing more
+	restarts  map[string]*wait.Backoff
 	stopOnce  sync.Once
 	stopErr   error
 
@@ -226,8 +230,16 @@ func (c *Cluster) start(name, binary string, args []string, env []string) (*Proc
 		return nil, err
 	}
 	c.mu.Lock()
+	if c.stopping {
+		c.mu.Unlock()
+		p.Stop()
+		return nil, fmt.Errorf("start %s: the cluster is stopping", name)
+	}
 	c.procs = append(c.procs, p)
 	c.mu.Unlock()
+	if restartsOnExit[name] {
+		go c.restartOnExit(p)
+	}
 	return p, nil
 }
 
@@ -235,6 +247,17 @@ func (c *Cluster) processes() []*Process {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]*Process(nil), c.procs...)
+}
+
+// Pid returns the process id of the component called name while it runs,
+// else 0.
+func (c *Cluster) Pid(name string) int {
+	for _, p := range c.processes() {
+		if p.name == name && !p.Exited() {
+			return p.cmd.Process.Pid
+		}
+	}
+	return 0
 }
 
 // Pids returns the process ids of the components still running.
@@ -271,9 +294,13 @@ func (c *Cluster) Stop() error {
 		c.mu.Lock()
 		onStop := slices.Clone(c.onStop)
 		c.mu.Unlock()
+
 		for i := len(onStop) - 1; i >= 0; i-- {
 			onStop[i]()
 		}
+		c.mu.Lock()
+		c.stopping = true
+		c.mu.Unlock()
 		procs := c.processes()
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].Stop()

@@ -442,6 +442,34 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	// Found by the chaos soak: kube-scheduler exits when it finds its cache
+	// corrupted, and a kubelet would start it again.
+	t.Run("kube-scheduler is started again when it exits on its own", func(t *testing.T) {
+		pid := c.Pid(testcluster.KubeScheduler)
+		if pid == 0 {
+			t.Fatal("kube-scheduler is not running")
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		testcluster.Eventually(t, 30*time.Second, "a new kube-scheduler", func(context.Context) (bool, error) {
+			now := c.Pid(testcluster.KubeScheduler)
+			return now != 0 && now != pid, fmt.Errorf("kube-scheduler pid %d (was %d)", now, pid)
+		})
+		ns := testcluster.Namespace(t, cs, nil)
+		pod, err := cs.CoreV1().Pods(ns).Create(t.Context(), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "after-restart"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/c"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testcluster.Eventually(t, 30*time.Second, "the new kube-scheduler to bind a Pod", func(ctx context.Context) (bool, error) {
+			got, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			return err == nil && got.Spec.NodeName != "", err
+		})
+	})
+
 	t.Run("Stop ends every process and removes the directory", func(t *testing.T) {
 		pids := c.Pids()
 		if len(pids) != 5 {

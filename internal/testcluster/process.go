@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -26,6 +27,7 @@ type Process struct {
 	logPath string
 	done    chan struct{} // closed when the process has exited
 	err     error         // exit status, valid after done
+	stopped atomic.Bool   // Stop or StopWith was called: its exit was asked for
 
 	// What it was started with, to start it again.
 	dir, binary string
@@ -90,6 +92,7 @@ func (p *Process) Stop() { p.StopWith(syscall.SIGTERM) }
 
 // StopWith sends sig to the process group, then SIGKILL after StopGrace.
 func (p *Process) StopWith(sig syscall.Signal) {
+	p.stopped.Store(true)
 	if p.Exited() {
 		return
 	}
