@@ -6,9 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 )
@@ -81,13 +83,31 @@ func Execute(cmd *cobra.Command, streams genericiooptions.IOStreams) int {
 	if err == nil {
 		return 0
 	}
+	code := 1
 	var exit *ExitError
 	if errors.As(err, &exit) {
-		if exit.Err != nil {
-			_, _ = fmt.Fprintf(streams.ErrOut, "error: %v\n", exit.Err)
+		if exit.Err == nil {
+			return exit.Code
 		}
-		return exit.Code
+		code = exit.Code
 	}
-	_, _ = fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
-	return 1
+	_, _ = fmt.Fprintln(streams.ErrOut, errorMessage(err))
+	return code
+}
+
+// errorMessage is err as kubectl prints it, with kubectl's hint when the API
+// server refused the connection: no kubeconfig at all means localhost:8080,
+// which rarely answers. kubectl's own StandardErrorMessage cannot see through
+// the context vmctl wraps around its errors.
+func errorMessage(err error) string {
+	msg := "error: " + err.Error()
+	var uerr *url.Error
+	if utilnet.IsConnectionRefused(err) && errors.As(err, &uerr) {
+		host := uerr.URL
+		if u, perr := url.Parse(uerr.URL); perr == nil {
+			host = u.Host
+		}
+		msg += fmt.Sprintf("\nThe connection to the server %s was refused - did you specify the right host or port? (check --kubeconfig, --context and --server; `kubectl cluster-info` tells)", host)
+	}
+	return msg
 }
