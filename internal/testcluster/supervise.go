@@ -15,13 +15,20 @@ import (
 // would be scheduled again.
 var restartsOnExit = map[string]bool{KubeScheduler: true, KubeControllerManager: true}
 
-// steadyRun is how long a component must run for its restart backoff to
-// start over.
-const steadyRun = time.Minute
+// SteadyRun is how long a component must run for its restart backoff to
+// start over, as a kubelet resets a container's crash-loop backoff.
+const SteadyRun = time.Minute
+
+// RestartBackoff is the delay between restarts of a component that exits on
+// its own: 0.5 s doubling to at most 30 s, with jitter so that components
+// that exit together do not come back together.
+func RestartBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 30 * time.Second}
+}
 
 // restartOnExit waits for p to exit and, unless that was asked for (Stop,
 // StopWith, a Restart*, the cluster's Stop), starts it again with the same
-// flags after a jittered backoff (0.5 s doubling, at most 30 s).
+// flags after RestartBackoff.
 func (c *Cluster) restartOnExit(p *Process) {
 	began := time.Now()
 	<-p.done
@@ -37,8 +44,9 @@ func (c *Cluster) restartOnExit(p *Process) {
 		c.restarts = map[string]*wait.Backoff{}
 	}
 	b := c.restarts[p.name]
-	if b == nil || time.Since(began) > steadyRun {
-		b = &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 30 * time.Second}
+	if b == nil || time.Since(began) > SteadyRun {
+		nb := RestartBackoff()
+		b = &nb
 		c.restarts[p.name] = b
 	}
 	delay := b.Step()

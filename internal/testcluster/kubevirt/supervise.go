@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
@@ -18,9 +16,6 @@ import (
 // waits 5s after SIGTERM for load balancers that are not here; its webhooks are
 // gone by then, so it need not finish.
 const stopGrace = 2 * time.Second
-
-// steadyRun is how long a run must last for the restart backoff to start over.
-const steadyRun = time.Minute
 
 // supervised runs one KubeVirt component and starts it again whenever it
 // exits, after a backoff with jitter: virt-controller and virt-api exit on
@@ -84,7 +79,7 @@ func (s *supervised) start() error {
 
 func (s *supervised) loop() {
 	defer close(s.done)
-	backoff := restartBackoff()
+	backoff := testcluster.RestartBackoff()
 	for {
 		s.mu.Lock()
 		cmd, exited := s.cmd, s.exited
@@ -94,8 +89,8 @@ func (s *supervised) loop() {
 		if s.isStopping() {
 			return
 		}
-		if time.Since(began) > steadyRun {
-			backoff = restartBackoff()
+		if time.Since(began) > testcluster.SteadyRun {
+			backoff = testcluster.RestartBackoff()
 		}
 		delay := backoff.Step()
 		s.logf("%s exited (%s); starting it again in %s (log: %s)", s.name, cmd.ProcessState, delay.Round(time.Millisecond), s.logPath)
@@ -109,10 +104,6 @@ func (s *supervised) loop() {
 			return
 		}
 	}
-}
-
-func restartBackoff() wait.Backoff {
-	return wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: 30 * time.Second}
 }
 
 func (s *supervised) isStopping() bool {
