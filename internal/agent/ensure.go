@@ -168,7 +168,7 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 		}
 		klog.FromContext(ctx).Info("Delete failed; will retry", "vm", ref, "err", err)
 		if !sleep(ctx, b.Step()) {
-			return fmt.Errorf("deleting VM %s: %w", ref, err)
+			return fmt.Errorf("deleting VM %s: %w%s", ref, err, deniedHint(err, "delete on virtualmachines.kubevirt.io"))
 		}
 	}
 	err := a.watchVM(ctx, vm.Namespace, vm.Name, giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
@@ -215,9 +215,7 @@ func createProblem(ref string, err error) *problem {
 	if apierrors.IsAlreadyExists(err) {
 		p.reason, p.msg = ReasonVMConflict, fmt.Sprintf("creating VM %s: another VM took the name; will look again", ref)
 	}
-	if apierrors.IsForbidden(err) {
-		p.msg += "; grant the Pod's service account create on virtualmachines.kubevirt.io"
-	}
+	p.msg += deniedHint(err, "create on virtualmachines.kubevirt.io")
 	return p
 }
 

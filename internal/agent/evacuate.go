@@ -53,7 +53,8 @@ func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMach
 				// attempt, tries again.
 				delete(stopped, vmi.UID)
 				a.report.fail(ctx, &problem{reason: ReasonDeleteFailed, err: err,
-					msg: fmt.Sprintf("stopping VM %s for the drain of node %s: deleting its VMI: %v", ref, a.pod.Node, err)})
+					msg: fmt.Sprintf("stopping VM %s for the drain of node %s: deleting its VMI: %v%s", ref, a.pod.Node, err,
+						deniedHint(err, "delete on virtualmachineinstances.kubevirt.io"))})
 			}
 			return false
 		},
