@@ -67,7 +67,7 @@ bench: build
 
 ## soak: the chaos soak (TestSoak) at 1,000 operations; VMCTL_SOAK_SEED=N replays a run, VMCTL_SOAK_OPS=N sets its length (make e2e runs 100)
 soak: build
-	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_SOAK_OPS=$${VMCTL_SOAK_OPS:-1000} $(GO) test -tags e2e -count=1 -timeout 6h -v -run '^TestSoak$$' ./internal/e2e/
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_SOAK_OPS=$${VMCTL_SOAK_OPS:-1000} VMCTL_SOAK_LOGS=$(CURDIR)/.soak-logs $(GO) test -tags e2e -count=1 -timeout 6h -v -run '^TestSoak$$' ./internal/e2e/
 
 ## lint: go vet, gofmt, and golangci-lint (.golangci.yml; hack/tools.sh builds the pinned version once)
 lint:

@@ -5,10 +5,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
@@ -75,4 +77,69 @@ func linesAbout(path string, names []string, n int) string {
 		kept = kept[len(kept)-n:]
 	}
 	return strings.Join(kept, "\n")
+}
+
+// keepLogs copies the cluster's logs (every component's, the doubles', each
+// agent's, but not the audit log) under dir, which it makes, and returns how
+// many it copied: the cluster's directory goes when the tests end, and a
+// failure that a replay does not bring back can only be read there.
+func keepLogs(clusterDir, dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(clusterDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") || d.Name() == "audit.log" {
+			return err
+		}
+		rel, err := filepath.Rel(clusterDir, path)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		n++
+		return os.WriteFile(to, data, 0o644)
+	})
+	return n, err
+}
+
+// keepLogs keeps every log, in its place, but the audit log and what is not
+// a log (etcd's data, keys, kubeconfigs).
+func TestKeepLogs(t *testing.T) {
+	cluster := t.TempDir()
+	files := map[string]string{
+		"virt-controller.log":                     "panic: interface conversion",
+		"audit.log":                               "every request",
+		"admin.kubeconfig":                        "secret",
+		"etcd/member/snap/db":                     "data",
+		"kubelet/testsoak-x/vmctl-ss-0/agent.log": "Created VM",
+	}
+	for name, data := range files {
+		path := filepath.Join(cluster, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := filepath.Join(t.TempDir(), "1-20261125")
+	n, err := keepLogs(cluster, kept)
+	if err != nil || n != 2 {
+		t.Fatalf("keepLogs = %d, %v; want 2 files", n, err)
+	}
+	for name, data := range files {
+		got, err := os.ReadFile(filepath.Join(kept, name))
+		want := strings.HasSuffix(name, ".log") && name != "audit.log"
+		switch {
+		case want && string(got) != data:
+			t.Errorf("%s: kept %q (%v), want %q", name, got, err, data)
+		case !want && err == nil:
+			t.Errorf("%s kept, want it left behind", name)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,8 +18,11 @@ import (
 // default, make soak 1,000), chosen by a generator seeded with
 // VMCTL_SOAK_SEED (default: the clock; always printed).
 const (
-	soakOpsEnv   = "VMCTL_SOAK_OPS"
-	soakSeedEnv  = "VMCTL_SOAK_SEED"
+	soakOpsEnv  = "VMCTL_SOAK_OPS"
+	soakSeedEnv = "VMCTL_SOAK_SEED"
+	// soakLogsEnv names a directory where a failed soak keeps the
+	// cluster's logs (make soak: .soak-logs).
+	soakLogsEnv  = "VMCTL_SOAK_LOGS"
 	soakOpsShort = 100
 	// soakShortRun: runs of fewer operations draw slow kinds (soakOp.slow)
 	// only in their first round, to keep make e2e's soak to minutes.
@@ -58,8 +62,14 @@ func TestSoak(t *testing.T) {
 			if s.failure == "" {
 				s.failure = "see the errors above" // a request budget's t.Errorf
 			}
-			t.Logf("soak FAILED after %d operations: %s\nseed %d; replay with %s=%d %s=%d\noperation log:\n%s",
-				len(s.log), s.failure, seed, soakSeedEnv, seed, soakOpsEnv, ops, strings.Join(s.log, "\n"))
+			kept := ""
+			if dir := os.Getenv(soakLogsEnv); dir != "" {
+				dir = filepath.Join(dir, fmt.Sprintf("%d-%s", seed, time.Now().Format("20060102-150405")))
+				n, err := keepLogs(e.cluster.Dir, dir)
+				kept = fmt.Sprintf("\nthe cluster's logs (%d files, error %v) are kept in %s", n, err, dir)
+			}
+			t.Logf("soak FAILED after %d operations: %s\nseed %d; replay with %s=%d %s=%d%s\noperation log:\n%s",
+				len(s.log), s.failure, seed, soakSeedEnv, seed, soakOpsEnv, ops, kept, strings.Join(s.log, "\n"))
 		}
 	})
 	s = newSoak(t, seed)
