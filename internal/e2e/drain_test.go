@@ -15,6 +15,7 @@ import (
 	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -185,6 +186,10 @@ func TestDrainInterrupted(t *testing.T) {
 	before, pod := daemonSetOn(t, ns, node)
 	vmName := derive.Name("testvm", pod)
 	restarts := e.kubelet.Restarts(ns, pod)
+	running, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(t.Context(), vmName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, stopDrain := context.WithCancel(t.Context())
 	drain := exec.CommandContext(ctx, "kubectl", "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+drainTimeout.String())
@@ -193,12 +198,17 @@ func TestDrainInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { uncordon(t, node) })
+	// Stopped already: the VMI being deleted, gone, or KubeVirt's next one
+	// in its place.
 	eventually(t, settle, "KubeVirt marks the VMI for evacuation, or the agent already stopped it", func(ctx context.Context) (bool, string, error) {
 		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, vmName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
 		if err != nil {
 			return false, "", err
 		}
-		return vmi.Status.EvacuationNodeName != "" || vmi.DeletionTimestamp != nil, string(vmi.Status.Phase), nil
+		return vmi.Status.EvacuationNodeName != "" || vmi.DeletionTimestamp != nil || vmi.UID != running.UID, string(vmi.Status.Phase), nil
 	})
 	if err := e.kubelet.Signal(ns, pod, syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -61,12 +61,30 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 		mark := auditMark(t)
 		ready := restartAPIServer(t, syscall.SIGKILL, nil)
 		// Until the restarted API server resolves the agents' policy's
-		// paramKind (about 15 s) it refuses what the policy matches: only
-		// the prototype's derived VMs, so other VM writes go through at
-		// once (found by the chaos soak).
+		// paramKind (up to 30 s) it refuses what the policy matches: only
+		// creates of the prototype's derived VMs, so other VM writes go
+		// through at once (found by the chaos soak).
 		if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(t.Context(), plainVM(proto, "after-restart"), metav1.CreateOptions{}); err != nil {
 			t.Errorf("create a VM that is not the agents' right after the restart: %v", err)
 		}
+		// And so do changes and deletes of the derived VMs (dry runs),
+		// as KubeVirt's status updates and the agents' deletes must: only
+		// creates are judged by the policy with the parameter. A derived
+		// VM's create by this test's admin, refused only while the policy
+		// is not set up, tells whether the window was open.
+		vm := before[firstKey(before)]
+		probe := plainVM(proto, vm.Name+"-probe")
+		probe.Labels = vm.Labels
+		_, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(t.Context(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		open := err != nil && strings.Contains(err.Error(), "paramKind")
+		if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Patch(t.Context(), vm.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`),
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("change a derived VM right after the restart (policy not yet set up: %v): %v", open, err)
+		}
+		if err := e.virt.KubevirtV1().VirtualMachines(ns).Delete(t.Context(), vm.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("delete a derived VM right after the restart (policy not yet set up: %v): %v", open, err)
+		}
+		t.Logf("right after the restart, the create policy was not yet set up: %v (%v)", open, err)
 		recovered := waitWatches(t, fleet)
 		t.Logf("every agent's watch open again %v after the API server was ready", recovered.Round(100*time.Millisecond))
 		reqs := fleetRequestsSince(t, ns, mark, ready)

@@ -23,22 +23,24 @@ func (p Params) serviceAccountUsername() string {
 	return "system:serviceaccount:" + p.Namespace + ":" + p.Name
 }
 
-// admissionPolicy confines the agents' ServiceAccount to what an agent does:
-// create the one VM derived from the prototype for its own Pod, and delete
-// the VM its Pod's name owns. RBAC cannot say this: it has no rules on labels,
-// on who is asking or on what an object holds. The prototype is the policy's
-// parameter (paramKind VirtualMachine, bound by name), so the rules compare a
-// created VM with the prototype itself: no volume, device, network or
-// credential the prototype does not have.
+// admissionPolicy judges the VMs the agents' ServiceAccount creates against
+// the prototype: the one VM derived from it for the agent's own Pod, with no
+// volume, device, network or credential the prototype does not have. RBAC
+// cannot say this: it has no rules on labels, on who is asking or on what an
+// object holds. The prototype is the policy's parameter (paramKind
+// VirtualMachine, bound by name).
+//
+// It matches only creates of VMs: a policy whose paramKind the API server
+// cannot resolve refuses every request it matches, whoever asks, before
+// matchConditions, and kube-apiserver cannot for up to 30 s after it starts
+// (kubernetes/kubernetes#124237); neither can it while the prototype is
+// missing. Everything else the agents may do is the guard policy's, which
+// needs no parameter, so KubeVirt's status updates, people's edits and
+// every delete go through meanwhile.
 func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	forbid := func(expression, message string) admissionregistrationv1.Validation {
 		return admissionregistrationv1.Validation{Expression: expression, Message: message, Reason: ptr.To(metav1.StatusReasonForbidden)}
 	}
-	// creating guards the rules on creating a VM; a VMI has a rule of its own.
-	creating := func(expression string) string {
-		return "variables.isVMI || request.operation != 'CREATE' || (" + expression + ")"
-	}
-
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta: metav1.TypeMeta{
 			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
@@ -48,82 +50,51 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
-			// Only the prototype's derived VMs and VMIs in Namespace (the
-			// guard policy keeps the agents to those). A policy whose
-			// paramKind the API server cannot resolve yet, as for about 15 s
-			// after it restarts, refuses every request it matches, whoever
-			// asks and whatever its bindings select.
-			MatchConstraints: p.vmRules(p.namespaceSelector(), p.derivedSelector()),
+			// Only creates of the prototype's derived VMs in Namespace (the
+			// guard policy keeps the agents to those).
+			MatchConstraints: p.vmCreates(),
 			// Only this ServiceAccount's requests are checked; people and
 			// other controllers are left to RBAC.
 			MatchConditions: p.agentOnly(),
 			Variables:       p.admissionVariables(),
 			Validations: []admissionregistrationv1.Validation{
-				forbid("variables.pod != '' && variables.podUID != ''",
-					fmt.Sprintf("the request carries no Pod (%s, %s): the agent must use its Pod's bound ServiceAccount token, so keep automountServiceAccountToken true", podNameExtra, podUIDExtra)),
-				forbid("request.operation != 'UPDATE'",
-					"a vmctl agent never changes a VirtualMachine or a VMI; it only creates its own VM and deletes it"),
-				forbid("variables.isVMI || !variables.isPrototype",
-					fmt.Sprintf("a vmctl agent may never change or delete its prototype %s/%s", p.protoNamespace(), p.Prototype)),
-				forbid("variables.isVMI || variables.ownPodsVM",
-					fmt.Sprintf("the VirtualMachine is not this Pod's: a vmctl agent may only create and delete the VM derived from prototype %s/%s for its own Pod (labels %s and %s, annotations %s, %s and %s)",
-						p.protoNamespace(), p.Prototype, derive.LabelPrototype, derive.LabelPod, derive.AnnotationPodName, derive.AnnotationPodNamespace, derive.AnnotationPrototypeName)),
-				forbid(creating("object.metadata.?annotations['"+derive.AnnotationPodUID+"'].orValue('') == variables.podUID"),
+				forbid("object.metadata.?annotations['"+derive.AnnotationPodUID+"'].orValue('') == variables.podUID",
 					fmt.Sprintf("annotation %s does not hold the requesting Pod's UID: a vmctl agent may only create its own Pod's VM", derive.AnnotationPodUID)),
-				forbid(creating("variables.nameIsDerived"),
+				forbid("variables.nameIsDerived",
 					fmt.Sprintf("the VirtualMachine's name is not %s-<pod>: a vmctl agent may only create the one VM named for its own Pod", p.Prototype)),
-				forbid(creating("object.spec.?runStrategy.orValue('') == 'Always' && object.metadata.?ownerReferences.orValue([]).all(r, r.kind == 'Pod' && r.name == variables.pod && r.uid == variables.podUID)"),
+				forbid("object.spec.?runStrategy.orValue('') == 'Always' && object.metadata.?ownerReferences.orValue([]).all(r, r.kind == 'Pod' && r.name == variables.pod && r.uid == variables.podUID)",
 					"a derived VM runs always and is owned by its agent's Pod, or by nothing"),
-				forbid(creating("variables.sameVolumes && variables.sameDataVolumeTemplates"),
+				forbid("variables.sameVolumes && variables.sameDataVolumeTemplates",
 					fmt.Sprintf("the VirtualMachine's volumes or dataVolumeTemplates are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
-				forbid(creating("variables.ownDNSName"), p.dnsNameMessage()),
-				forbid(creating("variables.sameHostAccess"),
+				forbid("variables.ownDNSName", p.dnsNameMessage()),
+				forbid("variables.sameHostAccess",
 					fmt.Sprintf("the VirtualMachine's devices, networks, credentials, instancetype or template annotations are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
-				forbid("!variables.isVMI || (request.operation == 'DELETE' && variables.ownPodsVMI)",
-					fmt.Sprintf("a vmctl agent may only delete its own Pod's VMI (labels %s=%s and %s=<its Pod>), to stop its VM for a drain",
-						derive.LabelPrototype, derive.LabelValue(p.Prototype), derive.LabelPod)),
 			},
 		},
 	}
 }
 
-// admissionVariables are the policy's CEL variables. vm is the VM created or
-// deleted; params is the prototype.
-func (p Params) admissionVariables() []admissionregistrationv1.Variable {
+// podVariables are CEL variables of both policies: the requesting Pod's name
+// and UID, from its bound token.
+func podVariables() []admissionregistrationv1.Variable {
 	extra := func(key string) string {
 		return fmt.Sprintf("'%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 ? request.userInfo.extra['%[1]s'][0] : ''", key)
 	}
-	annotation := func(key string) string {
-		return fmt.Sprintf("variables.vm.metadata.?annotations['%s'].orValue('')", key)
+	return []admissionregistrationv1.Variable{
+		{Name: "pod", Expression: extra(podNameExtra)},
+		{Name: "podUID", Expression: extra(podUIDExtra)},
 	}
-	label := func(key string) string {
-		return fmt.Sprintf("variables.vm.metadata.?labels['%s'].orValue('')", key)
-	}
+}
+
+// admissionVariables are the create policy's CEL variables; object is the VM
+// created and params the prototype.
+func (p Params) admissionVariables() []admissionregistrationv1.Variable {
 	tmpl, ptmpl := "object.spec.?template.?spec", "params.spec.?template.?spec"
 	// same compares an optional field of the template with the prototype's.
 	same := func(path, empty string) string {
 		return fmt.Sprintf("%s.%s.orValue(%s) == %s.%s.orValue(%s)", tmpl, path, empty, ptmpl, path, empty)
 	}
-	return []admissionregistrationv1.Variable{
-		{Name: "pod", Expression: extra(podNameExtra)},
-		{Name: "podUID", Expression: extra(podUIDExtra)},
-		{Name: "vm", Expression: "request.operation == 'DELETE' ? oldObject : object"},
-		{Name: "isVMI", Expression: "request.resource.resource == '" + virtualMachineInstances + "'"},
-		// A VMI carries the labels derive puts on the VM's template.
-		{Name: "ownPodsVMI", Expression: label(derive.LabelPrototype) + " == '" + derive.LabelValue(p.Prototype) + "' && " +
-			label(derive.LabelPod) + " != '' && (size(variables.pod) > 63 || " + label(derive.LabelPod) + " == variables.pod)"},
-		{Name: "isPrototype", Expression: "variables.vm.metadata.name == params.metadata.name && variables.vm.metadata.namespace == params.metadata.namespace"},
-		// Derived from this prototype for the requesting Pod, by name: a
-		// StatefulSet Pod's agent replaces the VM of an earlier Pod of its
-		// name, so deletion does not ask for the UID.
-		{Name: "ownPodsVM", Expression: strings.Join([]string{
-			label(derive.LabelPrototype) + " == '" + derive.LabelValue(p.Prototype) + "'",
-			label(derive.LabelPod) + " != ''",
-			annotation(derive.AnnotationPodName) + " == variables.pod",
-			annotation(derive.AnnotationPodNamespace) + " == '" + p.Namespace + "'",
-			annotation(derive.AnnotationPrototypeName) + " == params.metadata.name",
-			annotation(derive.AnnotationPrototypeNamespace) + " == params.metadata.namespace",
-		}, " && ")},
+	return append(podVariables(), []admissionregistrationv1.Variable{
 		// derive.Name: "<prototype>-<pod>", or past 63 characters a cut of it
 		// with "-" and a 10-character hash, which CEL cannot compute: there
 		// only the cut is checked.
@@ -176,7 +147,7 @@ func (p Params) admissionVariables() []admissionregistrationv1.Variable {
 			"object.spec.?preference.?name == params.spec.?preference.?name",
 			"object.spec.?preference.?kind == params.spec.?preference.?kind",
 		}, " && ")},
-	}
+	}...)
 }
 
 // allowedSubdomains is CEL that holds when the VM's subdomain is one an
@@ -209,13 +180,12 @@ func claimName(x string) string {
 }
 
 // admissionPolicyBinding enforces the policy in Namespace, where the VMs go,
-// with the prototype as its parameter, on the VMs and VMIs labelled as
-// derived from the prototype (the guard policy keeps the agents to those).
-// Without the prototype nothing is allowed on them. The API server looks
-// the parameter up before it evaluates matchConditions, so a binding that
-// matched every VM would refuse everyone's VM writes in the namespace while
-// the prototype is missing, even the prototype's own re-creation and
-// KubeVirt's status updates.
+// with the prototype as its parameter, on the VMs labelled as derived from
+// the prototype (the guard policy keeps the agents to those). Without the
+// prototype no such VM can be created. The API server looks the parameter up
+// before it evaluates matchConditions, so a binding that matched every VM
+// would refuse everyone's VM creates in the namespace while the prototype is
+// missing, even the prototype's own re-creation.
 func (p Params) admissionPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta: metav1.TypeMeta{
@@ -261,6 +231,25 @@ func (p Params) vmRules(namespaces, objects *metav1.LabelSelector) *admissionreg
 	}
 }
 
+// vmCreates matches creating the prototype's derived VMs in Namespace.
+func (p Params) vmCreates() *admissionregistrationv1.MatchResources {
+	return &admissionregistrationv1.MatchResources{
+		NamespaceSelector: p.namespaceSelector(),
+		ObjectSelector:    p.derivedSelector(),
+		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups:   []string{kubevirtGroup},
+					APIVersions: []string{"*"},
+					Resources:   []string{virtualMachines},
+					Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+				},
+			},
+		}},
+	}
+}
+
 // agentOnly matches only the agents' ServiceAccount's requests.
 func (p Params) agentOnly() []admissionregistrationv1.MatchCondition {
 	return []admissionregistrationv1.MatchCondition{{
@@ -282,11 +271,42 @@ func (p Params) namespaceSelector() *metav1.LabelSelector {
 // guardName names the guard policy and its binding.
 func (p Params) guardName() string { return p.Name + "-guard." + p.Namespace }
 
-// guardPolicy keeps the agents' ServiceAccount to the VMs and VMIs labelled
-// as derived from its prototype, which the prototype-bound policy judges.
-// It needs no parameter, so it holds also while the prototype is missing.
+// guardPolicy confines the agents' ServiceAccount to what an agent does:
+// create the one VM derived from the prototype for its own Pod (which the
+// prototype-bound policy judges), delete the VM its Pod's name owns, and
+// delete its own Pod's VMI to stop the VM for a drain; it never changes a VM
+// or VMI, nor touches the prototype. It needs no parameter (the prototype's
+// name is written into it), so it holds, and lets through what it should,
+// also while the API server cannot resolve the other's parameter.
 func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
-	prototype := "(request.operation == 'DELETE' ? oldObject : object).metadata.?labels['" + derive.LabelPrototype + "'].orValue('') == '" + derive.LabelValue(p.Prototype) + "'"
+	forbid := func(expression, message string) admissionregistrationv1.Validation {
+		return admissionregistrationv1.Validation{Expression: expression, Message: message, Reason: ptr.To(metav1.StatusReasonForbidden)}
+	}
+	label := func(key string) string {
+		return fmt.Sprintf("variables.vm.metadata.?labels['%s'].orValue('')", key)
+	}
+	annotation := func(key string) string {
+		return fmt.Sprintf("variables.vm.metadata.?annotations['%s'].orValue('')", key)
+	}
+	variables := append(podVariables(),
+		admissionregistrationv1.Variable{Name: "vm", Expression: "request.operation == 'DELETE' ? oldObject : object"},
+		admissionregistrationv1.Variable{Name: "isVMI", Expression: "request.resource.resource == '" + virtualMachineInstances + "'"},
+		// A VMI carries the labels derive puts on the VM's template.
+		admissionregistrationv1.Variable{Name: "ownPodsVMI", Expression: label(derive.LabelPrototype) + " == '" + derive.LabelValue(p.Prototype) + "' && " +
+			label(derive.LabelPod) + " != '' && (size(variables.pod) > 63 || " + label(derive.LabelPod) + " == variables.pod)"},
+		admissionregistrationv1.Variable{Name: "isPrototype", Expression: fmt.Sprintf("variables.vm.metadata.name == '%s' && variables.vm.metadata.namespace == '%s'", p.Prototype, p.protoNamespace())},
+		// Derived from this prototype for the requesting Pod, by name: a
+		// StatefulSet Pod's agent replaces the VM of an earlier Pod of its
+		// name, so deletion does not ask for the UID.
+		admissionregistrationv1.Variable{Name: "ownPodsVM", Expression: strings.Join([]string{
+			label(derive.LabelPrototype) + " == '" + derive.LabelValue(p.Prototype) + "'",
+			label(derive.LabelPod) + " != ''",
+			annotation(derive.AnnotationPodName) + " == variables.pod",
+			annotation(derive.AnnotationPodNamespace) + " == '" + p.Namespace + "'",
+			annotation(derive.AnnotationPrototypeName) + " == '" + p.Prototype + "'",
+			annotation(derive.AnnotationPrototypeNamespace) + " == '" + p.protoNamespace() + "'",
+		}, " && ")},
+	)
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta: metav1.TypeMeta{
 			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
@@ -297,12 +317,24 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: p.vmRules(nil, nil),
 			MatchConditions:  p.agentOnly(),
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: prototype,
-				Message: fmt.Sprintf("a vmctl agent may only create and delete VMs and VMIs labelled %s=%s, derived from its prototype %s/%s",
-					derive.LabelPrototype, derive.LabelValue(p.Prototype), p.protoNamespace(), p.Prototype),
-				Reason: ptr.To(metav1.StatusReasonForbidden),
-			}},
+			Variables:        variables,
+			Validations: []admissionregistrationv1.Validation{
+				forbid(label(derive.LabelPrototype)+" == '"+derive.LabelValue(p.Prototype)+"'",
+					fmt.Sprintf("a vmctl agent may only create and delete VMs and VMIs labelled %s=%s, derived from its prototype %s/%s",
+						derive.LabelPrototype, derive.LabelValue(p.Prototype), p.protoNamespace(), p.Prototype)),
+				forbid("variables.pod != '' && variables.podUID != ''",
+					fmt.Sprintf("the request carries no Pod (%s, %s): the agent must use its Pod's bound ServiceAccount token, so keep automountServiceAccountToken true", podNameExtra, podUIDExtra)),
+				forbid("request.operation != 'UPDATE'",
+					"a vmctl agent never changes a VirtualMachine or a VMI; it only creates its own VM and deletes it"),
+				forbid("variables.isVMI || !variables.isPrototype",
+					fmt.Sprintf("a vmctl agent may never change or delete its prototype %s/%s", p.protoNamespace(), p.Prototype)),
+				forbid("variables.isVMI || variables.ownPodsVM",
+					fmt.Sprintf("the VirtualMachine is not this Pod's: a vmctl agent may only create and delete the VM derived from prototype %s/%s for its own Pod (labels %s and %s, annotations %s, %s and %s)",
+						p.protoNamespace(), p.Prototype, derive.LabelPrototype, derive.LabelPod, derive.AnnotationPodName, derive.AnnotationPodNamespace, derive.AnnotationPrototypeName)),
+				forbid("!variables.isVMI || (request.operation == 'DELETE' && variables.ownPodsVMI)",
+					fmt.Sprintf("a vmctl agent may only delete its own Pod's VMI (labels %s=%s and %s=<its Pod>), to stop its VM for a drain",
+						derive.LabelPrototype, derive.LabelValue(p.Prototype), derive.LabelPod)),
+			},
 		},
 	}
 }
