@@ -18,6 +18,12 @@ const (
 	podUIDExtra  = "authentication.kubernetes.io/pod-uid"
 )
 
+// forbid is a validation that refuses with message, as Forbidden, unless
+// expression holds.
+func forbid(expression, message string) admissionregistrationv1.Validation {
+	return admissionregistrationv1.Validation{Expression: expression, Message: message, Reason: ptr.To(metav1.StatusReasonForbidden)}
+}
+
 // serviceAccountUsername is how the API server names the ServiceAccount.
 func (p Params) serviceAccountUsername() string {
 	return "system:serviceaccount:" + p.Namespace + ":" + p.Name
@@ -38,9 +44,6 @@ func (p Params) serviceAccountUsername() string {
 // needs no parameter, so KubeVirt's status updates, people's edits and
 // every delete go through meanwhile.
 func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
-	forbid := func(expression, message string) admissionregistrationv1.Validation {
-		return admissionregistrationv1.Validation{Expression: expression, Message: message, Reason: ptr.To(metav1.StatusReasonForbidden)}
-	}
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta: metav1.TypeMeta{
 			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
@@ -209,21 +212,19 @@ func (p Params) admissionPolicyBinding() *admissionregistrationv1.ValidatingAdmi
 	}
 }
 
-// vmRules matches creating, changing and deleting KubeVirt VMs and VMIs in
-// the namespaces and of the objects the selectors select (all when nil).
-func (p Params) vmRules(namespaces, objects *metav1.LabelSelector) *admissionregistrationv1.MatchResources {
+// vmRules matches ops on resources of KubeVirt's API group in the
+// namespaces and of the objects the selectors select (all when nil).
+func vmRules(namespaces, objects *metav1.LabelSelector, ops []admissionregistrationv1.OperationType, resources ...string) *admissionregistrationv1.MatchResources {
 	return &admissionregistrationv1.MatchResources{
 		NamespaceSelector: namespaces,
 		ObjectSelector:    objects,
 		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-				Operations: []admissionregistrationv1.OperationType{
-					admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete,
-				},
+				Operations: ops,
 				Rule: admissionregistrationv1.Rule{
 					APIGroups:   []string{kubevirtGroup},
 					APIVersions: []string{"*"},
-					Resources:   []string{virtualMachines, virtualMachines + "/*", virtualMachineInstances, virtualMachineInstances + "/*"},
+					Resources:   resources,
 					Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
 				},
 			},
@@ -233,21 +234,7 @@ func (p Params) vmRules(namespaces, objects *metav1.LabelSelector) *admissionreg
 
 // vmCreates matches creating the prototype's derived VMs in Namespace.
 func (p Params) vmCreates() *admissionregistrationv1.MatchResources {
-	return &admissionregistrationv1.MatchResources{
-		NamespaceSelector: p.namespaceSelector(),
-		ObjectSelector:    p.derivedSelector(),
-		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups:   []string{kubevirtGroup},
-					APIVersions: []string{"*"},
-					Resources:   []string{virtualMachines},
-					Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
-				},
-			},
-		}},
-	}
+	return vmRules(p.namespaceSelector(), p.derivedSelector(), []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, virtualMachines)
 }
 
 // agentOnly matches only the agents' ServiceAccount's requests.
@@ -279,9 +266,6 @@ func (p Params) guardName() string { return p.Name + "-guard." + p.Namespace }
 // name is written into it), so it holds, and lets through what it should,
 // also while the API server cannot resolve the other's parameter.
 func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
-	forbid := func(expression, message string) admissionregistrationv1.Validation {
-		return admissionregistrationv1.Validation{Expression: expression, Message: message, Reason: ptr.To(metav1.StatusReasonForbidden)}
-	}
 	label := func(key string) string {
 		return fmt.Sprintf("variables.vm.metadata.?labels['%s'].orValue('')", key)
 	}
@@ -314,10 +298,12 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 		},
 		ObjectMeta: metav1.ObjectMeta{Name: p.guardName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: p.vmRules(nil, nil),
-			MatchConditions:  p.agentOnly(),
-			Variables:        variables,
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: vmRules(nil, nil,
+				[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+				virtualMachines, virtualMachines+"/*", virtualMachineInstances, virtualMachineInstances+"/*"),
+			MatchConditions: p.agentOnly(),
+			Variables:       variables,
 			Validations: []admissionregistrationv1.Validation{
 				forbid(label(derive.LabelPrototype)+" == '"+derive.LabelValue(p.Prototype)+"'",
 					fmt.Sprintf("a vmctl agent may only create and delete VMs and VMIs labelled %s=%s, derived from its prototype %s/%s",
