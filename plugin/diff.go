@@ -14,6 +14,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/drift"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
 )
@@ -32,7 +33,7 @@ type DiffOptions struct {
 
 	namespace string
 	color     bool
-	clients   status.Clients
+	clients   kube.Clients
 
 	genericiooptions.IOStreams
 }

@@ -17,7 +17,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/gc"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // DefaultGCMinAge is how old an orphan must be before gc deletes it: an
@@ -39,7 +39,7 @@ type GCOptions struct {
 
 	namespace string
 	dryRun    cmdutil.DryRunStrategy
-	clients   status.Clients
+	clients   kube.Clients
 
 	genericiooptions.IOStreams
 }

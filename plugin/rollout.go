@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // NewCmdRollout returns `kubectl vmctl rollout`, with restart and status.
@@ -40,7 +40,7 @@ at once.`,
 
 // findWorkloads finds the workloads of prototype in namespace, and says
 // clearly when there are none: whether the prototype itself is there.
-func findWorkloads(ctx context.Context, c status.Clients, namespace, prototype string) ([]rollout.Workload, error) {
+func findWorkloads(ctx context.Context, c kube.Clients, namespace, prototype string) ([]rollout.Workload, error) {
 	workloads, err := rollout.Find(ctx, c, namespace, prototype)
 	if err != nil || len(workloads) > 0 {
 		return workloads, err

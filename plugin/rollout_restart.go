@@ -19,8 +19,8 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // rolloutFieldManager owns the fields rollout restart sets.
@@ -41,7 +41,7 @@ type RolloutRestartOptions struct {
 	namespace string
 	dryRun    cmdutil.DryRunStrategy
 	printer   printers.ResourcePrinter
-	clients   status.Clients
+	clients   kube.Clients
 
 	genericiooptions.IOStreams
 }

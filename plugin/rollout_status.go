@@ -10,8 +10,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // DefaultRolloutTimeout is rollout status's --timeout: wait for good, as
@@ -30,7 +30,7 @@ type RolloutStatusOptions struct {
 
 	prototype string
 	namespace string
-	clients   status.Clients
+	clients   kube.Clients
 
 	genericiooptions.IOStreams
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
@@ -26,20 +27,20 @@ import (
 
 // ClientsFunc returns the clientsets an operator command (status, diff, gc)
 // talks through. Complete calls it once.
-type ClientsFunc func() (status.Clients, error)
+type ClientsFunc func() (kube.Clients, error)
 
-// StaticClients returns a ClientsFunc that always gives kube and virt, for
+// StaticClients returns a ClientsFunc that always gives kc and virt, for
 // tests and for callers that already hold clientsets.
-func StaticClients(kube kubernetes.Interface, virt kubevirt.Interface) ClientsFunc {
-	return func() (status.Clients, error) { return status.Clients{Kube: kube, KubeVirt: virt}, nil }
+func StaticClients(kc kubernetes.Interface, virt kubevirt.Interface) ClientsFunc {
+	return func() (kube.Clients, error) { return kube.Clients{Kube: kc, KubeVirt: virt}, nil }
 }
 
 // clientsFromFlags builds the clientsets from kubectl's flags and kubeconfig.
 func clientsFromFlags(f *genericclioptions.ConfigFlags) ClientsFunc {
-	return func() (status.Clients, error) {
+	return func() (kube.Clients, error) {
 		rc, err := f.ToRESTConfig()
 		if err != nil {
-			return status.Clients{}, fmt.Errorf("load the client configuration: %w; pass --kubeconfig or --context", err)
+			return kube.Clients{}, fmt.Errorf("load the client configuration: %w; pass --kubeconfig or --context", err)
 		}
 		rc.UserAgent = "kubectl-vmctl/" + version.Get().Version
 		// client-go's default of 5 requests/s made gc of 1,000 orphans take
@@ -54,15 +55,15 @@ func clientsFromFlags(f *genericclioptions.ConfigFlags) ClientsFunc {
 		kubeRC := rest.CopyConfig(rc)
 		kubeRC.ContentType = runtime.ContentTypeProtobuf
 		kubeRC.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-		kube, err := kubernetes.NewForConfig(kubeRC)
+		kc, err := kubernetes.NewForConfig(kubeRC)
 		if err != nil {
-			return status.Clients{}, fmt.Errorf("make the Kubernetes client: %w", err)
+			return kube.Clients{}, fmt.Errorf("make the Kubernetes client: %w", err)
 		}
 		virt, err := kubevirt.NewForConfig(rc)
 		if err != nil {
-			return status.Clients{}, fmt.Errorf("make the KubeVirt client: %w", err)
+			return kube.Clients{}, fmt.Errorf("make the KubeVirt client: %w", err)
 		}
-		return status.Clients{Kube: kube, KubeVirt: virt}, nil
+		return kube.Clients{Kube: kc, KubeVirt: virt}, nil
 	}
 }
 
@@ -133,7 +134,7 @@ type StatusOptions struct {
 	IsTerminal func(io.Writer) bool
 
 	query    status.Query
-	clients  status.Clients
+	clients  kube.Clients
 	output   string
 	printer  printers.ResourcePrinter
 	color    bool

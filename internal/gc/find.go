@@ -9,6 +9,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
@@ -20,7 +21,7 @@ import (
 // are listed without a label selector, so that a Pod whose labels were
 // edited, or an agent's Pod that never had them, still protects its VM and
 // its prototype.
-func Find(ctx context.Context, c status.Clients, namespace string, now time.Time, minAge time.Duration) ([]Orphan, []Spared, error) {
+func Find(ctx context.Context, c kube.Clients, namespace string, now time.Time, minAge time.Duration) ([]Orphan, []Spared, error) {
 	vms, err := status.ListVMs(ctx, c.KubeVirt, namespace, derive.DerivedSelector)
 	if err != nil {
 		return nil, nil, err

@@ -5,14 +5,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
-
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 type call struct{ Verb, Resource, Namespace, Selector string }
@@ -26,7 +25,7 @@ func TestFind(t *testing.T) {
 		}
 		return out
 	}
-	kube := kubefake.NewClientset(&unlabelledPod)
+	kc := kubefake.NewClientset(&unlabelledPod)
 	virt := kubevirtfake.NewSimpleClientset(objs(
 		vm("ns", "web-relabelled", "ns", "relabelled", "uid-r", time.Hour),
 		vm("ns", "web-gone", "ns", "gone", "uid-g", time.Hour),
@@ -34,7 +33,7 @@ func TestFind(t *testing.T) {
 		vm("ns", "not-ours", "ns", "gone", "uid-g", time.Hour, func(v *kubevirtv1.VirtualMachine) { v.Labels = nil }),
 	)...)
 	var got []call
-	for _, f := range []*k8stesting.Fake{&kube.Fake, &virt.Fake} {
+	for _, f := range []*k8stesting.Fake{&kc.Fake, &virt.Fake} {
 		f.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			c := call{Verb: a.GetVerb(), Resource: a.GetResource().Resource, Namespace: a.GetNamespace()}
 			if l, ok := a.(k8stesting.ListAction); ok {
@@ -45,7 +44,7 @@ func TestFind(t *testing.T) {
 		})
 	}
 
-	orphans, _, err := Find(t.Context(), status.Clients{Kube: kube, KubeVirt: virt}, "ns", t0.Add(time.Hour), time.Minute)
+	orphans, _, err := Find(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt}, "ns", t0.Add(time.Hour), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

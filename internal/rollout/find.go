@@ -14,6 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
@@ -21,7 +22,7 @@ import (
 // prototype named prototype: one paged LIST per kind. Workloads are matched
 // by their agents' arguments (see Match), so older ones that scaffold did
 // not label are found too.
-func Find(ctx context.Context, c status.Clients, namespace, prototype string) ([]Workload, error) {
+func Find(ctx context.Context, c kube.Clients, namespace, prototype string) ([]Workload, error) {
 	apps := c.Kube.AppsV1()
 	var deployments []appsv1.Deployment
 	err := each(ctx, "deployments", namespace, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -65,7 +66,7 @@ func each(ctx context.Context, what, namespace string, list pager.ListPageFunc, 
 // Versions GETs each prototype the workloads derive from, once, and
 // returns its UID and metadata.generation, Missing for one that does not
 // exist.
-func Versions(ctx context.Context, c status.Clients, workloads []Workload) (map[status.Key]Version, error) {
+func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[status.Key]Version, error) {
 	out := map[status.Key]Version{}
 	for _, w := range workloads {
 		k := w.Prototype()
@@ -86,7 +87,7 @@ func Versions(ctx context.Context, c status.Clients, workloads []Workload) (map[
 }
 
 // Pods lists w's Pods, by its selector.
-func Pods(ctx context.Context, c status.Clients, w Workload) ([]corev1.Pod, error) {
+func Pods(ctx context.Context, c kube.Clients, w Workload) ([]corev1.Pod, error) {
 	sel, err := metav1.LabelSelectorAsSelector(w.Selector())
 	if err != nil {
 		return nil, fmt.Errorf("%s has an invalid selector: %w", w, err)
@@ -96,7 +97,7 @@ func Pods(ctx context.Context, c status.Clients, w Workload) ([]corev1.Pod, erro
 
 // VMs lists the VMs derived from a prototype named prototype in each of
 // namespaces: one LIST per namespace.
-func VMs(ctx context.Context, c status.Clients, namespaces []string, prototype string) ([]kubevirtv1.VirtualMachine, error) {
+func VMs(ctx context.Context, c kube.Clients, namespaces []string, prototype string) ([]kubevirtv1.VirtualMachine, error) {
 	var out []kubevirtv1.VirtualMachine
 	slices.Sort(namespaces)
 	for _, ns := range slices.Compact(namespaces) {

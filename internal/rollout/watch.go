@@ -15,6 +15,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
@@ -29,7 +30,7 @@ import (
 // is computed that no event changed. A list or watch the API server refuses
 // (RBAC, expired credentials) ends Watch with that error, rather than
 // leaving the informers to retry it for good.
-func Watch(ctx context.Context, c status.Clients, workloads []Workload, report func([]Progress) (stop bool)) error {
+func Watch(ctx context.Context, c kube.Clients, workloads []Workload, report func([]Progress) (stop bool)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	changed := make(chan struct{}, 1)
@@ -158,7 +159,7 @@ func guard(lw *cache.ListWatch, denied chan<- error) *cache.ListWatch {
 }
 
 // workloadListWatch follows the one workload w, by name.
-func workloadListWatch(c status.Clients, w Workload) *cache.ListWatch {
+func workloadListWatch(c kube.Clients, w Workload) *cache.ListWatch {
 	ns, name := w.Meta().GetNamespace(), w.Meta().GetName()
 	narrow := func(opts metav1.ListOptions) metav1.ListOptions {
 		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
@@ -192,7 +193,7 @@ func workloadListWatch(c status.Clients, w Workload) *cache.ListWatch {
 	return lw
 }
 
-func podListWatch(c status.Clients, namespace, selector string) *cache.ListWatch {
+func podListWatch(c kube.Clients, namespace, selector string) *cache.ListWatch {
 	pods := c.Kube.CoreV1().Pods(namespace)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -206,7 +207,7 @@ func podListWatch(c status.Clients, namespace, selector string) *cache.ListWatch
 	}
 }
 
-func vmListWatch(c status.Clients, namespace, labelSelector, fieldSelector string) *cache.ListWatch {
+func vmListWatch(c kube.Clients, namespace, labelSelector, fieldSelector string) *cache.ListWatch {
 	vms := c.KubeVirt.KubevirtV1().VirtualMachines(namespace)
 	narrow := func(opts metav1.ListOptions) metav1.ListOptions {
 		opts.LabelSelector, opts.FieldSelector = labelSelector, fieldSelector

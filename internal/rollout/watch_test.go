@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,8 +17,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
-
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // virtFake is KubeVirt's fake clientset saying, as client-go's fakes do,
@@ -40,13 +39,13 @@ func watchScene(vmGen int64) (Workload, *kubefake.Clientset, virtFake) {
 }
 
 func TestWatchFollowsUntilDone(t *testing.T) {
-	w, kube, virt := watchScene(1)
+	w, kc, virt := watchScene(1)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	reports := make(chan string, 100)
 	done := make(chan error, 1)
 	go func() {
-		done <- Watch(ctx, status.Clients{Kube: kube, KubeVirt: virt}, []Workload{w}, func(p []Progress) bool {
+		done <- Watch(ctx, kube.Clients{Kube: kc, KubeVirt: virt}, []Workload{w}, func(p []Progress) bool {
 			reports <- p[0].Message
 			return p[0].Done
 		})
@@ -81,13 +80,13 @@ func TestWatchFollowsUntilDone(t *testing.T) {
 }
 
 func TestWatchStopsWhenForbidden(t *testing.T) {
-	w, kube, virt := watchScene(2)
-	kube.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+	w, kc, virt := watchScene(2)
+	kc.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no list"))
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	err := Watch(ctx, status.Clients{Kube: kube, KubeVirt: virt}, []Workload{w}, func([]Progress) bool {
+	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: virt}, []Workload{w}, func([]Progress) bool {
 		t.Error("reported progress without the Pods")
 		return true
 	})

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
@@ -38,7 +39,7 @@ func (f *VMFinder) Find(ctx context.Context, keys []Key) error {
 	}
 	srcs := byName(rolePrototypes, fresh, f.allNamespaces)
 	found := make([][]*kubevirtv1.VirtualMachine, len(srcs))
-	err := readAll(ctx, Clients{KubeVirt: f.c}, Query{}, srcs, func(i int, obj runtime.Object) {
+	err := readAll(ctx, kube.Clients{KubeVirt: f.c}, Query{}, srcs, func(i int, obj runtime.Object) {
 		if vm := obj.(*kubevirtv1.VirtualMachine); want[Key{vm.Namespace, vm.Name}] {
 			found[i] = append(found[i], vm.DeepCopy())
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,12 +14,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 )
-
-// Clients are the typed clientsets status, diff and gc read through.
-type Clients struct {
-	Kube     kubernetes.Interface
-	KubeVirt kubevirt.Interface
-}
 
 // PageSize is how many objects one LIST page holds (client-go's pager
 // default), so a large cluster is read in bounded chunks.
@@ -76,7 +71,7 @@ func EachVMPage(ctx context.Context, c kubevirt.Interface, namespace, selector s
 
 // readSource reads src's objects page by page and calls fn with each. The
 // object is the page's: copy what is kept (Slim does).
-func readSource(ctx context.Context, c Clients, src source, q Query, fn func(runtime.Object)) error {
+func readSource(ctx context.Context, c kube.Clients, src source, q Query, fn func(runtime.Object)) error {
 	var pages pager.ListPageFunc
 	switch src.resource() {
 	case "pods":
@@ -103,7 +98,7 @@ const loadWorkers = 8
 // object of srcs[i]: from several goroutines, but for one i from one only.
 // It returns the first failed source's error, as reading one source after
 // the other would have.
-func readAll(ctx context.Context, c Clients, q Query, srcs []source, fn func(i int, obj runtime.Object)) error {
+func readAll(ctx context.Context, c kube.Clients, q Query, srcs []source, fn func(i int, obj runtime.Object)) error {
 	errs := make([]error, len(srcs))
 	workqueue.ParallelizeUntil(ctx, loadWorkers, len(srcs), func(i int) {
 		errs[i] = readSource(ctx, c, srcs[i], q, func(obj runtime.Object) { fn(i, obj) })

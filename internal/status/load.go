@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -56,7 +57,7 @@ type Inventory struct {
 // a namespace, one LIST of that namespace instead). VMs vmctl did not make
 // are never read otherwise. A VM listed before its agent's Pod was created
 // is paired all the same: its Pod is read by name after the VM.
-func Load(ctx context.Context, c Clients, q Query) (*Inventory, error) {
+func Load(ctx context.Context, c kube.Clients, q Query) (*Inventory, error) {
 	b := newBuilder(q)
 	have := map[source]bool{}
 	for {

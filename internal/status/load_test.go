@@ -10,6 +10,7 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -199,9 +200,9 @@ func TestLoad(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kube, virt := fakes(tt.kube, tt.virt)
-			log := record(&kube.Fake, &virt.Fake)
-			inv, err := Load(t.Context(), Clients{Kube: kube, KubeVirt: virt}, tt.query)
+			kc, virt := fakes(tt.kube, tt.virt)
+			log := record(&kc.Fake, &virt.Fake)
+			inv, err := Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt}, tt.query)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,19 +219,19 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLoadStopsAtTheFirstRefusal(t *testing.T) {
-	kube := kubefake.NewClientset()
+	kc := kubefake.NewClientset()
 	virt := kubevirtfake.NewSimpleClientset()
 	vm := derivedVM("ns", "web", 1, "other", "a", "uid-a", "n1", time.Hour)
 	if _, err := virt.KubevirtV1().VirtualMachines("ns").Create(t.Context(), &vm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	kc.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetNamespace() == "other" {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New(`User "u" cannot list resource "pods" in API group "" in the namespace "other"`))
 		}
 		return false, nil, nil
 	})
-	_, err := Load(t.Context(), Clients{Kube: kube, KubeVirt: virt}, Query{Namespace: "ns"})
+	_, err := Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt}, Query{Namespace: "ns"})
 	want := `list pods named "a" in namespace "other": pods is forbidden: User "u" cannot list resource "pods" in API group "" in the namespace "other"`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load: %v, want %s", err, want)
@@ -238,9 +239,9 @@ func TestLoadStopsAtTheFirstRefusal(t *testing.T) {
 }
 
 func TestListFollowsPages(t *testing.T) {
-	kube := kubefake.NewClientset()
+	kc := kubefake.NewClientset()
 	var seen []metav1.ListOptions
-	kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	kc.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		opts := a.(k8stesting.ListActionImpl).ListOptions
 		seen = append(seen, opts)
 		page := &corev1.PodList{}
@@ -253,7 +254,7 @@ func TestListFollowsPages(t *testing.T) {
 		}
 		return true, page, nil
 	})
-	pods, err := ListPods(t.Context(), kube, "ns", AgentSelector)
+	pods, err := ListPods(t.Context(), kc, "ns", AgentSelector)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +42,7 @@ type WatchOptions struct {
 // unauthorized, no such resource): an informer that cannot list would
 // otherwise wait for its first list without end. Other failures later are
 // retried by the informers, with backoff.
-func Watch(ctx context.Context, c Clients, q Query, opts WatchOptions, update func(*Inventory) error) error {
+func Watch(ctx context.Context, c kube.Clients, q Query, opts WatchOptions, update func(*Inventory) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the informers
 	w := &watcher{c: c, q: q, changed: make(chan struct{}, 1), sources: map[source]*informer{}}
@@ -92,7 +93,7 @@ type informer struct {
 }
 
 type watcher struct {
-	c       Clients
+	c       kube.Clients
 	q       Query
 	changed chan struct{}
 	// updated is set once update ran: from then on only a refusal by the

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,12 +31,12 @@ func TestWatch(t *testing.T) {
 	defer cancel()
 	pod := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)
 	proto := prototype("ns", "web", 1)
-	kube, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto})
+	kc, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto})
 
 	updates := make(chan *Inventory, 100)
 	done := make(chan error, 1)
 	go func() {
-		done <- Watch(ctx, Clients{Kube: kube, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
+		done <- Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
 			updates <- inv
 			return nil
 		})
@@ -63,7 +64,7 @@ func TestWatch(t *testing.T) {
 			return a.GetVerb() == "watch" && a.GetResource().Resource == resource
 		})
 	}
-	for !watching(kube.Actions(), "pods") || !watching(virt.Actions(), "virtualmachines") || !watching(virt.Actions(), "virtualmachineinstances") {
+	for !watching(kc.Actions(), "pods") || !watching(virt.Actions(), "virtualmachines") || !watching(virt.Actions(), "virtualmachineinstances") {
 		select {
 		case <-ctx.Done():
 			t.Fatal("watches not opened before the deadline")
@@ -86,7 +87,7 @@ func TestWatch(t *testing.T) {
 	}
 	// No GETs, and never all VMs: informers list and watch derived VMs by
 	// label, the prototype by name.
-	for _, a := range append(kube.Actions(), virt.Actions()...) {
+	for _, a := range append(kc.Actions(), virt.Actions()...) {
 		switch a.GetVerb() {
 		case "create":
 		case "list", "watch":
@@ -116,11 +117,11 @@ func TestWatchFollowsAgentsIntoOtherNamespaces(t *testing.T) {
 	})
 	proto := prototype("vms", "web", 1)
 	vm := derivedVM("vms", "web", 1, "ns", "a", "uid-a", "n1", time.Hour)
-	kube, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto, &vm})
+	kc, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto, &vm})
 
 	found := make(chan struct{})
 	var once sync.Once
-	err := Watch(ctx, Clients{Kube: kube, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
+	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
 		if rows := Pair(inv, t0); len(rows) == 1 && rows[0].VMNamespace == "vms" && len(rows[0].Problems) == 0 {
 			once.Do(func() { close(found) })
 			cancel()
@@ -143,10 +144,10 @@ func TestWatchFindsAVMsPodByItsIdentity(t *testing.T) {
 	pod := agentPod("ns", "manual", "uid-m", "n1", "", time.Hour, func(p *corev1.Pod) { p.Labels = nil })
 	proto := prototype("ns", "web", 1)
 	vm := derivedVM("ns", "web", 1, "ns", "manual", "uid-m", "n1", time.Hour)
-	kube, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto, &vm})
+	kc, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto, &vm})
 
 	var rows []Row
-	err := Watch(ctx, Clients{Kube: kube, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
+	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
 		rows = Pair(inv, t0)
 		cancel()
 		return nil
@@ -169,19 +170,19 @@ func TestWatchStopsWhenRefused(t *testing.T) {
 	defer cancel()
 	proto := prototype("ns", "web", 1)
 	vm := derivedVM("ns", "web", 1, "secret", "a", "uid-a", "n1", time.Hour)
-	kube, virt := fakes(nil, []runtime.Object{&proto, &vm})
-	kube.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	kc, virt := fakes(nil, []runtime.Object{&proto, &vm})
+	kc.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetNamespace() == "secret" {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New(`User "u" cannot list resource "pods" in API group "" in the namespace "secret"`))
 		}
 		return false, nil, nil
 	})
 	q := Query{Namespace: "ns"}
-	_, loadErr := Load(ctx, Clients{Kube: kube, KubeVirt: virt}, q)
+	_, loadErr := Load(ctx, kube.Clients{Kube: kc, KubeVirt: virt}, q)
 	if loadErr == nil {
 		t.Fatal("Load: no error")
 	}
-	err := Watch(ctx, Clients{Kube: kube, KubeVirt: noWatchList{virt}}, q, WatchOptions{Refresh: time.Hour}, func(*Inventory) error {
+	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, q, WatchOptions{Refresh: time.Hour}, func(*Inventory) error {
 		t.Error("update without the Pods of namespace secret")
 		return nil
 	})
@@ -199,11 +200,11 @@ func TestWatchStopsWhenAWatchIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	pod := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)
-	kube, virt := fakes([]runtime.Object{&pod}, nil)
-	kube.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+	kc, virt := fakes([]runtime.Object{&pod}, nil)
+	kc.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New(`User "u" cannot watch resource "pods"`))
 	})
-	err := Watch(ctx, Clients{Kube: kube, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(*Inventory) error { return nil })
+	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(*Inventory) error { return nil })
 	if err == nil || !apierrors.IsForbidden(err) || ctx.Err() != nil {
 		t.Errorf("Watch: %v (deadline passed: %v), want the forbidden watch", err, ctx.Err() != nil)
 	}
@@ -215,14 +216,14 @@ func TestWatchUpdatesAtMostEveryMinInterval(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	proto := prototype("ns", "web", 1)
-	kube, virt := fakes(nil, []runtime.Object{&proto})
+	kc, virt := fakes(nil, []runtime.Object{&proto})
 	const minInterval = 200 * time.Millisecond
 	var mu sync.Mutex
 	var updates []time.Time
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- Watch(ctx, Clients{Kube: kube, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour, MinInterval: minInterval}, func(*Inventory) error {
+		done <- Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour, MinInterval: minInterval}, func(*Inventory) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if len(updates) == 0 {
