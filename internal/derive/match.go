@@ -53,27 +53,47 @@ var (
 // noMarkers refuses a prototype that carries vmctl's derived-VM labels or
 // annotations, as a prototype made by copying a derived VM does: gc would
 // take it for a derived VM and delete it once the Pod it names is gone, and
-// status and diff would count it among the derived VMs.
+// status and diff would count it among the derived VMs. The error ends with
+// the commands that remove exactly the markers found: kubectl label and
+// annotate fail on a key the VM does not have.
 func noMarkers(proto metav1.Object) error {
-	var found []string
-	for _, k := range markerLabels {
-		if _, ok := proto.GetLabels()[k]; ok {
-			found = append(found, "label "+k)
-		}
-	}
-	for _, k := range markerAnnotations {
-		if _, ok := proto.GetAnnotations()[k]; ok {
-			found = append(found, "annotation "+k)
-		}
-	}
-	if len(found) == 0 {
+	labels := present(proto.GetLabels(), markerLabels)
+	annotations := present(proto.GetAnnotations(), markerAnnotations)
+	if len(labels) == 0 && len(annotations) == 0 {
 		return nil
+	}
+	var found, fix []string
+	for _, k := range labels {
+		found = append(found, "label "+k)
+	}
+	for _, k := range annotations {
+		found = append(found, "annotation "+k)
+	}
+	if len(labels) > 0 {
+		fix = append(fix, removeKeys("label", proto, labels))
+	}
+	if len(annotations) > 0 {
+		fix = append(fix, removeKeys("annotate", proto, annotations))
 	}
 	ref := proto.GetNamespace() + "/" + proto.GetName()
 	return fmt.Errorf("prototype %s carries vmctl's derived-VM markers (%s), as a copy of a derived VM does; "+
-		"remove them so that gc and status do not take it for a derived VM: "+
-		"kubectl label vm %s -n %s %s- && kubectl annotate vm %s -n %s %s-",
-		ref, strings.Join(found, ", "),
-		proto.GetName(), proto.GetNamespace(), strings.Join(markerLabels, "- "),
-		proto.GetName(), proto.GetNamespace(), strings.Join(markerAnnotations, "- "))
+		"remove them so that gc and status do not take it for a derived VM: %s",
+		ref, strings.Join(found, ", "), strings.Join(fix, " && "))
+}
+
+// present returns the keys of want that m holds, in want's order.
+func present(m map[string]string, want []string) []string {
+	var out []string
+	for _, k := range want {
+		if _, ok := m[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// removeKeys is the kubectl label or annotate command that removes keys
+// from the VM meta.
+func removeKeys(verb string, meta metav1.Object, keys []string) string {
+	return fmt.Sprintf("kubectl %s vm %s -n %s %s-", verb, meta.GetName(), meta.GetNamespace(), strings.Join(keys, "- "))
 }

@@ -88,13 +88,17 @@ func TestSelectors(t *testing.T) {
 
 // TestVMRefusesPrototypeWithMarkers: a prototype copied from a derived VM
 // keeps vmctl's markers, and gc would delete it as soon as the Pod they name
-// is gone. Every marker alone is enough to refuse it.
+// is gone. Every marker alone is enough to refuse it, and the fix the error
+// gives removes exactly the markers present: kubectl label and annotate fail
+// on a key the VM does not have.
 func TestVMRefusesPrototypeWithMarkers(t *testing.T) {
 	for _, key := range append(append([]string{}, markerLabels...), markerAnnotations...) {
 		t.Run(key, func(t *testing.T) {
 			proto := testPrototype()
+			wantFix := "kubectl annotate vm fedora -n vms " + key + "-"
 			if slices.Contains(markerLabels, key) {
 				proto.Labels = map[string]string{"app": "fedora", key: "copied"}
+				wantFix = "kubectl label vm fedora -n vms " + key + "-"
 			} else {
 				proto.Annotations = map[string]string{key: "copied"}
 			}
@@ -102,11 +106,29 @@ func TestVMRefusesPrototypeWithMarkers(t *testing.T) {
 			if err == nil {
 				t.Fatalf("VM() derived from a prototype with %s; want an error", key)
 			}
-			for _, want := range []string{key, "kubectl label vm fedora -n vms", "kubectl annotate vm fedora -n vms", "copy of a derived VM"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not say %q", err, want)
-				}
+			if !strings.HasSuffix(err.Error(), ": "+wantFix) {
+				t.Errorf("error %q does not end with the fix %q", err, wantFix)
+			}
+			if !strings.Contains(err.Error(), "copy of a derived VM") {
+				t.Errorf("error %q does not say why", err)
 			}
 		})
+	}
+}
+
+// TestMarkersFixRemovesOnlyThosePresent: a copy of a Deployment's derived VM
+// has no subdomain label, and the fix must not name it.
+func TestMarkersFixRemovesOnlyThosePresent(t *testing.T) {
+	proto := testPrototype()
+	proto.Labels = map[string]string{"app": "fedora", LabelPrototype: "p", LabelPod: "q"}
+	proto.Annotations = map[string]string{AnnotationPodUID: "u", AnnotationNode: "n", "keep": "me"}
+	_, err := VM(proto, testPod(), Options{})
+	if err == nil {
+		t.Fatal("VM() derived from a copy of a derived VM; want an error")
+	}
+	want := "kubectl label vm fedora -n vms " + LabelPrototype + "- " + LabelPod + "- && " +
+		"kubectl annotate vm fedora -n vms " + AnnotationPodUID + "- " + AnnotationNode + "-"
+	if !strings.HasSuffix(err.Error(), ": "+want) {
+		t.Errorf("error %q\ndoes not end with the fix\n%q", err, want)
 	}
 }
