@@ -122,6 +122,9 @@ type StatusOptions struct {
 	Watch         bool
 	ExitCode      bool
 	Color         string
+	// NotReadyGrace is how long a VM starting normally may be not ready
+	// before that is a problem.
+	NotReadyGrace time.Duration
 
 	// Refresh is how often --watch recomputes without events.
 	Refresh time.Duration
@@ -146,15 +149,16 @@ type StatusOptions struct {
 // NewStatusOptions returns StatusOptions with their defaults.
 func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
 	o := &StatusOptions{
-		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		PrintFlags:  genericclioptions.NewPrintFlags(""),
-		Color:       string(table.ColorAuto),
-		Refresh:     DefaultStatusRefresh,
-		MinRedraw:   DefaultStatusMinRedraw,
-		Now:         time.Now,
-		Getenv:      os.Getenv,
-		IsTerminal:  table.IsTerminal,
-		IOStreams:   streams,
+		ConfigFlags:   genericclioptions.NewConfigFlags(true),
+		PrintFlags:    genericclioptions.NewPrintFlags(""),
+		Color:         string(table.ColorAuto),
+		Refresh:       DefaultStatusRefresh,
+		MinRedraw:     DefaultStatusMinRedraw,
+		NotReadyGrace: status.NotReadyGrace,
+		Now:           time.Now,
+		Getenv:        os.Getenv,
+		IsTerminal:    table.IsTerminal,
+		IOStreams:     streams,
 	}
 	o.NewClients = clientsFromFlags(o.ConfigFlags)
 	return o
@@ -184,7 +188,11 @@ the node its instance runs on, and name what is wrong:
 
   VM missing                     the Pod runs (for 15s or more) but has no VM
   VM on another node             the VM's instance runs elsewhere than its Pod
-  VM not ready for 6m            not ready for 5 minutes or more
+  VM cannot be scheduled on its node: Insufficient memory
+                                 KubeVirt cannot start the VM, and says why (also:
+                                 PVC missing, DataVolume, image pull, crash loop,
+                                 launcher Pod refused, stopped by hand)
+  VM not ready for 6m            starting, and not ready for --not-ready-grace
   orphaned VM (pod gone)         the VM outlived its Pod (see kubectl vmctl gc)
   orphaned VM (pod replaced)     a new Pod of that name exists; it will not adopt the VM
   VM from older prototype generation (3 < 5)
@@ -235,6 +243,7 @@ list or watch what it needs.`,
 	f.BoolVarP(&o.Watch, "watch", "w", o.Watch, "After printing, follow changes: redraw on a terminal, print a new table on each change otherwise.")
 	f.BoolVar(&o.ExitCode, "exit-code", o.ExitCode, "Exit 1 when any row has a problem (2 on errors), else 0.")
 	f.StringVar(&o.Color, "color", o.Color, "Color the table: auto (on a terminal, unless NO_COLOR is set), always or never.")
+	f.DurationVar(&o.NotReadyGrace, "not-ready-grace", o.NotReadyGrace, "How long a VM that is starting may be not ready before that is a problem. A VM KubeVirt cannot start (unschedulable, image pull, missing PVC, ...) is a problem at once.")
 	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
 	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
 	return cmd
@@ -294,6 +303,9 @@ func (o *StatusOptions) Validate() error {
 	if o.Refresh <= 0 {
 		return fmt.Errorf("refresh interval must be positive, not %v", o.Refresh)
 	}
+	if o.NotReadyGrace < 0 {
+		return fmt.Errorf("--not-ready-grace must not be negative, not %v", o.NotReadyGrace)
+	}
 	if o.MinRedraw < 0 {
 		return fmt.Errorf("least redraw interval must not be negative, not %v", o.MinRedraw)
 	}
@@ -309,7 +321,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rows := status.Pair(inv, o.Now())
+	rows := status.Pair(inv, o.Now(), o.NotReadyGrace)
 	if err := o.print(ctx, rows); err != nil {
 		return err
 	}
@@ -369,7 +381,7 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 	opts := status.WatchOptions{Refresh: o.Refresh, MinInterval: o.MinRedraw}
 	return status.Watch(ctx, o.clients, o.query, opts, func(inv *status.Inventory) error {
 		now := o.Now()
-		rows := status.Pair(inv, now)
+		rows := status.Pair(inv, now, o.NotReadyGrace)
 		var buf bytes.Buffer
 		if len(rows) == 0 {
 			buf.WriteString(noneFound(inv.Query) + ".\n")

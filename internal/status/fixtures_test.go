@@ -131,3 +131,14 @@ func unschedulable(v kubevirtv1.VirtualMachineInstance, msg string) kubevirtv1.V
 	})
 	return v
 }
+
+// stuckVM gives a VM KubeVirt's printableStatus and one condition as
+// virt-controller writes it.
+func stuckVM(status kubevirtv1.VirtualMachinePrintableStatus, cond string, cs corev1.ConditionStatus, msg string) func(*kubevirtv1.VirtualMachine) {
+	return func(vm *kubevirtv1.VirtualMachine) {
+		vm.Status.PrintableStatus = status
+		vm.Status.Conditions = append(vm.Status.Conditions, kubevirtv1.VirtualMachineCondition{
+			Type: kubevirtv1.VirtualMachineConditionType(cond), Status: cs, Message: msg,
+		})
+	}
+}

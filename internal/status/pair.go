@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
 const (
@@ -19,9 +21,12 @@ const (
 	// before status calls the VM missing: the agent creates it right after
 	// it starts, and Load lists Pods after VMs.
 	MissingGrace = 15 * time.Second
-	// NotReadyGrace is how long a VM may be not ready before status calls
-	// it a problem: booting, pulling a containerDisk or importing a disk
-	// take minutes, and a problem fails `status --exit-code`.
+	// NotReadyGrace is how long a VM that is starting normally may be not
+	// ready before status calls it a problem, unless told otherwise
+	// (`status --not-ready-grace`): booting, pulling a containerDisk or
+	// importing a disk take minutes, and a problem fails `status
+	// --exit-code`. A VM stuck in a state KubeVirt does not leave by itself
+	// (package stuck) is a problem at once.
 	NotReadyGrace = 5 * time.Minute
 )
 
@@ -74,9 +79,11 @@ type Row struct {
 
 // Pair matches agent Pods with derived VMs (by the Pod UID the VM records)
 // and VMs with their VMIs (by name), and names each row's problems as of
-// now. A VM whose Pod is not an agent Pod but among inv.OwnerPods pairs with
-// it all the same. Rows are sorted by namespace, Pod and VM.
-func Pair(inv *Inventory, now time.Time) []Row {
+// now; a VM starting normally may be not ready for notReadyGrace before
+// that is a problem. A VM whose Pod is not an agent Pod but among
+// inv.OwnerPods pairs with it all the same. Rows are sorted by namespace,
+// Pod and VM.
+func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 	q := inv.Query
 	pods := map[types.UID]*corev1.Pod{}
 	podNames := map[Key]*corev1.Pod{}
@@ -113,7 +120,7 @@ func Pair(inv *Inventory, now time.Time) []Row {
 		}
 	}
 
-	p := pairer{now: now, vmis: vmis, protos: protos, podNames: podNames}
+	p := pairer{now: now, notReadyGrace: notReadyGrace, vmis: vmis, protos: protos, podNames: podNames}
 	var rows []Row
 	shown := map[*kubevirtv1.VirtualMachine]bool{}
 	for _, pod := range inv.Pods {
@@ -156,10 +163,11 @@ func Pair(inv *Inventory, now time.Time) []Row {
 }
 
 type pairer struct {
-	now      time.Time
-	vmis     map[Key]*kubevirtv1.VirtualMachineInstance
-	protos   map[Key]*kubevirtv1.VirtualMachine
-	podNames map[Key]*corev1.Pod
+	now           time.Time
+	notReadyGrace time.Duration
+	vmis          map[Key]*kubevirtv1.VirtualMachineInstance
+	protos        map[Key]*kubevirtv1.VirtualMachine
+	podNames      map[Key]*corev1.Pod
 }
 
 // podRow is a Pod without VM.
@@ -205,7 +213,9 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	}
 	if drain := drainProblem(vmi); drain != "" {
 		r.Problems = append(r.Problems, drain) // it says why the VM is not ready
-	} else if since, ok := notReadySince(vm); ok && p.now.Sub(since) >= NotReadyGrace {
+	} else if s, ok := stuck.Of(vm); ok {
+		r.Problems = append(r.Problems, s.Message)
+	} else if since, ok := notReadySince(vm); ok && p.now.Sub(since) >= p.notReadyGrace {
 		r.Problems = append(r.Problems, fmt.Sprintf(problemNotReadyFmt, duration.HumanDuration(p.now.Sub(since))))
 	}
 	switch proto := p.protos[Key{o.PrototypeNamespace, o.PrototypeName}]; {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -245,6 +246,38 @@ func TestPair(t *testing.T) {
 		},
 		want: []brief{{Namespace: "ns", Pod: "manual", VM: "web-manual", VMINode: "n1"}},
 	}, {
+		name: "a VM KubeVirt cannot schedule on its node is a problem at once, with the scheduler's reason",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(10*time.Second), stuckVM(
+				kubevirtv1.VirtualMachineStatusUnschedulable, "PodScheduled", corev1.ConditionFalse,
+				"0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't match Pod's node affinity/selector."))),
+			VMIs: ptrs(vmi("ns", "web-a", "")),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM cannot be scheduled on its node: Insufficient memory"}}},
+	}, {
+		name: "a VM whose DataVolume the API server refuses is a problem at once, without a VMI",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(0), stuckVM(
+				kubevirtv1.VirtualMachineStatusStopped, "Failure", corev1.ConditionTrue,
+				"Error encountered while creating DataVolumes: failed to create DataVolume: the server could not find the requested resource"))),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM's DataVolume cannot be created: the server could not find the requested resource"}}},
+	}, {
+		name: "a VM someone stopped is a problem at once",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(0), func(vm *kubevirtv1.VirtualMachine) {
+				vm.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyHalted)
+				vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
+			})),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM stopped (runStrategy Halted): someone stopped it; `virtctl start web-a` starts it again"}}},
+	}, {
 		name: "a derived VM copied and renamed to serve as a prototype is a prototype, never a row",
 		inv: Inventory{
 			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "golden", time.Hour)),
@@ -255,11 +288,29 @@ func TestPair(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := briefs(Pair(&tt.inv, t0))
+			got := briefs(Pair(&tt.inv, t0, NotReadyGrace))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Pair (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPairNotReadyGrace: the grace a VM starting normally gets is the
+// caller's (status --not-ready-grace).
+func TestPairNotReadyGrace(t *testing.T) {
+	inv := Inventory{
+		Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+		Prototypes: ptrs(prototype("ns", "web", 5)),
+		VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(2*time.Minute))),
+	}
+	for grace, want := range map[time.Duration][]string{
+		time.Minute:   {"VM not ready for 2m"},
+		NotReadyGrace: nil,
+	} {
+		if got := Pair(&inv, t0, grace)[0].Problems; !cmp.Equal(want, got) {
+			t.Errorf("Pair with grace %v: problems %q; want %q", grace, got, want)
+		}
 	}
 }
 
@@ -275,7 +326,7 @@ func TestPairRowFields(t *testing.T) {
 		VM: "web-a", VMNamespace: "ns", VMStatus: "Starting", VMReady: false, VMINode: "n1",
 		Prototype: "web", PrototypeNamespace: "ns", Created: ago(time.Hour),
 	}}
-	if diff := cmp.Diff(want, Pair(&inv, t0)); diff != "" {
+	if diff := cmp.Diff(want, Pair(&inv, t0, NotReadyGrace)); diff != "" {
 		t.Errorf("Pair (-want +got):\n%s", diff)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
 // TestREADMETroubleshooting keeps README.md's troubleshooting table in step
@@ -18,12 +20,12 @@ func TestREADMETroubleshooting(t *testing.T) {
 		t.Fatal("README.md has no Troubleshooting section")
 	}
 	table, _, _ = strings.Cut(table, "\n## ")
-	for _, p := range []string{
+	for _, p := range append([]string{
 		ProblemVMMissing, ProblemOtherNode, ProblemPodGone, ProblemPodReplaced, ProblemProtoMissing,
 		ProblemEvacuating, ProblemHeldByDrain,
 		strings.TrimSuffix(problemNotReadyFmt, "%s"),
 		strings.TrimSuffix(problemOlderProtoFmt, "(%d < %d)"),
-	} {
+	}, stuck.Prefixes...) {
 		if !strings.Contains(table, "\n| "+p) {
 			t.Errorf("README.md's troubleshooting table has no row for %q", p)
 		}

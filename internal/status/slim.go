@@ -13,7 +13,7 @@ const lastApplied = corev1.LastAppliedConfigAnnotation
 // Slim returns a copy of obj (a Pod, VirtualMachine or
 // VirtualMachineInstance) holding only what status, gc and the pairing
 // read: metadata without managedFields or a last-applied copy; of a VM, its
-// status and no spec; of a VMI, its node, evacuation node, conditions and first address; of a Pod, its node, its
+// status and of its spec only the runStrategy; of a VMI, its node, evacuation node, conditions and first address; of a Pod, its node, its
 // containers' names and arguments and its readiness. 10,000 VMs so kept take
 // a fraction of the memory of the full objects. Other objects (an informer's
 // DeletedFinalStateUnknown) are returned unchanged. Its signature is
@@ -43,11 +43,15 @@ func slim(obj any) any {
 }
 
 func slimVM(o *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
-	vm := &kubevirtv1.VirtualMachine{ObjectMeta: o.ObjectMeta, Status: kubevirtv1.VirtualMachineStatus{
-		Ready:           o.Status.Ready,
-		PrintableStatus: o.Status.PrintableStatus,
-		Conditions:      o.Status.Conditions,
-	}}
+	// Of the spec, only what stuck.Of reads: whether someone stopped it.
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: o.ObjectMeta,
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: o.Spec.RunStrategy},
+		Status: kubevirtv1.VirtualMachineStatus{
+			Ready:           o.Status.Ready,
+			PrintableStatus: o.Status.PrintableStatus,
+			Conditions:      o.Status.Conditions,
+			StartFailure:    o.Status.StartFailure,
+		}}
 	slimMeta(&vm.ObjectMeta)
 	return vm
 }

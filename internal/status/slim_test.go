@@ -57,13 +57,13 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 	for i := range inv.VMIs {
 		slim.VMIs = append(slim.VMIs, must(Slim(inv.VMIs[i])).(*kubevirtv1.VirtualMachineInstance))
 	}
-	want := Pair(&inv, t0)
+	want := Pair(&inv, t0, NotReadyGrace)
 	if len(want) != 4 || !slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemEvacuating) }) ||
 		!slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemHeldByDrain) }) ||
 		!slices.ContainsFunc(want, func(r Row) bool { return r.VMIP == "10.244.0.9" }) {
 		t.Fatalf("the fixture pairs into %d rows, want 4, one evacuating, one held by a drain and one at 10.244.0.9: %+v", len(want), want)
 	}
-	if diff := cmp.Diff(want, Pair(&slim, t0)); diff != "" {
+	if diff := cmp.Diff(want, Pair(&slim, t0, NotReadyGrace)); diff != "" {
 		t.Errorf("rows of slim objects (-full +slim):\n%s", diff)
 	}
 	if diff := cmp.Diff(full(), inv); diff != "" {

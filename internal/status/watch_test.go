@@ -77,7 +77,7 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	next("the new VM paired", func(inv *Inventory) bool {
-		rows := Pair(inv, t0)
+		rows := Pair(inv, t0, NotReadyGrace)
 		return len(rows) == 1 && rows[0].VM == "web-a"
 	})
 
@@ -122,7 +122,7 @@ func TestWatchFollowsAgentsIntoOtherNamespaces(t *testing.T) {
 	found := make(chan struct{})
 	var once sync.Once
 	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
-		if rows := Pair(inv, t0); len(rows) == 1 && rows[0].VMNamespace == "vms" && len(rows[0].Problems) == 0 {
+		if rows := Pair(inv, t0, NotReadyGrace); len(rows) == 1 && rows[0].VMNamespace == "vms" && len(rows[0].Problems) == 0 {
 			once.Do(func() { close(found) })
 			cancel()
 		}
@@ -148,7 +148,7 @@ func TestWatchFindsAVMsPodByItsIdentity(t *testing.T) {
 
 	var rows []Row
 	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
-		rows = Pair(inv, t0)
+		rows = Pair(inv, t0, NotReadyGrace)
 		cancel()
 		return nil
 	})
