@@ -18,6 +18,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
 // Agent keeps one derived VM for one Pod.
@@ -269,6 +270,7 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 			klog.FromContext(ctx).Info("VM back after its stop for a drain")
 		}
 	}
+	stuckIn, isStuck := stuck.Of(vm)
 	switch {
 	case ready:
 		a.status.set(true, "")
@@ -277,6 +279,10 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 		a.status.set(false, ReadyzVMDeleting)
 	case a.evacuation.Load() != notEvacuated:
 		a.status.set(false, strings.TrimSuffix(ReadyzEvacuated+": "+string(vm.Status.PrintableStatus), ": "))
+	case isStuck:
+		// A state KubeVirt does not leave by itself: say why at once, in
+		// the words status uses, one Event per cause.
+		a.report.fail(ctx, &problem{reason: stuckIn.Reason, msg: stuckIn.Message})
 	case vm.Status.PrintableStatus != "":
 		a.status.set(false, ReadyzVMNotReady+": "+string(vm.Status.PrintableStatus))
 	default:
