@@ -52,6 +52,13 @@ func repoFile(rel string) string {
 // createPrototype creates the prototype VM of testdata/<file> in ns.
 func createPrototype(t *testing.T, ns, file string) {
 	t.Helper()
+	createPrototypeWith(t, ns, file, nil)
+}
+
+// createPrototypeWith creates the prototype VM of testdata/<file> in ns,
+// changed by change first (when not nil).
+func createPrototypeWith(t *testing.T, ns, file string, change func(*kubevirtv1.VirtualMachine)) {
+	t.Helper()
 	b, err := os.ReadFile(repoFile(filepath.Join("testdata", file)))
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +66,9 @@ func createPrototype(t *testing.T, ns, file string) {
 	var vm kubevirtv1.VirtualMachine
 	if err := yaml.UnmarshalStrict(b, &vm); err != nil {
 		t.Fatal(err)
+	}
+	if change != nil {
+		change(&vm)
 	}
 	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), &vm, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create the prototype: %v", err)
