@@ -180,40 +180,6 @@ func TestStatusShowsKubeVirtsVMINode(t *testing.T) {
 	}
 }
 
-// Stopping a derived VM through its runStrategy makes KubeVirt stop its VMI,
-// and the agent's Pod goes not ready, saying why.
-func TestRunStrategyHaltedMakesPodNotReady(t *testing.T) {
-	ns := namespace(t)
-	ctx := context.Background()
-	createPrototype(t, ns, "testvm.yaml")
-	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
-	pairs := waitPaired(t, ns, "testvm", 1, settle)
-	pod := firstKey(pairs)
-	vm := pairs[pod]
-	waitPodReady(t, ns, pod, true)
-
-	patch := []byte(`{"spec":{"runStrategy":"Halted"}}`)
-	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Patch(ctx, vm.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPodReady(t, ns, pod, false)
-	eventually(t, settle, "KubeVirt to stop the VMI", func(ctx context.Context) (bool, string, error) {
-		got, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, vm.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		vmis, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		return got.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped && len(vmis.Items) == 0,
-			fmt.Sprintf("VM %s, %d VMIs", got.Status.PrintableStatus, len(vmis.Items)), nil
-	})
-	if r := agentReadyz(t, ns, pod); r.code != http.StatusServiceUnavailable || !strings.Contains(r.body, "Stopped") {
-		t.Errorf("agent /readyz: %d %q, want 503 naming the Stopped VM", r.code, r.body)
-	}
-}
-
 // The derived VMs are stored as KubeVirt's mutating webhook and
 // virt-controller left them, with defaults vmctl never wrote; diff reports
 // none of that as drift.

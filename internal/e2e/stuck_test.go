@@ -86,9 +86,10 @@ func TestStuckVMsSayWhy(t *testing.T) {
 	}
 }
 
-// TestStoppedByHandSaysSoAndRecovers: a derived VM someone stopped is a
-// problem at once, which the agent does not undo; started again, it is
-// ready and the problem goes.
+// TestStoppedByHandSaysSoAndRecovers: stopping a derived VM through its
+// runStrategy makes KubeVirt stop its VMI and the agent's Pod not ready; it
+// is a problem at once, which the agent does not undo. Started again, the
+// VM is ready and the problem goes.
 func TestStoppedByHandSaysSoAndRecovers(t *testing.T) {
 	ns := namespace(t)
 	createPrototype(t, ns, "testvm.yaml")
@@ -99,6 +100,19 @@ func TestStoppedByHandSaysSoAndRecovers(t *testing.T) {
 	waitPodReady(t, ns, pod, true)
 
 	kubectl(t, nil, "patch", "vm", vm, "-n", ns, "--type", "merge", "-p", `{"spec":{"runStrategy":"Halted"}}`)
+	waitPodReady(t, ns, pod, false)
+	eventually(t, settle, "KubeVirt to stop the VMI", func(ctx context.Context) (bool, string, error) {
+		got, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, vm, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		vmis, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return got.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped && len(vmis.Items) == 0,
+			fmt.Sprintf("VM %s, %d VMIs", got.Status.PrintableStatus, len(vmis.Items)), nil
+	})
 	checkStuck(t, ns, vm, stuck.ReasonStopped, "VM stopped (runStrategy Halted): someone stopped it; `virtctl start "+vm+"` starts it again")
 
 	// The fix the troubleshooting row gives, without virtctl.
