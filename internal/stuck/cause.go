@@ -22,8 +22,9 @@ func shorten(s string) string {
 }
 
 // schedulerCause keeps, of kube-scheduler's "0/4 nodes are available: 1
-// Insufficient memory, 3 node(s) didn't match Pod's node affinity/selector.
-// preemption: ..." what is about the VM's own node. A derived VM may run on
+// Insufficient memory, 3 node(s) didn't satisfy plugin(s) [NodeAffinity].
+// no new claims to deallocate, preemption: ..." what is about the VM's own
+// node. A derived VM may run on
 // one node only, so the other nodes' "didn't match" and the preemption
 // summary say nothing a user can act on.
 func schedulerCause(msg string) string {
@@ -31,7 +32,9 @@ func schedulerCause(msg string) string {
 	if !ok {
 		return msg
 	}
-	reasons, _, _ = strings.Cut(reasons, ". preemption:")
+	// The reasons end with the first sentence; what follows is about
+	// claims and preemption.
+	reasons, _, _ = strings.Cut(reasons, ". ")
 	reasons = strings.TrimSuffix(strings.TrimSpace(reasons), ".")
 	var kept []string
 	for _, r := range strings.Split(reasons, ", ") {

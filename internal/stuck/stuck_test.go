@@ -34,6 +34,20 @@ func TestOf(t *testing.T) {
 			cond("PodScheduled", corev1.ConditionFalse, "Unschedulable", scheduler)),
 		want: &Problem{Reason: ReasonUnschedulable, Message: "VM cannot be scheduled on its node: Insufficient memory", HasInstance: true},
 	}, {
+		// As kube-scheduler 1.36 words it.
+		name: "unschedulable, with claims and preemption after the reasons",
+		vm: vm(kubevirtv1.VirtualMachineStatusUnschedulable,
+			cond("PodScheduled", corev1.ConditionFalse, "Unschedulable",
+				"0/4 nodes are available: 1 Insufficient memory, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. "+
+					"no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.")),
+		want: &Problem{Reason: ReasonUnschedulable, Message: "VM cannot be scheduled on its node: Insufficient memory", HasInstance: true},
+	}, {
+		name: "unschedulable on an extended resource",
+		vm: vm(kubevirtv1.VirtualMachineStatusUnschedulable,
+			cond("PodScheduled", corev1.ConditionFalse, "Unschedulable",
+				"0/3 nodes are available: 1 Insufficient devices.kubevirt.io/kvm, 2 node(s) didn't satisfy plugin(s) [NodeAffinity].")),
+		want: &Problem{Reason: ReasonUnschedulable, Message: "VM cannot be scheduled on its node: Insufficient devices.kubevirt.io/kvm", HasInstance: true},
+	}, {
 		name: "unschedulable for several reasons",
 		vm: vm(kubevirtv1.VirtualMachineStatusUnschedulable,
 			cond("PodScheduled", corev1.ConditionFalse, "Unschedulable",
