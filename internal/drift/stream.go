@@ -3,9 +3,11 @@ package drift
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
@@ -18,20 +20,20 @@ import (
 // (status.VMFinder), once each.
 func Each(ctx context.Context, c kubevirt.Interface, namespace, prototype string, fn func(Check) error) error {
 	protos := status.NewVMFinder(c, namespace == "")
-	return status.EachVMPage(ctx, c, namespace, status.DerivedSelector(prototype), func(page []kubevirtv1.VirtualMachine) error {
+	return status.EachVMPage(ctx, c, namespace, derive.Selector(prototype), func(page []kubevirtv1.VirtualMachine) error {
 		var live []*kubevirtv1.VirtualMachine
-		var keys []status.Key
+		var keys []types.NamespacedName
 		for i := range page {
 			vm := &page[i]
-			if !status.IsDerived(vm) {
+			if !derive.IsAgentVM(vm) {
 				continue
 			}
-			o := status.OriginOf(vm)
+			o := derive.OriginOf(vm)
 			if prototype != "" && o.PrototypeName != prototype {
 				continue // the label holds a hash of a long name; the annotation all of it
 			}
 			live = append(live, vm)
-			keys = append(keys, status.Key{Namespace: o.PrototypeNamespace, Name: o.PrototypeName})
+			keys = append(keys, o.Prototype())
 		}
 		if err := protos.Find(ctx, keys); err != nil {
 			return err

@@ -33,7 +33,7 @@ func Find(ctx context.Context, c kube.Clients, namespace string, now time.Time, 
 	if namespace != "" {
 		var others []string
 		for i := range vms {
-			if ns := status.OriginOf(&vms[i]).PodNamespace; ns != "" && ns != namespace && !slices.Contains(others, ns) {
+			if ns := derive.OriginOf(&vms[i]).PodNamespace; ns != "" && ns != namespace && !slices.Contains(others, ns) {
 				others = append(others, ns)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/pager"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -66,8 +67,8 @@ func each(ctx context.Context, what, namespace string, list pager.ListPageFunc, 
 // Versions GETs each prototype the workloads derive from, once, and
 // returns its UID and metadata.generation, Missing for one that does not
 // exist.
-func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[status.Key]Version, error) {
-	out := map[status.Key]Version{}
+func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[types.NamespacedName]Version, error) {
+	out := map[types.NamespacedName]Version{}
 	for _, w := range workloads {
 		k := w.Prototype()
 		if _, ok := out[k]; ok {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
@@ -84,8 +85,8 @@ func (w Workload) Selector() *metav1.LabelSelector {
 }
 
 // Prototype is the prototype's namespace and name.
-func (w Workload) Prototype() status.Key {
-	return status.Key{Namespace: w.Agent.PrototypeNamespace, Name: w.Agent.Prototype}
+func (w Workload) Prototype() types.NamespacedName {
+	return types.NamespacedName{Namespace: w.Agent.PrototypeNamespace, Name: w.Agent.Prototype}
 }
 
 // String names the workload with its namespace, for errors.

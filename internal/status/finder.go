@@ -5,6 +5,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 )
@@ -17,20 +18,20 @@ import (
 type VMFinder struct {
 	c             kubevirt.Interface
 	allNamespaces bool
-	asked         map[Key]bool
-	found         map[Key]*kubevirtv1.VirtualMachine
+	asked         map[types.NamespacedName]bool
+	found         map[types.NamespacedName]*kubevirtv1.VirtualMachine
 }
 
 // NewVMFinder returns a VMFinder reading through c. allNamespaces allows it
 // one LIST over all namespaces when that is cheaper (see byName).
 func NewVMFinder(c kubevirt.Interface, allNamespaces bool) *VMFinder {
-	return &VMFinder{c: c, allNamespaces: allNamespaces, asked: map[Key]bool{}, found: map[Key]*kubevirtv1.VirtualMachine{}}
+	return &VMFinder{c: c, allNamespaces: allNamespaces, asked: map[types.NamespacedName]bool{}, found: map[types.NamespacedName]*kubevirtv1.VirtualMachine{}}
 }
 
 // Find reads the VMs of keys it was not asked for before.
-func (f *VMFinder) Find(ctx context.Context, keys []Key) error {
-	want := map[Key]bool{}
-	var fresh []Key
+func (f *VMFinder) Find(ctx context.Context, keys []types.NamespacedName) error {
+	want := map[types.NamespacedName]bool{}
+	var fresh []types.NamespacedName
 	for _, k := range keys {
 		if !f.asked[k] && !want[k] {
 			want[k] = true
@@ -40,7 +41,7 @@ func (f *VMFinder) Find(ctx context.Context, keys []Key) error {
 	srcs := byName(rolePrototypes, fresh, f.allNamespaces)
 	found := make([][]*kubevirtv1.VirtualMachine, len(srcs))
 	err := readAll(ctx, kube.Clients{KubeVirt: f.c}, Query{}, srcs, func(i int, obj runtime.Object) {
-		if vm := obj.(*kubevirtv1.VirtualMachine); want[Key{vm.Namespace, vm.Name}] {
+		if vm := obj.(*kubevirtv1.VirtualMachine); want[types.NamespacedName{Namespace: vm.Namespace, Name: vm.Name}] {
 			found[i] = append(found[i], vm.DeepCopy())
 		}
 	})
@@ -52,11 +53,11 @@ func (f *VMFinder) Find(ctx context.Context, keys []Key) error {
 	}
 	for _, vms := range found {
 		for _, vm := range vms {
-			f.found[Key{vm.Namespace, vm.Name}] = vm
+			f.found[types.NamespacedName{Namespace: vm.Namespace, Name: vm.Name}] = vm
 		}
 	}
 	return nil
 }
 
 // Get returns the VM of k that Find read, or nil when there is none.
-func (f *VMFinder) Get(k Key) *kubevirtv1.VirtualMachine { return f.found[k] }
+func (f *VMFinder) Get(k types.NamespacedName) *kubevirtv1.VirtualMachine { return f.found[k] }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -78,7 +79,7 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 			o.LabelSelector += "," + q.PodSelector
 		}
 	case roleDerived:
-		o.LabelSelector = DerivedSelector(q.Prototype)
+		o.LabelSelector = derive.Selector(q.Prototype)
 	case roleVMIs:
 		o.LabelSelector = derive.LabelPrototype
 		if q.Prototype != "" {
@@ -89,16 +90,6 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.name).String()
 	}
 	return o
-}
-
-// DerivedSelector is the label selector of the VMs derived from prototype,
-// or of every derived VM when prototype is empty. Confirm each match with
-// IsDerived.
-func DerivedSelector(prototype string) string {
-	if prototype == "" {
-		return derive.DerivedSelector
-	}
-	return derive.PrototypeSelector(prototype) + "," + derive.LabelPod
 }
 
 // needs returns every source an Inventory of q needs, given what inv holds
@@ -115,20 +106,20 @@ func needs(q Query, inv *Inventory) []source {
 			out = append(out, source{roleDerived, ns, ""}, source{roleVMIs, ns, ""})
 		}
 	}
-	agents := make(map[Key]bool, len(inv.Pods))
+	agents := make(map[types.NamespacedName]bool, len(inv.Pods))
 	for _, p := range inv.Pods {
-		agents[Key{p.Namespace, string(p.UID)}] = true
+		agents[types.NamespacedName{Namespace: p.Namespace, Name: string(p.UID)}] = true
 	}
-	var owners, protos []Key
+	var owners, protos []types.NamespacedName
 	for _, vm := range inv.VMs {
-		if !IsDerived(vm) {
+		if !derive.IsAgentVM(vm) {
 			continue
 		}
-		o := OriginOf(vm)
-		protos = append(protos, Key{o.PrototypeNamespace, o.PrototypeName})
+		o := derive.OriginOf(vm)
+		protos = append(protos, o.Prototype())
 		// Out-of-scope VMs show only beside an in-scope agent, which pairs.
-		if q.PodSelector == "" && q.InScope(vm.Namespace) && !agents[Key{o.PodNamespace, string(o.PodUID)}] {
-			owners = append(owners, Key{o.PodNamespace, o.PodName})
+		if q.PodSelector == "" && q.InScope(vm.Namespace) && !agents[types.NamespacedName{Namespace: o.PodNamespace, Name: string(o.PodUID)}] {
+			owners = append(owners, o.Pod())
 		}
 	}
 	out = append(out, byName(roleOwners, owners, q.Namespace == "")...)
@@ -139,7 +130,7 @@ func needs(q Query, inv *Inventory) []source {
 // or one per namespace for a namespace of more than MaxByName names, or,
 // with allNamespaces, one over all namespaces when that still makes more
 // than MaxByName sources. Sources come sorted; keys may repeat.
-func byName(r role, keys []Key, allNamespaces bool) []source {
+func byName(r role, keys []types.NamespacedName, allNamespaces bool) []source {
 	names := map[string]map[string]bool{}
 	for _, k := range keys {
 		if k.Namespace == "" || k.Name == "" {
@@ -195,11 +186,11 @@ func pending(want []source, have map[source]bool) []source {
 // role however many sources read it.
 type builder struct {
 	inv  *Inventory
-	seen map[role]map[Key]bool
+	seen map[role]map[types.NamespacedName]bool
 }
 
 func newBuilder(q Query) *builder {
-	return &builder{inv: &Inventory{Query: q}, seen: map[role]map[Key]bool{}}
+	return &builder{inv: &Inventory{Query: q}, seen: map[role]map[types.NamespacedName]bool{}}
 }
 
 // add files obj, a slim copy (see Slim) that no one changes, under role r.
@@ -208,9 +199,9 @@ func (b *builder) add(r role, obj any) {
 	if !ok {
 		return
 	}
-	k := Key{m.GetNamespace(), m.GetName()}
+	k := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
 	if b.seen[r] == nil {
-		b.seen[r] = map[Key]bool{}
+		b.seen[r] = map[types.NamespacedName]bool{}
 	}
 	if b.seen[r][k] {
 		return

@@ -5,25 +5,26 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestByName(t *testing.T) {
-	keys := func(ns string, n int) []Key {
-		var out []Key
+	keys := func(ns string, n int) []types.NamespacedName {
+		var out []types.NamespacedName
 		for i := range n {
-			out = append(out, Key{ns, fmt.Sprintf("p-%02d", i)})
+			out = append(out, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("p-%02d", i)})
 		}
 		return out
 	}
 	tests := []struct {
 		name          string
-		keys          []Key
+		keys          []types.NamespacedName
 		allNamespaces bool
 		want          []source
 	}{
 		{name: "nothing", want: nil},
 		{name: "one name each, repeats and blanks dropped, sorted",
-			keys: []Key{{"b", "y"}, {"a", "x"}, {"b", "y"}, {"", "z"}, {"a", ""}},
+			keys: []types.NamespacedName{{Namespace: "b", Name: "y"}, {Namespace: "a", Name: "x"}, {Namespace: "b", Name: "y"}, {Name: "z"}, {Namespace: "a"}},
 			want: []source{{roleOwners, "a", "x"}, {roleOwners, "b", "y"}}},
 		{name: "MaxByName in a namespace are still read by name",
 			keys: keys("a", MaxByName), want: func() []source {
@@ -34,10 +35,10 @@ func TestByName(t *testing.T) {
 				return out
 			}()},
 		{name: "past MaxByName, the whole namespace",
-			keys: append(keys("a", MaxByName+1), Key{"b", "x"}),
+			keys: append(keys("a", MaxByName+1), types.NamespacedName{Namespace: "b", Name: "x"}),
 			want: []source{{roleOwners, "a", ""}, {roleOwners, "b", "x"}}},
 		{name: "all namespaces, past MaxByName sources: all namespaces at once",
-			keys: append(keys("a", MaxByName), Key{"b", "x"}), allNamespaces: true,
+			keys: append(keys("a", MaxByName), types.NamespacedName{Namespace: "b", Name: "x"}), allNamespaces: true,
 			want: []source{{roleOwners, "", ""}}},
 		{name: "one namespace shown: never all namespaces",
 			keys: append(keys("a", MaxByName+1), keys("b", MaxByName+1)...),
