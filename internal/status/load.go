@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -85,7 +86,7 @@ func vmNamespacesOf(pods []*corev1.Pod, q Query) []string {
 		if !q.InScope(p.Namespace) {
 			continue
 		}
-		if a, ok := ParseAgent(p); ok {
+		if a, ok := scaffold.ParseAgent(p); ok {
 			out = append(out, a.Namespace)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -254,7 +255,7 @@ func TestListFollowsPages(t *testing.T) {
 		}
 		return true, page, nil
 	})
-	pods, err := ListPods(t.Context(), kc, "ns", AgentSelector)
+	pods, err := ListPods(t.Context(), kc, "ns", scaffold.AgentSelector)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,8 +263,8 @@ func TestListFollowsPages(t *testing.T) {
 		t.Errorf("got %d pods, want a and b from two pages", len(pods))
 	}
 	want := []metav1.ListOptions{
-		{LabelSelector: AgentSelector, Limit: 500},
-		{LabelSelector: AgentSelector, Limit: 500, Continue: "page-2"},
+		{LabelSelector: scaffold.AgentSelector, Limit: 500},
+		{LabelSelector: scaffold.AgentSelector, Limit: 500, Continue: "page-2"},
 	}
 	if diff := gocmp.Diff(want, seen); diff != "" {
 		t.Errorf("list options (-want +got):\n%s", diff)

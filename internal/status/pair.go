@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -121,7 +122,7 @@ func Pair(inv *Inventory, now time.Time) []Row {
 		if !q.InScope(pod.Namespace) {
 			continue
 		}
-		agent, _ := ParseAgent(pod)
+		agent, _ := scaffold.ParseAgent(pod)
 		if q.Prototype != "" && agent.Prototype != q.Prototype && len(byPod[pod.UID]) == 0 {
 			continue
 		}
@@ -164,7 +165,7 @@ type pairer struct {
 }
 
 // podRow is a Pod without VM.
-func (p pairer) podRow(pod *corev1.Pod, agent Agent) Row {
+func (p pairer) podRow(pod *corev1.Pod, agent scaffold.Agent) Row {
 	r := podFields(pod)
 	r.Prototype, r.PrototypeNamespace = agent.Prototype, agent.PrototypeNamespace
 	if vmExpected(pod, p.now) {

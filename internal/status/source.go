@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // MaxByName is how many objects of one role a namespace may need by name
@@ -74,7 +75,7 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 	var o metav1.ListOptions
 	switch s.role {
 	case roleAgents:
-		o.LabelSelector = AgentSelector
+		o.LabelSelector = scaffold.AgentSelector
 		if q.PodSelector != "" {
 			o.LabelSelector += "," + q.PodSelector
 		}
