@@ -15,7 +15,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/drift"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
 )
 
@@ -159,12 +158,12 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: 2, Err: err}
 	}
 	if checked == 0 && o.Prototype != "" {
-		exists, err := status.PrototypeExists(ctx, o.clients.KubeVirt, o.namespace, o.Prototype)
+		exists, err := kube.PrototypeExists(ctx, o.clients.KubeVirt, o.namespace, o.Prototype)
 		if err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}
 		if !exists {
-			return &ExitError{Code: 2, Err: fmt.Errorf("no VMs derived from prototype %s%s, and %s", o.Prototype, inNamespace(o.namespace), status.NoPrototype(o.namespace, o.Prototype))}
+			return &ExitError{Code: 2, Err: fmt.Errorf("no VMs derived from prototype %s%s, and %s", o.Prototype, inNamespace(o.namespace), noPrototype(o.namespace, o.Prototype))}
 		}
 	}
 	summary := fmt.Sprintf("%d of %d derived VMs drifted", drifted, checked)

@@ -91,6 +91,16 @@ func prototypeArg(args []string, flag string) (string, error) {
 	return args[0], nil
 }
 
+// noPrototype says that there is no prototype name in namespace (any
+// namespace when empty) and what to do, for commands given a PROTOTYPE
+// that find nothing of it.
+func noPrototype(namespace, name string) string {
+	if namespace == "" {
+		return fmt.Sprintf("no VM %s in any namespace: check the prototype's name", name)
+	}
+	return fmt.Sprintf("no VM %s in %s namespace: check the prototype's name, or pass -n or -A", name, namespace)
+}
+
 // inNamespace phrases a scope as kubectl does in "No resources found ...".
 func inNamespace(ns string) string {
 	if ns == "" {
@@ -329,12 +339,12 @@ func (o *StatusOptions) print(ctx context.Context, rows []status.Row) error {
 			if o.query.Prototype != "" {
 				// Status reads no VM but vmctl's and their prototypes: ask
 				// for this one by name.
-				exists, err := status.PrototypeExists(ctx, o.clients.KubeVirt, o.query.Namespace, o.query.Prototype)
+				exists, err := kube.PrototypeExists(ctx, o.clients.KubeVirt, o.query.Namespace, o.query.Prototype)
 				if err != nil {
 					return err
 				}
 				if !exists {
-					msg += ", and " + status.NoPrototype(o.query.Namespace, o.query.Prototype)
+					msg += ", and " + noPrototype(o.query.Namespace, o.query.Prototype)
 				}
 			}
 			_, err := fmt.Fprint(o.ErrOut, msg+".\n")

@@ -8,7 +8,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // Each compares every derived VM of namespace ("" for all), or only those
@@ -17,10 +17,10 @@ import (
 // page by page of a LIST selected by vmctl's labels, in the API's order (by
 // namespace, then name). Memory holds a page of VMs and one VM's YAML, not
 // every VM. The prototypes a page names are read first, by name
-// (status.VMFinder), once each.
+// (kube.VMFinder), once each.
 func Each(ctx context.Context, c kubevirt.Interface, namespace, prototype string, fn func(Check) error) error {
-	protos := status.NewVMFinder(c, namespace == "")
-	return status.EachVMPage(ctx, c, namespace, derive.Selector(prototype), func(page []kubevirtv1.VirtualMachine) error {
+	protos := kube.NewVMFinder(c, namespace == "")
+	return kube.EachVMPage(ctx, c, namespace, derive.Selector(prototype), func(page []kubevirtv1.VirtualMachine) error {
 		var live []*kubevirtv1.VirtualMachine
 		var keys []types.NamespacedName
 		for i := range page {

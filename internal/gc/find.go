@@ -10,7 +10,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // Find lists the orphans of namespace ("" for all), and the would-be
@@ -22,11 +21,11 @@ import (
 // edited, or an agent's Pod that never had them, still protects its VM and
 // its prototype.
 func Find(ctx context.Context, c kube.Clients, namespace string, now time.Time, minAge time.Duration) ([]Orphan, []Spared, error) {
-	vms, err := status.ListVMs(ctx, c.KubeVirt, namespace, derive.DerivedSelector)
+	vms, err := kube.ListVMs(ctx, c.KubeVirt, namespace, derive.DerivedSelector)
 	if err != nil {
 		return nil, nil, err
 	}
-	pods, err := status.ListPods(ctx, c.Kube, namespace, "")
+	pods, err := kube.ListPods(ctx, c.Kube, namespace, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -39,7 +38,7 @@ func Find(ctx context.Context, c kube.Clients, namespace string, now time.Time, 
 		}
 		slices.Sort(others)
 		for _, ns := range others {
-			more, err := status.ListPods(ctx, c.Kube, ns, "")
+			more, err := kube.ListPods(ctx, c.Kube, ns, "")
 			if err != nil {
 				return nil, nil, err
 			}

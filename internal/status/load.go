@@ -54,7 +54,7 @@ type Inventory struct {
 // never a GET: first, at once, the derived VMs, their instances and the
 // agent Pods of q's namespace; then, as those name them, the VMs and
 // instances of the other namespaces q's agents put VMs in, and by name the
-// Pod and the prototype each derived VM records (past MaxByName of them in
+// Pod and the prototype each derived VM records (past kube.MaxByName of them in
 // a namespace, one LIST of that namespace instead). VMs vmctl did not make
 // are never read otherwise. A VM listed before its agent's Pod was created
 // is paired all the same: its Pod is read by name after the VM.
@@ -67,7 +67,10 @@ func Load(ctx context.Context, c kube.Clients, q Query) (*Inventory, error) {
 			return b.inv, nil
 		}
 		read := make([][]any, len(fresh))
-		err := readAll(ctx, c, q, fresh, func(i int, obj runtime.Object) { read[i] = append(read[i], slim(obj)) })
+		err := readAll(ctx, c, q, fresh, func(i int, obj runtime.Object) {
+			kept, _ := kube.Slim(obj)
+			read[i] = append(read[i], kept)
+		})
 		if err != nil {
 			return nil, err
 		}
