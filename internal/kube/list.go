@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -114,7 +115,7 @@ func EachVMPage(ctx context.Context, c kubevirt.Interface, namespace, selector s
 		stop = fn(page.(*kubevirtv1.VirtualMachineList).Items)
 		return stop
 	})
-	if err != nil && err != stop {
+	if err != nil && !errors.Is(err, stop) {
 		return fmt.Errorf("list %s: %w", Describe("virtualmachines", namespace, ""), err)
 	}
 	return err

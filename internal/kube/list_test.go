@@ -68,7 +68,7 @@ func TestEachVMPageErrors(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	err = EachVMPage(t.Context(), virt, "", "", func([]kubevirtv1.VirtualMachine) error { return stop })
-	if err != stop || strings.Count(strings.Join(actions(virt.Actions()), " "), "list") != 3 {
+	if !errors.Is(err, stop) || strings.Count(strings.Join(actions(virt.Actions()), " "), "list") != 3 {
 		t.Errorf("EachVMPage: %v after %v, want fn's error as it is, after one more LIST", err, actions(virt.Actions()))
 	}
 }

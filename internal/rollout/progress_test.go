@@ -3,12 +3,13 @@ package rollout
 import (
 	"testing"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // rolledOut is testWorkload's Deployment with its rollout done.
