@@ -34,8 +34,8 @@ type Factory interface {
 
 // NewFactory returns the operator commands' Factory over flags. Its
 // clients introduce themselves as kubectl-vmctl/<version>, may send 50
-// requests a second (burst 100) unless the kubeconfig or flags say
-// otherwise, and read core types as protobuf.
+// requests a second (burst 100) where flags set no rate, and read core
+// types as protobuf.
 func NewFactory(flags genericclioptions.RESTClientGetter) Factory {
 	return &factory{RESTClientGetter: flags, agent: false}
 }
