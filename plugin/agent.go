@@ -10,15 +10,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
-	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // DefaultTerminationLogPath is where Kubernetes reads a container's last words.
@@ -26,8 +23,6 @@ const DefaultTerminationLogPath = "/dev/termination-log"
 
 // AgentOptions are the options of `kubectl vmctl agent`.
 type AgentOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-
 	Prototype          string
 	ProtoNamespace     string
 	HostnameOverride   string
@@ -51,9 +46,8 @@ type AgentOptions struct {
 	Hostname  func() (string, error)
 	Exit      func(code int)
 
-	config   agent.Config
-	kubevirt kubevirt.Interface
-	kube     kubernetes.Interface
+	config  agent.Config
+	clients kube.Clients
 
 	genericiooptions.IOStreams
 }
@@ -61,7 +55,6 @@ type AgentOptions struct {
 // NewAgentOptions returns AgentOptions with their defaults.
 func NewAgentOptions(streams genericiooptions.IOStreams) *AgentOptions {
 	return &AgentOptions{
-		ConfigFlags:                 genericclioptions.NewConfigFlags(true),
 		ProbeAddress:                agent.DefaultProbeAddress,
 		DeleteTimeout:               agent.DefaultDeleteTimeout,
 		TerminationLogPath:          DefaultTerminationLogPath,
@@ -74,12 +67,13 @@ func NewAgentOptions(streams genericiooptions.IOStreams) *AgentOptions {
 	}
 }
 
-// NewCmdAgent returns `kubectl vmctl agent`, the vmctl container's entrypoint.
-func NewCmdAgent(streams genericiooptions.IOStreams) *cobra.Command {
-	return newCmdAgent(NewAgentOptions(streams))
+// NewCmdAgent returns `kubectl vmctl agent`, the vmctl container's
+// entrypoint. f is the agent's (kube.NewAgentFactory).
+func NewCmdAgent(f kube.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmdAgent(f, NewAgentOptions(streams))
 }
 
-func newCmdAgent(o *AgentOptions) *cobra.Command {
+func newCmdAgent(f kube.Factory, o *AgentOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "agent PROTOTYPE",
 		DisableFlagsInUseLine: true,
@@ -102,7 +96,7 @@ once. /metrics on the probe address serves Prometheus metrics.`,
 		// Arguments are checked in Complete, so mistakes reach the termination log.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := o.run(cmd, args)
+			err := o.run(f, cmd, args)
 			if err != nil {
 				o.writeTerminationLog(err)
 			}
@@ -114,30 +108,29 @@ once. /metrics on the probe address serves Prometheus metrics.`,
 		return err
 	})
 
-	f := cmd.Flags()
-	o.ConfigFlags.AddFlags(f)
-	f.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM. Defaults to the namespace of the derived VM.")
-	f.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Pod name to act as, instead of POD_NAME or the hostname. Mainly for running outside a Pod.")
-	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes, "Derive VMs even when they would all write to the prototype's persistentVolumeClaim or dataVolume volumes.")
-	f.StringVar(&o.Subdomain, "subdomain", o.Subdomain,
+	flags := cmd.Flags()
+	flags.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM. Defaults to the namespace of the derived VM.")
+	flags.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Pod name to act as, instead of POD_NAME or the hostname. Mainly for running outside a Pod.")
+	flags.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes, "Derive VMs even when they would all write to the prototype's persistentVolumeClaim or dataVolume volumes.")
+	flags.StringVar(&o.Subdomain, "subdomain", o.Subdomain,
 		"For a StatefulSet's Pods: the headless Service that selects the VMs. The VM gets the Pod's name as hostname and this subdomain, so <pod>.<subdomain>.<namespace>.svc names it as it would the Pod.")
-	f.BoolVar(&o.StopOnEvacuation, "stop-on-evacuation", o.StopOnEvacuation,
+	flags.BoolVar(&o.StopOnEvacuation, "stop-on-evacuation", o.StopOnEvacuation,
 		"Stop the VM (delete its VMI, giving the guest its grace period) when a drain asks KubeVirt to evacuate it; KubeVirt starts it again once the node takes Pods. For agents a drain leaves in place: a DaemonSet's (kubectl drain --ignore-daemonsets). Needs get, list, watch and delete on virtualmachineinstances.")
-	f.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz, /readyz and /metrics on.")
-	f.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout,
+	flags.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz, /readyz and /metrics on.")
+	flags.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout,
 		"The shutdown's deadline, from the signal: a create still going on, the VM's deletion and the wait for it to be gone all end by then, and the agent exits 1 if the VM may outlive the Pod. Keep it under the Pod's terminationGracePeriodSeconds.")
-	f.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
-	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
-	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
+	flags.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
+	cmd.ValidArgsFunction = CompletePrototypes(f)
+	RegisterNamespaceCompletion(cmd, f)
 	return cmd
 }
 
 // run runs Complete, Validate and Run, with the shutdown signals caught
 // before anything else so nothing is created that a signal could orphan.
-func (o *AgentOptions) run(cmd *cobra.Command, args []string) error {
+func (o *AgentOptions) run(f kube.Factory, cmd *cobra.Command, args []string) error {
 	ctx, stop := agent.ShutdownContext(cmd.Context(), o.Exit)
 	defer stop()
-	if err := o.Complete(args); err != nil {
+	if err := o.Complete(f, cmd, args); err != nil {
 		return err
 	}
 	if err := o.Validate(); err != nil {
@@ -147,7 +140,7 @@ func (o *AgentOptions) run(cmd *cobra.Command, args []string) error {
 }
 
 // Complete resolves the Pod's identity, the namespaces and the clients.
-func (o *AgentOptions) Complete(args []string) error {
+func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("agent takes exactly one argument, the prototype VM's name, not %d; for example: kubectl vmctl agent testvm", len(args))
 	}
@@ -166,7 +159,7 @@ func (o *AgentOptions) Complete(args []string) error {
 			return string(b), err == nil
 		},
 		KubeconfigNamespace: func() (string, error) {
-			ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+			ns, _, err := f.ToRawKubeConfigLoader().Namespace()
 			return ns, err
 		},
 	})
@@ -174,8 +167,8 @@ func (o *AgentOptions) Complete(args []string) error {
 		return err
 	}
 	namespace := id.PodNamespace
-	if o.ConfigFlags.Namespace != nil && *o.ConfigFlags.Namespace != "" {
-		namespace = *o.ConfigFlags.Namespace
+	if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
+		namespace = ns
 	}
 	protoNamespace := o.ProtoNamespace
 	if protoNamespace == "" {
@@ -192,19 +185,8 @@ func (o *AgentOptions) Complete(args []string) error {
 		ProbeAddress:       o.ProbeAddress,
 		DeleteTimeout:      o.DeleteTimeout,
 	}
-
-	rc, err := o.ConfigFlags.ToRESTConfig()
-	if err != nil {
-		return fmt.Errorf("loading the client configuration: %w; run in a Pod with a service account or pass --kubeconfig", err)
-	}
-	rc.UserAgent = "kubectl-vmctl-agent/" + version.Get().Version
-	if o.kube, err = kubernetes.NewForConfig(rc); err != nil {
-		return fmt.Errorf("making the Kubernetes client: %w", err)
-	}
-	if o.kubevirt, err = kubevirt.NewForConfig(rc); err != nil {
-		return fmt.Errorf("making the KubeVirt client: %w", err)
-	}
-	return nil
+	o.clients, err = f.Clients()
+	return err
 }
 
 // Validate checks the names and durations Complete resolved.
@@ -222,7 +204,7 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 	out := &lockedWriter{w: o.ErrOut}
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(o.Verbosity)))
 	ctx = klog.NewContext(ctx, logger)
-	return agent.New(o.config, o.kubevirt, o.kube).Run(ctx)
+	return agent.New(o.config, o.clients.KubeVirt, o.clients.Kube).Run(ctx)
 }
 
 // writeTerminationLog leaves err where `kubectl describe pod` shows it, when

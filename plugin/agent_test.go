@@ -16,10 +16,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // writeAgentKubeconfig writes a kubeconfig for server whose context's
@@ -60,6 +63,16 @@ func newTestAgentOptions(t *testing.T, env map[string]string) (*AgentOptions, ge
 	return o, streams
 }
 
+// agentCmd returns the agent command bound to o as vmctl-agent makes it:
+// kubectl's flags on the command itself, read through the agent's factory.
+func agentCmd(o *AgentOptions) (*cobra.Command, kube.Factory) {
+	flags := genericclioptions.NewConfigFlags(true)
+	f := kube.NewAgentFactory(flags)
+	cmd := newCmdAgent(f, o)
+	flags.AddFlags(cmd.PersistentFlags())
+	return cmd, f
+}
+
 func TestAgentBadArgumentsAreFatal(t *testing.T) {
 	kubeconfig := writeAgentKubeconfig(t, "https://127.0.0.1:1")
 	tests := []struct {
@@ -82,7 +95,7 @@ func TestAgentBadArgumentsAreFatal(t *testing.T) {
 			if err := os.WriteFile(o.TerminationLogPath, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cmd := newCmdAgent(o)
+			cmd, _ := agentCmd(o)
 			cmd.SetArgs(append(tt.args, "--kubeconfig", kubeconfig))
 			if code := Execute(cmd, streams); code == 0 {
 				t.Fatal("exit code 0, want non-zero")
@@ -103,7 +116,7 @@ func TestAgentBadArgumentsAreFatal(t *testing.T) {
 
 func TestAgentTerminationLogOnlyWhenPresent(t *testing.T) {
 	o, streams := newTestAgentOptions(t, nil)
-	cmd := newCmdAgent(o)
+	cmd, _ := agentCmd(o)
 	cmd.SetArgs([]string{})
 	if code := Execute(cmd, streams); code == 0 {
 		t.Fatal("exit code 0 without a prototype")
@@ -167,11 +180,11 @@ func TestAgentComplete(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cmd := newCmdAgent(o)
+			cmd, f := agentCmd(o)
 			if err := cmd.ParseFlags(append(tt.flags, "--kubeconfig", kubeconfig)); err != nil {
 				t.Fatal(err)
 			}
-			if err := o.Complete([]string{"testvm"}); err != nil {
+			if err := o.Complete(f, cmd, []string{"testvm"}); err != nil {
 				t.Fatalf("Complete() = %v", err)
 			}
 			if err := o.Validate(); err != nil {
@@ -220,11 +233,11 @@ func TestAgentRunsAgainstAPIServer(t *testing.T) {
 	// The Event sender may still log a failed POST just after Run returns.
 	logs := &lockedBuffer{}
 	o.ErrOut = logs
-	cmd := newCmdAgent(o)
+	cmd, f := agentCmd(o)
 	if err := cmd.ParseFlags([]string{"--kubeconfig", writeAgentKubeconfig(t, api.URL), "--probe-address", probeAddr}); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Complete([]string{"testvm"}); err != nil {
+	if err := o.Complete(f, cmd, []string{"testvm"}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -293,7 +306,7 @@ func TestAgentHelp(t *testing.T) {
 		t.Fatalf("exit code %d", code)
 	}
 	for _, want := range []string{"kubectl vmctl agent PROTOTYPE", "--proto-namespace", "--hostname-override", "--allow-shared-volumes",
-		`--probe-address string           Address to serve /healthz, /readyz and /metrics on. (default ":8080")`, "(default 2m50s)", "-n, --namespace"} {
+		`--probe-address string       Address to serve /healthz, /readyz and /metrics on. (default ":8080")`, "(default 2m50s)", "-n, --namespace"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}

@@ -8,22 +8,20 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // completionTimeout bounds the API calls of one completion, so an unreachable
 // cluster costs the shell seconds, not the client's default of minutes.
 const completionTimeout = 5 * time.Second
-
-// completionListLimit pages completion LISTs, as kubectl get does.
-const completionListLimit = 500
 
 // CompletionOptions are the options of `kubectl vmctl completion`.
 type CompletionOptions struct {
@@ -110,35 +108,24 @@ func (o *CompletionOptions) Run(root *cobra.Command) error {
 
 // CompletePrototypes completes a command's first argument, PROTOTYPE, with
 // the VirtualMachines vmctl did not derive, in --proto-namespace when the
-// command has that flag and it is set, else in -n or the kubeconfig context's
-// namespace. getter must be the ConfigFlags bound to the command's flags, so
-// --kubeconfig, --context and -n are parsed when the completion runs:
-//
-//	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
-func CompletePrototypes(getter genericclioptions.RESTClientGetter) cobra.CompletionFunc {
-	return completePrototypes(getter, func(c *rest.Config) (kubevirt.Interface, error) { return kubevirt.NewForConfig(c) })
-}
-
-func completePrototypes(getter genericclioptions.RESTClientGetter, newClient func(*rest.Config) (kubevirt.Interface, error)) cobra.CompletionFunc {
+// command has that flag and it is set, else in -n or the kubeconfig
+// context's namespace.
+func CompletePrototypes(f kube.Factory) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		namespace, err := prototypeNamespace(cmd, getter)
+		namespace, err := prototypeNamespace(cmd, f)
 		if err != nil {
 			return completionFailed(err)
 		}
-		rc, err := getter.ToRESTConfig()
-		if err != nil {
-			return completionFailed(err)
-		}
-		client, err := newClient(rc)
+		c, err := f.Clients()
 		if err != nil {
 			return completionFailed(err)
 		}
 		ctx, cancel := context.WithTimeout(completionContext(cmd), completionTimeout)
 		defer cancel()
-		names, err := prototypeNames(ctx, client, namespace, toComplete)
+		names, err := prototypeNames(ctx, c.KubeVirt, namespace, toComplete)
 		if err != nil {
 			return completionFailed(err)
 		}
@@ -147,30 +134,18 @@ func completePrototypes(getter genericclioptions.RESTClientGetter, newClient fun
 }
 
 // RegisterNamespaceCompletion completes -n/--namespace and, when cmd has it,
-// --proto-namespace with the cluster's namespaces. Call it after the flags are
-// added, with the ConfigFlags bound to them:
-//
-//	o.ConfigFlags.AddFlags(cmd.Flags())
-//	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
-//
-// A flag that already has a completion keeps it.
-func RegisterNamespaceCompletion(cmd *cobra.Command, getter genericclioptions.RESTClientGetter) {
-	registerNamespaceCompletion(cmd, getter, func(c *rest.Config) (kubernetes.Interface, error) { return kubernetes.NewForConfig(c) })
-}
-
-func registerNamespaceCompletion(cmd *cobra.Command, getter genericclioptions.RESTClientGetter, newClient func(*rest.Config) (kubernetes.Interface, error)) {
+// --proto-namespace with the cluster's namespaces. Call it after the flags
+// are added: on the root for -n, on a command for its --proto-namespace. A
+// flag that already has a completion keeps it.
+func RegisterNamespaceCompletion(cmd *cobra.Command, f kube.Factory) {
 	complete := func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		rc, err := getter.ToRESTConfig()
-		if err != nil {
-			return completionFailed(err)
-		}
-		client, err := newClient(rc)
+		c, err := f.Clients()
 		if err != nil {
 			return completionFailed(err)
 		}
 		ctx, cancel := context.WithTimeout(completionContext(cmd), completionTimeout)
 		defer cancel()
-		names, err := namespaceNames(ctx, client, toComplete)
+		names, err := namespaceNames(ctx, c.Kube, toComplete)
 		if err != nil {
 			return completionFailed(err)
 		}
@@ -190,61 +165,48 @@ func registerNamespaceCompletion(cmd *cobra.Command, getter genericclioptions.RE
 
 // prototypeNamespace is where PROTOTYPE lives: --proto-namespace if set, else
 // -n, else the kubeconfig context's namespace.
-func prototypeNamespace(cmd *cobra.Command, getter genericclioptions.RESTClientGetter) (string, error) {
+func prototypeNamespace(cmd *cobra.Command, f kube.Factory) (string, error) {
 	if f := cmd.Flag("proto-namespace"); f != nil && f.Value.String() != "" {
 		return f.Value.String(), nil
 	}
-	namespace, _, err := getter.ToRawKubeConfigLoader().Namespace()
+	namespace, _, err := f.ToRawKubeConfigLoader().Namespace()
 	return namespace, err
 }
 
 // prototypeNames returns the sorted names of the VMs in namespace that start
 // with prefix and that vmctl did not derive: derived VMs are never prototypes.
 func prototypeNames(ctx context.Context, client kubevirt.Interface, namespace, prefix string) ([]string, error) {
-	var names []string
-	opts := metav1.ListOptions{Limit: completionListLimit}
-	for {
-		list, err := client.KubevirtV1().VirtualMachines(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing VirtualMachines in namespace %q: %w", namespace, err)
-		}
-		for i := range list.Items {
-			vm := &list.Items[i]
-			if strings.HasPrefix(vm.Name, prefix) && !derive.IsDerived(vm) {
-				names = append(names, vm.Name)
-			}
-		}
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
+	names, err := namesOf(ctx, kube.VMs(client, namespace), prefix, func(vm metav1.Object) bool { return !derive.IsDerived(vm) })
+	if err != nil {
+		return nil, fmt.Errorf("listing VirtualMachines in namespace %q: %w", namespace, err)
 	}
-	sort.Strings(names)
 	return names, nil
 }
 
 // namespaceNames returns the sorted names of the namespaces that start with
 // prefix.
 func namespaceNames(ctx context.Context, client kubernetes.Interface, prefix string) ([]string, error) {
-	var names []string
-	opts := metav1.ListOptions{Limit: completionListLimit}
-	for {
-		list, err := client.CoreV1().Namespaces().List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing namespaces: %w", err)
-		}
-		for _, ns := range list.Items {
-			if strings.HasPrefix(ns.Name, prefix) {
-				names = append(names, ns.Name)
-			}
-		}
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
+	names, err := namesOf(ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return client.CoreV1().Namespaces().List(ctx, opts)
+	}, prefix, func(metav1.Object) bool { return true })
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
-	sort.Strings(names)
 	return names, nil
+}
+
+// namesOf returns the sorted names of the objects list reads that start
+// with prefix and that keep keeps.
+func namesOf(ctx context.Context, list kube.ListFunc, prefix string, keep func(metav1.Object) bool) ([]string, error) {
+	var names []string
+	err := kube.EachItem(ctx, list, metav1.ListOptions{}, func(obj runtime.Object) error {
+		if m, err := meta.Accessor(obj); err == nil && strings.HasPrefix(m.GetName(), prefix) && keep(m) {
+			names = append(names, m.GetName())
+		}
+		return nil
+	})
+	sort.Strings(names)
+	return names, err
 }
 
 // completionContext is cmd's context; cobra sets it when it runs __complete.

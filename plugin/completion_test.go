@@ -3,8 +3,6 @@ package plugin
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,17 +11,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 func completionVM(namespace, name string, labels, annotations map[string]string) runtime.Object {
@@ -106,7 +103,7 @@ func TestPrototypeNamesFollowsPages(t *testing.T) {
 	if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" {
 		t.Errorf("names (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]int64{completionListLimit, completionListLimit}, limits); diff != "" {
+	if diff := cmp.Diff([]int64{kube.PageSize, kube.PageSize}, limits); diff != "" {
 		t.Errorf("list limits (-want +got):\n%s", diff)
 	}
 }
@@ -148,49 +145,29 @@ func TestNamespaceNames(t *testing.T) {
 	}
 }
 
-// writeKubeconfig writes a kubeconfig whose context's namespace is namespace
-// and points KUBECONFIG at it, so the completions resolve it as kubectl would.
-func writeKubeconfig(t *testing.T, namespace string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	config := `apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster: {server: "https://127.0.0.1:1"}
-users:
-- name: test
-  user: {token: test}
-contexts:
-- name: test
-  context: {cluster: test, user: test, namespace: ` + namespace + `}
-- name: other
-  context: {cluster: test, user: test, namespace: prod}
-current-context: test
-`
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KUBECONFIG", path)
-}
-
 // completionRoot is a root command with one subcommand, "run PROTOTYPE",
-// wired like the real commands: ConfigFlags, --proto-namespace, prototype and
-// namespace completion backed by the given fakes.
-func completionRoot(vms kubevirt.Interface, kube kubernetes.Interface) *cobra.Command {
+// wired like the real commands: kubectl's flags on the root, and
+// --proto-namespace, prototype and namespace completion from f, over vms
+// and namespaces default, prod and protos, in a context whose namespace is
+// prod.
+func completionRoot(t *testing.T, vms kubevirt.Interface) *cobra.Command {
+	kube := kubefake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "protos"}},
+	)
+	f := fakeapi.NewFactory(t, "prod", kube, vms)
 	root := &cobra.Command{Use: "kubectl-vmctl"}
-	flags := genericclioptions.NewConfigFlags(true)
+	f.AddFlags(root.PersistentFlags())
+	RegisterNamespaceCompletion(root, f)
 	var protoNamespace string
 	cmd := &cobra.Command{
-		Use: "run PROTOTYPE",
-		ValidArgsFunction: completePrototypes(flags, func(*rest.Config) (kubevirt.Interface, error) {
-			return vms, nil
-		}),
-		RunE: func(*cobra.Command, []string) error { return nil },
+		Use:               "run PROTOTYPE",
+		ValidArgsFunction: CompletePrototypes(f),
+		RunE:              func(*cobra.Command, []string) error { return nil },
 	}
-	flags.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&protoNamespace, "proto-namespace", "", "")
-	registerNamespaceCompletion(cmd, flags, func(*rest.Config) (kubernetes.Interface, error) { return kube, nil })
+	RegisterNamespaceCompletion(cmd, f)
 	root.AddCommand(cmd)
 	return root
 }
@@ -213,23 +190,19 @@ func complete(t *testing.T, root *cobra.Command, args ...string) ([]string, stri
 }
 
 func TestCompletePrototypes(t *testing.T) {
-	kube := kubefake.NewSimpleClientset(
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "prod"}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "protos"}},
-	)
 	noFiles := ":4" // cobra.ShellCompDirectiveNoFileComp
+	defaults := []string{"db", "web", "web-copy", "worker"}
 	tests := []struct {
 		name string
 		args []string
 		want []string
 	}{
-		{name: "kubeconfig namespace", args: []string{"run", ""}, want: []string{"db", "web", "web-copy", "worker"}},
-		{name: "prefix", args: []string{"run", "w"}, want: []string{"web", "web-copy", "worker"}},
-		{name: "-n", args: []string{"run", "-n", "prod", ""}, want: []string{"web-prod"}},
-		{name: "--namespace=", args: []string{"run", "--namespace=protos", ""}, want: []string{"golden"}},
-		{name: "--context", args: []string{"run", "--context", "other", ""}, want: []string{"web-prod"}},
-		{name: "--proto-namespace wins over -n", args: []string{"run", "-n", "prod", "--proto-namespace", "protos", ""}, want: []string{"golden"}},
+		{name: "kubeconfig namespace", args: []string{"run", ""}, want: []string{"web-prod"}},
+		{name: "--context", args: []string{"run", "--context", "without-namespace", ""}, want: defaults},
+		{name: "prefix", args: []string{"run", "-n", "default", "w"}, want: []string{"web", "web-copy", "worker"}},
+		{name: "-n", args: []string{"run", "-n", "protos", ""}, want: []string{"golden"}},
+		{name: "--namespace=", args: []string{"run", "--namespace=default", ""}, want: defaults},
+		{name: "--proto-namespace wins over -n", args: []string{"run", "-n", "default", "--proto-namespace", "protos", ""}, want: []string{"golden"}},
 		{name: "only the first argument", args: []string{"run", "web", ""}, want: nil},
 		{name: "-n values", args: []string{"run", "-n", "p"}, want: []string{"prod", "protos"}},
 		{name: "--namespace values", args: []string{"run", "--namespace", ""}, want: []string{"default", "prod", "protos"}},
@@ -237,9 +210,7 @@ func TestCompletePrototypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			writeKubeconfig(t, "default")
-			root := completionRoot(kubevirtfake.NewSimpleClientset(completionVMs()...), kube)
-			got, directive := complete(t, root, tt.args...)
+			got, directive := complete(t, completionRoot(t, kubevirtfake.NewSimpleClientset(completionVMs()...)), tt.args...)
 			if got == nil {
 				got = []string{}
 			}
@@ -258,34 +229,29 @@ func TestCompletePrototypes(t *testing.T) {
 }
 
 func TestCompletePrototypesClusterError(t *testing.T) {
-	writeKubeconfig(t, "default")
 	vms := kubevirtfake.NewSimpleClientset(completionVMs()...)
 	vms.PrependReactor("list", "virtualmachines", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("connection refused")
 	})
-	got, directive := complete(t, completionRoot(vms, kubefake.NewSimpleClientset()), "run", "")
+	got, directive := complete(t, completionRoot(t, vms), "run", "")
 	if len(got) != 0 || directive != ":4" {
 		t.Errorf("__complete on a failing cluster = %q %q, want nothing and :4", got, directive)
 	}
 }
 
 func TestRegisterNamespaceCompletionKeepsExisting(t *testing.T) {
-	writeKubeconfig(t, "default")
-	cmd := &cobra.Command{Use: "run", RunE: func(*cobra.Command, []string) error { return nil }}
-	flags := genericclioptions.NewConfigFlags(true)
-	flags.AddFlags(cmd.Flags())
+	f := fakeapi.NewFactory(t, "default", kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}), nil)
+	root := &cobra.Command{Use: "kubectl-vmctl"}
+	f.AddFlags(root.PersistentFlags())
 	mine := func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []string{"mine"}, cobra.ShellCompDirectiveNoFileComp
 	}
-	if err := cmd.RegisterFlagCompletionFunc("namespace", mine); err != nil {
+	if err := root.RegisterFlagCompletionFunc("namespace", mine); err != nil {
 		t.Fatal(err)
 	}
 	// No --proto-namespace flag: registering must skip it, not fail.
-	registerNamespaceCompletion(cmd, flags, func(*rest.Config) (kubernetes.Interface, error) {
-		return kubefake.NewSimpleClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}), nil
-	})
-	root := &cobra.Command{Use: "kubectl-vmctl"}
-	root.AddCommand(cmd)
+	RegisterNamespaceCompletion(root, f)
+	root.AddCommand(&cobra.Command{Use: "run", RunE: func(*cobra.Command, []string) error { return nil }})
 	got, _ := complete(t, root, "run", "-n", "")
 	if diff := cmp.Diff([]string{"mine"}, got); diff != "" {
 		t.Errorf("-n completion (-want +got):\n%s", diff)

@@ -7,24 +7,16 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/kubernetes"
-	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/drift"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
 )
 
 // DiffOptions are the options of `kubectl vmctl diff`.
 type DiffOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	// NewClients makes the clientsets; by default from ConfigFlags.
-	NewClients ClientsFunc
-
 	AllNamespaces bool
 	Prototype     string
 	Color         string
@@ -40,33 +32,20 @@ type DiffOptions struct {
 
 // NewDiffOptions returns DiffOptions with their defaults.
 func NewDiffOptions(streams genericiooptions.IOStreams) *DiffOptions {
-	o := &DiffOptions{
-		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		Color:       string(table.ColorAuto),
-		Getenv:      os.Getenv,
-		IOStreams:   streams,
+	return &DiffOptions{
+		Color:     string(table.ColorAuto),
+		Getenv:    os.Getenv,
+		IOStreams: streams,
 	}
-	o.NewClients = clientsFromFlags(o.ConfigFlags)
-	return o
 }
 
-// NewDiffOptionsWithClients returns DiffOptions that talk through the given
-// clientsets instead of building them from the kubeconfig.
-func NewDiffOptionsWithClients(streams genericiooptions.IOStreams, kube kubernetes.Interface, virt kubevirt.Interface) *DiffOptions {
-	o := NewDiffOptions(streams)
-	o.NewClients = StaticClients(kube, virt)
-	return o
+// NewCmdDiff returns `kubectl vmctl diff`. Like `kubectl diff` it exits 0
+// without drift, 1 with drift and 2 on any error, flag errors included.
+func NewCmdDiff(f kube.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmdDiff(f, NewDiffOptions(streams))
 }
 
-// NewCmdDiff returns `kubectl vmctl diff`.
-func NewCmdDiff(streams genericiooptions.IOStreams) *cobra.Command {
-	return NewCmdDiffWithOptions(NewDiffOptions(streams))
-}
-
-// NewCmdDiffWithOptions returns `kubectl vmctl diff` bound to o. Like
-// `kubectl diff` it exits 0 without drift, 1 with drift and 2 on any error,
-// flag errors included.
-func NewCmdDiffWithOptions(o *DiffOptions) *cobra.Command {
+func newCmdDiff(f kube.Factory, o *DiffOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "diff [PROTOTYPE] [flags]",
 		DisableFlagsInUseLine: true,
@@ -100,7 +79,7 @@ is not there, with no VMs derived from it, is an error).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
+			if err := o.Complete(f, args); err != nil {
 				return &ExitError{Code: 2, Err: err}
 			}
 			return o.Run(cmd.Context())
@@ -109,20 +88,18 @@ is not there, with no VMs derived from it, is an error).`,
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &ExitError{Code: 2, Err: err}
 	})
-	f := cmd.Flags()
-	o.ConfigFlags.AddFlags(f)
-	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Diff derived VMs in all namespaces.")
-	f.StringVar(&o.Prototype, "prototype", o.Prototype, "Diff only the VMs of this prototype name (same as the PROTOTYPE argument).")
-	f.StringVar(&o.Color, "color", o.Color, "Color the diff: auto (on a terminal, unless NO_COLOR is set), always or never.")
-	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
-	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
+	flags := cmd.Flags()
+	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Diff derived VMs in all namespaces.")
+	flags.StringVar(&o.Prototype, "prototype", o.Prototype, "Diff only the VMs of this prototype name (same as the PROTOTYPE argument).")
+	flags.StringVar(&o.Color, "color", o.Color, "Color the diff: auto (on a terminal, unless NO_COLOR is set), always or never.")
+	cmd.ValidArgsFunction = CompletePrototypes(f)
 	return cmd
 }
 
 // Complete resolves the namespace, prototype, color and clients.
-func (o *DiffOptions) Complete(args []string) error {
+func (o *DiffOptions) Complete(f kube.Factory, args []string) error {
 	var err error
-	if o.namespace, err = scopeNamespace(o.ConfigFlags, o.AllNamespaces); err != nil {
+	if o.namespace, err = scopeNamespace(f, o.AllNamespaces); err != nil {
 		return err
 	}
 	if o.Prototype, err = prototypeArg(args, o.Prototype); err != nil {
@@ -133,7 +110,7 @@ func (o *DiffOptions) Complete(args []string) error {
 		return err
 	}
 	o.color = table.UseColor(mode, table.IsTerminal(o.Out), o.Getenv)
-	o.clients, err = o.NewClients()
+	o.clients, err = f.Clients()
 	return err
 }
 
@@ -159,12 +136,12 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: 2, Err: err}
 	}
 	if checked == 0 && o.Prototype != "" {
-		exists, err := status.PrototypeExists(ctx, o.clients.KubeVirt, o.namespace, o.Prototype)
+		exists, err := kube.PrototypeExists(ctx, o.clients.KubeVirt, o.namespace, o.Prototype)
 		if err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}
 		if !exists {
-			return &ExitError{Code: 2, Err: fmt.Errorf("no VMs derived from prototype %s%s, and %s", o.Prototype, inNamespace(o.namespace), status.NoPrototype(o.namespace, o.Prototype))}
+			return &ExitError{Code: 2, Err: fmt.Errorf("no VMs derived from prototype %s%s, and %s", o.Prototype, inNamespace(o.namespace), noPrototype(o.namespace, o.Prototype))}
 		}
 	}
 	summary := fmt.Sprintf("%d of %d derived VMs drifted", drifted, checked)

@@ -20,12 +20,10 @@ func runDiff(t *testing.T, virtObjs []runtime.Object, args ...string) (stdout, s
 	t.Helper()
 	kube, virt, log := opFakes(nil, virtObjs)
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	o := NewDiffOptionsWithClients(streams, kube, virt)
+	o := NewDiffOptions(streams)
 	o.Getenv = func(string) string { return "" }
-	cmd := NewCmdDiffWithOptions(o)
-	cmd.SetArgs(append([]string{opKubeconfigFlag(t)}, args...))
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	err = cmd.Execute()
+	f := opFactory(t, kube, virt)
+	err = opRun(t.Context(), f, newCmdDiff(f, o), args...)
 	return out.String(), errOut.String(), *log, err
 }
 
@@ -197,9 +195,10 @@ func TestDiffPrintsEachPageAsItComes(t *testing.T) {
 		}, nil
 	})
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	o := NewDiffOptionsWithClients(streams, kube, virt)
+	o := NewDiffOptions(streams)
 	o.Getenv = func(string) string { return "" }
-	err := opRun(t.Context(), t, NewCmdDiffWithOptions(o))
+	f := opFactory(t, kube, virt)
+	err := opRun(t.Context(), f, newCmdDiff(f, o))
 	if code := opExitCode(err); code != 2 || !strings.Contains(err.Error(), "etcd went away") {
 		t.Errorf("exit %d (%v), want 2 and the failed LIST", code, err)
 	}

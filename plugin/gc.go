@@ -9,12 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/kubernetes"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
-	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/gc"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
@@ -27,10 +24,6 @@ const DefaultGCMinAge = 60 * time.Second
 
 // GCOptions are the options of `kubectl vmctl gc`.
 type GCOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	// NewClients makes the clientsets; by default from ConfigFlags.
-	NewClients ClientsFunc
-
 	AllNamespaces bool
 	MinAge        time.Duration
 	Output        string
@@ -46,31 +39,15 @@ type GCOptions struct {
 
 // NewGCOptions returns GCOptions with their defaults.
 func NewGCOptions(streams genericiooptions.IOStreams) *GCOptions {
-	o := &GCOptions{
-		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		MinAge:      DefaultGCMinAge,
-		Now:         time.Now,
-		IOStreams:   streams,
-	}
-	o.NewClients = clientsFromFlags(o.ConfigFlags)
-	return o
-}
-
-// NewGCOptionsWithClients returns GCOptions that talk through the given
-// clientsets instead of building them from the kubeconfig.
-func NewGCOptionsWithClients(streams genericiooptions.IOStreams, kube kubernetes.Interface, virt kubevirt.Interface) *GCOptions {
-	o := NewGCOptions(streams)
-	o.NewClients = StaticClients(kube, virt)
-	return o
+	return &GCOptions{MinAge: DefaultGCMinAge, Now: time.Now, IOStreams: streams}
 }
 
 // NewCmdGC returns `kubectl vmctl gc`.
-func NewCmdGC(streams genericiooptions.IOStreams) *cobra.Command {
-	return NewCmdGCWithOptions(NewGCOptions(streams))
+func NewCmdGC(f kube.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmdGC(f, NewGCOptions(streams))
 }
 
-// NewCmdGCWithOptions returns `kubectl vmctl gc` bound to o.
-func NewCmdGCWithOptions(o *GCOptions) *cobra.Command {
+func newCmdGC(f kube.Factory, o *GCOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "gc [flags]",
 		DisableFlagsInUseLine: true,
@@ -94,7 +71,7 @@ and one of Pods (whatever their labels).`,
   kubectl vmctl gc -A`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd); err != nil {
+			if err := o.Complete(f, cmd); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -103,26 +80,24 @@ and one of Pods (whatever their labels).`,
 			return o.Run(cmd.Context())
 		},
 	}
-	f := cmd.Flags()
-	o.ConfigFlags.AddFlags(f)
-	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Collect orphans in all namespaces.")
-	f.DurationVar(&o.MinAge, "min-age", o.MinAge, "Leave VMs younger than this alone.")
-	f.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (name).")
+	flags := cmd.Flags()
+	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Collect orphans in all namespaces.")
+	flags.DurationVar(&o.MinAge, "min-age", o.MinAge, "Leave VMs younger than this alone.")
+	flags.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (name).")
 	cmdutil.AddDryRunFlag(cmd)
-	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
 	return cmd
 }
 
 // Complete resolves the namespace, the dry-run strategy and the clients.
-func (o *GCOptions) Complete(cmd *cobra.Command) error {
+func (o *GCOptions) Complete(f kube.Factory, cmd *cobra.Command) error {
 	var err error
-	if o.namespace, err = scopeNamespace(o.ConfigFlags, o.AllNamespaces); err != nil {
+	if o.namespace, err = scopeNamespace(f, o.AllNamespaces); err != nil {
 		return err
 	}
 	if o.dryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
 		return err
 	}
-	o.clients, err = o.NewClients()
+	o.clients, err = f.Clients()
 	return err
 }
 

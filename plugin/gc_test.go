@@ -49,12 +49,10 @@ func runGC(t *testing.T, kubeObjs, virtObjs []runtime.Object, react k8stesting.R
 		virt.PrependReactor("delete", "virtualmachines", react)
 	}
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	o := NewGCOptionsWithClients(streams, kube, virt)
+	o := NewGCOptions(streams)
 	o.Now = func() time.Time { return opNow }
-	cmd := NewCmdGCWithOptions(o)
-	cmd.SetArgs(append([]string{opKubeconfigFlag(t)}, args...))
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	err = cmd.Execute()
+	f := opFactory(t, kube, virt)
+	err = opRun(t.Context(), f, newCmdGC(f, o), args...)
 	return out.String(), errOut.String(), *log, err
 }
 

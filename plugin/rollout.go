@@ -17,7 +17,7 @@ import (
 )
 
 // NewCmdRollout returns `kubectl vmctl rollout`, with restart and status.
-func NewCmdRollout(streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdRollout(f kube.Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout SUBCOMMAND",
 		Short: "Roll a prototype's change through the VMs derived from it",
@@ -34,7 +34,7 @@ at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(NewCmdRolloutRestart(streams), NewCmdRolloutStatus(streams))
+	cmd.AddCommand(NewCmdRolloutRestart(f, streams), NewCmdRolloutStatus(f, streams))
 	return cmd
 }
 

@@ -28,10 +28,7 @@ const rolloutFieldManager = "kubectl-vmctl-rollout"
 
 // RolloutRestartOptions are the options of `kubectl vmctl rollout restart`.
 type RolloutRestartOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	PrintFlags  *genericclioptions.PrintFlags
-	// NewClients makes the clientsets; by default from ConfigFlags.
-	NewClients ClientsFunc
+	PrintFlags *genericclioptions.PrintFlags
 	// Now is time.Now outside tests: the restartedAt annotation.
 	Now func() time.Time
 
@@ -48,23 +45,19 @@ type RolloutRestartOptions struct {
 
 // NewRolloutRestartOptions returns RolloutRestartOptions with their defaults.
 func NewRolloutRestartOptions(streams genericiooptions.IOStreams) *RolloutRestartOptions {
-	o := &RolloutRestartOptions{
-		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		PrintFlags:  genericclioptions.NewPrintFlags("restarted").WithTypeSetter(scheme.Scheme),
-		Now:         time.Now,
-		IOStreams:   streams,
+	return &RolloutRestartOptions{
+		PrintFlags: genericclioptions.NewPrintFlags("restarted").WithTypeSetter(scheme.Scheme),
+		Now:        time.Now,
+		IOStreams:  streams,
 	}
-	o.NewClients = clientsFromFlags(o.ConfigFlags)
-	return o
 }
 
 // NewCmdRolloutRestart returns `kubectl vmctl rollout restart`.
-func NewCmdRolloutRestart(streams genericiooptions.IOStreams) *cobra.Command {
-	return NewCmdRolloutRestartWithOptions(NewRolloutRestartOptions(streams))
+func NewCmdRolloutRestart(f kube.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmdRolloutRestart(f, NewRolloutRestartOptions(streams))
 }
 
-// NewCmdRolloutRestartWithOptions returns `kubectl vmctl rollout restart` bound to o.
-func NewCmdRolloutRestartWithOptions(o *RolloutRestartOptions) *cobra.Command {
+func newCmdRolloutRestart(f kube.Factory, o *RolloutRestartOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "restart PROTOTYPE [flags]",
 		DisableFlagsInUseLine: true,
@@ -91,7 +84,7 @@ the Pods and VMs of those that may need a restart.`,
   kubectl vmctl rollout restart testvm -A --dry-run=server`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
+			if err := o.Complete(f, cmd, args); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -100,22 +93,19 @@ the Pods and VMs of those that may need a restart.`,
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
-	f := cmd.Flags()
-	o.ConfigFlags.AddFlags(f)
+	cmd.ValidArgsFunction = CompletePrototypes(f)
 	o.PrintFlags.AddFlags(cmd)
-	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Restart the prototype's workloads in all namespaces.")
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Restart the prototype's workloads in all namespaces.")
 	cmdutil.AddDryRunFlag(cmd)
-	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
 	return cmd
 }
 
 // Complete resolves the prototype, the namespace, the dry-run strategy, the
 // printer and the clients.
-func (o *RolloutRestartOptions) Complete(cmd *cobra.Command, args []string) error {
+func (o *RolloutRestartOptions) Complete(f kube.Factory, cmd *cobra.Command, args []string) error {
 	o.prototype = args[0]
 	var err error
-	if o.namespace, err = scopeNamespace(o.ConfigFlags, o.AllNamespaces); err != nil {
+	if o.namespace, err = scopeNamespace(f, o.AllNamespaces); err != nil {
 		return err
 	}
 	if o.dryRun, err = cmdutil.GetDryRunStrategy(cmd); err != nil {
@@ -124,7 +114,7 @@ func (o *RolloutRestartOptions) Complete(cmd *cobra.Command, args []string) erro
 	if o.printer, err = cmdutil.PrintFlagsWithDryRunStrategy(o.PrintFlags, o.dryRun).ToPrinter(); err != nil {
 		return err
 	}
-	o.clients, err = o.NewClients()
+	o.clients, err = f.Clients()
 	return err
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
@@ -20,10 +19,6 @@ const DefaultRolloutTimeout = time.Duration(0)
 
 // RolloutStatusOptions are the options of `kubectl vmctl rollout status`.
 type RolloutStatusOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	// NewClients makes the clientsets; by default from ConfigFlags.
-	NewClients ClientsFunc
-
 	AllNamespaces bool
 	Timeout       time.Duration
 	Watch         bool
@@ -37,23 +32,12 @@ type RolloutStatusOptions struct {
 
 // NewRolloutStatusOptions returns RolloutStatusOptions with their defaults.
 func NewRolloutStatusOptions(streams genericiooptions.IOStreams) *RolloutStatusOptions {
-	o := &RolloutStatusOptions{
-		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		Timeout:     DefaultRolloutTimeout,
-		Watch:       true,
-		IOStreams:   streams,
-	}
-	o.NewClients = clientsFromFlags(o.ConfigFlags)
-	return o
+	return &RolloutStatusOptions{Timeout: DefaultRolloutTimeout, Watch: true, IOStreams: streams}
 }
 
 // NewCmdRolloutStatus returns `kubectl vmctl rollout status`.
-func NewCmdRolloutStatus(streams genericiooptions.IOStreams) *cobra.Command {
-	return NewCmdRolloutStatusWithOptions(NewRolloutStatusOptions(streams))
-}
-
-// NewCmdRolloutStatusWithOptions returns `kubectl vmctl rollout status` bound to o.
-func NewCmdRolloutStatusWithOptions(o *RolloutStatusOptions) *cobra.Command {
+func NewCmdRolloutStatus(f kube.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewRolloutStatusOptions(streams)
 	cmd := &cobra.Command{
 		Use:                   "status PROTOTYPE [flags]",
 		DisableFlagsInUseLine: true,
@@ -72,7 +56,7 @@ workload deleted). It watches; it does not poll.`,
   kubectl vmctl rollout status testvm --watch=false`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
+			if err := o.Complete(f, args); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -81,24 +65,22 @@ workload deleted). It watches; it does not poll.`,
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
-	f := cmd.Flags()
-	o.ConfigFlags.AddFlags(f)
-	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Follow the prototype's workloads in all namespaces.")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait before giving up, exit code 1; zero means forever.")
-	f.BoolVarP(&o.Watch, "watch", "w", o.Watch, "Wait until the rollout is done; with --watch=false, print where it stands and exit 0.")
-	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
+	cmd.ValidArgsFunction = CompletePrototypes(f)
+	flags := cmd.Flags()
+	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Follow the prototype's workloads in all namespaces.")
+	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait before giving up, exit code 1; zero means forever.")
+	flags.BoolVarP(&o.Watch, "watch", "w", o.Watch, "Wait until the rollout is done; with --watch=false, print where it stands and exit 0.")
 	return cmd
 }
 
 // Complete resolves the prototype, the namespace and the clients.
-func (o *RolloutStatusOptions) Complete(args []string) error {
+func (o *RolloutStatusOptions) Complete(f kube.Factory, args []string) error {
 	o.prototype = args[0]
 	var err error
-	if o.namespace, err = scopeNamespace(o.ConfigFlags, o.AllNamespaces); err != nil {
+	if o.namespace, err = scopeNamespace(f, o.AllNamespaces); err != nil {
 		return err
 	}
-	o.clients, err = o.NewClients()
+	o.clients, err = f.Clients()
 	return err
 }
 

@@ -1,8 +1,6 @@
 package plugin
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,23 +22,6 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
-
-// rolloutKubeconfig writes a kubeconfig whose context's namespace is vms.
-func rolloutKubeconfig(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: c, context: {cluster: c, user: u, namespace: vms}}]
-current-context: c
-`
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return "--kubeconfig=" + path
-}
 
 // rolloutScene is a prototype testvm at generation gen in vms and a
 // scaffolded Deployment "web" of two agents whose VMs derive from
@@ -107,12 +88,9 @@ func runRolloutRestart(t *testing.T, kubeObjs, virtObjs []runtime.Object, args .
 	}
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewRolloutRestartOptions(streams)
-	o.NewClients = StaticClients(kube, virt)
 	o.Now = func() time.Time { return time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC) }
-	cmd := NewCmdRolloutRestartWithOptions(o)
-	cmd.SetArgs(append([]string{rolloutKubeconfig(t)}, args...))
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	err = cmd.Execute()
+	f := opFactory(t, kube, virt)
+	err = opRun(t.Context(), f, newCmdRolloutRestart(f, o), args...)
 	return out.String(), errOut.String(), calls, err
 }
 
@@ -215,12 +193,8 @@ func TestRolloutStatusOnce(t *testing.T) {
 	web.Status = appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2}
 	web.Spec.Replicas = ptr.To[int32](2)
 	streams, _, out, _ := genericiooptions.NewTestIOStreams()
-	o := NewRolloutStatusOptions(streams)
-	o.NewClients = StaticClients(kubefake.NewClientset(kube...), kubevirtfake.NewSimpleClientset(virt...))
-	cmd := NewCmdRolloutStatusWithOptions(o)
-	cmd.SetArgs([]string{rolloutKubeconfig(t), "testvm", "--watch=false"})
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	if err := cmd.Execute(); err != nil {
+	f := opFactory(t, kubefake.NewClientset(kube...), kubevirtfake.NewSimpleClientset(virt...))
+	if err := opRun(t.Context(), f, NewCmdRolloutStatus(f, streams), "testvm", "--watch=false"); err != nil {
 		t.Fatal(err)
 	}
 	want := `Waiting for the VMs of deployment "web": 0 of 2 ready and derived from prototype vms/testvm generation 2 (2 from generation 1: run kubectl vmctl rollout restart testvm)...` + "\n"

@@ -11,11 +11,16 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
-// NewCmdVmctl returns the root command, `kubectl vmctl`.
+// NewCmdVmctl returns the root command, `kubectl vmctl`. kubectl's flags
+// (--kubeconfig, --context, -n, --as, ...) are bound once, to its
+// persistent flags, and every command reads them through one Factory.
 func NewCmdVmctl(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kubectl-vmctl",
@@ -32,19 +37,25 @@ VM on every node.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	flags := genericclioptions.NewConfigFlags(true)
+	flags.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().AddFlag(verbosityFlag())
+	f := kube.NewFactory(flags)
+	RegisterNamespaceCompletion(cmd, f)
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	cmd.AddCommand(
 		NewCmdVersion(streams),
-		NewCmdAgent(streams),
-		NewCmdScaffold(streams),
+		// The agent runs in a Pod, with clients of its own (see
+		// kube.NewAgentFactory), over the same flags.
+		NewCmdAgent(kube.NewAgentFactory(flags), streams),
+		NewCmdScaffold(f, streams),
 		NewCmdCompletion(streams),
-		NewCmdStatus(streams),
-		NewCmdDiff(streams),
-		NewCmdGC(streams),
-		NewCmdRollout(streams),
+		NewCmdStatus(f, streams),
+		NewCmdDiff(f, streams),
+		NewCmdGC(f, streams),
+		NewCmdRollout(f, streams),
 	)
 	return cmd
 }

@@ -8,21 +8,18 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
 
 // ScaffoldOptions are the options of `kubectl vmctl scaffold`.
 type ScaffoldOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-
 	Name               string
 	ProtoNamespace     string
 	Image              string
@@ -36,15 +33,13 @@ type ScaffoldOptions struct {
 	PodMonitor         bool
 	Output             string
 
-	// Prototype looks the prototype up, to check that its guest's grace
-	// period fits the Pod's; nil means through ConfigFlags. Scaffolding
-	// works without a cluster: when the lookup fails, scaffold says nothing.
-	Prototype func(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error)
-
 	// replicasSet records an explicit --replicas, which a DaemonSet rejects.
 	replicasSet bool
 	// params is what Complete resolved from the flags and arguments.
 	params scaffold.Params
+	// clients read the prototype, unless clientsErr says why not.
+	clients    kube.Clients
+	clientsErr error
 
 	genericiooptions.IOStreams
 }
@@ -53,7 +48,6 @@ type ScaffoldOptions struct {
 func NewScaffoldOptions(streams genericiooptions.IOStreams) *ScaffoldOptions {
 	v := version.Get().Version
 	return &ScaffoldOptions{
-		ConfigFlags:     genericclioptions.NewConfigFlags(true),
 		Version:         v,
 		Image:           scaffold.DefaultImage(v),
 		Replicas:        scaffold.DefaultReplicas,
@@ -64,12 +58,13 @@ func NewScaffoldOptions(streams genericiooptions.IOStreams) *ScaffoldOptions {
 	}
 }
 
-// NewCmdScaffold returns `kubectl vmctl scaffold`.
-func NewCmdScaffold(streams genericiooptions.IOStreams) *cobra.Command {
-	return newCmdScaffold(NewScaffoldOptions(streams))
+// NewCmdScaffold returns `kubectl vmctl scaffold`. It needs no cluster: f
+// serves the namespace, and the one read of the prototype (see Run).
+func NewCmdScaffold(f kube.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmdScaffold(f, NewScaffoldOptions(streams))
 }
 
-func newCmdScaffold(o *ScaffoldOptions) *cobra.Command {
+func newCmdScaffold(f kube.Factory, o *ScaffoldOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scaffold deployment|daemonset|statefulset PROTOTYPE",
 		Short: "Print the manifests that run copies of a prototype VM under a Deployment, DaemonSet or StatefulSet",
@@ -118,10 +113,10 @@ put the fleet in a namespace of its own (see "Security model" in the README).`,
 				return []cobra.Completion{"deployment", "daemonset", "statefulset"}, cobra.ShellCompDirectiveNoFileComp
 			}
 			// PROTOTYPE is the second argument: complete it as the first.
-			return CompletePrototypes(o.ConfigFlags)(cmd, args[1:], toComplete)
+			return CompletePrototypes(f)(cmd, args[1:], toComplete)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
+			if err := o.Complete(f, cmd, args); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -130,32 +125,31 @@ put the fleet in a namespace of its own (see "Security model" in the README).`,
 			return o.Run(cmd.Context())
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.Name, "name", o.Name, `Name of the workload, ServiceAccount, Roles and Services (default "vmctl-PROTOTYPE").`)
-	f.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM, if not the workload's.")
-	f.StringVar(&o.Image, "image", o.Image,
+	flags := cmd.Flags()
+	flags.StringVar(&o.Name, "name", o.Name, `Name of the workload, ServiceAccount, Roles and Services (default "vmctl-PROTOTYPE").`)
+	flags.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM, if not the workload's.")
+	flags.StringVar(&o.Image, "image", o.Image,
 		"Container image of the agent. From source, 'make image' writes dist/kubectl-vmctl-image_VERSION_linux_ARCH.tar "+
 			"and prints the image's name; load it with 'kind load image-archive FILE', 'minikube image load FILE' "+
 			"or 'ctr -n k8s.io images import FILE' on each containerd node.")
-	f.Int32Var(&o.Replicas, "replicas", o.Replicas, "Number of agent Pods, and so of VMs, of a Deployment or StatefulSet.")
-	f.Int64Var(&o.GracePeriod, "grace-period", o.GracePeriod,
+	flags.Int32Var(&o.Replicas, "replicas", o.Replicas, "Number of agent Pods, and so of VMs, of a Deployment or StatefulSet.")
+	flags.Int64Var(&o.GracePeriod, "grace-period", o.GracePeriod,
 		"Seconds an agent Pod has to delete its VM when it stops (terminationGracePeriodSeconds); the agent gives up 10s before.")
-	f.StringVar(&o.Service, "service", o.Service, "Add a Service named NAME-vms in front of the VMs, as PORT[:TARGETPORT].")
-	f.StringVar(&o.PDB, "pdb", o.PDB, "Add a PodDisruptionBudget keeping MIN_AVAILABLE agent Pods (a number or a percentage) and so their VMs.")
-	f.BoolVar(&o.AdmissionPolicy, "admission-policy", o.AdmissionPolicy,
+	flags.StringVar(&o.Service, "service", o.Service, "Add a Service named NAME-vms in front of the VMs, as PORT[:TARGETPORT].")
+	flags.StringVar(&o.PDB, "pdb", o.PDB, "Add a PodDisruptionBudget keeping MIN_AVAILABLE agent Pods (a number or a percentage) and so their VMs.")
+	flags.BoolVar(&o.AdmissionPolicy, "admission-policy", o.AdmissionPolicy,
 		"Add a cluster-scoped ValidatingAdmissionPolicy and binding that confine the ServiceAccount to creating and deleting its own Pods' VMs, derived from the prototype; applying them needs cluster-admin. --admission-policy=false leaves them out.")
-	f.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes,
+	flags.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes,
 		"Let the agents derive VMs from a prototype with writable PersistentVolumeClaims, which all VMs then share.")
-	f.BoolVar(&o.PodMonitor, "pod-monitor", o.PodMonitor,
+	flags.BoolVar(&o.PodMonitor, "pod-monitor", o.PodMonitor,
 		"Add a Prometheus Operator PodMonitor (monitoring.coreos.com/v1) that scrapes the agents' /metrics.")
-	f.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, json).")
-	o.ConfigFlags.AddFlags(f)
-	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
+	flags.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, json).")
+	RegisterNamespaceCompletion(cmd, f)
 	return cmd
 }
 
 // Complete reads the arguments, the namespace and the flags into scaffold.Params.
-func (o *ScaffoldOptions) Complete(cmd *cobra.Command, args []string) error {
+func (o *ScaffoldOptions) Complete(f kube.Factory, cmd *cobra.Command, args []string) error {
 	if len(args) != 2 {
 		// With only a valid KIND given, show the command with that KIND.
 		example := "daemonset"
@@ -171,7 +165,7 @@ func (o *ScaffoldOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	namespace, err := o.namespace()
+	namespace, err := scaffoldNamespace(f, cmd)
 	if err != nil {
 		return err
 	}
@@ -204,16 +198,19 @@ func (o *ScaffoldOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	o.replicasSet = cmd.Flags().Changed("replicas")
 	o.params = p
+	// Scaffolding needs no cluster: without clients, Run only skips its
+	// check of the prototype.
+	o.clients, o.clientsErr = f.Clients()
 	return nil
 }
 
-// namespace is -n, else the kubeconfig's namespace, else "default". An
+// scaffoldNamespace is -n, else the kubeconfig's namespace, else "default". An
 // explicit -n needs no kubeconfig at all.
-func (o *ScaffoldOptions) namespace() (string, error) {
-	if ns := o.ConfigFlags.Namespace; ns != nil && *ns != "" {
-		return *ns, nil
+func scaffoldNamespace(f kube.Factory, cmd *cobra.Command) (string, error) {
+	if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
+		return ns, nil
 	}
-	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	ns, _, err := f.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return "", fmt.Errorf("reading the namespace from kubeconfig: %w; fix the kubeconfig or pass -n NAMESPACE", err)
 	}
@@ -257,32 +254,21 @@ func (o *ScaffoldOptions) Run(ctx context.Context) error {
 // not hang without a cluster.
 const prototypeLookupTimeout = 3 * time.Second
 
-// warnGracePeriod prints a warning when the prototype's guest may take longer
-// to shut down than the agent waits for it. Without a cluster, or without
-// leave to read the prototype, it only logs why at -v=2.
+// warnGracePeriod prints a warning when the prototype's guest may take
+// longer to shut down than the agent waits for it. Without a cluster, or
+// without leave to read the prototype, it only logs why at -v=2.
 func (o *ScaffoldOptions) warnGracePeriod(ctx context.Context) {
-	get := o.Prototype
-	if get == nil {
-		get = func(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error) {
-			rc, err := o.ConfigFlags.ToRESTConfig()
-			if err != nil {
-				return nil, err
-			}
-			rc.Timeout = prototypeLookupTimeout
-			cs, err := kubevirt.NewForConfig(rc)
-			if err != nil {
-				return nil, err
-			}
-			return cs.KubevirtV1().VirtualMachines(namespace).Get(ctx, name, metav1.GetOptions{})
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, prototypeLookupTimeout)
-	defer cancel()
 	ns := o.params.ProtoNamespace
 	if ns == "" {
 		ns = o.params.Namespace
 	}
-	proto, err := get(ctx, ns, o.params.Prototype)
+	err := o.clientsErr
+	var proto *kubevirtv1.VirtualMachine
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, prototypeLookupTimeout)
+		defer cancel()
+		proto, err = o.clients.KubeVirt.KubevirtV1().VirtualMachines(ns).Get(ctx, o.params.Prototype, metav1.GetOptions{})
+	}
 	if err != nil {
 		klog.V(2).InfoS("Not checking the prototype's grace period", "prototype", klog.KRef(ns, o.params.Prototype), "err", err)
 		return

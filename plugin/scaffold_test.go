@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -9,14 +8,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 // The -update flag may be defined by another golden test of this package;
@@ -35,24 +35,9 @@ func updateGolden() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-const testKubeconfig = `apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster: {server: "https://127.0.0.1:1"}
-users:
-- name: test
-  user: {}
-contexts:
-- name: with-namespace
-  context: {cluster: test, user: test, namespace: from-kubeconfig}
-- name: without-namespace
-  context: {cluster: test, user: test}
-current-context: with-namespace
-`
-
-// runScaffold runs `kubectl vmctl scaffold args...` as version v1.2.3 against
-// a kubeconfig that names no real cluster, where no prototype is found.
+// runScaffold runs `kubectl vmctl scaffold args...` as version v1.2.3, in
+// a kubeconfig context whose namespace is from-kubeconfig, against a
+// cluster without the prototype.
 func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	return runScaffoldWith(t, nil, args...)
@@ -61,28 +46,27 @@ func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error
 // runScaffoldWith is runScaffold with proto as the cluster's prototype.
 func runScaffoldWith(t *testing.T, proto *kubevirtv1.VirtualMachine, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(testKubeconfig), 0o600); err != nil {
-		t.Fatal(err)
+	virt := kubevirtfake.NewSimpleClientset()
+	if proto != nil {
+		virt = kubevirtfake.NewSimpleClientset(proto)
 	}
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewScaffoldOptions(streams)
 	o.Version = "v1.2.3"
 	o.Image = scaffold.DefaultImage(o.Version)
-	o.Prototype = func(_ context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error) {
-		if proto == nil || proto.Namespace != namespace || proto.Name != name {
-			return nil, apierrors.NewNotFound(schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachines"}, name)
-		}
-		return proto, nil
-	}
-	cmd := newCmdScaffold(o)
-	cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
-	cmd.SetOut(out)
-	cmd.SetErr(errOut)
-	cmd.SilenceUsage = true
-	cmd.SilenceErrors = true
-	err = cmd.Execute()
+	f := fakeapi.NewFactory(t, "from-kubeconfig", kubefake.NewClientset(), virt)
+	err = opRun(t.Context(), f, newCmdScaffold(f, o), args...)
 	return out.String(), errOut.String(), err
+}
+
+// Scaffolding needs no cluster: with -n, not even a kubeconfig.
+func TestScaffoldNeedsNoCluster(t *testing.T) {
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	root := NewCmdVmctl(streams)
+	root.SetArgs([]string{"scaffold", "ds", "testvm", "-n", "vms", "--kubeconfig", filepath.Join(t.TempDir(), "none")})
+	if code := Execute(root, streams); code != 0 || !strings.Contains(out.String(), "kind: DaemonSet") || errOut.Len() != 0 {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
 }
 
 func TestScaffoldGolden(t *testing.T) {

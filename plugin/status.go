@@ -11,65 +11,18 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
-
-// ClientsFunc returns the clientsets an operator command (status, diff, gc)
-// talks through. Complete calls it once.
-type ClientsFunc func() (kube.Clients, error)
-
-// StaticClients returns a ClientsFunc that always gives kc and virt, for
-// tests and for callers that already hold clientsets.
-func StaticClients(kc kubernetes.Interface, virt kubevirt.Interface) ClientsFunc {
-	return func() (kube.Clients, error) { return kube.Clients{Kube: kc, KubeVirt: virt}, nil }
-}
-
-// clientsFromFlags builds the clientsets from kubectl's flags and kubeconfig.
-func clientsFromFlags(f *genericclioptions.ConfigFlags) ClientsFunc {
-	return func() (kube.Clients, error) {
-		rc, err := f.ToRESTConfig()
-		if err != nil {
-			return kube.Clients{}, fmt.Errorf("load the client configuration: %w; pass --kubeconfig or --context", err)
-		}
-		rc.UserAgent = "kubectl-vmctl/" + version.Get().Version
-		// client-go's default of 5 requests/s made gc of 1,000 orphans take
-		// 3m25s in the benchmark; LISTs are paged, so only deletes need this.
-		if rc.QPS == 0 {
-			rc.QPS, rc.Burst = 50, 100
-		}
-		// Pods in protobuf, as Kubernetes' own controllers read them: fewer
-		// bytes to send and decode than JSON (on the loopback bench, where
-		// the API server shares the CPU, no gain was measurable). KubeVirt's
-		// types are custom resources, which the API server serves as JSON.
-		kubeRC := rest.CopyConfig(rc)
-		kubeRC.ContentType = runtime.ContentTypeProtobuf
-		kubeRC.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-		kc, err := kubernetes.NewForConfig(kubeRC)
-		if err != nil {
-			return kube.Clients{}, fmt.Errorf("make the Kubernetes client: %w", err)
-		}
-		virt, err := kubevirt.NewForConfig(rc)
-		if err != nil {
-			return kube.Clients{}, fmt.Errorf("make the KubeVirt client: %w", err)
-		}
-		return kube.Clients{Kube: kc, KubeVirt: virt}, nil
-	}
-}
 
 // scopeNamespace resolves -n and -A: "" for all namespaces, else -n or the
 // kubeconfig context's namespace.
-func scopeNamespace(f *genericclioptions.ConfigFlags, all bool) (string, error) {
+func scopeNamespace(f kube.Factory, all bool) (string, error) {
 	if all {
 		return "", nil
 	}
@@ -89,6 +42,16 @@ func prototypeArg(args []string, flag string) (string, error) {
 		return "", fmt.Errorf("PROTOTYPE %q and --prototype %q differ; give one", args[0], flag)
 	}
 	return args[0], nil
+}
+
+// noPrototype says that there is no prototype name in namespace (any
+// namespace when empty) and what to do, for commands given a PROTOTYPE
+// that find nothing of it.
+func noPrototype(namespace, name string) string {
+	if namespace == "" {
+		return fmt.Sprintf("no VM %s in any namespace: check the prototype's name", name)
+	}
+	return fmt.Sprintf("no VM %s in %s namespace: check the prototype's name, or pass -n or -A", name, namespace)
 }
 
 // inNamespace phrases a scope as kubectl does in "No resources found ...".
@@ -111,10 +74,7 @@ const DefaultStatusMinRedraw = 250 * time.Millisecond
 
 // StatusOptions are the options of `kubectl vmctl status`.
 type StatusOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	PrintFlags  *genericclioptions.PrintFlags
-	// NewClients makes the clientsets; by default from ConfigFlags.
-	NewClients ClientsFunc
+	PrintFlags *genericclioptions.PrintFlags
 
 	AllNamespaces bool
 	Selector      string
@@ -148,8 +108,7 @@ type StatusOptions struct {
 
 // NewStatusOptions returns StatusOptions with their defaults.
 func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
-	o := &StatusOptions{
-		ConfigFlags:   genericclioptions.NewConfigFlags(true),
+	return &StatusOptions{
 		PrintFlags:    genericclioptions.NewPrintFlags(""),
 		Color:         string(table.ColorAuto),
 		Refresh:       DefaultStatusRefresh,
@@ -160,25 +119,14 @@ func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
 		IsTerminal:    table.IsTerminal,
 		IOStreams:     streams,
 	}
-	o.NewClients = clientsFromFlags(o.ConfigFlags)
-	return o
-}
-
-// NewStatusOptionsWithClients returns StatusOptions that talk through the
-// given clientsets instead of building them from the kubeconfig.
-func NewStatusOptionsWithClients(streams genericiooptions.IOStreams, kube kubernetes.Interface, virt kubevirt.Interface) *StatusOptions {
-	o := NewStatusOptions(streams)
-	o.NewClients = StaticClients(kube, virt)
-	return o
 }
 
 // NewCmdStatus returns `kubectl vmctl status`.
-func NewCmdStatus(streams genericiooptions.IOStreams) *cobra.Command {
-	return NewCmdStatusWithOptions(NewStatusOptions(streams))
+func NewCmdStatus(f kube.Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmdStatus(f, NewStatusOptions(streams))
 }
 
-// NewCmdStatusWithOptions returns `kubectl vmctl status` bound to o.
-func NewCmdStatusWithOptions(o *StatusOptions) *cobra.Command {
+func newCmdStatus(f kube.Factory, o *StatusOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "status [PROTOTYPE] [flags]",
 		DisableFlagsInUseLine: true,
@@ -223,7 +171,7 @@ list or watch what it needs.`,
   kubectl vmctl status --watch`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := o.Complete(args)
+			err := o.Complete(f, args)
 			if err == nil {
 				err = o.Validate()
 			}
@@ -233,19 +181,17 @@ list or watch what it needs.`,
 			return o.exitError(err)
 		},
 	}
-	f := cmd.Flags()
-	o.ConfigFlags.AddFlags(f)
 	o.PrintFlags.AddFlags(cmd)
-	f.Lookup("output").Usage = "Output format. One of: (wide, name, json, yaml, jsonpath, jsonpath-as-json, jsonpath-file, go-template, go-template-file)."
-	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Show agents and VMs in all namespaces.")
-	f.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector to narrow the agent Pods (e.g. app.kubernetes.io/instance=web). VMs without a selected Pod are then not shown.")
-	f.StringVar(&o.Prototype, "prototype", o.Prototype, "Show only the agents and VMs of this prototype name (same as the PROTOTYPE argument).")
-	f.BoolVarP(&o.Watch, "watch", "w", o.Watch, "After printing, follow changes: redraw on a terminal, print a new table on each change otherwise.")
-	f.BoolVar(&o.ExitCode, "exit-code", o.ExitCode, "Exit 1 when any row has a problem (2 on errors), else 0.")
-	f.StringVar(&o.Color, "color", o.Color, "Color the table: auto (on a terminal, unless NO_COLOR is set), always or never.")
-	f.DurationVar(&o.NotReadyGrace, "not-ready-grace", o.NotReadyGrace, "How long a VM that is starting may be not ready before that is a problem. A VM KubeVirt cannot start (unschedulable, image pull, missing PVC, ...) is a problem at once.")
-	cmd.ValidArgsFunction = CompletePrototypes(o.ConfigFlags)
-	RegisterNamespaceCompletion(cmd, o.ConfigFlags)
+	flags := cmd.Flags()
+	flags.Lookup("output").Usage = "Output format. One of: (wide, name, json, yaml, jsonpath, jsonpath-as-json, jsonpath-file, go-template, go-template-file)."
+	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Show agents and VMs in all namespaces.")
+	flags.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector to narrow the agent Pods (e.g. app.kubernetes.io/instance=web). VMs without a selected Pod are then not shown.")
+	flags.StringVar(&o.Prototype, "prototype", o.Prototype, "Show only the agents and VMs of this prototype name (same as the PROTOTYPE argument).")
+	flags.BoolVarP(&o.Watch, "watch", "w", o.Watch, "After printing, follow changes: redraw on a terminal, print a new table on each change otherwise.")
+	flags.BoolVar(&o.ExitCode, "exit-code", o.ExitCode, "Exit 1 when any row has a problem (2 on errors), else 0.")
+	flags.StringVar(&o.Color, "color", o.Color, "Color the table: auto (on a terminal, unless NO_COLOR is set), always or never.")
+	flags.DurationVar(&o.NotReadyGrace, "not-ready-grace", o.NotReadyGrace, "How long a VM that is starting may be not ready before that is a problem. A VM KubeVirt cannot start (unschedulable, image pull, missing PVC, ...) is a problem at once.")
+	cmd.ValidArgsFunction = CompletePrototypes(f)
 	return cmd
 }
 
@@ -262,8 +208,8 @@ func (o *StatusOptions) exitError(err error) error {
 }
 
 // Complete resolves the namespace, prototype, output, color and clients.
-func (o *StatusOptions) Complete(args []string) error {
-	ns, err := scopeNamespace(o.ConfigFlags, o.AllNamespaces)
+func (o *StatusOptions) Complete(f kube.Factory, args []string) error {
+	ns, err := scopeNamespace(f, o.AllNamespaces)
 	if err != nil {
 		return err
 	}
@@ -288,7 +234,7 @@ func (o *StatusOptions) Complete(args []string) error {
 	o.terminal = o.IsTerminal(o.Out)
 	o.color = table.UseColor(mode, o.terminal, o.Getenv)
 
-	o.clients, err = o.NewClients()
+	o.clients, err = f.Clients()
 	return err
 }
 
@@ -341,12 +287,12 @@ func (o *StatusOptions) print(ctx context.Context, rows []status.Row) error {
 			if o.query.Prototype != "" {
 				// Status reads no VM but vmctl's and their prototypes: ask
 				// for this one by name.
-				exists, err := status.PrototypeExists(ctx, o.clients.KubeVirt, o.query.Namespace, o.query.Prototype)
+				exists, err := kube.PrototypeExists(ctx, o.clients.KubeVirt, o.query.Namespace, o.query.Prototype)
 				if err != nil {
 					return err
 				}
 				if !exists {
-					msg += ", and " + status.NoPrototype(o.query.Namespace, o.query.Prototype)
+					msg += ", and " + noPrototype(o.query.Namespace, o.query.Prototype)
 				}
 			}
 			_, err := fmt.Fprint(o.ErrOut, msg+".\n")

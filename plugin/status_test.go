@@ -25,9 +25,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -73,29 +75,20 @@ func opGolden(t *testing.T, name, got string) {
 	}
 }
 
-const opKubeconfig = `apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster: {server: "https://127.0.0.1:1"}
-users:
-- name: test
-  user: {}
-contexts:
-- name: test
-  context: {cluster: test, user: test, namespace: vms}
-current-context: test
-`
+// opFactory is the fake factory of the operator command tests, over kube
+// and virt, in a kubeconfig context whose namespace is vms.
+func opFactory(t *testing.T, kube kubernetes.Interface, virt kubevirt.Interface) *fakeapi.Factory {
+	return fakeapi.NewFactory(t, "vms", kube, virt)
+}
 
-// opKubeconfigFlag writes a kubeconfig whose context namespace is vms and
-// returns the flag that selects it, so no test reads the user's own.
-func opKubeconfigFlag(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, []byte(opKubeconfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return "--kubeconfig=" + path
+// opRun runs cmd, made with f, as kubectl-vmctl runs it: under a root that
+// carries f's flags, with args, until it returns or ctx ends.
+func opRun(ctx context.Context, f *fakeapi.Factory, cmd *cobra.Command, args ...string) error {
+	root := &cobra.Command{Use: "kubectl-vmctl", SilenceUsage: true, SilenceErrors: true}
+	f.AddFlags(root.PersistentFlags())
+	root.AddCommand(cmd)
+	root.SetArgs(append([]string{cmd.Name()}, args...))
+	return root.ExecuteContext(ctx)
 }
 
 func opAgo(d time.Duration) metav1.Time { return metav1.NewTime(opNow.Add(-d)) }
@@ -286,13 +279,11 @@ func runStatus(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...string
 	t.Helper()
 	kube, virt, log := opFakes(kubeObjs, virtObjs)
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	o := NewStatusOptionsWithClients(streams, kube, virt)
+	o := NewStatusOptions(streams)
 	o.Now = func() time.Time { return opNow }
 	o.Getenv = func(string) string { return "" }
-	cmd := NewCmdStatusWithOptions(o)
-	cmd.SetArgs(append([]string{opKubeconfigFlag(t)}, args...))
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	err = cmd.Execute()
+	f := opFactory(t, kube, virt)
+	err = opRun(t.Context(), f, newCmdStatus(f, o), args...)
 	return out.String(), errOut.String(), *log, err
 }
 
@@ -485,14 +476,13 @@ func TestStatusWatchPrintsABlockPerChange(t *testing.T) {
 	kubeObjs, virtObjs := opScene(t)
 	kube, virt, _ := opFakes(kubeObjs, virtObjs)
 	out := &opSyncBuffer{}
-	o := NewStatusOptionsWithClients(genericiooptions.IOStreams{Out: out, ErrOut: out}, kube, opNoWatchList{virt})
+	o := NewStatusOptions(genericiooptions.IOStreams{Out: out, ErrOut: out})
 	o.Now = func() time.Time { return opNow }
 	o.Refresh = time.Hour
-	cmd := NewCmdStatusWithOptions(o)
-	cmd.SetArgs([]string{opKubeconfigFlag(t), "--watch"})
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	f := opFactory(t, kube, opNoWatchList{virt})
+	cmd := newCmdStatus(f, o)
 	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
+	go func() { done <- opRun(ctx, f, cmd, "--watch") }()
 
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
@@ -540,18 +530,16 @@ func TestStatusWatchRedrawsATerminal(t *testing.T) {
 	kubeObjs, virtObjs := opScene(t)
 	kube, virt, _ := opFakes(kubeObjs, virtObjs)
 	out := &opSyncBuffer{}
-	o := NewStatusOptionsWithClients(genericiooptions.IOStreams{Out: out, ErrOut: out}, kube, opNoWatchList{virt})
+	o := NewStatusOptions(genericiooptions.IOStreams{Out: out, ErrOut: out})
 	now := opNow
 	var mu sync.Mutex
 	o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(time.Minute); return now }
 	o.Refresh = 10 * time.Millisecond // every tick is a minute later: ages change, so it redraws
 	o.IsTerminal = func(io.Writer) bool { return true }
 	o.Getenv = func(k string) string { return map[string]string{"TERM": "xterm"}[k] }
-	cmd := NewCmdStatusWithOptions(o)
-	cmd.SetArgs([]string{opKubeconfigFlag(t), "--watch"})
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	f := opFactory(t, kube, opNoWatchList{virt})
 	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
+	go func() { done <- opRun(ctx, f, newCmdStatus(f, o), "--watch") }()
 
 	const clearScreen = "\x1b[H\x1b[2J"
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
@@ -579,14 +567,6 @@ func TestStatusUnknownContext(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `context was not found for specified context: nope`) || !strings.Contains(err.Error(), "check --kubeconfig and --context") {
 		t.Errorf("status --context nope: %v, want the missing context named and --context suggested", err)
 	}
-}
-
-// opRun runs cmd, made from o, with args until it returns or ctx ends.
-func opRun(ctx context.Context, t *testing.T, cmd *cobra.Command, args ...string) error {
-	t.Helper()
-	cmd.SetArgs(append([]string{opKubeconfigFlag(t)}, args...))
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	return cmd.ExecuteContext(ctx)
 }
 
 // TestStatusFindsAVMsPodWithoutAgentLabels: an agent run by hand for a Pod
@@ -628,8 +608,8 @@ func TestStatusWatchStopsWithStatusError(t *testing.T) {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "",
 				errors.New(`User "dev" cannot list resource "pods" in API group "" in the namespace "secret"`))
 		})
-		o := NewStatusOptionsWithClients(genericiooptions.NewTestIOStreamsDiscard(), kube, opNoWatchList{virt})
-		err := opRun(ctx, t, NewCmdStatusWithOptions(o), args...)
+		f := opFactory(t, kube, opNoWatchList{virt})
+		err := opRun(ctx, f, NewCmdStatus(f, genericiooptions.NewTestIOStreamsDiscard()), args...)
 		if ctx.Err() != nil {
 			t.Errorf("status %v still ran after 20s", args)
 		}
@@ -653,11 +633,12 @@ func TestStatusWatchRedrawsAFewTimesASecond(t *testing.T) {
 	web := opPrototype("vms", "web", 1)
 	kube, virt, _ := opFakes(nil, []runtime.Object{web})
 	out := &opSyncBuffer{}
-	o := NewStatusOptionsWithClients(genericiooptions.IOStreams{Out: out, ErrOut: out}, kube, opNoWatchList{virt})
+	o := NewStatusOptions(genericiooptions.IOStreams{Out: out, ErrOut: out})
 	o.Now = func() time.Time { return opNow }
 	o.Refresh = time.Hour
+	f := opFactory(t, kube, opNoWatchList{virt})
 	done := make(chan error, 1)
-	go func() { done <- opRun(ctx, t, NewCmdStatusWithOptions(o), "--watch") }()
+	go func() { done <- opRun(ctx, f, newCmdStatus(f, o), "--watch") }()
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 		return strings.Contains(out.String(), "No vmctl agents") &&
 			slices.ContainsFunc(virt.Actions(), func(a k8stesting.Action) bool { return a.GetVerb() == "watch" }), nil

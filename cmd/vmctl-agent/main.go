@@ -8,8 +8,10 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/plugin"
 )
 
@@ -18,10 +20,15 @@ func main() {
 	os.Exit(plugin.Execute(newCmd(streams), streams))
 }
 
-// newCmd returns the agent command as a root command. Its help and errors
-// still say `kubectl vmctl agent`, the name the docs and scaffold use.
+// newCmd returns the agent command as a root command, with kubectl's flags
+// of its own. Its help and errors still say `kubectl vmctl agent`, the name
+// the docs and scaffold use.
 func newCmd(streams genericiooptions.IOStreams) *cobra.Command {
-	cmd := plugin.NewCmdAgent(streams)
+	flags := genericclioptions.NewConfigFlags(true)
+	f := kube.NewAgentFactory(flags)
+	cmd := plugin.NewCmdAgent(f, streams)
+	flags.AddFlags(cmd.PersistentFlags())
+	plugin.RegisterNamespaceCompletion(cmd, f)
 	if cmd.Annotations == nil {
 		cmd.Annotations = map[string]string{}
 	}

@@ -106,7 +106,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 	}
 
 	a.status.set(false, ReadyzReplacing)
-	klog.FromContext(ctx).Info("Replacing VM", "reason", why, "uid", existing.UID, "podUID", existing.Annotations[derive.AnnotationPodUID])
+	klog.FromContext(ctx).Info("Replacing VM", "reason", why, "uid", existing.UID, "podUID", derive.OriginOf(existing).PodUID)
 	if err := a.deleteAndWait(ctx, existing); err != nil {
 		return nil, nil, &problem{reason: ReasonDeleteFailed, msg: fmt.Sprintf("replacing VM %s: %v", ref, err), err: err}
 	}
@@ -115,7 +115,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 		return nil, nil, createProblem(ref, err)
 	}
 	a.report.done(ctx, ReasonReplaced, fmt.Sprintf("Replaced VM %s left by an earlier Pod %s (uid %s)",
-		ref, a.pod.PodName, existing.Annotations[derive.AnnotationPodUID]))
+		ref, a.pod.PodName, derive.OriginOf(existing).PodUID))
 	a.took(MetricReplaced)
 	return created, nil, nil
 }

@@ -35,19 +35,18 @@ func (v verdict) String() string {
 // from the prototype protoNamespace/proto should be, and says why.
 func judge(existing *kubevirtv1.VirtualMachine, pod Identity, protoNamespace, proto string) (verdict, string) {
 	ref := existing.Namespace + "/" + existing.Name
-	a := existing.Annotations
+	o := derive.OriginOf(existing)
 	switch {
 	case !derive.IsDerived(existing):
 		return refuse, fmt.Sprintf("VM %s exists and was not made by vmctl; vmctl will not touch it: rename or delete it, or rename the prototype", ref)
 	case !derive.IsDerivedFrom(existing, protoNamespace, proto):
-		return refuse, fmt.Sprintf("VM %s was derived from prototype %s/%s, not %s/%s; delete it if that prototype's Pod is gone",
-			ref, a[derive.AnnotationPrototypeNamespace], a[derive.AnnotationPrototypeName], protoNamespace, proto)
-	case a[derive.AnnotationPodName] != pod.PodName || a[derive.AnnotationPodNamespace] != pod.PodNamespace:
-		return refuse, fmt.Sprintf("VM %s belongs to Pod %s/%s; delete it if that Pod is gone",
-			ref, a[derive.AnnotationPodNamespace], a[derive.AnnotationPodName])
-	case a[derive.AnnotationPodUID] == string(pod.PodUID):
+		return refuse, fmt.Sprintf("VM %s was derived from prototype %s, not %s/%s; delete it if that prototype's Pod is gone",
+			ref, o.Prototype(), protoNamespace, proto)
+	case o.PodName != pod.PodName || o.PodNamespace != pod.PodNamespace:
+		return refuse, fmt.Sprintf("VM %s belongs to Pod %s; delete it if that Pod is gone", ref, o.Pod())
+	case o.PodUID == pod.PodUID:
 		return adopt, fmt.Sprintf("Adopted VM %s, made earlier for this Pod", ref)
 	}
 	return replace, fmt.Sprintf("VM %s was made for an earlier Pod %s/%s (uid %s); replacing it",
-		ref, pod.PodNamespace, pod.PodName, a[derive.AnnotationPodUID])
+		ref, pod.PodNamespace, pod.PodName, o.PodUID)
 }

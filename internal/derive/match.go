@@ -9,8 +9,18 @@ import (
 )
 
 // DerivedSelector is a label selector matching every VM vmctl made. Confirm
-// each match with IsDerived: labels alone are easy to copy.
+// each match with IsDerived or IsAgentVM: labels alone are easy to copy.
 const DerivedSelector = LabelPrototype + "," + LabelPod
+
+// Selector is the label selector of the VMs derived from the prototype
+// named prototype, or of every derived VM when prototype is empty. Confirm
+// each match with IsAgentVM.
+func Selector(prototype string) string {
+	if prototype == "" {
+		return DerivedSelector
+	}
+	return PrototypeSelector(prototype) + "," + LabelPod
+}
 
 // PrototypeSelector returns a label selector matching the VMs derived from
 // the prototype named prototype, in any namespace the prototype's VMs live
@@ -19,15 +29,34 @@ func PrototypeSelector(prototype string) string {
 	return labels.Set{LabelPrototype: LabelValue(prototype)}.String()
 }
 
-// IsDerived reports whether meta belongs to a VM vmctl made: it has both
-// vmctl labels and the owning Pod's UID. Never change or delete a VM for
-// which it is false.
+// IsDerived reports whether meta carries vmctl's marks: both vmctl labels
+// and the owning Pod's UID. Never change or delete a VM for which it is
+// false. It is the loose test: a copy of a derived VM keeps the marks, so
+// it says "not a prototype" (completion, an agent refusing a VM it finds)
+// rather than "an agent's VM": that is IsAgentVM.
 func IsDerived(meta metav1.Object) bool {
 	if meta == nil {
 		return false
 	}
 	l, a := meta.GetLabels(), meta.GetAnnotations()
 	return l[LabelPrototype] != "" && l[LabelPod] != "" && a[AnnotationPodUID] != ""
+}
+
+// IsAgentVM reports whether meta is the VM an agent derived for the Pod it
+// records: IsDerived's marks, the Pod's name and namespace and the
+// prototype's name recorded (without the Pod no one can tell whether it is
+// gone), and the name Name gives them. It is the strict test, which status,
+// diff and gc count derived VMs by: a VM copied from a derived one and
+// renamed, say to serve as a prototype, keeps the marks but not the name,
+// so status does not call it an orphan, diff does not compare it and gc
+// never deletes it.
+func IsAgentVM(meta metav1.Object) bool {
+	if !IsDerived(meta) {
+		return false
+	}
+	o := OriginOf(meta)
+	return o.PodName != "" && o.PodNamespace != "" && o.PrototypeName != "" &&
+		meta.GetName() == Name(o.PrototypeName, o.PodName)
 }
 
 // IsDerivedFrom reports whether meta belongs to a VM vmctl derived from the

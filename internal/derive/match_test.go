@@ -58,6 +58,55 @@ func TestIsDerivedFrom(t *testing.T) {
 	}
 }
 
+func TestIsAgentVM(t *testing.T) {
+	long := strings.Repeat("p", 40)
+	for _, tc := range []struct {
+		name string
+		mod  func(vm *metav1.ObjectMeta)
+		want bool
+	}{
+		{name: "as an agent makes it", want: true},
+		{name: "long names, cut with a hash", mod: func(vm *metav1.ObjectMeta) {
+			vm.Annotations[AnnotationPrototypeName] = long
+			vm.Annotations[AnnotationPodName] = long
+			vm.Name = Name(long, long)
+		}, want: true},
+		{name: "copied and renamed", mod: func(vm *metav1.ObjectMeta) { vm.Name = "golden" }},
+		{name: "no prototype recorded", mod: func(vm *metav1.ObjectMeta) { delete(vm.Annotations, AnnotationPrototypeName) }},
+		{name: "no pod namespace recorded", mod: func(vm *metav1.ObjectMeta) { delete(vm.Annotations, AnnotationPodNamespace) }},
+		{name: "no vmctl labels", mod: func(vm *metav1.ObjectMeta) { vm.Labels = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vm := mustVM(t, testPrototype(), testPod(), Options{})
+			if tc.mod != nil {
+				tc.mod(&vm.ObjectMeta)
+			}
+			if got := IsAgentVM(vm); got != tc.want {
+				t.Errorf("IsAgentVM = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOriginOf reads back what VM records, for the Pod and prototype it
+// derived the VM for.
+func TestOriginOf(t *testing.T) {
+	proto := testPrototype()
+	proto.UID, proto.Generation = "proto-uid", 7
+	got := OriginOf(mustVM(t, proto, testPod(), Options{Namespace: "elsewhere"}))
+	want := Origin{PodName: "web-7c9d", PodNamespace: "vms", PodUID: "pod-uid-1", Node: "node-a",
+		PrototypeName: "fedora", PrototypeNamespace: "vms", PrototypeUID: "proto-uid", PrototypeGeneration: 7, HasGeneration: true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("OriginOf (-want +got):\n%s", diff)
+	}
+	if got.Pod().String() != "vms/web-7c9d" || got.Prototype().String() != "vms/fedora" {
+		t.Errorf("Pod() %s, Prototype() %s, want vms/web-7c9d and vms/fedora", got.Pod(), got.Prototype())
+	}
+	if o := OriginOf(testPrototype()); o != (Origin{}) {
+		t.Errorf("OriginOf(prototype) = %+v, want nothing recorded", o)
+	}
+}
+
 func TestSelectors(t *testing.T) {
 	derived := labels.Set(mustVM(t, testPrototype(), testPod(), Options{}).Labels)
 	other := labels.Set{LabelPrototype: "ubuntu", LabelPod: "web-7c9d"}
@@ -73,6 +122,10 @@ func TestSelectors(t *testing.T) {
 		{name: "plain VM does not match all", selector: DerivedSelector, set: plain, want: false},
 		{name: "derived matches its prototype", selector: PrototypeSelector("fedora"), set: derived, want: true},
 		{name: "another prototype's VM does not match", selector: PrototypeSelector("fedora"), set: other, want: false},
+		{name: "Selector of none matches all derived", selector: Selector(""), set: derived, want: true},
+		{name: "Selector of a prototype matches its VMs", selector: Selector("fedora"), set: derived, want: true},
+		{name: "Selector of a prototype needs the pod label too", selector: Selector("fedora"), set: labels.Set{LabelPrototype: derived[LabelPrototype]}, want: false},
+		{name: "Selector of another prototype", selector: Selector("ubuntu"), set: derived, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sel, err := labels.Parse(tc.selector)

@@ -3,10 +3,10 @@ package drift
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // Check is the outcome for one derived VM: a Result, or Err when it could
@@ -14,20 +14,20 @@ import (
 type Check struct {
 	Result
 	// Prototype is the prototype the VM records, as namespace/name.
-	Prototype status.Key
+	Prototype types.NamespacedName
 	// Generation is the prototype's metadata.generation it was compared with.
 	Generation int64
 	Err        error
 }
 
-// CheckVM re-derives live, a derived VM (status.IsDerived), with derive.VM
+// CheckVM re-derives live, a derived VM (derive.IsAgentVM), with derive.VM
 // from proto, the prototype it records as it is now (nil when it is gone),
 // for the Pod identity live records, and compares.
 func CheckVM(live, proto *kubevirtv1.VirtualMachine) Check {
-	o := status.OriginOf(live)
+	o := derive.OriginOf(live)
 	c := Check{
 		Result:    Result{Namespace: live.Namespace, Name: live.Name},
-		Prototype: status.Key{Namespace: o.PrototypeNamespace, Name: o.PrototypeName},
+		Prototype: o.Prototype(),
 	}
 	if proto == nil {
 		c.Err = fmt.Errorf("prototype %s not found; restore it, or delete the VM's agent Pod", c.Prototype)

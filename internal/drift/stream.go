@@ -3,10 +3,12 @@ package drift
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // Each compares every derived VM of namespace ("" for all), or only those
@@ -15,23 +17,23 @@ import (
 // page by page of a LIST selected by vmctl's labels, in the API's order (by
 // namespace, then name). Memory holds a page of VMs and one VM's YAML, not
 // every VM. The prototypes a page names are read first, by name
-// (status.VMFinder), once each.
+// (kube.VMFinder), once each.
 func Each(ctx context.Context, c kubevirt.Interface, namespace, prototype string, fn func(Check) error) error {
-	protos := status.NewVMFinder(c, namespace == "")
-	return status.EachVMPage(ctx, c, namespace, status.DerivedSelector(prototype), func(page []kubevirtv1.VirtualMachine) error {
+	protos := kube.NewVMFinder(c, namespace == "")
+	return kube.EachVMPage(ctx, c, namespace, derive.Selector(prototype), func(page []kubevirtv1.VirtualMachine) error {
 		var live []*kubevirtv1.VirtualMachine
-		var keys []status.Key
+		var keys []types.NamespacedName
 		for i := range page {
 			vm := &page[i]
-			if !status.IsDerived(vm) {
+			if !derive.IsAgentVM(vm) {
 				continue
 			}
-			o := status.OriginOf(vm)
+			o := derive.OriginOf(vm)
 			if prototype != "" && o.PrototypeName != prototype {
 				continue // the label holds a hash of a long name; the annotation all of it
 			}
 			live = append(live, vm)
-			keys = append(keys, status.Key{Namespace: o.PrototypeNamespace, Name: o.PrototypeName})
+			keys = append(keys, o.Prototype())
 		}
 		if err := protos.Find(ctx, keys); err != nil {
 			return err

@@ -35,6 +35,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	vmkube "github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
@@ -163,7 +164,7 @@ func BenchmarkStatusAndGC(b *testing.B) {
 
 	// What MaxByName weighs: Pods read by name, as many at once as Load
 	// reads, against one LIST of the namespace's every Pod.
-	byName, whole, wholePods := timeLookups(b, kube, ns, status.MaxByName)
+	byName, whole, wholePods := timeLookups(b, kube, ns, vmkube.MaxByName)
 
 	// Orphan the first tenth of the VMs while each build's status --watch
 	// follows, counting the tables it prints.
@@ -260,7 +261,7 @@ func BenchmarkStatusAndGC(b *testing.B) {
 	fmt.Printf("status/gc: this build: status/get %.2fx; status requests %d %v; diff requests %d %v\n",
 		ratio, statusTotal, statusReqs, diffTotal, diffReqs)
 	fmt.Printf("status/gc: %d Pods read by name, 8 at a time: %s; one LIST of the namespace's %d Pods: %s\n",
-		status.MaxByName, byName.Round(time.Millisecond), wholePods, whole.Round(time.Millisecond))
+		vmkube.MaxByName, byName.Round(time.Millisecond), wholePods, whole.Round(time.Millisecond))
 	fmt.Printf("status/gc: gc of %d orphans %s, requests %d %v\n", orphans, gcTime.Round(time.Millisecond), gcTotal, gcReqs)
 }
 
@@ -449,7 +450,7 @@ func firstTable(b *testing.B, name string, rows int, args ...string) timing {
 	return timing{wall: wall, maxRSS: f.maxRSS}
 }
 
-// timeLookups times what status.MaxByName weighs: reading n Pods of ns by
+// timeLookups times what kube.MaxByName weighs: reading n Pods of ns by
 // name (one LIST narrowed to metadata.name each, 8 at a time, as Load
 // does) against one paged LIST of every Pod of ns, agents' or not, of which
 // it returns the count.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // Find lists the orphans of namespace ("" for all), and the would-be
@@ -22,24 +21,24 @@ import (
 // edited, or an agent's Pod that never had them, still protects its VM and
 // its prototype.
 func Find(ctx context.Context, c kube.Clients, namespace string, now time.Time, minAge time.Duration) ([]Orphan, []Spared, error) {
-	vms, err := status.ListVMs(ctx, c.KubeVirt, namespace, derive.DerivedSelector)
+	vms, err := kube.ListVMs(ctx, c.KubeVirt, namespace, derive.DerivedSelector)
 	if err != nil {
 		return nil, nil, err
 	}
-	pods, err := status.ListPods(ctx, c.Kube, namespace, "")
+	pods, err := kube.ListPods(ctx, c.Kube, namespace, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	if namespace != "" {
 		var others []string
 		for i := range vms {
-			if ns := status.OriginOf(&vms[i]).PodNamespace; ns != "" && ns != namespace && !slices.Contains(others, ns) {
+			if ns := derive.OriginOf(&vms[i]).PodNamespace; ns != "" && ns != namespace && !slices.Contains(others, ns) {
 				others = append(others, ns)
 			}
 		}
 		slices.Sort(others)
 		for _, ns := range others {
-			more, err := status.ListPods(ctx, c.Kube, ns, "")
+			more, err := kube.ListPods(ctx, c.Kube, ns, "")
 			if err != nil {
 				return nil, nil, err
 			}

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 type call struct{ Verb, Resource, Namespace, Selector string }

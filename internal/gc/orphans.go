@@ -13,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // Reason says why a VM is an orphan.
@@ -58,10 +59,10 @@ type Spared struct {
 	Namespace, Name string
 	// Pod is the Pod, as namespace/name, whose agent names the VM as its
 	// prototype: in its arguments, or in the VM it derived.
-	Pod status.Key
+	Pod types.NamespacedName
 }
 
-// Orphans returns the VMs among vms that vmctl derived (status.IsDerived:
+// Orphans returns the VMs among vms that vmctl derived (derive.IsAgentVM:
 // vmctl's labels, the Pod's name, namespace and UID recorded, and the name
 // derivation gives) whose Pod is not among pods, or is there with another
 // UID. pods must hold every Pod of each namespace the VMs name, whatever its
@@ -75,25 +76,25 @@ type Spared struct {
 // younger than minAge, so it never races an agent that is still starting.
 // Both results are sorted by namespace and name.
 func Orphans(pods []corev1.Pod, vms []kubevirtv1.VirtualMachine, now time.Time, minAge time.Duration) ([]Orphan, []Spared) {
-	byName := make(map[status.Key]*corev1.Pod, len(pods))
-	prototypes := map[status.Key]status.Key{} // prototype -> a Pod using it
+	byName := make(map[types.NamespacedName]*corev1.Pod, len(pods))
+	prototypes := map[types.NamespacedName]types.NamespacedName{} // prototype -> a Pod using it
 	for i := range pods {
 		p := &pods[i]
-		byName[status.Key{Namespace: p.Namespace, Name: p.Name}] = p
-		if a, ok := status.ParseAgent(p); ok {
-			prototypes[status.Key{Namespace: a.PrototypeNamespace, Name: a.Prototype}] = status.Key{Namespace: p.Namespace, Name: p.Name}
+		byName[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+		if a, ok := scaffold.ParseAgent(p); ok {
+			prototypes[types.NamespacedName{Namespace: a.PrototypeNamespace, Name: a.Prototype}] = types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 		}
 	}
 	var candidates []Orphan
 	for i := range vms {
 		vm := &vms[i]
-		if !status.IsDerived(vm) {
+		if !derive.IsAgentVM(vm) {
 			continue
 		}
-		o := status.OriginOf(vm)
-		pod := byName[status.Key{Namespace: o.PodNamespace, Name: o.PodName}]
+		o := derive.OriginOf(vm)
+		pod := byName[o.Pod()]
 		if pod != nil && pod.UID == o.PodUID {
-			prototypes[status.Key{Namespace: o.PrototypeNamespace, Name: o.PrototypeName}] = status.Key{Namespace: pod.Namespace, Name: pod.Name}
+			prototypes[o.Prototype()] = types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 			continue
 		}
 		age := now.Sub(vm.CreationTimestamp.Time)
@@ -113,7 +114,7 @@ func Orphans(pods []corev1.Pod, vms []kubevirtv1.VirtualMachine, now time.Time, 
 	var orphans []Orphan
 	var spared []Spared
 	for _, c := range candidates {
-		if by, ok := prototypes[status.Key{Namespace: c.Namespace, Name: c.Name}]; ok {
+		if by, ok := prototypes[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}]; ok {
 			spared = append(spared, Spared{Namespace: c.Namespace, Name: c.Name, Pod: by})
 			continue
 		}

@@ -11,7 +11,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -125,8 +124,8 @@ func TestOrphans(t *testing.T) {
 		},
 		want: []Orphan{{Namespace: "ns", Name: "web-c", UID: "vm-web-c", PodNamespace: "ns", PodName: "c", PodUID: "uid-c", Reason: PodGone, Age: time.Hour}},
 		wantSpared: []Spared{
-			{Namespace: "ns", Name: "web-a", Pod: status.Key{Namespace: "ns", Name: "g-0"}},
-			{Namespace: "ns", Name: "web-b", Pod: status.Key{Namespace: "other", Name: "g-1"}},
+			{Namespace: "ns", Name: "web-a", Pod: types.NamespacedName{Namespace: "ns", Name: "g-0"}},
+			{Namespace: "ns", Name: "web-b", Pod: types.NamespacedName{Namespace: "other", Name: "g-1"}},
 		},
 	}, {
 		name: "never a live agent's prototype: named by the VM it derived",
@@ -137,7 +136,7 @@ func TestOrphans(t *testing.T) {
 				v.Annotations[derive.AnnotationPrototypeName] = "web-a"
 			}),
 		},
-		wantSpared: []Spared{{Namespace: "ns", Name: "web-a", Pod: status.Key{Namespace: "ns", Name: "x"}}},
+		wantSpared: []Spared{{Namespace: "ns", Name: "web-a", Pod: types.NamespacedName{Namespace: "ns", Name: "x"}}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

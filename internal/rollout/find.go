@@ -10,12 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/pager"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // Find lists the workloads of namespace ("" for all) that run agents of the
@@ -48,17 +47,13 @@ func Find(ctx context.Context, c kube.Clients, namespace, prototype string) ([]W
 	return Select(deployments, statefulSets, daemonSets, prototype), nil
 }
 
-func each(ctx context.Context, what, namespace string, list pager.ListPageFunc, add func(runtime.Object)) error {
-	err := pager.New(list).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+func each(ctx context.Context, what, namespace string, list kube.ListFunc, add func(runtime.Object)) error {
+	err := kube.EachItem(ctx, list, metav1.ListOptions{}, func(obj runtime.Object) error {
 		add(obj)
 		return nil
 	})
 	if err != nil {
-		where := " in all namespaces"
-		if namespace != "" {
-			where = " in namespace " + namespace
-		}
-		return fmt.Errorf("list %s%s: %w", what, where, err)
+		return fmt.Errorf("list %s: %w", kube.Describe(what, namespace, ""), err)
 	}
 	return nil
 }
@@ -66,8 +61,8 @@ func each(ctx context.Context, what, namespace string, list pager.ListPageFunc, 
 // Versions GETs each prototype the workloads derive from, once, and
 // returns its UID and metadata.generation, Missing for one that does not
 // exist.
-func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[status.Key]Version, error) {
-	out := map[status.Key]Version{}
+func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[types.NamespacedName]Version, error) {
+	out := map[types.NamespacedName]Version{}
 	for _, w := range workloads {
 		k := w.Prototype()
 		if _, ok := out[k]; ok {
@@ -92,7 +87,7 @@ func Pods(ctx context.Context, c kube.Clients, w Workload) ([]corev1.Pod, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s has an invalid selector: %w", w, err)
 	}
-	return status.ListPods(ctx, c.Kube, w.Meta().GetNamespace(), sel.String())
+	return kube.ListPods(ctx, c.Kube, w.Meta().GetNamespace(), sel.String())
 }
 
 // VMs lists the VMs derived from a prototype named prototype in each of
@@ -101,7 +96,7 @@ func VMs(ctx context.Context, c kube.Clients, namespaces []string, prototype str
 	var out []kubevirtv1.VirtualMachine
 	slices.Sort(namespaces)
 	for _, ns := range slices.Compact(namespaces) {
-		vms, err := status.ListVMs(ctx, c.KubeVirt, ns, derive.PrototypeSelector(prototype))
+		vms, err := kube.ListVMs(ctx, c.KubeVirt, ns, derive.PrototypeSelector(prototype))
 		if err != nil {
 			return nil, err
 		}

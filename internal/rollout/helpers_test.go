@@ -11,7 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 const ns = "vms"
@@ -35,7 +35,7 @@ func deployment(name string, tmpl corev1.PodTemplateSpec) appsv1.Deployment {
 // testWorkload is a Deployment "web" of agents of testvm in ns.
 func testWorkload() Workload {
 	d := deployment("web", template(nil, "testvm"))
-	return Workload{Object: &d, Agent: status.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}}
+	return Workload{Object: &d, Agent: scaffold.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}}
 }
 
 func pod(name string, uid types.UID) corev1.Pod {

@@ -49,9 +49,9 @@ func Observe(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.VirtualM
 		want++
 		vm := byName[derive.Name(proto.Name, pod.Name)]
 		switch {
-		case vm == nil || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil:
+		case vm == nil || derive.OriginOf(vm).PodUID != pod.UID || vm.DeletionTimestamp != nil:
 		case !v.DerivesFrom(vm):
-			older = append(older, vm.Annotations[derive.AnnotationPrototypeGeneration])
+			older = append(older, strconv.FormatInt(derive.OriginOf(vm).PrototypeGeneration, 10))
 		case vm.Status.Ready:
 			ok++
 		}

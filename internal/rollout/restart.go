@@ -40,9 +40,9 @@ var Missing = Version{Generation: -1}
 // the same prototype. A VM derived before vmctl recorded the prototype's
 // UID is judged by its generation alone.
 func (v Version) DerivesFrom(vm *kubevirtv1.VirtualMachine) bool {
-	uid := vm.Annotations[derive.AnnotationPrototypeUID]
-	return vm.Annotations[derive.AnnotationPrototypeGeneration] == strconv.FormatInt(v.Generation, 10) &&
-		(uid == "" || v.UID == "" || types.UID(uid) == v.UID)
+	o := derive.OriginOf(vm)
+	return o.HasGeneration && o.PrototypeGeneration == v.Generation &&
+		(o.PrototypeUID == "" || v.UID == "" || o.PrototypeUID == v.UID)
 }
 
 // Plan is what rollout restart does with one workload.
@@ -70,7 +70,7 @@ func PlanRestart(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.Virt
 	var stale, current int
 	for i := range pods {
 		vm := byName[derive.Name(proto.Name, pods[i].Name)]
-		if vm == nil || vm.Annotations[derive.AnnotationPodUID] != string(pods[i].UID) {
+		if vm == nil || derive.OriginOf(vm).PodUID != pods[i].UID {
 			continue
 		}
 		if v.DerivesFrom(vm) {

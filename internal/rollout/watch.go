@@ -10,13 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // Watch follows the rollout of workloads, all of one prototype name, until
@@ -62,7 +62,7 @@ func Watch(ctx context.Context, c kube.Clients, workloads []Workload, report fun
 	type followed struct{ self, pods cache.Store }
 	var stores []followed
 	vmStores := map[string]cache.Store{}
-	protoStores := map[status.Key]cache.Store{}
+	protoStores := map[types.NamespacedName]cache.Store{}
 	for _, w := range workloads {
 		sel, err := metav1.LabelSelectorAsSelector(w.Selector())
 		if err != nil {

@@ -9,10 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
 // Kinds of workloads that run agents, as kubectl names their resources.
@@ -30,7 +30,7 @@ type Workload struct {
 	Object runtime.Object
 	// Agent is what the agent container's arguments say: the prototype, its
 	// namespace, and where the VMs are made.
-	Agent status.Agent
+	Agent scaffold.Agent
 }
 
 // Meta is the workload's object metadata.
@@ -84,8 +84,8 @@ func (w Workload) Selector() *metav1.LabelSelector {
 }
 
 // Prototype is the prototype's namespace and name.
-func (w Workload) Prototype() status.Key {
-	return status.Key{Namespace: w.Agent.PrototypeNamespace, Name: w.Agent.Prototype}
+func (w Workload) Prototype() types.NamespacedName {
+	return types.NamespacedName{Namespace: w.Agent.PrototypeNamespace, Name: w.Agent.Prototype}
 }
 
 // String names the workload with its namespace, for errors.
@@ -99,15 +99,15 @@ func (w Workload) String() string {
 // hand-written manifests alike: the prototype is the first argument);
 // scaffold's label scaffold.LabelPrototype serves where the arguments cannot
 // be read (an agent started through command rather than args).
-func Match(namespace string, tmpl *corev1.PodTemplateSpec, prototype string) (status.Agent, bool) {
-	a, ok := status.ParseAgent(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, Spec: tmpl.Spec})
+func Match(namespace string, tmpl *corev1.PodTemplateSpec, prototype string) (scaffold.Agent, bool) {
+	a, ok := scaffold.ParseAgent(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, Spec: tmpl.Spec})
 	if ok {
 		return a, a.Prototype == prototype
 	}
 	if tmpl.Labels[scaffold.LabelPrototype] != derive.LabelValue(prototype) {
-		return status.Agent{}, false
+		return scaffold.Agent{}, false
 	}
-	return status.Agent{Prototype: prototype, PrototypeNamespace: namespace, Namespace: namespace}, true
+	return scaffold.Agent{Prototype: prototype, PrototypeNamespace: namespace, Namespace: namespace}, true
 }
 
 // Select returns the workloads among deployments, statefulSets and

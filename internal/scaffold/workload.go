@@ -23,28 +23,6 @@ const (
 	nonRootUID int64 = 65532
 )
 
-// AgentArgs returns the agent's arguments: the prototype, then only the flags
-// whose value differs from the agent's default.
-func (p Params) AgentArgs() []string {
-	args := []string{p.Prototype}
-	if p.crossNamespace() {
-		args = append(args, "--proto-namespace="+p.protoNamespace())
-	}
-	if p.AllowSharedVolumes {
-		args = append(args, "--allow-shared-volumes")
-	}
-	if p.GracePeriodSeconds != DefaultGracePeriodSeconds {
-		args = append(args, "--delete-timeout="+p.deleteTimeout().String())
-	}
-	if s := p.subdomain(); s != "" {
-		args = append(args, "--subdomain="+s)
-	}
-	if p.StopsOnEvacuation() {
-		args = append(args, "--stop-on-evacuation")
-	}
-	return args
-}
-
 // Prometheus' conventional scrape annotations, which many scrape
 // configurations (and Prometheus' own example for Kubernetes) follow.
 const (

@@ -1,5 +1,4 @@
 // Package status reads vmctl's agent Pods, derived VMs, their VMIs and
 // prototypes with paged LISTs (or informers, for --watch), pairs them, and
-// names what is wrong with each pair, for `kubectl vmctl status`. Its
-// listing helpers and derived-VM accessors serve diff and gc too.
+// names what is wrong with each pair, for `kubectl vmctl status`.
 package status

@@ -4,10 +4,12 @@ import (
 	"context"
 	"slices"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // Query says what status shows.
@@ -53,7 +55,7 @@ type Inventory struct {
 // never a GET: first, at once, the derived VMs, their instances and the
 // agent Pods of q's namespace; then, as those name them, the VMs and
 // instances of the other namespaces q's agents put VMs in, and by name the
-// Pod and the prototype each derived VM records (past MaxByName of them in
+// Pod and the prototype each derived VM records (past kube.MaxByName of them in
 // a namespace, one LIST of that namespace instead). VMs vmctl did not make
 // are never read otherwise. A VM listed before its agent's Pod was created
 // is paired all the same: its Pod is read by name after the VM.
@@ -66,7 +68,10 @@ func Load(ctx context.Context, c kube.Clients, q Query) (*Inventory, error) {
 			return b.inv, nil
 		}
 		read := make([][]any, len(fresh))
-		err := readAll(ctx, c, q, fresh, func(i int, obj runtime.Object) { read[i] = append(read[i], slim(obj)) })
+		err := readAll(ctx, c, q, fresh, func(i int, obj runtime.Object) {
+			kept, _ := kube.Slim(obj)
+			read[i] = append(read[i], kept)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +90,7 @@ func vmNamespacesOf(pods []*corev1.Pod, q Query) []string {
 		if !q.InScope(p.Namespace) {
 			continue
 		}
-		if a, ok := ParseAgent(p); ok {
+		if a, ok := scaffold.ParseAgent(p); ok {
 			out = append(out, a.Namespace)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +19,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // call is a recorded API call: verb, resource, namespace, label and field
@@ -125,9 +126,9 @@ func TestLoad(t *testing.T) {
 		},
 		wantOwners: 1, wantVMs: 1, wantProtos: 1,
 	}, {
-		name:  "past MaxByName Pods to find in a namespace, one LIST of the namespace reads them",
+		name:  "past kube.MaxByName Pods to find in a namespace, one LIST of the namespace reads them",
 		query: Query{Namespace: "ns"},
-		virt:  append(orphans("ns", MaxByName+1), vm(prototype("ns", "web", 1))),
+		virt:  append(orphans("ns", kube.MaxByName+1), vm(prototype("ns", "web", 1))),
 		wantCalls: []call{
 			{"list", "pods", "ns", "", ""},
 			{"list", "pods", "ns", agentLabels, ""},
@@ -135,13 +136,13 @@ func TestLoad(t *testing.T) {
 			{"list", "virtualmachines", "ns", "", "metadata.name=web"},
 			{"list", "virtualmachines", "ns", derivedLabels, ""},
 		},
-		wantVMs: MaxByName + 1, wantProtos: 1,
+		wantVMs: kube.MaxByName + 1, wantProtos: 1,
 	}, {
-		name:  "all namespaces, past MaxByName sources in all: one LIST over all namespaces",
+		name:  "all namespaces, past kube.MaxByName sources in all: one LIST over all namespaces",
 		query: Query{},
 		virt: func() []runtime.Object {
 			var out []runtime.Object
-			for i := range MaxByName + 1 {
+			for i := range kube.MaxByName + 1 {
 				ns := fmt.Sprintf("ns-%02d", i)
 				out = append(out, vm(derivedVM(ns, "web", 1, ns, "gone", "uid-"+ns, "n1", time.Hour)), vm(prototype(ns, "web", 1)))
 			}
@@ -154,7 +155,7 @@ func TestLoad(t *testing.T) {
 			{"list", "virtualmachines", "", "", ""},
 			{"list", "virtualmachines", "", derivedLabels, ""},
 		},
-		wantVMs: MaxByName + 1, wantProtos: 2 * (MaxByName + 1),
+		wantVMs: kube.MaxByName + 1, wantProtos: 2 * (kube.MaxByName + 1),
 	}, {
 		name:  "all namespaces, prototype and pod selector: no Pod read by name",
 		query: Query{Prototype: "web", PodSelector: "app.kubernetes.io/instance=web"},
@@ -235,37 +236,5 @@ func TestLoadStopsAtTheFirstRefusal(t *testing.T) {
 	want := `list pods named "a" in namespace "other": pods is forbidden: User "u" cannot list resource "pods" in API group "" in the namespace "other"`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load: %v, want %s", err, want)
-	}
-}
-
-func TestListFollowsPages(t *testing.T) {
-	kc := kubefake.NewClientset()
-	var seen []metav1.ListOptions
-	kc.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		opts := a.(k8stesting.ListActionImpl).ListOptions
-		seen = append(seen, opts)
-		page := &corev1.PodList{}
-		switch opts.Continue {
-		case "":
-			page.Items = []corev1.Pod{agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)}
-			page.Continue = "page-2"
-		case "page-2":
-			page.Items = []corev1.Pod{agentPod("ns", "b", "uid-b", "n1", "web", time.Hour)}
-		}
-		return true, page, nil
-	})
-	pods, err := ListPods(t.Context(), kc, "ns", AgentSelector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pods) != 2 || pods[0].Name != "a" || pods[1].Name != "b" {
-		t.Errorf("got %d pods, want a and b from two pages", len(pods))
-	}
-	want := []metav1.ListOptions{
-		{LabelSelector: AgentSelector, Limit: 500},
-		{LabelSelector: AgentSelector, Limit: 500, Continue: "page-2"},
-	}
-	if diff := gocmp.Diff(want, seen); diff != "" {
-		t.Errorf("list options (-want +got):\n%s", diff)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 const (
@@ -86,31 +88,31 @@ type Row struct {
 func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 	q := inv.Query
 	pods := map[types.UID]*corev1.Pod{}
-	podNames := map[Key]*corev1.Pod{}
+	podNames := map[types.NamespacedName]*corev1.Pod{}
 	for _, list := range [][]*corev1.Pod{inv.Pods, inv.OwnerPods} {
 		for _, p := range list {
 			if pods[p.UID] == nil {
 				pods[p.UID] = p
-				podNames[Key{p.Namespace, p.Name}] = p
+				podNames[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
 			}
 		}
 	}
-	vmis := map[Key]*kubevirtv1.VirtualMachineInstance{}
+	vmis := map[types.NamespacedName]*kubevirtv1.VirtualMachineInstance{}
 	for _, vmi := range inv.VMIs {
-		vmis[Key{vmi.Namespace, vmi.Name}] = vmi
+		vmis[types.NamespacedName{Namespace: vmi.Namespace, Name: vmi.Name}] = vmi
 	}
 	// Prototypes are keyed by what derived VMs name, whatever their labels.
-	protos := map[Key]*kubevirtv1.VirtualMachine{}
+	protos := map[types.NamespacedName]*kubevirtv1.VirtualMachine{}
 	for _, proto := range inv.Prototypes {
-		protos[Key{proto.Namespace, proto.Name}] = proto
+		protos[types.NamespacedName{Namespace: proto.Namespace, Name: proto.Name}] = proto
 	}
 	var derived []*kubevirtv1.VirtualMachine
 	byPod := map[types.UID][]*kubevirtv1.VirtualMachine{}
 	for _, vm := range inv.VMs {
-		if !IsDerived(vm) {
+		if !derive.IsAgentVM(vm) {
 			continue // no Pod recorded, or not the name an agent gives
 		}
-		o := OriginOf(vm)
+		o := derive.OriginOf(vm)
 		if q.Prototype != "" && o.PrototypeName != q.Prototype {
 			continue
 		}
@@ -127,7 +129,7 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 		if !q.InScope(pod.Namespace) {
 			continue
 		}
-		agent, _ := ParseAgent(pod)
+		agent, _ := scaffold.ParseAgent(pod)
 		if q.Prototype != "" && agent.Prototype != q.Prototype && len(byPod[pod.UID]) == 0 {
 			continue
 		}
@@ -144,7 +146,7 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 		if shown[vm] || !q.InScope(vm.Namespace) {
 			continue
 		}
-		o := OriginOf(vm)
+		o := derive.OriginOf(vm)
 		pod := pods[o.PodUID]
 		if pod != nil && pod.Namespace != o.PodNamespace {
 			pod = nil
@@ -165,13 +167,13 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 type pairer struct {
 	now           time.Time
 	notReadyGrace time.Duration
-	vmis          map[Key]*kubevirtv1.VirtualMachineInstance
-	protos        map[Key]*kubevirtv1.VirtualMachine
-	podNames      map[Key]*corev1.Pod
+	vmis          map[types.NamespacedName]*kubevirtv1.VirtualMachineInstance
+	protos        map[types.NamespacedName]*kubevirtv1.VirtualMachine
+	podNames      map[types.NamespacedName]*corev1.Pod
 }
 
 // podRow is a Pod without VM.
-func (p pairer) podRow(pod *corev1.Pod, agent Agent) Row {
+func (p pairer) podRow(pod *corev1.Pod, agent scaffold.Agent) Row {
 	r := podFields(pod)
 	r.Prototype, r.PrototypeNamespace = agent.Prototype, agent.PrototypeNamespace
 	if vmExpected(pod, p.now) {
@@ -182,7 +184,7 @@ func (p pairer) podRow(pod *corev1.Pod, agent Agent) Row {
 
 // vmRow is a VM, with its Pod when pod is not nil.
 func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
-	o := OriginOf(vm)
+	o := derive.OriginOf(vm)
 	var r Row
 	if pod != nil {
 		r = podFields(pod)
@@ -192,7 +194,7 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	r.VM, r.VMNamespace = vm.Name, vm.Namespace
 	r.VMStatus, r.VMReady = string(vm.Status.PrintableStatus), vm.Status.Ready
 	r.Prototype, r.PrototypeNamespace = o.PrototypeName, o.PrototypeNamespace
-	vmi := p.vmis[Key{vm.Namespace, vm.Name}]
+	vmi := p.vmis[types.NamespacedName{Namespace: vm.Namespace, Name: vm.Name}]
 	if vmi != nil {
 		r.VMINode = vmi.Status.NodeName
 		r.VMIP = firstIP(vmi)
@@ -202,7 +204,7 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 		return r // on its way out; whatever else is true no longer matters
 	}
 	if pod == nil {
-		if other := p.podNames[Key{o.PodNamespace, o.PodName}]; other != nil {
+		if other := p.podNames[o.Pod()]; other != nil {
 			r.Problems = append(r.Problems, ProblemPodReplaced)
 		} else {
 			r.Problems = append(r.Problems, ProblemPodGone)
@@ -218,7 +220,7 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	} else if since, ok := notReadySince(vm); ok && p.now.Sub(since) >= p.notReadyGrace {
 		r.Problems = append(r.Problems, fmt.Sprintf(problemNotReadyFmt, duration.HumanDuration(p.now.Sub(since))))
 	}
-	switch proto := p.protos[Key{o.PrototypeNamespace, o.PrototypeName}]; {
+	switch proto := p.protos[o.Prototype()]; {
 	case proto == nil:
 		r.Problems = append(r.Problems, ProblemProtoMissing)
 	case o.HasGeneration && o.PrototypeGeneration < proto.Generation:

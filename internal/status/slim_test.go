@@ -8,9 +8,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
-// TestSlimKeepsWhatPairReads pairs full objects and their slim copies: the
+// TestSlimKeepsWhatPairReads pairs full objects and their kube.Slim copies: the
 // rows must not differ, and the originals must not change.
 func TestSlimKeepsWhatPairReads(t *testing.T) {
 	full := func() Inventory {
@@ -18,10 +20,10 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 			p.Spec.Containers[0].Args = []string{"web", "--proto-namespace=ns"}
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_NAME", Value: "a"}}
 			p.Spec.Volumes = []corev1.Volume{{Name: "token"}}
-			p.Annotations = map[string]string{lastApplied: "{...}"}
+			p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}"}
 		})
 		proto := prototype("ns", "web", 5)
-		proto.Annotations = map[string]string{lastApplied: "{...}", "keep": "me"}
+		proto.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", "keep": "me"}
 		proto.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
 		running := vmi("ns", "web-a", "n2")
 		running.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{
@@ -43,19 +45,19 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 	inv := full()
 	slim := Inventory{}
 	for i := range inv.Pods {
-		slim.Pods = append(slim.Pods, must(Slim(inv.Pods[i])).(*corev1.Pod))
+		slim.Pods = append(slim.Pods, must(kube.Slim(inv.Pods[i])).(*corev1.Pod))
 	}
 	for i := range inv.OwnerPods {
-		slim.OwnerPods = append(slim.OwnerPods, must(Slim(inv.OwnerPods[i])).(*corev1.Pod))
+		slim.OwnerPods = append(slim.OwnerPods, must(kube.Slim(inv.OwnerPods[i])).(*corev1.Pod))
 	}
 	for i := range inv.Prototypes {
-		slim.Prototypes = append(slim.Prototypes, must(Slim(inv.Prototypes[i])).(*kubevirtv1.VirtualMachine))
+		slim.Prototypes = append(slim.Prototypes, must(kube.Slim(inv.Prototypes[i])).(*kubevirtv1.VirtualMachine))
 	}
 	for i := range inv.VMs {
-		slim.VMs = append(slim.VMs, must(Slim(inv.VMs[i])).(*kubevirtv1.VirtualMachine))
+		slim.VMs = append(slim.VMs, must(kube.Slim(inv.VMs[i])).(*kubevirtv1.VirtualMachine))
 	}
 	for i := range inv.VMIs {
-		slim.VMIs = append(slim.VMIs, must(Slim(inv.VMIs[i])).(*kubevirtv1.VirtualMachineInstance))
+		slim.VMIs = append(slim.VMIs, must(kube.Slim(inv.VMIs[i])).(*kubevirtv1.VirtualMachineInstance))
 	}
 	want := Pair(&inv, t0, NotReadyGrace)
 	if len(want) != 4 || !slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemEvacuating) }) ||
@@ -69,10 +71,10 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 	if diff := cmp.Diff(full(), inv); diff != "" {
 		t.Errorf("Slim changed the originals (-want +got):\n%s", diff)
 	}
-	if p := slim.Prototypes[0]; p.Spec.Template != nil || p.Annotations[lastApplied] != "" || p.Annotations["keep"] != "me" {
+	if p := slim.Prototypes[0]; p.Spec.Template != nil || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" || p.Annotations["keep"] != "me" {
 		t.Errorf("slim prototype keeps spec or last-applied, or lost an annotation: %+v", p.ObjectMeta)
 	}
-	if p := slim.Pods[0]; p.Spec.Volumes != nil || p.Spec.Containers[0].Env != nil || p.Annotations[lastApplied] != "" {
+	if p := slim.Pods[0]; p.Spec.Volumes != nil || p.Spec.Containers[0].Env != nil || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
 		t.Errorf("slim pod keeps volumes, env or last-applied: %+v", p)
 	}
 }

@@ -1,26 +1,15 @@
 package status
 
 import (
-	"fmt"
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
-
-// MaxByName is how many objects of one role a namespace may need by name
-// (one LIST narrowed to metadata.name each, or with --watch one informer
-// each) before one LIST of the whole namespace reads them instead. A LIST
-// narrowed to a name costs the API server what a GET does; a LIST of the
-// namespace costs what its every object does, which at 10,000 objects
-// outweighs 50 narrowed LISTs many times over (see README's benchmarks).
-// When all namespaces are shown and more than MaxByName sources would be
-// needed, one LIST over all namespaces serves instead.
-const MaxByName = 50
 
 // role says what a source's objects are to Pair.
 type role int
@@ -61,11 +50,7 @@ func (s source) resource() string {
 // String names the source in errors: `pods in namespace "x"`, `pods named
 // "a" in namespace "x"`.
 func (s source) String() string {
-	what := s.resource()
-	if s.name != "" {
-		what += fmt.Sprintf(" named %q", s.name)
-	}
-	return what + where(s.namespace)
+	return kube.Describe(s.resource(), s.namespace, s.name)
 }
 
 // listOptions narrows a LIST or WATCH of s's resource to s.
@@ -73,32 +58,19 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 	var o metav1.ListOptions
 	switch s.role {
 	case roleAgents:
-		o.LabelSelector = AgentSelector
+		o.LabelSelector = scaffold.AgentSelector
 		if q.PodSelector != "" {
 			o.LabelSelector += "," + q.PodSelector
 		}
 	case roleDerived:
-		o.LabelSelector = DerivedSelector(q.Prototype)
+		o.LabelSelector = derive.Selector(q.Prototype)
 	case roleVMIs:
 		o.LabelSelector = derive.LabelPrototype
 		if q.Prototype != "" {
 			o.LabelSelector = derive.PrototypeSelector(q.Prototype)
 		}
 	}
-	if s.name != "" {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.name).String()
-	}
-	return o
-}
-
-// DerivedSelector is the label selector of the VMs derived from prototype,
-// or of every derived VM when prototype is empty. Confirm each match with
-// IsDerived.
-func DerivedSelector(prototype string) string {
-	if prototype == "" {
-		return derive.DerivedSelector
-	}
-	return derive.PrototypeSelector(prototype) + "," + derive.LabelPod
+	return kube.NameOptions(o, s.name)
 }
 
 // needs returns every source an Inventory of q needs, given what inv holds
@@ -115,63 +87,33 @@ func needs(q Query, inv *Inventory) []source {
 			out = append(out, source{roleDerived, ns, ""}, source{roleVMIs, ns, ""})
 		}
 	}
-	agents := make(map[Key]bool, len(inv.Pods))
+	agents := make(map[types.NamespacedName]bool, len(inv.Pods))
 	for _, p := range inv.Pods {
-		agents[Key{p.Namespace, string(p.UID)}] = true
+		agents[types.NamespacedName{Namespace: p.Namespace, Name: string(p.UID)}] = true
 	}
-	var owners, protos []Key
+	var owners, protos []types.NamespacedName
 	for _, vm := range inv.VMs {
-		if !IsDerived(vm) {
+		if !derive.IsAgentVM(vm) {
 			continue
 		}
-		o := OriginOf(vm)
-		protos = append(protos, Key{o.PrototypeNamespace, o.PrototypeName})
+		o := derive.OriginOf(vm)
+		protos = append(protos, o.Prototype())
 		// Out-of-scope VMs show only beside an in-scope agent, which pairs.
-		if q.PodSelector == "" && q.InScope(vm.Namespace) && !agents[Key{o.PodNamespace, string(o.PodUID)}] {
-			owners = append(owners, Key{o.PodNamespace, o.PodName})
+		if q.PodSelector == "" && q.InScope(vm.Namespace) && !agents[types.NamespacedName{Namespace: o.PodNamespace, Name: string(o.PodUID)}] {
+			owners = append(owners, o.Pod())
 		}
 	}
 	out = append(out, byName(roleOwners, owners, q.Namespace == "")...)
 	return append(out, byName(rolePrototypes, protos, q.Namespace == "")...)
 }
 
-// byName returns the sources that read the objects keys name: one per name,
-// or one per namespace for a namespace of more than MaxByName names, or,
-// with allNamespaces, one over all namespaces when that still makes more
-// than MaxByName sources. Sources come sorted; keys may repeat.
-func byName(r role, keys []Key, allNamespaces bool) []source {
-	names := map[string]map[string]bool{}
-	for _, k := range keys {
-		if k.Namespace == "" || k.Name == "" {
-			continue
-		}
-		if names[k.Namespace] == nil {
-			names[k.Namespace] = map[string]bool{}
-		}
-		names[k.Namespace][k.Name] = true
-	}
+// byName returns the sources of role r that read the objects keys name
+// (see kube.ByName).
+func byName(r role, keys []types.NamespacedName, allNamespaces bool) []source {
 	var out []source
-	for _, ns := range sortedKeys(names) {
-		if len(names[ns]) > MaxByName {
-			out = append(out, source{r, ns, ""})
-			continue
-		}
-		for _, name := range sortedKeys(names[ns]) {
-			out = append(out, source{r, ns, name})
-		}
+	for _, l := range kube.ByName(keys, allNamespaces) {
+		out = append(out, source{r, l.Namespace, l.Name})
 	}
-	if allNamespaces && len(out) > MaxByName {
-		return []source{{r, "", ""}}
-	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 
@@ -195,11 +137,11 @@ func pending(want []source, have map[source]bool) []source {
 // role however many sources read it.
 type builder struct {
 	inv  *Inventory
-	seen map[role]map[Key]bool
+	seen map[role]map[types.NamespacedName]bool
 }
 
 func newBuilder(q Query) *builder {
-	return &builder{inv: &Inventory{Query: q}, seen: map[role]map[Key]bool{}}
+	return &builder{inv: &Inventory{Query: q}, seen: map[role]map[types.NamespacedName]bool{}}
 }
 
 // add files obj, a slim copy (see Slim) that no one changes, under role r.
@@ -208,9 +150,9 @@ func (b *builder) add(r role, obj any) {
 	if !ok {
 		return
 	}
-	k := Key{m.GetNamespace(), m.GetName()}
+	k := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
 	if b.seen[r] == nil {
-		b.seen[r] = map[Key]bool{}
+		b.seen[r] = map[types.NamespacedName]bool{}
 	}
 	if b.seen[r][k] {
 		return

@@ -1,57 +1,10 @@
 package status
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
-
-func TestByName(t *testing.T) {
-	keys := func(ns string, n int) []Key {
-		var out []Key
-		for i := range n {
-			out = append(out, Key{ns, fmt.Sprintf("p-%02d", i)})
-		}
-		return out
-	}
-	tests := []struct {
-		name          string
-		keys          []Key
-		allNamespaces bool
-		want          []source
-	}{
-		{name: "nothing", want: nil},
-		{name: "one name each, repeats and blanks dropped, sorted",
-			keys: []Key{{"b", "y"}, {"a", "x"}, {"b", "y"}, {"", "z"}, {"a", ""}},
-			want: []source{{roleOwners, "a", "x"}, {roleOwners, "b", "y"}}},
-		{name: "MaxByName in a namespace are still read by name",
-			keys: keys("a", MaxByName), want: func() []source {
-				var out []source
-				for _, k := range keys("a", MaxByName) {
-					out = append(out, source{roleOwners, "a", k.Name})
-				}
-				return out
-			}()},
-		{name: "past MaxByName, the whole namespace",
-			keys: append(keys("a", MaxByName+1), Key{"b", "x"}),
-			want: []source{{roleOwners, "a", ""}, {roleOwners, "b", "x"}}},
-		{name: "all namespaces, past MaxByName sources: all namespaces at once",
-			keys: append(keys("a", MaxByName), Key{"b", "x"}), allNamespaces: true,
-			want: []source{{roleOwners, "", ""}}},
-		{name: "one namespace shown: never all namespaces",
-			keys: append(keys("a", MaxByName+1), keys("b", MaxByName+1)...),
-			want: []source{{roleOwners, "a", ""}, {roleOwners, "b", ""}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := byName(roleOwners, tt.keys, tt.allNamespaces)
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(source{})); diff != "" {
-				t.Errorf("byName (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 func TestPending(t *testing.T) {
 	have := map[source]bool{

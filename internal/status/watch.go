@@ -135,7 +135,7 @@ func (w *watcher) start(ctx context.Context, src source) {
 	inf.store, inf.ctrl = cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
 		ObjectType:    obj,
-		Transform:     Slim,
+		Transform:     kube.Slim,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { w.signal() },
 			UpdateFunc: func(any, any) { w.signal() },

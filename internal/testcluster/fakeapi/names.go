@@ -1,7 +1,8 @@
 // Package fakeapi makes client-go's fake clientsets answer as the API server
-// does where the unit tests rely on it. It stands in for kube-apiserver's
-// field selection, which the fakes' object tracker lacks; the e2e tests
-// run the real one.
+// does where the unit tests rely on it, and hands them to the commands. It
+// stands in for kube-apiserver's field selection, which the fakes' object
+// tracker lacks (the e2e tests run the real one), and for the client
+// factory, with Factory.
 package fakeapi
 
 import (

@@ -1,17 +1,36 @@
-package status
+package scaffold
 
 import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
-// AgentSelector is the label selector of vmctl agent Pods, as scaffold labels
+// AgentSelector is the label selector of vmctl agent Pods, as Build labels
 // them.
-const AgentSelector = scaffold.LabelName + "=" + scaffold.AppName + "," +
-	scaffold.LabelComponent + "=" + scaffold.ComponentAgent
+const AgentSelector = LabelName + "=" + AppName + "," + LabelComponent + "=" + ComponentAgent
+
+// AgentArgs returns the agent's arguments: the prototype, then only the flags
+// whose value differs from the agent's default.
+func (p Params) AgentArgs() []string {
+	args := []string{p.Prototype}
+	if p.crossNamespace() {
+		args = append(args, "--proto-namespace="+p.protoNamespace())
+	}
+	if p.AllowSharedVolumes {
+		args = append(args, "--allow-shared-volumes")
+	}
+	if p.GracePeriodSeconds != DefaultGracePeriodSeconds {
+		args = append(args, "--delete-timeout="+p.deleteTimeout().String())
+	}
+	if s := p.subdomain(); s != "" {
+		args = append(args, "--subdomain="+s)
+	}
+	if p.StopsOnEvacuation() {
+		args = append(args, "--stop-on-evacuation")
+	}
+	return args
+}
 
 // Agent is what an agent Pod's arguments say about the VM it runs.
 type Agent struct {
@@ -25,9 +44,10 @@ type Agent struct {
 }
 
 // ParseAgent reads the arguments of pod's first container, which are
-// `PROTOTYPE [flags]`. It reports false when there is no prototype argument.
-// Flags other than -n/--namespace and --proto-namespace are skipped; they
-// must use the --flag=value form, as scaffold writes them.
+// `PROTOTYPE [flags]`: the inverse of AgentArgs. It reports false when there
+// is no prototype argument. Flags other than -n/--namespace and
+// --proto-namespace are skipped; they must use the --flag=value form, as
+// AgentArgs writes them.
 func ParseAgent(pod *corev1.Pod) (Agent, bool) {
 	a := Agent{Namespace: pod.Namespace}
 	if len(pod.Spec.Containers) == 0 {

@@ -1,4 +1,4 @@
-package status
+package kube
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -11,35 +11,37 @@ import (
 const lastApplied = corev1.LastAppliedConfigAnnotation
 
 // Slim returns a copy of obj (a Pod, VirtualMachine or
-// VirtualMachineInstance) holding only what status, gc and the pairing
-// read: metadata without managedFields or a last-applied copy; of a VM, its
-// status and of its spec only the runStrategy; of a VMI, its node, evacuation node, conditions and first address; of a Pod, its node, its
-// containers' names and arguments and its readiness. 10,000 VMs so kept take
-// a fraction of the memory of the full objects. Other objects (an informer's
-// DeletedFinalStateUnknown) are returned unchanged. Its signature is
-// client-go's cache.TransformFunc.
-func Slim(obj any) (any, error) { return slim(obj), nil }
-
-func slim(obj any) any {
+// VirtualMachineInstance) holding only what status, gc and rollout read:
+// metadata without managedFields or a last-applied copy; of a VM, its
+// status and of its spec only the runStrategy; of a VMI, its node,
+// evacuation node, conditions and first address; of a Pod, its node, its
+// containers' names and arguments and its readiness. 10,000 VMs so kept
+// take a fraction of the memory of the full objects. Other objects (an
+// informer's DeletedFinalStateUnknown) are returned unchanged. Its
+// signature is client-go's cache.TransformFunc.
+func Slim(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		return slimPod(o)
+		return slimPod(o), nil
 	case *kubevirtv1.VirtualMachine:
-		return slimVM(o)
+		return slimVM(o), nil
 	case *kubevirtv1.VirtualMachineInstance:
 		vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: o.ObjectMeta}
 		slimMeta(&vmi.ObjectMeta)
 		vmi.Status.NodeName = o.Status.NodeName
-		// What a drain does to it (see drainProblem).
+		// What a drain does to it (status's drainProblem).
 		vmi.Status.EvacuationNodeName = o.Status.EvacuationNodeName
 		vmi.Status.Conditions = o.Status.Conditions
-		// status -o wide's VM IP (see firstIP).
-		if ip := firstIP(o); ip != "" {
-			vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IP: ip}}
+		// status -o wide's VM IP: the first address reported.
+		for _, i := range o.Status.Interfaces {
+			if i.IP != "" {
+				vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IP: i.IP}}
+				break
+			}
 		}
-		return vmi
+		return vmi, nil
 	}
-	return obj
+	return obj, nil
 }
 
 func slimVM(o *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {

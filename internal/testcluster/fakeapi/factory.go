@@ -1,0 +1,54 @@
+package fakeapi
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+)
+
+// Factory is a kube.Factory over fake clientsets, for the commands' unit
+// tests, as kubectl's cmdtesting.TestFactory is for kubectl's: kubectl's
+// own flags, over a kubeconfig of the test's, so that -n, --context and
+// --kubeconfig resolve as they do for users, and Clients gives the fakes.
+// Bind the flags to the command's root, as kubectl-vmctl does:
+//
+//	f.AddFlags(root.PersistentFlags())
+type Factory struct {
+	*genericclioptions.ConfigFlags
+	Kube     kubernetes.Interface
+	KubeVirt kubevirt.Interface
+}
+
+// NewFactory returns a Factory over kube and virt whose kubeconfig, in t's
+// temporary directory, has two contexts: "test", the current one, in
+// namespace, and "without-namespace". Its server is never asked.
+func NewFactory(t testing.TB, namespace string, kube kubernetes.Interface, virt kubevirt.Interface) *Factory {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	config := `apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: test, user: {token: test}}]
+contexts:
+- {name: test, context: {cluster: test, user: test, namespace: "` + namespace + `"}}
+- {name: without-namespace, context: {cluster: test, user: test}}
+current-context: test
+`
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(true)
+	*flags.KubeConfig = path
+	return &Factory{ConfigFlags: flags, Kube: kube, KubeVirt: virt}
+}
+
+// Clients returns the fakes.
+func (f *Factory) Clients() (kube.Clients, error) {
+	return kube.Clients{Kube: f.Kube, KubeVirt: f.KubeVirt}, nil
+}
