@@ -48,16 +48,17 @@ func TestUnpullableImageSaysWhy(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &list); err != nil {
 			return false, "", err
 		}
-		for _, r := range list.Items {
-			for _, p := range r.Problems {
-				if strings.HasPrefix(p, stuck.ImagePull+": ") && strings.Contains(p, "127.0.0.1:1") {
-					problem = p
-					return true, "", nil
-				}
-			}
-			return false, fmt.Sprintf("VM %s %s, problems %q", r.VM, r.VMStatus, r.Problems), nil
+		if len(list.Items) != 1 {
+			return false, fmt.Sprintf("%d rows", len(list.Items)), nil
 		}
-		return false, "no rows", nil
+		r := list.Items[0]
+		for _, p := range r.Problems {
+			if strings.HasPrefix(p, stuck.ImagePull+": ") && strings.Contains(p, "127.0.0.1:1") {
+				problem = p
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("VM %s %s, problems %q", r.VM, r.VMStatus, r.Problems), nil
 	})
 	t.Logf("status: %s", problem)
 	if _, _, code := runCode(t, nil, e.binary, "status", "-n", ns, "--exit-code"); code != 1 {
