@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
@@ -32,6 +33,8 @@ type ScaffoldOptions struct {
 	AllowSharedVolumes bool
 	PodMonitor         bool
 	Output             string
+	// Strict makes a warning about the prototype an error.
+	Strict bool
 
 	// replicasSet records an explicit --replicas, which a DaemonSet rejects.
 	replicasSet bool
@@ -84,8 +87,11 @@ the VMs, not the agents: each VM gets its Pod's name as hostname, so
 
 The VMs go where the workload goes: -n, else the kubeconfig's namespace, else
 "default". Nothing is sent to the cluster; when it can be reached, the
-prototype is read once, to warn if its guest may take longer to shut down
-than the Pod is given.
+prototype is read once, to warn on stderr, in the words the agents would use,
+when they will refuse it (it is missing, it shares a writable disk, it carries
+vmctl's own markers) and when its guest may take longer to shut down than the
+Pod is given. The manifests are printed all the same, unless --strict makes a
+warning an error.
 
 Kinds: ` + scaffold.ValidKinds + `.
 
@@ -144,6 +150,7 @@ put the fleet in a namespace of its own (see "Security model" in the README).`,
 	flags.BoolVar(&o.PodMonitor, "pod-monitor", o.PodMonitor,
 		"Add a Prometheus Operator PodMonitor (monitoring.coreos.com/v1) that scrapes the agents' /metrics.")
 	flags.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, json).")
+	flags.BoolVar(&o.Strict, "strict", o.Strict, "Exit 1 without printing the manifests when the prototype draws a warning.")
 	RegisterNamespaceCompletion(cmd, f)
 	return cmd
 }
@@ -236,14 +243,20 @@ func (o *ScaffoldOptions) Validate() error {
 	return nil
 }
 
-// Run prints the manifests, and warns on ErrOut when the prototype's guest
-// may take longer to shut down than its Pod is given.
+// Run prints the manifests, after warnings about the prototype on ErrOut;
+// with Strict, a warning is an error instead.
 func (o *ScaffoldOptions) Run(ctx context.Context) error {
 	objs, err := scaffold.Build(o.params)
 	if err != nil {
 		return err
 	}
-	o.warnGracePeriod(ctx)
+	warnings := o.checkPrototype(ctx)
+	if o.Strict && len(warnings) > 0 {
+		return fmt.Errorf("--strict: %s", strings.Join(warnings, "; "))
+	}
+	for _, w := range warnings {
+		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
+	}
 	if o.Output == "json" {
 		return scaffold.WriteJSON(o.Out, objs)
 	}
@@ -254,26 +267,32 @@ func (o *ScaffoldOptions) Run(ctx context.Context) error {
 // not hang without a cluster.
 const prototypeLookupTimeout = 3 * time.Second
 
-// warnGracePeriod prints a warning when the prototype's guest may take
-// longer to shut down than the agent waits for it. Without a cluster, or
-// without leave to read the prototype, it only logs why at -v=2.
-func (o *ScaffoldOptions) warnGracePeriod(ctx context.Context) {
-	ns := o.params.ProtoNamespace
-	if ns == "" {
-		ns = o.params.Namespace
-	}
+// checkPrototype reads the prototype and says, in the agents' words, what
+// they will refuse, and whether its guest may take longer to shut down than
+// the agent waits for it. Without a cluster, or without leave to read the
+// prototype, it says nothing, and logs why at -v=2.
+func (o *ScaffoldOptions) checkPrototype(ctx context.Context) []string {
+	ns, name := o.params.PrototypeNamespace(), o.params.Prototype
 	err := o.clientsErr
 	var proto *kubevirtv1.VirtualMachine
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, prototypeLookupTimeout)
 		defer cancel()
-		proto, err = o.clients.KubeVirt.KubevirtV1().VirtualMachines(ns).Get(ctx, o.params.Prototype, metav1.GetOptions{})
+		proto, err = o.clients.KubeVirt.KubevirtV1().VirtualMachines(ns).Get(ctx, name, metav1.GetOptions{})
 	}
-	if err != nil {
-		klog.V(2).InfoS("Not checking the prototype's grace period", "prototype", klog.KRef(ns, o.params.Prototype), "err", err)
-		return
+	switch {
+	case apierrors.IsNotFound(err):
+		return []string{derive.PrototypeNotFound(ns, name)}
+	case err != nil:
+		klog.V(2).InfoS("Not checking the prototype", "prototype", klog.KRef(ns, name), "err", err)
+		return nil
+	}
+	var warnings []string
+	if err := derive.Refusal(proto, o.params.Namespace, o.params.DeriveOptions()); err != nil {
+		warnings = append(warnings, err.Error())
 	}
 	if msg := o.params.GracePeriodWarning(derive.GuestGracePeriod(proto)); msg != "" {
-		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s\n", msg)
+		warnings = append(warnings, msg)
 	}
+	return warnings
 }

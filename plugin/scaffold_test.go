@@ -8,13 +8,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
@@ -37,19 +40,24 @@ func updateGolden() bool {
 
 // runScaffold runs `kubectl vmctl scaffold args...` as version v1.2.3, in
 // a kubeconfig context whose namespace is from-kubeconfig, against a
-// cluster without the prototype.
+// cluster with a prototype testvm the agents take in each namespace the
+// golden tests use.
 func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	return runScaffoldWith(t, nil, args...)
+	var protos []runtime.Object
+	for _, ns := range []string{"from-kubeconfig", "default", "vms", "protos"} {
+		protos = append(protos, &kubevirtv1.VirtualMachine{
+			ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns},
+			Spec:       kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
+		})
+	}
+	return runScaffoldWith(t, protos, args...)
 }
 
-// runScaffoldWith is runScaffold with proto as the cluster's prototype.
-func runScaffoldWith(t *testing.T, proto *kubevirtv1.VirtualMachine, args ...string) (stdout, stderr string, err error) {
+// runScaffoldWith is runScaffold with protos as the cluster's VMs.
+func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	virt := kubevirtfake.NewSimpleClientset()
-	if proto != nil {
-		virt = kubevirtfake.NewSimpleClientset(proto)
-	}
+	virt := kubevirtfake.NewSimpleClientset(protos...)
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewScaffoldOptions(streams)
 	o.Version = "v1.2.3"
@@ -201,10 +209,10 @@ func TestScaffoldWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
 		// 300s for the guest, 10s for KubeVirt, 10s margin: 320s.
 		{[]string{"deployment", "testvm", "-n", "default"}, "Warning: prototype default/testvm gives its guest 5m0s to shut down (spec.template.spec.terminationGracePeriodSeconds), but with --grace-period 180 the agent waits only 2m50s for the VM to go, so it may outlive its Pod; use --grace-period 320 or more, or shorten the guest's\n"},
 		{[]string{"deployment", "testvm", "-n", "default", "--grace-period", "320"}, ""},
-		{[]string{"deployment", "testvm", "-n", "elsewhere"}, ""}, // not found there: nothing to say
+		{[]string{"deployment", "testvm", "-n", "elsewhere"}, "Warning: prototype elsewhere/testvm not found; the agents wait until it exists\n"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			out, stderr, err := runScaffoldWith(t, proto, tt.args...)
+			out, stderr, err := runScaffoldWith(t, []runtime.Object{proto}, tt.args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,6 +221,70 @@ func TestScaffoldWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
 			}
 			if !strings.Contains(out, "kind: Deployment") {
 				t.Errorf("no manifests on stdout with the warning")
+			}
+		})
+	}
+}
+
+// TestScaffoldWarnsWhatTheAgentsWillRefuse: scaffold says on stderr, in the
+// agents' words, what they will refuse, and still prints the manifests;
+// --strict makes it an error and prints nothing.
+func TestScaffoldWarnsWhatTheAgentsWillRefuse(t *testing.T) {
+	sharedPVC := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: "vms"},
+		Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{Volumes: []kubevirtv1.Volume{{
+				Name: "data", VolumeSource: kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
+					PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"},
+				}},
+			}}},
+		}},
+	}
+	copied := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: "vms", Labels: map[string]string{derive.LabelPod: "web-1"}},
+		Spec:       kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
+	}
+	for _, tt := range []struct {
+		name  string
+		proto *kubevirtv1.VirtualMachine
+		args  []string
+		// agentSays is the start of what the agent's Event would say.
+		agentSays string
+	}{
+		{"missing", nil, nil, "prototype vms/testvm not found; the agents wait until it exists"},
+		{"shared writable volume", sharedPVC, nil, "prototype vms/testvm: every derived VM would write to the same disk through volume \"data\""},
+		{"vmctl's markers", copied, nil, "prototype vms/testvm carries vmctl's derived-VM markers (label " + derive.LabelPod + ")"},
+		{"shared volume allowed", sharedPVC, []string{"--allow-shared-volumes"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var objs []runtime.Object
+			if tt.proto != nil {
+				objs = append(objs, tt.proto)
+			}
+			args := append([]string{"deployment", "testvm", "-n", "vms"}, tt.args...)
+			out, stderr, err := runScaffoldWith(t, objs, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "kind: Deployment") {
+				t.Errorf("no manifests on stdout beside the warning")
+			}
+			if tt.agentSays == "" {
+				if stderr != "" {
+					t.Errorf("stderr %q; want nothing", stderr)
+				}
+				return
+			}
+			if !strings.HasPrefix(stderr, "Warning: "+tt.agentSays) {
+				t.Errorf("stderr %q; want a warning starting %q", stderr, tt.agentSays)
+			}
+
+			out, stderr, err = runScaffoldWith(t, objs, append(args, "--strict")...)
+			if err == nil || !strings.Contains(err.Error(), tt.agentSays) {
+				t.Errorf("--strict: error %v; want one saying %q", err, tt.agentSays)
+			}
+			if out != "" || stderr != "" {
+				t.Errorf("--strict printed stdout %q, stderr %q; want nothing", out, stderr)
 			}
 		})
 	}

@@ -63,7 +63,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 	protoRef := a.cfg.PrototypeNamespace + "/" + a.cfg.Prototype
 	proto, err = a.vms.get(ctx, a.cfg.PrototypeNamespace, a.cfg.Prototype)
 	if err != nil {
-		return nil, nil, prototypeProblem(protoRef, a.cfg.PrototypeNamespace, err)
+		return nil, nil, prototypeProblem(protoRef, a.cfg.PrototypeNamespace, a.cfg.Prototype, err)
 	}
 	want, err := derive.VM(proto, derive.Pod{
 		Name: a.pod.PodName, Namespace: a.pod.PodNamespace, UID: a.pod.PodUID, Node: a.pod.Node,
@@ -197,11 +197,11 @@ func (a *Agent) waitPrototypeChange(ctx context.Context, proto *kubevirtv1.Virtu
 	return true
 }
 
-func prototypeProblem(ref, namespace string, err error) *problem {
+func prototypeProblem(ref, namespace, name string, err error) *problem {
 	p := &problem{reason: ReasonPrototypeUnavailable, err: err}
 	switch {
 	case apierrors.IsNotFound(err):
-		p.msg = fmt.Sprintf("waiting for prototype %s: not found", ref)
+		p.msg = derive.PrototypeNotFound(namespace, name)
 	case apierrors.IsForbidden(err):
 		p.msg = fmt.Sprintf("waiting for prototype %s: forbidden; grant the Pod's service account get on virtualmachines.kubevirt.io in namespace %s", ref, namespace)
 	default:

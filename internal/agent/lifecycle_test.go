@@ -380,7 +380,7 @@ func TestWaitsForPrototype(t *testing.T) {
 	h.start()
 	h.waitReadyz(503, ReasonPrototypeUnavailable)
 	ev := h.waitEvent(corev1.EventTypeWarning, ReasonPrototypeUnavailable)
-	if ev.Message != "waiting for prototype default/testvm: not found" {
+	if ev.Message != "prototype default/testvm not found; the agents wait until it exists" {
 		t.Errorf("Event message %q", ev.Message)
 	}
 	h.eventually("the agent retries", func() bool { return h.api.count("get "+testProto) >= 3 })

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
@@ -169,4 +171,13 @@ func (p Params) subdomain() string {
 		return p.Name
 	}
 	return ""
+}
+
+// PrototypeNamespace is the prototype's namespace: ProtoNamespace, else
+// Namespace.
+func (p Params) PrototypeNamespace() string { return p.protoNamespace() }
+
+// DeriveOptions are the options p's agents derive their VMs with.
+func (p Params) DeriveOptions() derive.Options {
+	return derive.Options{Namespace: p.Namespace, AllowSharedVolumes: p.AllowSharedVolumes, Subdomain: p.subdomain()}
 }
