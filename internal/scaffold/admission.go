@@ -78,10 +78,11 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 }
 
 // podVariables are CEL variables of both policies: the requesting Pod's name
-// and UID, from its bound token.
+// and UID, from its bound token, or the empty string (request.userInfo has
+// no extra at all when the ServiceAccount is impersonated).
 func podVariables() []admissionregistrationv1.Variable {
 	extra := func(key string) string {
-		return fmt.Sprintf("'%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 ? request.userInfo.extra['%[1]s'][0] : ''", key)
+		return fmt.Sprintf("request.userInfo.?extra[?'%s'][?0].orValue('')", key)
 	}
 	return []admissionregistrationv1.Variable{
 		{Name: "pod", Expression: extra(podNameExtra)},

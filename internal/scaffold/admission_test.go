@@ -75,6 +75,7 @@ const (
 	otherPodToken              // the other agent's Pod's bound token
 	noPodToken                 // the ServiceAccount's, bound to no Pod (a TokenRequest's)
 	noUIDToken                 // the ServiceAccount's, with a Pod's name but no UID
+	impersonated               // the ServiceAccount, impersonated (kubectl --as): no extra at all
 	personToken                // not the agents' ServiceAccount's
 )
 
@@ -231,6 +232,8 @@ func (f *fleet) user(tok token) user.Info {
 	switch tok {
 	case personToken:
 		return &user.DefaultInfo{Name: "kubernetes-admin", Groups: []string{"kubeadm:cluster-admins", "system:authenticated"}}
+	case impersonated:
+		return agent
 	case noPodToken:
 		agent.Extra = map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=7f3c1b2e-5d4a-4e8b-9c6f-0a1b2c3d4e5f"}}
 		return agent
@@ -600,6 +603,10 @@ func TestAdmissionPolicies(t *testing.T) {
 			try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)).as(noPodToken) }},
 		{name: "delete its VM with a token bound to no Pod", refuse: []string{ruleBoundPod, ruleOwnVM},
 			try: func(t *testing.T, f *fleet) request { return del(f.own(t, nil)).as(noPodToken) }},
+		{name: "create its VM as the ServiceAccount impersonated", refuse: []string{ruleUID, ruleName, ruleRunsOwned, ruleBoundPod, ruleOwnVM},
+			try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)).as(impersonated) }},
+		{name: "delete its VM as the ServiceAccount impersonated", refuse: []string{ruleBoundPod, ruleOwnVM},
+			try: func(t *testing.T, f *fleet) request { return del(f.own(t, nil)).as(impersonated) }},
 		{name: "delete its VM with a token of a Pod with no UID", refuse: []string{ruleBoundPod},
 			try: func(t *testing.T, f *fleet) request { return del(f.own(t, nil)).as(noUIDToken) }},
 		{name: "create another Pod's VM with that Pod's token", try: func(t *testing.T, f *fleet) request {
