@@ -9,9 +9,11 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
 	admissioncel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -248,22 +250,24 @@ func (f *fleet) user(tok token) user.Info {
 }
 
 // compile compiles policy as kube-apiserver's ValidatingAdmissionPolicy
-// plugin does (k8s.io/apiserver's validating.compilePolicy), failing on any
-// expression that does not compile.
+// plugin does (k8s.io/apiserver's validating.compilePolicy), and fails on
+// any expression that does not compile. It allows only the CEL that
+// Kubernetes 1.30, the first to serve admissionregistration.k8s.io/v1
+// policies as the scaffold writes them, accepts in a new policy.
 func compile(t *testing.T, policy *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Validator {
 	t.Helper()
 	decls := admissioncel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
-	compiler, err := admissioncel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	compiler, err := admissioncel.NewCompositedCompiler(environment.MustBaseEnvSet(version.MajorMinor(1, 30)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range policy.Spec.Variables {
-		if res := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, decls, environment.StoredExpressions); res.Error != nil {
+		if res := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, decls, environment.NewExpressions); res.Error != nil {
 			t.Fatalf("%s: variable %s: %v", policy.Name, v.Name, res.Error)
 		}
 	}
 	condition := func(exprs []admissioncel.ExpressionAccessor, decls admissioncel.OptionalVariableDeclarations) admissioncel.ConditionEvaluator {
-		c := compiler.CompileCondition(exprs, decls, environment.StoredExpressions)
+		c := compiler.CompileCondition(exprs, decls, environment.NewExpressions)
 		if errs := c.CompilationErrors(); len(errs) > 0 {
 			t.Fatalf("%s: %v", policy.Name, errs)
 		}
@@ -379,8 +383,8 @@ func (f *fleet) refusals(t *testing.T, policies []boundPolicy, r request) []stri
 
 // Fleets other than a Deployment beside its prototype.
 func longPrototype(p *Params) {
-	p.Prototype = "a-prototype-with-a-name-long-enough-to-be-cut"
-	p.Name = DefaultName(p.Prototype)
+	p.Prototype = "a-prototype-whose-name-is-longer-than-a-label-value-and-is-cut-there"
+	p.Name = "vmctl-a-prototype-whose-name-is-longer-than-a-label" // its Pods' names are cut in labels too
 }
 func statefulSet(p *Params)        { p.Kind = KindStatefulSet }
 func prototypeElsewhere(p *Params) { p.ProtoNamespace = "protos" }
@@ -419,6 +423,9 @@ func TestAdmissionPolicies(t *testing.T) {
 		}},
 		{name: "create its VM owned by another Pod", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.OwnerReferences[0].Name, vm.OwnerReferences[0].UID = f.other.Name, f.other.UID }))
+		}},
+		{name: "create its VM owned by an earlier Pod of its name", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.OwnerReferences[0].UID = otherPodUID }))
 		}},
 		{name: "create its VM owned by its Pod and by a ReplicaSet", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
@@ -487,6 +494,41 @@ func TestAdmissionPolicies(t *testing.T) {
 			}))
 		}},
 
+		{name: "create its VM with a template's dataVolume also a claim", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				v := &vm.Spec.Template.Spec.Volumes[0]
+				v.PersistentVolumeClaim = &kubevirtv1.PersistentVolumeClaimVolumeSource{
+					PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.DataVolume.Name}}
+			}))
+		}},
+		{name: "create its VM with a template's dataVolume also ephemeral", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				v := &vm.Spec.Template.Spec.Volumes[0]
+				v.Ephemeral = &kubevirtv1.EphemeralVolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.DataVolume.Name}}
+			}))
+		}},
+		{name: "create its VM with a template's claim also a dataVolume", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				v := &vm.Spec.Template.Spec.Volumes[1]
+				v.DataVolume = &kubevirtv1.DataVolumeSource{Name: v.PersistentVolumeClaim.ClaimName}
+			}))
+		}},
+		{name: "create its VM with a dataVolume and a template named empty", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			// As JSON can say it and Go's omitempty cannot.
+			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(f.own(t, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := obj["spec"].(map[string]any)
+			spec["dataVolumeTemplates"].([]any)[0].(map[string]any)["metadata"].(map[string]any)["name"] = ""
+			spec["template"].(map[string]any)["spec"].(map[string]any)["volumes"].([]any)[0].(map[string]any)["dataVolume"].(map[string]any)["name"] = ""
+			return create(&unstructured.Unstructured{Object: obj})
+		}},
+		{name: "create its VM with the shared claim on a template of its own", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = vm.Spec.DataVolumeTemplates[1].Name
+			}))
+		}},
 		// DNS names.
 		{name: "create its VM with its Pod's hostname", try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Hostname = f.pod.Name }))
@@ -499,6 +541,10 @@ func TestAdmissionPolicies(t *testing.T) {
 		}},
 		{name: "create its VM in another subdomain", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Subdomain = "db" }))
+		}},
+		{name: "create its VM out of the prototype's subdomain", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+			f.proto.Spec.Template.Spec.Subdomain = "web"
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Subdomain = "" }))
 		}},
 		{name: "a Deployment's VM in a StatefulSet's subdomain", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Subdomain = f.p.Name }))
@@ -585,6 +631,9 @@ func TestAdmissionPolicies(t *testing.T) {
 			}
 			return create(vm)
 		}},
+		{name: "delete its VM relabelled for another prototype", refuse: []string{ruleLabelled, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, func(vm *vm) { vm.Labels[derive.LabelPrototype] = "db" }))
+		}},
 		{name: "create its VM without the Pod label", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { delete(vm.Labels, derive.LabelPod) }))
 		}},
@@ -628,6 +677,11 @@ func TestAdmissionPolicies(t *testing.T) {
 			return del(&kubevirtv1.VirtualMachineInstance{TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance"},
 				ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: f.p.Namespace}})
 		}},
+		{name: "delete a VMI of its Pod for another prototype", refuse: []string{ruleLabelled, ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
+			vmi := vmi(f.own(t, nil))
+			vmi.Labels = map[string]string{derive.LabelPrototype: "db", derive.LabelPod: f.pod.Name}
+			return del(vmi)
+		}},
 		{name: "create its own VMI", refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request { return create(vmi(f.own(t, nil))) }},
 		{name: "update its own VMI", refuse: []string{ruleNoUpdate, ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
 			return update(vmi(f.own(t, nil)))
@@ -640,6 +694,9 @@ func TestAdmissionPolicies(t *testing.T) {
 		}},
 		{name: "create its VM for a prototype beside it", fleet: prototypeElsewhere, refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPrototypeNamespace] = f.p.Namespace }))
+		}},
+		{name: "delete its VM named as the prototype, beside another namespace's prototype", fleet: prototypeElsewhere, try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, func(vm *vm) { vm.Name = f.p.Prototype }))
 		}},
 		{name: "delete the prototype in its namespace", fleet: prototypeElsewhere, try: func(t *testing.T, f *fleet) request { return del(f.proto) }},
 
@@ -666,11 +723,20 @@ func TestAdmissionPolicies(t *testing.T) {
 				vm.Spec.Template.Spec.Hostname = ""
 			}))
 		}},
-		{name: "create a VM of a long name with no hash", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+		{name: "create a VM of a long name without the hyphen before its hash", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
-				vm.Name = strings.Replace(vm.Name, "-", "x", -1)
+				cut := len(vm.Name) - 11
+				vm.Name = vm.Name[:cut] + "x" + vm.Name[cut+1:]
 				vm.Spec.Template.Spec.Hostname = ""
 			}))
+		}},
+		{name: "create a VM of a short name for a long one", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Name = "web"; vm.Spec.Template.Spec.Hostname = "" }))
+		}},
+		{name: "delete a VMI with no Pod label, as a Pod whose name is cut in labels", fleet: longPrototype, refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
+			vmi := vmi(f.own(t, nil))
+			vmi.Labels = map[string]string{derive.LabelPrototype: derive.LabelValue(f.p.Prototype)}
+			return del(vmi)
 		}},
 		{name: "delete its own VMI, of a Pod whose name is cut in labels", fleet: longPrototype, try: func(t *testing.T, f *fleet) request {
 			return del(vmi(f.own(t, nil)))
