@@ -20,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -261,7 +262,14 @@ func compile(t *testing.T, policy *admissionregistrationv1.ValidatingAdmissionPo
 	if err != nil {
 		t.Fatal(err)
 	}
+	names := map[string]bool{}
 	for _, v := range policy.Spec.Variables {
+		// The API server's validation of a policy wants unique CEL
+		// identifiers, which reserved words such as namespace are not.
+		if ident, ok := apiservercel.Escape(v.Name); !ok || ident != v.Name || names[v.Name] {
+			t.Fatalf("%s: variable %q: not a unique CEL identifier", policy.Name, v.Name)
+		}
+		names[v.Name] = true
 		if res := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, decls, environment.NewExpressions); res.Error != nil {
 			t.Fatalf("%s: variable %s: %v", policy.Name, v.Name, res.Error)
 		}
