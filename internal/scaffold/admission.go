@@ -24,6 +24,18 @@ func forbid(expression, message string) admissionregistrationv1.Validation {
 	return admissionregistrationv1.Validation{Expression: expression, Message: message, Reason: ptr.To(metav1.StatusReasonForbidden)}
 }
 
+// cel is an expression written indented in Go source, after a line break,
+// as the manifest shows it: without the first line's indentation, with two
+// spaces for each tab that indents a line further.
+func cel(expression string) string {
+	indent := expression[:len(expression)-len(strings.TrimLeft(expression, "\n\t"))]
+	return strings.ReplaceAll(strings.ReplaceAll(expression[len(indent):], indent, "\n"), "\t", "  ")
+}
+
+// literal is s as a CEL string, for a name the scaffold writes into a
+// policy: names are DNS names, which need no escapes.
+func literal(s string) string { return "'" + s + "'" }
+
 // serviceAccountUsername is how the API server names the ServiceAccount.
 func (p Params) serviceAccountUsername() string {
 	return "system:serviceaccount:" + p.Namespace + ":" + p.Name
@@ -45,10 +57,7 @@ func (p Params) serviceAccountUsername() string {
 // every delete go through meanwhile.
 func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
-		TypeMeta: metav1.TypeMeta{
-			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
-			Kind:       "ValidatingAdmissionPolicy",
-		},
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: p.qualifiedName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
@@ -59,18 +68,94 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 			// Only this ServiceAccount's requests are checked; people and
 			// other controllers are left to RBAC.
 			MatchConditions: p.agentOnly(),
-			Variables:       p.admissionVariables(),
+			// object is the VM created, params the prototype.
+			Variables: append(podVariables(), []admissionregistrationv1.Variable{
+				// The StatefulSet's headless Service, which names its VMs in DNS;
+				// empty for other workloads, whose Pods' names are not stable.
+				{Name: "statefulSetService", Expression: literal(p.subdomain())},
+				// The templates' specs, never optionals: .? on a variable that
+				// holds an optional finds nothing.
+				{Name: "spec", Expression: `object.spec.?template.?spec.orValue({})`},
+				{Name: "protoSpec", Expression: `params.spec.?template.?spec.orValue({})`},
+				// derive.Name: "<prototype>-<pod>", or past 63 characters a cut of it
+				// with "-" and a 10-character hash, which CEL cannot compute: there
+				// only the cut is checked.
+				{Name: "fullName", Expression: `params.metadata.name + '-' + variables.pod`},
+				{Name: "cut", Expression: `size(object.metadata.name) - 11`},
+				{Name: "nameIsDerived", Expression: cel(`
+					size(variables.fullName) <= 63 ?
+						object.metadata.name == variables.fullName :
+						variables.cut > 0 && object.metadata.name.substring(variables.cut, variables.cut + 1) == '-' &&
+							variables.fullName.startsWith(object.metadata.name.substring(0, variables.cut))`)},
+				{Name: "ownedByItsPodOrNothing", Expression: `object.metadata.?ownerReferences.orValue([]).all(r, r.kind == 'Pod' && r.name == variables.pod && r.uid == variables.podUID)`},
+				{Name: "volumes", Expression: `variables.spec.?volumes.orValue([])`},
+				{Name: "protoVolumes", Expression: `variables.protoSpec.?volumes.orValue([])`},
+				{Name: "templates", Expression: `object.spec.?dataVolumeTemplates.orValue([])`},
+				{Name: "protoTemplates", Expression: `params.spec.?dataVolumeTemplates.orValue([])`},
+				// Every volume is the prototype's volume of that name, except that a
+				// claim the prototype makes from a dataVolumeTemplate (through a
+				// dataVolume, a persistentVolumeClaim or an ephemeral volume) is the
+				// VM's own template's, as derive renames them per VM, with the same
+				// source and read-only flags.
+				{Name: "sameVolumes", Expression: cel(`
+					size(variables.volumes) == size(variables.protoVolumes) &&
+					variables.volumes.all(v, variables.protoVolumes.exists(p, p.name == v.name && (p == v || (
+						variables.templates.exists(t, t.metadata.name != '' &&
+							t.metadata.name == v.?dataVolume.?name.or(v.?persistentVolumeClaim.?claimName).or(v.?ephemeral.?persistentVolumeClaim.?claimName).orValue('')) &&
+						variables.protoTemplates.exists(t,
+							t.metadata.name == p.?dataVolume.?name.or(p.?persistentVolumeClaim.?claimName).or(p.?ephemeral.?persistentVolumeClaim.?claimName).orValue('')) &&
+						has(p.dataVolume) == has(v.dataVolume) &&
+						has(p.persistentVolumeClaim) == has(v.persistentVolumeClaim) &&
+						has(p.ephemeral) == has(v.ephemeral) &&
+						p.?persistentVolumeClaim.?readOnly == v.?persistentVolumeClaim.?readOnly &&
+						p.?ephemeral.?persistentVolumeClaim.?readOnly == v.?ephemeral.?persistentVolumeClaim.?readOnly))))`)},
+				{Name: "sameDataVolumeTemplates", Expression: cel(`
+					size(variables.templates) == size(variables.protoTemplates) &&
+					variables.templates.all(t, variables.protoTemplates.exists(p, p.spec == t.spec))`)},
+				// DNS names only its own: a hostname of the VM's name (derive sets
+				// it so when the prototype has one) or, for a StatefulSet's VM, of
+				// its Pod; the prototype's subdomain or the StatefulSet's Service;
+				// and the Service's label only with its subdomain. Else one agent
+				// could take another VM's <hostname>.<subdomain> name.
+				// (== rather than in [...]: CEL rejects a list of a string and a
+				// dyn, which params and optional fields are.)
+				{Name: "hostname", Expression: `variables.spec.?hostname.orValue('')`},
+				{Name: "subdomain", Expression: `variables.spec.?subdomain.orValue('')`},
+				{Name: "subdomainLabel", Expression: `object.spec.template.?metadata.?labels['vmctl.kubevirt.io/subdomain'].orValue('')`},
+				{Name: "ownDNSName", Expression: cel(`
+					(variables.hostname == '' || variables.hostname == object.metadata.name.replace('.', '-') || variables.hostname == variables.pod) &&
+					(variables.subdomain == variables.protoSpec.?subdomain.orValue('') ||
+						(variables.statefulSetService != '' && variables.subdomain == variables.statefulSetService)) &&
+					(variables.subdomainLabel == '' || variables.subdomainLabel == variables.subdomain)`)},
+				// What gives a guest the host's devices, another network, the
+				// namespace's secrets or code in its launcher Pod (hook sidecars are
+				// template annotations): all as the prototype has them.
+				{Name: "devices", Expression: `variables.spec.?domain.?devices.orValue({})`},
+				{Name: "protoDevices", Expression: `variables.protoSpec.?domain.?devices.orValue({})`},
+				{Name: "sameHostAccess", Expression: cel(`
+					variables.devices.?hostDevices.orValue([]) == variables.protoDevices.?hostDevices.orValue([]) &&
+					variables.devices.?gpus.orValue([]) == variables.protoDevices.?gpus.orValue([]) &&
+					variables.devices.?filesystems.orValue([]) == variables.protoDevices.?filesystems.orValue([]) &&
+					variables.devices.?downwardMetrics.hasValue() == variables.protoDevices.?downwardMetrics.hasValue() &&
+					variables.spec.?accessCredentials.orValue([]) == variables.protoSpec.?accessCredentials.orValue([]) &&
+					variables.spec.?networks.orValue([]) == variables.protoSpec.?networks.orValue([]) &&
+					object.spec.template.?metadata.?annotations.orValue({}) == params.spec.template.?metadata.?annotations.orValue({}) &&
+					object.spec.?instancetype.?name == params.spec.?instancetype.?name &&
+					object.spec.?instancetype.?kind == params.spec.?instancetype.?kind &&
+					object.spec.?preference.?name == params.spec.?preference.?name &&
+					object.spec.?preference.?kind == params.spec.?preference.?kind`)},
+			}...),
 			Validations: []admissionregistrationv1.Validation{
-				forbid("object.metadata.?annotations['"+derive.AnnotationPodUID+"'].orValue('') == variables.podUID",
+				forbid(`object.metadata.?annotations['vmctl.kubevirt.io/pod-uid'].orValue('') == variables.podUID`,
 					fmt.Sprintf("annotation %s does not hold the requesting Pod's UID: a vmctl agent may only create its own Pod's VM", derive.AnnotationPodUID)),
-				forbid("variables.nameIsDerived",
+				forbid(`variables.nameIsDerived`,
 					fmt.Sprintf("the VirtualMachine's name is not %s-<pod>: a vmctl agent may only create the one VM named for its own Pod", p.Prototype)),
-				forbid("object.spec.?runStrategy.orValue('') == 'Always' && object.metadata.?ownerReferences.orValue([]).all(r, r.kind == 'Pod' && r.name == variables.pod && r.uid == variables.podUID)",
+				forbid(`object.spec.?runStrategy.orValue('') == 'Always' && variables.ownedByItsPodOrNothing`,
 					"a derived VM runs always and is owned by its agent's Pod, or by nothing"),
-				forbid("variables.sameVolumes && variables.sameDataVolumeTemplates",
+				forbid(`variables.sameVolumes && variables.sameDataVolumeTemplates`,
 					fmt.Sprintf("the VirtualMachine's volumes or dataVolumeTemplates are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
-				forbid("variables.ownDNSName", p.dnsNameMessage()),
-				forbid("variables.sameHostAccess",
+				forbid(`variables.ownDNSName`, p.dnsNameMessage()),
+				forbid(`variables.sameHostAccess`,
 					fmt.Sprintf("the VirtualMachine's devices, networks, credentials, instancetype or template annotations are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
 			},
 		},
@@ -78,90 +163,13 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 }
 
 // podVariables are CEL variables of both policies: the requesting Pod's name
-// and UID, from its bound token.
+// and UID, from its bound token, or the empty string (request.userInfo has
+// no extra at all when the ServiceAccount is impersonated).
 func podVariables() []admissionregistrationv1.Variable {
-	extra := func(key string) string {
-		return fmt.Sprintf("'%[1]s' in request.userInfo.extra && size(request.userInfo.extra['%[1]s']) > 0 ? request.userInfo.extra['%[1]s'][0] : ''", key)
-	}
 	return []admissionregistrationv1.Variable{
-		{Name: "pod", Expression: extra(podNameExtra)},
-		{Name: "podUID", Expression: extra(podUIDExtra)},
+		{Name: "pod", Expression: `request.userInfo.?extra[?'authentication.kubernetes.io/pod-name'][?0].orValue('')`},
+		{Name: "podUID", Expression: `request.userInfo.?extra[?'authentication.kubernetes.io/pod-uid'][?0].orValue('')`},
 	}
-}
-
-// admissionVariables are the create policy's CEL variables; object is the VM
-// created and params the prototype.
-func (p Params) admissionVariables() []admissionregistrationv1.Variable {
-	tmpl, ptmpl := "object.spec.?template.?spec", "params.spec.?template.?spec"
-	// same compares an optional field of the template with the prototype's.
-	same := func(path, empty string) string {
-		return fmt.Sprintf("%s.%s.orValue(%s) == %s.%s.orValue(%s)", tmpl, path, empty, ptmpl, path, empty)
-	}
-	return append(podVariables(), []admissionregistrationv1.Variable{
-		// derive.Name: "<prototype>-<pod>", or past 63 characters a cut of it
-		// with "-" and a 10-character hash, which CEL cannot compute: there
-		// only the cut is checked.
-		{Name: "fullName", Expression: "params.metadata.name + '-' + variables.pod"},
-		{Name: "nameIsDerived", Expression: "size(variables.fullName) <= 63 ? object.metadata.name == variables.fullName : " +
-			"(size(object.metadata.name) > 11 && object.metadata.name.substring(size(object.metadata.name) - 11, size(object.metadata.name) - 10) == '-' && " +
-			"variables.fullName.startsWith(object.metadata.name.substring(0, size(object.metadata.name) - 11)))"},
-		{Name: "volumes", Expression: tmpl + ".?volumes.orValue([])"},
-		{Name: "protoVolumes", Expression: ptmpl + ".?volumes.orValue([])"},
-		{Name: "templates", Expression: "object.spec.?dataVolumeTemplates.orValue([])"},
-		{Name: "protoTemplates", Expression: "params.spec.?dataVolumeTemplates.orValue([])"},
-		// Every volume is the prototype's volume of that name, except that a
-		// claim the prototype makes from a dataVolumeTemplate is the VM's own
-		// template's (derive renames them per VM).
-		{Name: "sameVolumes", Expression: "size(variables.volumes) == size(variables.protoVolumes) && variables.volumes.all(v, variables.protoVolumes.exists(p, p.name == v.name && (p == v || (" +
-			claimName("v") + " != '' && variables.templates.exists(t, t.metadata.name == " + claimName("v") + ") && " +
-			"variables.protoTemplates.exists(t, t.metadata.name == " + claimName("p") + ") && " +
-			"has(p.dataVolume) == has(v.dataVolume) && has(p.persistentVolumeClaim) == has(v.persistentVolumeClaim) && has(p.ephemeral) == has(v.ephemeral) && " +
-			"p.?persistentVolumeClaim.?readOnly == v.?persistentVolumeClaim.?readOnly && p.?ephemeral.?persistentVolumeClaim.?readOnly == v.?ephemeral.?persistentVolumeClaim.?readOnly))))"},
-		// DNS names only its own: a hostname of the VM's name (derive sets
-		// it so when the prototype has one) or, for a StatefulSet's VM, of
-		// its Pod; the prototype's subdomain or the StatefulSet's Service;
-		// and the Service's label only with its subdomain. Else one agent
-		// could take another VM's <hostname>.<subdomain> name.
-		// (== rather than in [...]: CEL rejects a list of a string and a
-		// dyn, which params and optional fields are.)
-		{Name: "hostname", Expression: tmpl + ".?hostname.orValue('')"},
-		{Name: "subdomain", Expression: tmpl + ".?subdomain.orValue('')"},
-		{Name: "subdomainLabel", Expression: "object.spec.template.?metadata.?labels['" + derive.LabelSubdomain + "'].orValue('')"},
-		{Name: "ownDNSName", Expression: strings.Join([]string{
-			"(variables.hostname == '' || variables.hostname == object.metadata.name.replace('.', '-') || variables.hostname == variables.pod)",
-			"(" + p.allowedSubdomains(ptmpl) + ")",
-			"(variables.subdomainLabel == '' || variables.subdomainLabel == variables.subdomain)",
-		}, " && ")},
-		{Name: "sameDataVolumeTemplates", Expression: "size(variables.templates) == size(variables.protoTemplates) && " +
-			"variables.templates.all(t, variables.protoTemplates.exists(p, p.spec == t.spec))"},
-		// What gives a guest the host's devices, another network, the
-		// namespace's secrets or code in its launcher Pod (hook sidecars are
-		// template annotations): all as the prototype has them.
-		{Name: "sameHostAccess", Expression: strings.Join([]string{
-			same("?domain.?devices.?hostDevices", "[]"),
-			same("?domain.?devices.?gpus", "[]"),
-			same("?domain.?devices.?filesystems", "[]"),
-			tmpl + ".?domain.?devices.?downwardMetrics.hasValue() == " + ptmpl + ".?domain.?devices.?downwardMetrics.hasValue()",
-			same("?accessCredentials", "[]"),
-			same("?networks", "[]"),
-			"object.spec.template.?metadata.?annotations.orValue({}) == params.spec.template.?metadata.?annotations.orValue({})",
-			"object.spec.?instancetype.?name == params.spec.?instancetype.?name",
-			"object.spec.?instancetype.?kind == params.spec.?instancetype.?kind",
-			"object.spec.?preference.?name == params.spec.?preference.?name",
-			"object.spec.?preference.?kind == params.spec.?preference.?kind",
-		}, " && ")},
-	}...)
-}
-
-// allowedSubdomains is CEL that holds when the VM's subdomain is one an
-// agent's VM may have: the prototype's (ptmpl is CEL for its template
-// spec), or a StatefulSet's own headless Service.
-func (p Params) allowedSubdomains(ptmpl string) string {
-	cel := "variables.subdomain == " + ptmpl + ".?subdomain.orValue('')"
-	if s := p.subdomain(); s != "" {
-		cel += " || variables.subdomain == '" + s + "'"
-	}
-	return cel
 }
 
 // dnsNameMessage says what ownDNSName allows.
@@ -174,14 +182,6 @@ func (p Params) dnsNameMessage() string {
 		"its own name or its Pod's, with %s subdomain, and label %s only with that subdomain", sub, derive.LabelSubdomain)
 }
 
-// claimName is CEL for the claim a volume x refers to through a
-// dataVolume, a persistentVolumeClaim or an ephemeral claim, or the empty
-// string.
-func claimName(x string) string {
-	return fmt.Sprintf("(has(%[1]s.dataVolume) ? %[1]s.dataVolume.name : has(%[1]s.persistentVolumeClaim) ? %[1]s.persistentVolumeClaim.claimName : "+
-		"%[1]s.?ephemeral.?persistentVolumeClaim.?claimName.orValue(''))", x)
-}
-
 // admissionPolicyBinding enforces the policy in Namespace, where the VMs go,
 // with the prototype as its parameter, on the VMs labelled as derived from
 // the prototype (the guard policy keeps the agents to those). Without the
@@ -191,10 +191,7 @@ func claimName(x string) string {
 // missing, even the prototype's own re-creation.
 func (p Params) admissionPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta: metav1.TypeMeta{
-			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
-			Kind:       "ValidatingAdmissionPolicyBinding",
-		},
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: p.qualifiedName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName: p.qualifiedName(),
@@ -266,36 +263,8 @@ func (p Params) guardName() string { return p.Name + "-guard." + p.Namespace }
 // name is written into it), so it holds, and lets through what it should,
 // also while the API server cannot resolve the other's parameter.
 func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
-	label := func(key string) string {
-		return fmt.Sprintf("variables.vm.metadata.?labels['%s'].orValue('')", key)
-	}
-	annotation := func(key string) string {
-		return fmt.Sprintf("variables.vm.metadata.?annotations['%s'].orValue('')", key)
-	}
-	variables := append(podVariables(),
-		admissionregistrationv1.Variable{Name: "vm", Expression: "request.operation == 'DELETE' ? oldObject : object"},
-		admissionregistrationv1.Variable{Name: "isVMI", Expression: "request.resource.resource == '" + virtualMachineInstances + "'"},
-		// A VMI carries the labels derive puts on the VM's template.
-		admissionregistrationv1.Variable{Name: "ownPodsVMI", Expression: label(derive.LabelPrototype) + " == '" + derive.LabelValue(p.Prototype) + "' && " +
-			label(derive.LabelPod) + " != '' && (size(variables.pod) > 63 || " + label(derive.LabelPod) + " == variables.pod)"},
-		admissionregistrationv1.Variable{Name: "isPrototype", Expression: fmt.Sprintf("variables.vm.metadata.name == '%s' && variables.vm.metadata.namespace == '%s'", p.Prototype, p.protoNamespace())},
-		// Derived from this prototype for the requesting Pod, by name: a
-		// StatefulSet Pod's agent replaces the VM of an earlier Pod of its
-		// name, so deletion does not ask for the UID.
-		admissionregistrationv1.Variable{Name: "ownPodsVM", Expression: strings.Join([]string{
-			label(derive.LabelPrototype) + " == '" + derive.LabelValue(p.Prototype) + "'",
-			label(derive.LabelPod) + " != ''",
-			annotation(derive.AnnotationPodName) + " == variables.pod",
-			annotation(derive.AnnotationPodNamespace) + " == '" + p.Namespace + "'",
-			annotation(derive.AnnotationPrototypeName) + " == '" + p.Prototype + "'",
-			annotation(derive.AnnotationPrototypeNamespace) + " == '" + p.protoNamespace() + "'",
-		}, " && ")},
-	)
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
-		TypeMeta: metav1.TypeMeta{
-			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
-			Kind:       "ValidatingAdmissionPolicy",
-		},
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: p.guardName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
@@ -303,21 +272,47 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 				[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
 				virtualMachines, virtualMachines+"/*", virtualMachineInstances, virtualMachineInstances+"/*"),
 			MatchConditions: p.agentOnly(),
-			Variables:       variables,
+			// No parameter: the names it judges by are written in.
+			Variables: append(append([]admissionregistrationv1.Variable{
+				{Name: "prototype", Expression: literal(p.Prototype)},
+				{Name: "prototypeNamespace", Expression: literal(p.protoNamespace())},
+				{Name: "prototypeLabel", Expression: literal(derive.LabelValue(p.Prototype))},
+				{Name: "podNamespace", Expression: literal(p.Namespace)},
+			}, podVariables()...), []admissionregistrationv1.Variable{
+				{Name: "vm", Expression: `request.operation == 'DELETE' ? oldObject : object`},
+				{Name: "isVMI", Expression: `request.resource.resource == 'virtualmachineinstances'`},
+				{Name: "isPrototype", Expression: `variables.vm.metadata.name == variables.prototype && variables.vm.metadata.namespace == variables.prototypeNamespace`},
+				// The vmctl labels; a VMI carries those derive puts on the VM's
+				// template. A Pod's name past 63 characters is hashed in its label.
+				{Name: "prototypeOfVM", Expression: `variables.vm.metadata.?labels['vmctl.kubevirt.io/prototype'].orValue('')`},
+				{Name: "podOfVM", Expression: `variables.vm.metadata.?labels['vmctl.kubevirt.io/pod'].orValue('')`},
+				{Name: "ownPodsVMI", Expression: cel(`
+					variables.prototypeOfVM == variables.prototypeLabel && variables.podOfVM != '' &&
+					(size(variables.pod) > 63 || variables.podOfVM == variables.pod)`)},
+				// Derived from this prototype for the requesting Pod, by name: a
+				// StatefulSet Pod's agent replaces the VM of an earlier Pod of its
+				// name, so deletion does not ask for the UID.
+				{Name: "ownPodsVM", Expression: cel(`
+					variables.prototypeOfVM == variables.prototypeLabel && variables.podOfVM != '' &&
+					variables.vm.metadata.?annotations['vmctl.kubevirt.io/pod-name'].orValue('') == variables.pod &&
+					variables.vm.metadata.?annotations['vmctl.kubevirt.io/pod-namespace'].orValue('') == variables.podNamespace &&
+					variables.vm.metadata.?annotations['vmctl.kubevirt.io/prototype-name'].orValue('') == variables.prototype &&
+					variables.vm.metadata.?annotations['vmctl.kubevirt.io/prototype-namespace'].orValue('') == variables.prototypeNamespace`)},
+			}...),
 			Validations: []admissionregistrationv1.Validation{
-				forbid(label(derive.LabelPrototype)+" == '"+derive.LabelValue(p.Prototype)+"'",
+				forbid(`variables.prototypeOfVM == variables.prototypeLabel`,
 					fmt.Sprintf("a vmctl agent may only create and delete VMs and VMIs labelled %s=%s, derived from its prototype %s/%s",
 						derive.LabelPrototype, derive.LabelValue(p.Prototype), p.protoNamespace(), p.Prototype)),
-				forbid("variables.pod != '' && variables.podUID != ''",
+				forbid(`variables.pod != '' && variables.podUID != ''`,
 					fmt.Sprintf("the request carries no Pod (%s, %s): the agent must use its Pod's bound ServiceAccount token, so keep automountServiceAccountToken true", podNameExtra, podUIDExtra)),
-				forbid("request.operation != 'UPDATE'",
+				forbid(`request.operation != 'UPDATE'`,
 					"a vmctl agent never changes a VirtualMachine or a VMI; it only creates its own VM and deletes it"),
-				forbid("variables.isVMI || !variables.isPrototype",
+				forbid(`variables.isVMI || !variables.isPrototype`,
 					fmt.Sprintf("a vmctl agent may never change or delete its prototype %s/%s", p.protoNamespace(), p.Prototype)),
-				forbid("variables.isVMI || variables.ownPodsVM",
+				forbid(`variables.isVMI || variables.ownPodsVM`,
 					fmt.Sprintf("the VirtualMachine is not this Pod's: a vmctl agent may only create and delete the VM derived from prototype %s/%s for its own Pod (labels %s and %s, annotations %s, %s and %s)",
 						p.protoNamespace(), p.Prototype, derive.LabelPrototype, derive.LabelPod, derive.AnnotationPodName, derive.AnnotationPodNamespace, derive.AnnotationPrototypeName)),
-				forbid("!variables.isVMI || (request.operation == 'DELETE' && variables.ownPodsVMI)",
+				forbid(`!variables.isVMI || (request.operation == 'DELETE' && variables.ownPodsVMI)`,
 					fmt.Sprintf("a vmctl agent may only delete its own Pod's VMI (labels %s=%s and %s=<its Pod>), to stop its VM for a drain",
 						derive.LabelPrototype, derive.LabelValue(p.Prototype), derive.LabelPod)),
 			},
@@ -328,10 +323,7 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 // guardPolicyBinding enforces the guard policy in Namespace.
 func (p Params) guardPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta: metav1.TypeMeta{
-			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
-			Kind:       "ValidatingAdmissionPolicyBinding",
-		},
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: p.guardName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        p.guardName(),

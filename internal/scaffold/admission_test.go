@@ -1,0 +1,776 @@
+package scaffold
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/admission"
+	admissioncel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authentication/user"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+// The policies' rules, each named by a phrase of its refusal's message:
+// what the user sees, and so what the cases below expect.
+const (
+	// The create policy's, with the prototype as its parameter.
+	ruleUID        = "does not hold the requesting Pod's UID"
+	ruleName       = "name is not"
+	ruleRunsOwned  = "runs always and is owned by its agent's Pod"
+	ruleVolumes    = "volumes or dataVolumeTemplates are not the prototype's"
+	ruleDNSName    = "hostname or subdomain is not its own"
+	ruleHostAccess = "devices, networks, credentials, instancetype"
+	// The guard's.
+	ruleLabelled = "may only create and delete VMs and VMIs labelled"
+	ruleBoundPod = "the request carries no Pod"
+	ruleNoUpdate = "never changes a VirtualMachine or a VMI"
+	ruleNotProto = "may never change or delete its prototype"
+	ruleOwnVM    = "the VirtualMachine is not this Pod's"
+	ruleOwnVMI   = "may only delete its own Pod's VMI"
+)
+
+// ruleOf names the rule whose refusal says message, or "".
+func ruleOf(message string) string {
+	for _, rule := range allRules() {
+		if strings.Contains(message, rule) {
+			return rule
+		}
+	}
+	return ""
+}
+
+func allRules() []string {
+	return []string{ruleUID, ruleName, ruleRunsOwned, ruleVolumes, ruleDNSName, ruleHostAccess,
+		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI}
+}
+
+// The UIDs of the agents' Pods and of the prototype.
+const (
+	ownPodUID    = types.UID("uid-own")
+	otherPodUID  = types.UID("uid-other")
+	prototypeUID = types.UID("uid-prototype")
+)
+
+// token is whose credentials a request carries.
+type token int
+
+const (
+	podToken      token = iota // the requesting agent's Pod's bound token
+	otherPodToken              // the other agent's Pod's bound token
+	noPodToken                 // the ServiceAccount's, bound to no Pod (a TokenRequest's)
+	noUIDToken                 // the ServiceAccount's, with a Pod's name but no UID
+	impersonated               // the ServiceAccount, impersonated (kubectl --as): no extra at all
+	personToken                // not the agents' ServiceAccount's
+)
+
+// prototypeYAML is a prototype with a disk of each kind that derive renames
+// (a dataVolume, a persistentVolumeClaim and an ephemeral volume on
+// dataVolumeTemplates), a read-only shared claim, an instancetype and a
+// preference, a hostname and a template annotation.
+const prototypeYAML = `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  labels: {app: web}
+  annotations: {description: the web tier}
+spec:
+  runStrategy: Halted
+  instancetype: {name: u1.small, kind: VirtualMachineClusterInstancetype}
+  preference: {name: fedora, kind: VirtualMachineClusterPreference}
+  dataVolumeTemplates:
+  - metadata: {name: root}
+    spec:
+      source: {registry: {url: "docker://quay.io/containerdisks/fedora:41"}}
+      storage: {resources: {requests: {storage: 5Gi}}}
+  - metadata: {name: logs}
+    spec:
+      source: {blank: {}}
+      storage: {resources: {requests: {storage: 1Gi}}}
+  - metadata: {name: base}
+    spec:
+      source: {blank: {}}
+      storage: {resources: {requests: {storage: 1Gi}}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {vm.kubevirt.io/flavor: small}
+    spec:
+      hostname: web
+      domain:
+        devices:
+          disks:
+          - {name: root, disk: {bus: virtio}}
+          - {name: logs, disk: {bus: virtio}}
+          - {name: base, disk: {bus: virtio}}
+          - {name: shared, disk: {bus: virtio}}
+          - {name: containerdisk, disk: {bus: virtio}}
+          interfaces:
+          - {name: default, masquerade: {}}
+      networks:
+      - {name: default, pod: {}}
+      volumes:
+      - {name: root, dataVolume: {name: root}}
+      - {name: logs, persistentVolumeClaim: {claimName: logs, readOnly: true}}
+      - {name: base, ephemeral: {persistentVolumeClaim: {claimName: base, readOnly: true}}}
+      - {name: shared, persistentVolumeClaim: {claimName: shared-data, readOnly: true}}
+      - {name: containerdisk, containerDisk: {image: "quay.io/containerdisks/fedora:41"}}
+`
+
+// fleet is what a case needs: the scaffold's Params, the prototype and two
+// agent Pods, the first of which makes the requests.
+type fleet struct {
+	p          Params
+	proto      *kubevirtv1.VirtualMachine
+	pod, other derive.Pod
+}
+
+// newFleet scaffolds with the policies on, as change makes the Params.
+func newFleet(t *testing.T, change func(*Params)) *fleet {
+	t.Helper()
+	p := validParams(KindDeployment)
+	p.AdmissionPolicy = true
+	if change != nil {
+		change(&p)
+	}
+	proto := &kubevirtv1.VirtualMachine{}
+	if err := yaml.UnmarshalStrict([]byte(prototypeYAML), proto); err != nil {
+		t.Fatal(err)
+	}
+	proto.Name, proto.Namespace, proto.UID, proto.Generation = p.Prototype, p.protoNamespace(), prototypeUID, 2
+	pods := [2]string{p.Name + "-7d9f8c6b5-abcde", p.Name + "-7d9f8c6b5-fghij"}
+	if p.Kind == KindStatefulSet {
+		pods = [2]string{p.Name + "-0", p.Name + "-1"}
+	}
+	return &fleet{
+		p:     p,
+		proto: proto,
+		pod:   derive.Pod{Name: pods[0], Namespace: p.Namespace, UID: ownPodUID, Node: "node-1"},
+		other: derive.Pod{Name: pods[1], Namespace: p.Namespace, UID: otherPodUID, Node: "node-1"},
+	}
+}
+
+// vm is the VM an agent of pod derives, as change makes it.
+func (f *fleet) vm(t *testing.T, pod derive.Pod, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	vm, err := derive.VM(f.proto, pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if change != nil {
+		change(vm)
+	}
+	return vm
+}
+
+// own is the VM the requesting agent derives, as change makes it.
+func (f *fleet) own(t *testing.T, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	return f.vm(t, f.pod, change)
+}
+
+// vmi is the VMI KubeVirt makes for vm.
+func vmi(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachineInstance"},
+		ObjectMeta: metav1.ObjectMeta{Name: vm.Name, Namespace: vm.Namespace, Labels: vm.Spec.Template.ObjectMeta.Labels, Annotations: vm.Spec.Template.ObjectMeta.Annotations},
+		Spec:       vm.Spec.Template.Spec,
+	}
+}
+
+// request is one write as the API server admits it.
+type request struct {
+	op        admission.Operation
+	object    runtime.Object // nil for a DELETE
+	oldObject runtime.Object // nil for a CREATE
+	token     token
+}
+
+func create(obj runtime.Object) request { return request{op: admission.Create, object: obj} }
+func del(obj runtime.Object) request    { return request{op: admission.Delete, oldObject: obj} }
+func update(obj runtime.Object) request {
+	return request{op: admission.Update, object: obj, oldObject: obj.DeepCopyObject()}
+}
+
+func (r request) as(tok token) request { r.token = tok; return r }
+
+// target is the object the request is about.
+func (r request) target() metav1.Object {
+	obj := r.object
+	if obj == nil {
+		obj = r.oldObject
+	}
+	return obj.(metav1.Object)
+}
+
+func (r request) resource() string {
+	if _, ok := r.target().(*kubevirtv1.VirtualMachineInstance); ok {
+		return virtualMachineInstances
+	}
+	return virtualMachines
+}
+
+// user is who the API server says made a request with tok.
+func (f *fleet) user(tok token) user.Info {
+	agent := &user.DefaultInfo{Name: "system:serviceaccount:" + f.p.Namespace + ":" + f.p.Name, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	pod := f.pod
+	switch tok {
+	case personToken:
+		return &user.DefaultInfo{Name: "kubernetes-admin", Groups: []string{"kubeadm:cluster-admins", "system:authenticated"}}
+	case impersonated:
+		return agent
+	case noPodToken:
+		agent.Extra = map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=7f3c1b2e-5d4a-4e8b-9c6f-0a1b2c3d4e5f"}}
+		return agent
+	case noUIDToken:
+		agent.Extra = map[string][]string{podNameExtra: {pod.Name}}
+		return agent
+	case otherPodToken:
+		pod = f.other
+	}
+	agent.Extra = map[string][]string{podNameExtra: {pod.Name}, podUIDExtra: {string(pod.UID)}}
+	return agent
+}
+
+// compile compiles policy as kube-apiserver's ValidatingAdmissionPolicy
+// plugin does (k8s.io/apiserver's validating.compilePolicy), and fails on
+// any expression that does not compile. It allows only the CEL that
+// Kubernetes 1.30, the first to serve admissionregistration.k8s.io/v1
+// policies as the scaffold writes them, accepts in a new policy.
+func compile(t *testing.T, policy *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Validator {
+	t.Helper()
+	decls := admissioncel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
+	compiler, err := admissioncel.NewCompositedCompiler(environment.MustBaseEnvSet(version.MajorMinor(1, 30)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, v := range policy.Spec.Variables {
+		// The API server's validation of a policy wants unique CEL
+		// identifiers, which reserved words such as namespace are not.
+		if ident, ok := apiservercel.Escape(v.Name); !ok || ident != v.Name || names[v.Name] {
+			t.Fatalf("%s: variable %q: not a unique CEL identifier", policy.Name, v.Name)
+		}
+		names[v.Name] = true
+		if res := compiler.CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, decls, environment.NewExpressions); res.Error != nil {
+			t.Fatalf("%s: variable %s: %v", policy.Name, v.Name, res.Error)
+		}
+	}
+	condition := func(exprs []admissioncel.ExpressionAccessor, decls admissioncel.OptionalVariableDeclarations) admissioncel.ConditionEvaluator {
+		c := compiler.CompileCondition(exprs, decls, environment.NewExpressions)
+		if errs := c.CompilationErrors(); len(errs) > 0 {
+			t.Fatalf("%s: %v", policy.Name, errs)
+		}
+		return c
+	}
+	var match, validations, messages []admissioncel.ExpressionAccessor
+	for i := range policy.Spec.MatchConditions {
+		match = append(match, (*matchconditions.MatchCondition)(&policy.Spec.MatchConditions[i]))
+	}
+	for _, v := range policy.Spec.Validations {
+		validations = append(validations, &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason})
+		var message admissioncel.ExpressionAccessor
+		if v.MessageExpression != "" {
+			message = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+		}
+		messages = append(messages, message)
+	}
+	noAuthorizer := decls
+	noAuthorizer.HasAuthorizer = false
+	return validating.NewValidator(
+		condition(validations, decls),
+		matchconditions.NewMatcher(condition(match, decls), policy.Spec.FailurePolicy, "policy", "validate", policy.Name),
+		condition(nil, decls),
+		condition(messages, noAuthorizer),
+		policy.Spec.FailurePolicy, nil)
+}
+
+// boundPolicy is a compiled policy and its binding.
+type boundPolicy struct {
+	policy    *admissionregistrationv1.ValidatingAdmissionPolicy
+	binding   *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	validator validating.Validator
+}
+
+// policies compiles both of the scaffold's policies.
+func (f *fleet) policies(t *testing.T) []boundPolicy {
+	t.Helper()
+	return []boundPolicy{
+		{f.p.admissionPolicy(), f.p.admissionPolicyBinding(), compile(t, f.p.admissionPolicy())},
+		{f.p.guardPolicy(), f.p.guardPolicyBinding(), compile(t, f.p.guardPolicy())},
+	}
+}
+
+// selectedBy reports whether m matches r, as the API server matches a
+// policy and its binding before it evaluates any CEL.
+func (r request) selectedBy(m *admissionregistrationv1.MatchResources) bool {
+	if len(m.ResourceRules) > 0 && !slices.ContainsFunc(m.ResourceRules, func(rule admissionregistrationv1.NamedRuleWithOperations) bool {
+		return slices.Contains(rule.Operations, admissionregistrationv1.OperationType(r.op)) && slices.Contains(rule.Resources, r.resource())
+	}) {
+		return false
+	}
+	selects := func(s *metav1.LabelSelector, set map[string]string) bool {
+		if s == nil {
+			return true
+		}
+		sel, err := metav1.LabelSelectorAsSelector(s)
+		return err == nil && sel.Matches(labels.Set(set))
+	}
+	objectLabels := func(obj runtime.Object) map[string]string {
+		if obj == nil {
+			return nil
+		}
+		return obj.(metav1.Object).GetLabels()
+	}
+	return selects(m.NamespaceSelector, map[string]string{corev1.LabelMetadataName: r.target().GetNamespace()}) &&
+		(selects(m.ObjectSelector, objectLabels(r.object)) || selects(m.ObjectSelector, objectLabels(r.oldObject)))
+}
+
+// refusals lists, sorted, the rules that refuse r in every policy the API
+// server sends r to; a refusal that no rule explains is an error.
+func (f *fleet) refusals(t *testing.T, policies []boundPolicy, r request) []string {
+	t.Helper()
+	target := r.target()
+	gvk := r.object
+	if gvk == nil {
+		gvk = r.oldObject
+	}
+	kind := gvk.GetObjectKind().GroupVersionKind()
+	gvr := kubevirtv1.SchemeGroupVersion.WithResource(r.resource())
+	attrs := &admission.VersionedAttributes{
+		Attributes: admission.NewAttributesRecord(r.object, r.oldObject, kind, target.GetNamespace(), target.GetName(),
+			gvr, "", r.op, nil, false, f.user(r.token)),
+		VersionedObject:    r.object,
+		VersionedOldObject: r.oldObject,
+		VersionedKind:      kind,
+	}
+	var refused []string
+	for _, bp := range policies {
+		if !r.selectedBy(bp.policy.Spec.MatchConstraints) || !r.selectedBy(bp.binding.Spec.MatchResources) {
+			continue
+		}
+		var params runtime.Object
+		if bp.policy.Spec.ParamKind != nil {
+			params = f.proto
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target.GetNamespace(), Labels: map[string]string{corev1.LabelMetadataName: target.GetNamespace()}}}
+		res := bp.validator.Validate(t.Context(), gvr, attrs, params, ns, celconfig.RuntimeCELCostBudget, nil)
+		for _, d := range res.Decisions {
+			if d.Action != validating.ActionDeny {
+				continue
+			}
+			rule := ruleOf(d.Message)
+			if d.Evaluation != validating.EvalDeny || rule == "" {
+				t.Errorf("%s: %s refused by no rule: %s", bp.policy.Name, d.Evaluation, d.Message)
+				continue
+			}
+			refused = append(refused, rule)
+		}
+	}
+	slices.Sort(refused)
+	return refused
+}
+
+// Fleets other than a Deployment beside its prototype.
+func longPrototype(p *Params) {
+	p.Prototype = "a-prototype-whose-name-is-longer-than-a-label-value-and-is-cut-there"
+	p.Name = "vmctl-a-prototype-whose-name-is-longer-than-a-label" // its Pods' names are cut in labels too
+}
+func statefulSet(p *Params)        { p.Kind = KindStatefulSet }
+func prototypeElsewhere(p *Params) { p.ProtoNamespace = "protos" }
+
+// TestAdmissionPolicies evaluates both policies' CEL, as kube-apiserver
+// compiles and runs it, on what an agent's token may try. Each case names
+// every rule that refuses it, so a rule that is broken, or refuses more
+// than it should, fails a case.
+func TestAdmissionPolicies(t *testing.T) {
+	type vm = kubevirtv1.VirtualMachine
+	tests := []struct {
+		name   string
+		fleet  func(*Params) // nil: a Deployment beside its prototype
+		try    func(t *testing.T, f *fleet) request
+		refuse []string // none: allowed
+	}{
+		// Creating the agent's own VM, and what it may not change in it.
+		{name: "create its own Pod's VM", try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
+		{name: "create its VM with another Pod's name", refuse: []string{ruleName, ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Name = derive.Name(f.p.Prototype, f.other.Name) }))
+		}},
+		{name: "create a second VM", refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Name += "-2"; vm.Spec.Template.Spec.Hostname = "" }))
+		}},
+		{name: "create another Pod's VM", refuse: []string{ruleUID, ruleName, ruleRunsOwned, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return create(f.vm(t, f.other, nil))
+		}},
+		{name: "create its VM with another Pod's UID", refuse: []string{ruleUID}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPodUID] = string(otherPodUID) }))
+		}},
+		{name: "create its VM without its Pod's UID", refuse: []string{ruleUID}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { delete(vm.Annotations, derive.AnnotationPodUID) }))
+		}},
+		{name: "create its VM halted", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyHalted) }))
+		}},
+		{name: "create its VM owned by another Pod", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.OwnerReferences[0].Name, vm.OwnerReferences[0].UID = f.other.Name, f.other.UID }))
+		}},
+		{name: "create its VM owned by an earlier Pod of its name", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.OwnerReferences[0].UID = otherPodUID }))
+		}},
+		{name: "create its VM owned by its Pod and by a ReplicaSet", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.OwnerReferences = append(vm.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: f.pod.Name, UID: f.pod.UID})
+			}))
+		}},
+		{name: "create its VM owned by nothing", try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.OwnerReferences = nil }))
+		}},
+
+		// Volumes: the prototype's, with its dataVolumeTemplates' claims
+		// renamed per VM.
+		{name: "create its VM with a serviceAccount volume", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				spec := &vm.Spec.Template.Spec
+				spec.Volumes = append(spec.Volumes, kubevirtv1.Volume{Name: "stolen",
+					VolumeSource: kubevirtv1.VolumeSource{ServiceAccount: &kubevirtv1.ServiceAccountVolumeSource{ServiceAccountName: "default"}}})
+				spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "stolen"})
+			}))
+		}},
+		{name: "create its VM with a serviceAccount volume in place of a disk", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Volumes[4].VolumeSource = kubevirtv1.VolumeSource{ServiceAccount: &kubevirtv1.ServiceAccountVolumeSource{ServiceAccountName: "default"}}
+			}))
+		}},
+		{name: "create its VM with another container disk", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[4].ContainerDisk.Image = "example.com/evil:1" }))
+		}},
+		{name: "create its VM without a volume", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes = vm.Spec.Template.Spec.Volumes[1:] }))
+		}},
+		{name: "create its VM on another VM's DataVolume", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Volumes[0].DataVolume.Name = f.vm(t, f.other, nil).Spec.Template.Spec.Volumes[0].DataVolume.Name
+			}))
+		}},
+		{name: "create its VM with a template's dataVolume as a claim", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				v := &vm.Spec.Template.Spec.Volumes[0]
+				v.VolumeSource = kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
+					PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.DataVolume.Name}}}
+			}))
+		}},
+		{name: "create its VM with a template's claim writable", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[1].PersistentVolumeClaim.ReadOnly = false }))
+		}},
+		{name: "create its VM with a template's ephemeral claim writable", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[2].Ephemeral.PersistentVolumeClaim.ReadOnly = false }))
+		}},
+		{name: "create its VM with the shared claim writable", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ReadOnly = false }))
+		}},
+		{name: "create its VM with a claim of its own", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "secrets-of-another-app"
+			}))
+		}},
+		{name: "create its VM with a dataVolumeTemplate changed", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.DataVolumeTemplates[1].Spec.Source.Blank = nil }))
+		}},
+		{name: "create its VM with a dataVolumeTemplate more", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				extra := *vm.Spec.DataVolumeTemplates[1].DeepCopy()
+				extra.Name += "-2"
+				vm.Spec.DataVolumeTemplates = append(vm.Spec.DataVolumeTemplates, extra)
+			}))
+		}},
+
+		{name: "create its VM with a template's dataVolume also a claim", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				v := &vm.Spec.Template.Spec.Volumes[0]
+				v.PersistentVolumeClaim = &kubevirtv1.PersistentVolumeClaimVolumeSource{
+					PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.DataVolume.Name}}
+			}))
+		}},
+		{name: "create its VM with a template's dataVolume also ephemeral", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				v := &vm.Spec.Template.Spec.Volumes[0]
+				v.Ephemeral = &kubevirtv1.EphemeralVolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.DataVolume.Name}}
+			}))
+		}},
+		{name: "create its VM with a template's claim also a dataVolume", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				v := &vm.Spec.Template.Spec.Volumes[1]
+				v.DataVolume = &kubevirtv1.DataVolumeSource{Name: v.PersistentVolumeClaim.ClaimName}
+			}))
+		}},
+		{name: "create its VM with a dataVolume and a template named empty", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			// As JSON can say it and Go's omitempty cannot.
+			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(f.own(t, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := obj["spec"].(map[string]any)
+			spec["dataVolumeTemplates"].([]any)[0].(map[string]any)["metadata"].(map[string]any)["name"] = ""
+			spec["template"].(map[string]any)["spec"].(map[string]any)["volumes"].([]any)[0].(map[string]any)["dataVolume"].(map[string]any)["name"] = ""
+			return create(&unstructured.Unstructured{Object: obj})
+		}},
+		{name: "create its VM with the shared claim on a template of its own", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = vm.Spec.DataVolumeTemplates[1].Name
+			}))
+		}},
+		// DNS names.
+		{name: "create its VM with its Pod's hostname", try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Hostname = f.pod.Name }))
+		}},
+		{name: "create its VM with no hostname", try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Hostname = "" }))
+		}},
+		{name: "create its VM with another VM's hostname", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Hostname = f.vm(t, f.other, nil).Name }))
+		}},
+		{name: "create its VM in another subdomain", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Subdomain = "db" }))
+		}},
+		{name: "create its VM out of the prototype's subdomain", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+			f.proto.Spec.Template.Spec.Subdomain = "web"
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Subdomain = "" }))
+		}},
+		{name: "a Deployment's VM in a StatefulSet's subdomain", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Subdomain = f.p.Name }))
+		}},
+		{name: "create its VM labelled for a subdomain it is not in", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels[derive.LabelSubdomain] = "db" }))
+		}},
+
+		// What reaches beyond the guest: all as the prototype has it.
+		{name: "create its VM with a host device", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Domain.Devices.HostDevices = []kubevirtv1.HostDevice{{Name: "nic", DeviceName: "intel.com/sriov"}}
+			}))
+		}},
+		{name: "create its VM with a GPU", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Domain.Devices.GPUs = []kubevirtv1.GPU{{Name: "gpu", DeviceName: "nvidia.com/GA102"}}
+			}))
+		}},
+		{name: "create its VM with a filesystem", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Domain.Devices.Filesystems = []kubevirtv1.Filesystem{{Name: "shared", Virtiofs: &kubevirtv1.FilesystemVirtiofs{}}}
+			}))
+		}},
+		{name: "create its VM with downward metrics", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Domain.Devices.DownwardMetrics = &kubevirtv1.DownwardMetrics{} }))
+		}},
+		{name: "create its VM with access credentials", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.AccessCredentials = []kubevirtv1.AccessCredential{{SSHPublicKey: &kubevirtv1.SSHPublicKeyAccessCredential{
+					Source: kubevirtv1.SSHPublicKeyAccessCredentialSource{Secret: &kubevirtv1.AccessCredentialSecretSource{SecretName: "db-password"}}}}}
+			}))
+		}},
+		{name: "create its VM on another network", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Networks = append(vm.Spec.Template.Spec.Networks,
+					kubevirtv1.Network{Name: "storage", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "storage-net"}}})
+			}))
+		}},
+		{name: "create its VM with a hook sidecar", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.ObjectMeta.Annotations["hooks.kubevirt.io/hookSidecars"] = `[{"image": "example.com/evil:1"}]`
+			}))
+		}},
+		{name: "create its VM of another instancetype", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Instancetype.Name = "u1.2xlarge" }))
+		}},
+		{name: "create its VM of an instancetype of another kind", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Instancetype.Kind = "VirtualMachineInstancetype" }))
+		}},
+		{name: "create its VM of another preference", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Preference.Name = "windows" }))
+		}},
+		{name: "create its VM of a preference of another kind", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Preference.Kind = "VirtualMachinePreference" }))
+		}},
+
+		// The guard: the agent's own VM by its labels and annotations, never
+		// the prototype, never an update.
+		{name: "delete its own Pod's VM", try: func(t *testing.T, f *fleet) request { return del(f.own(t, nil)) }},
+		{name: "update its own Pod's VM", refuse: []string{ruleNoUpdate}, try: func(t *testing.T, f *fleet) request { return update(f.own(t, nil)) }},
+		{name: "delete another agent's VM", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request { return del(f.vm(t, f.other, nil)) }},
+		{name: "delete a VM vmctl did not make", refuse: []string{ruleLabelled, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return del(&kubevirtv1.VirtualMachine{TypeMeta: f.proto.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: f.p.Namespace}})
+		}},
+		{name: "delete the prototype", refuse: []string{ruleLabelled, ruleNotProto, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return del(f.proto)
+		}},
+		{name: "update the prototype", refuse: []string{ruleLabelled, ruleNoUpdate, ruleNotProto, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return update(f.proto)
+		}},
+		{name: "delete the prototype labelled as its own VM", refuse: []string{ruleNotProto}, try: func(t *testing.T, f *fleet) request {
+			own := f.own(t, nil)
+			proto := f.proto.DeepCopy()
+			proto.Labels, proto.Annotations = own.Labels, own.Annotations
+			return del(proto)
+		}},
+		{name: "create a VM of another prototype", refuse: []string{ruleLabelled, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			proto := f.proto.DeepCopy()
+			proto.Name = "db"
+			vm, err := derive.VM(proto, f.pod, derive.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return create(vm)
+		}},
+		{name: "delete its VM relabelled for another prototype", refuse: []string{ruleLabelled, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, func(vm *vm) { vm.Labels[derive.LabelPrototype] = "db" }))
+		}},
+		{name: "create its VM without the Pod label", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { delete(vm.Labels, derive.LabelPod) }))
+		}},
+		{name: "create its VM for a Pod of another namespace", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPodNamespace] = "other" }))
+		}},
+		{name: "create its VM for another prototype name", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPrototypeName] = "db" }))
+		}},
+		{name: "create its VM for a prototype in another namespace", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPrototypeNamespace] = "other" }))
+		}},
+
+		// The token: an agent's Pod's bound one.
+		{name: "create its VM with a token bound to no Pod", refuse: []string{ruleUID, ruleName, ruleRunsOwned, ruleBoundPod, ruleOwnVM},
+			try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)).as(noPodToken) }},
+		{name: "delete its VM with a token bound to no Pod", refuse: []string{ruleBoundPod, ruleOwnVM},
+			try: func(t *testing.T, f *fleet) request { return del(f.own(t, nil)).as(noPodToken) }},
+		{name: "create its VM as the ServiceAccount impersonated", refuse: []string{ruleUID, ruleName, ruleRunsOwned, ruleBoundPod, ruleOwnVM},
+			try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)).as(impersonated) }},
+		{name: "delete its VM as the ServiceAccount impersonated", refuse: []string{ruleBoundPod, ruleOwnVM},
+			try: func(t *testing.T, f *fleet) request { return del(f.own(t, nil)).as(impersonated) }},
+		{name: "delete its VM with a token of a Pod with no UID", refuse: []string{ruleBoundPod},
+			try: func(t *testing.T, f *fleet) request { return del(f.own(t, nil)).as(noUIDToken) }},
+		{name: "create another Pod's VM with that Pod's token", try: func(t *testing.T, f *fleet) request {
+			return create(f.vm(t, f.other, nil)).as(otherPodToken)
+		}},
+		{name: "a person deletes the prototype", try: func(t *testing.T, f *fleet) request { return del(f.proto).as(personToken) }},
+		{name: "a person creates a derived VM with a host device", try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Domain.Devices.HostDevices = []kubevirtv1.HostDevice{{Name: "nic", DeviceName: "intel.com/sriov"}}
+			})).as(personToken)
+		}},
+
+		// VMIs: only its own, only deleted, to stop its VM for a drain.
+		{name: "delete its own Pod's VMI", try: func(t *testing.T, f *fleet) request { return del(vmi(f.own(t, nil))) }},
+		{name: "delete another Pod's VMI", refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
+			return del(vmi(f.vm(t, f.other, nil)))
+		}},
+		{name: "delete a VMI vmctl did not make", refuse: []string{ruleLabelled, ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
+			return del(&kubevirtv1.VirtualMachineInstance{TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance"},
+				ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: f.p.Namespace}})
+		}},
+		{name: "delete a VMI of its Pod for another prototype", refuse: []string{ruleLabelled, ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
+			vmi := vmi(f.own(t, nil))
+			vmi.Labels = map[string]string{derive.LabelPrototype: "db", derive.LabelPod: f.pod.Name}
+			return del(vmi)
+		}},
+		{name: "create its own VMI", refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request { return create(vmi(f.own(t, nil))) }},
+		{name: "update its own VMI", refuse: []string{ruleNoUpdate, ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
+			return update(vmi(f.own(t, nil)))
+		}},
+
+		// The prototype in a namespace of its own: the VM has no owner
+		// there, and that namespace is RBAC's, not the policies'.
+		{name: "create its own Pod's VM beside another namespace's prototype", fleet: prototypeElsewhere, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, nil))
+		}},
+		{name: "create its VM for a prototype beside it", fleet: prototypeElsewhere, refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPrototypeNamespace] = f.p.Namespace }))
+		}},
+		{name: "delete its VM named as the prototype, beside another namespace's prototype", fleet: prototypeElsewhere, try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, func(vm *vm) { vm.Name = f.p.Prototype }))
+		}},
+		{name: "delete the prototype in its namespace", fleet: prototypeElsewhere, try: func(t *testing.T, f *fleet) request { return del(f.proto) }},
+
+		// A StatefulSet's VMs are named in DNS for their Pods.
+		{name: "create a StatefulSet Pod's VM", fleet: statefulSet, try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
+		{name: "create a StatefulSet Pod's VM in the prototype's subdomain", fleet: statefulSet, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Subdomain = ""
+				delete(vm.Spec.Template.ObjectMeta.Labels, derive.LabelSubdomain)
+			}))
+		}},
+		{name: "create a StatefulSet Pod's VM with another Pod's hostname", fleet: statefulSet, refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Hostname = f.other.Name }))
+		}},
+		{name: "create a StatefulSet Pod's VM labelled for another subdomain", fleet: statefulSet, refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels[derive.LabelSubdomain] = "db" }))
+		}},
+
+		// Names past 63 characters are cut and hashed; CEL checks the cut.
+		{name: "create its own VM of a long name", fleet: longPrototype, try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
+		{name: "create a VM of a long name of another prototype", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Name = derive.Name("x"+f.p.Prototype, f.pod.Name)
+				vm.Spec.Template.Spec.Hostname = ""
+			}))
+		}},
+		{name: "create a VM of a long name without the hyphen before its hash", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				cut := len(vm.Name) - 11
+				vm.Name = vm.Name[:cut] + "x" + vm.Name[cut+1:]
+				vm.Spec.Template.Spec.Hostname = ""
+			}))
+		}},
+		{name: "create a VM of a short name for a long one", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Name = "web"; vm.Spec.Template.Spec.Hostname = "" }))
+		}},
+		{name: "delete a VMI with no Pod label, as a Pod whose name is cut in labels", fleet: longPrototype, refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
+			vmi := vmi(f.own(t, nil))
+			vmi.Labels = map[string]string{derive.LabelPrototype: derive.LabelValue(f.p.Prototype)}
+			return del(vmi)
+		}},
+		{name: "delete its own VMI, of a Pod whose name is cut in labels", fleet: longPrototype, try: func(t *testing.T, f *fleet) request {
+			return del(vmi(f.own(t, nil)))
+		}},
+	}
+	seen := map[string]bool{}
+	compiled := map[Params][]boundPolicy{} // compiling takes a tenth of a second
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFleet(t, tt.fleet)
+			if compiled[f.p] == nil {
+				compiled[f.p] = f.policies(t)
+			}
+			got := f.refusals(t, compiled[f.p], tt.try(t, f))
+			if diff := cmp.Diff(slices.Sorted(slices.Values(tt.refuse)), got); diff != "" {
+				t.Errorf("refused by (-want +got):\n%s", diff)
+			}
+		})
+		for _, r := range tt.refuse {
+			seen[r] = true
+		}
+	}
+	// A rule no case expects to refuse could be broken unnoticed.
+	for _, r := range allRules() {
+		if !seen[r] {
+			t.Errorf("no case is refused by %q", r)
+		}
+	}
+}
