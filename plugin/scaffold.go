@@ -101,7 +101,7 @@ confine the ServiceAccount to what an agent does: create the one VM derived
 from the prototype for its own Pod, with no volume, device, network or
 credential the prototype lacks, and delete its own Pod's VM; never change or
 delete the prototype. Without cluster-admin, pass --admission-policy=false and
-put the fleet in a namespace of its own (see "Security model" in the README).`,
+put the fleet in a namespace of its own (see docs/security.md).`,
 		Example: `  # One VM per node from the prototype VM "testvm" in the current namespace
   kubectl vmctl scaffold daemonset testvm | kubectl apply -f -
 

@@ -570,7 +570,7 @@ func TestStatusUnknownContext(t *testing.T) {
 }
 
 // TestStatusFindsAVMsPodWithoutAgentLabels: an agent run by hand for a Pod
-// without scaffold's labels (README's `kubectl run` example). Its VM is
+// without scaffold's labels (the `kubectl run` example of docs/tour.md). Its VM is
 // paired with that Pod, not called orphaned.
 func TestStatusFindsAVMsPodWithoutAgentLabels(t *testing.T) {
 	web := opPrototype("vms", "web", 1)

@@ -459,7 +459,7 @@ func firstLine(s string) string {
 }
 
 // TestStatusFindsUnlabelledAgentPods runs an agent by hand for a plain
-// Pod, as README's tour does: the Pod lacks scaffold's labels, but status
+// Pod, as docs/tour.md does: the Pod lacks scaffold's labels, but status
 // (and status --watch) find it by the identity its VM records, pair them and
 // see no problem; gc leaves the VM alone.
 func TestStatusFindsUnlabelledAgentPods(t *testing.T) {

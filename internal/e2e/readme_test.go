@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -18,23 +19,58 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
-// TestREADME runs the README's ```console blocks in order, in the default
-// namespace, as a user would type them, and checks that each command prints
-// what the README shows. Columns may be aligned differently and ages, node
-// names, UIDs, log headers, loopback ports and the build's version may
-// differ; everything else must match. A line "..." ends a shown output
-// early: the rest is not checked.
+// TestREADME runs the ```console blocks of README.md and of each page under
+// docs/ that has them, in order, in the default namespace, as a user would
+// type them, and checks that each command prints what the page shows. Each
+// page starts from a clean namespace. Columns may be aligned differently and
+// ages, node names, generated names, UIDs, log headers, loopback ports and
+// the build's version may differ; everything else must match. A line "..."
+// ends a shown output early: the rest is not checked.
 //
-// VMCTL_UPDATE_README=1 writes the real output into README.md instead.
+// VMCTL_UPDATE_README=1 writes the real output into the pages instead.
 func TestREADME(t *testing.T) {
-	path := repoFile("README.md")
+	pages := executedPages(t)
+	if len(pages) < 2 {
+		t.Fatalf("want README.md and at least one page under docs/ with ```console blocks, found %v", pages)
+	}
+	for _, page := range pages {
+		t.Run(page, func(t *testing.T) { runPage(t, page) })
+	}
+}
+
+// executedPages are README.md and the pages under docs/ that have ```console
+// blocks, relative to the repository's root.
+func executedPages(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob(repoFile("docs/*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(docs)
+	pages := []string{"README.md"}
+	for _, d := range docs {
+		src, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(consoleBlocks(string(src))) > 0 {
+			pages = append(pages, filepath.Join("docs", filepath.Base(d)))
+		}
+	}
+	return pages
+}
+
+// runPage runs the ```console blocks of one page from a clean default
+// namespace, and cleans up after them.
+func runPage(t *testing.T, page string) {
+	path := repoFile(page)
 	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	blocks := consoleBlocks(string(src))
 	if len(blocks) == 0 {
-		t.Fatal("README.md has no ```console blocks")
+		t.Fatalf("%s has no ```console blocks", page)
 	}
 	t.Cleanup(func() { cleanupREADME(t) })
 	cleanupREADME(t)
@@ -49,7 +85,7 @@ func TestREADME(t *testing.T) {
 				continue
 			}
 			if diff := compareOutput(s.output, got); diff != "" {
-				t.Errorf("README.md line %d: $ %s\n%s", s.line, s.command, diff)
+				t.Errorf("%s line %d: $ %s\n%s", page, s.line, s.command, diff)
 			}
 		}
 	}
@@ -61,7 +97,7 @@ func TestREADME(t *testing.T) {
 	}
 }
 
-// consoleBlock is one ```console block: its lines in README.md and its steps.
+// consoleBlock is one ```console block: its lines in its page and its steps.
 type consoleBlock struct {
 	start, end int // line indexes of the fences
 	steps      []consoleStep
@@ -135,7 +171,7 @@ func outputLines(s string) []string {
 	return lines
 }
 
-// compareOutput says how got differs from the README's shown lines, after
+// compareOutput says how got differs from the page's shown lines, after
 // normalizing both; "" when they match.
 func compareOutput(shown []string, got string) string {
 	gotLines := outputLines(got)
@@ -144,19 +180,19 @@ func compareOutput(shown []string, got string) string {
 			return ""
 		}
 		if i >= len(gotLines) {
-			return fmt.Sprintf("output ends before README line %q; got:\n%s", want, got)
+			return fmt.Sprintf("output ends before the page's line %q; got:\n%s", want, got)
 		}
 		if normalize(want) != normalize(gotLines[i]) {
-			return fmt.Sprintf("README shows %q\n      got  %q\nwhole output:\n%s", want, gotLines[i], got)
+			return fmt.Sprintf("page shows %q\n      got  %q\nwhole output:\n%s", want, gotLines[i], got)
 		}
 	}
 	if len(gotLines) > len(shown) {
-		return fmt.Sprintf("output has %d more lines than the README shows; got:\n%s", len(gotLines)-len(shown), got)
+		return fmt.Sprintf("output has %d more lines than the page shows; got:\n%s", len(gotLines)-len(shown), got)
 	}
 	return ""
 }
 
-// What may differ between the README's run and this one, most specific first.
+// What may differ between the pages' run and this one, most specific first.
 var normalizers = []struct {
 	re   *regexp.Regexp
 	with string
@@ -170,6 +206,8 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\bnode-\d+\b`), "NODE"},
 	// KubeVirt's launcher Pods have generated names, and Pods their IPs.
 	{regexp.MustCompile(`\b(virt-launcher-\S+)-[a-z0-9]{5}\b`), "${1}-XXXXX"},
+	// A Deployment's Pods: the ReplicaSet's pod-template-hash, then a suffix.
+	{regexp.MustCompile(`-[bcdfghjklmnpqrstvwxz2-9]{4,10}-[bcdfghjklmnpqrstvwxz2-9]{5}\b`), "-HASH-XXXXX"},
 	{regexp.MustCompile(`\b10\.\d+\.\d+\.\d+\b`), "POD-IP"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ms|s|m|h|d)(\d+(s|m|h))?\b`), "AGE"},
 	{regexp.MustCompile(`[ \t]+`), " "},
@@ -209,7 +247,7 @@ func runREADMECommand(t *testing.T, command string) string {
 	return out.String()
 }
 
-// cleanupREADME removes what the README's commands make in the default
+// cleanupREADME removes what the pages' commands make in the default
 // namespace: Pods first, so their agents delete their VMs, then the rest.
 func cleanupREADME(t *testing.T) {
 	t.Helper()

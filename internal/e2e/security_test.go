@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +22,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
-// securityModes are the columns of the README's "Security model" table.
+// securityModes are the columns of the table in docs/security.md.
 type securityMode int
 
 const (
@@ -46,7 +48,8 @@ type agentFleet struct {
 	foreign, protoSibling string
 }
 
-// securityRows are the README's rows: what a stolen agent token tries, and
+// securityRows are the rows of docs/security.md's table: what a stolen agent
+// token tries, and
 // whether each mode allows it. A create "allowed" may also end in
 // AlreadyExists: admission let it through to storage.
 var securityRows = []struct {
@@ -94,7 +97,7 @@ var securityRows = []struct {
 		}
 		return err
 	}, [3]bool{true, false, false}},
-	{"create its VM with a serviceAccount volume", func(t *testing.T, f *agentFleet) error {
+	{"create its own VM with a serviceAccount volume", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
 		vm.Spec.Template.Spec.Volumes = append(vm.Spec.Template.Spec.Volumes, kubevirtv1.Volume{
 			Name: "stolen", VolumeSource: kubevirtv1.VolumeSource{ServiceAccount: &kubevirtv1.ServiceAccountVolumeSource{ServiceAccountName: "default"}}})
@@ -102,7 +105,7 @@ var securityRows = []struct {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{})
 		return err
 	}, [3]bool{true, false, false}},
-	{"patch the prototype", func(t *testing.T, f *agentFleet) error {
+	{"change (patch) the prototype", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Patch(t.Context(), f.proto.Name, types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"stolen":"yes"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
@@ -122,11 +125,12 @@ var securityRows = []struct {
 }
 
 // TestStolenAgentToken tries, with a real agent Pod's own bound
-// ServiceAccount token, each row of the README's security model in each of
-// its modes, and checks the API server allows or refuses it exactly as the
-// table says. Deletes and patches are server-side dry runs: admission judges
-// them as it would the real thing, and nothing changes.
+// ServiceAccount token, each row of the security model in docs/security.md in
+// each of its modes, and checks the API server allows or refuses it exactly
+// as the table says. Deletes and patches are server-side dry runs: admission
+// judges them as it would the real thing, and nothing changes.
 func TestStolenAgentToken(t *testing.T) {
+	t.Run("docs/security.md says what is tried", checkSecurityTable)
 	for _, mode := range []securityMode{policyOff, policyOn, ownNamespace} {
 		t.Run(mode.String(), func(t *testing.T) {
 			f := newAgentFleet(t, mode)
@@ -136,7 +140,7 @@ func TestStolenAgentToken(t *testing.T) {
 					allowed := err == nil || apierrors.IsAlreadyExists(err)
 					t.Logf("%s: %v", mode, err)
 					if allowed != row.allow[mode] {
-						t.Errorf("%s with %s: allowed=%v (err %v), the README says allowed=%v", row.name, mode, allowed, err, row.allow[mode])
+						t.Errorf("%s with %s: allowed=%v (err %v), docs/security.md says allowed=%v", row.name, mode, allowed, err, row.allow[mode])
 					}
 					if !allowed && !apierrors.IsForbidden(err) {
 						t.Errorf("%s refused with %v, want 403 Forbidden (RBAC or the admission policy)", row.name, err)
@@ -216,4 +220,48 @@ func derivedFor(t *testing.T, f *agentFleet, pod corev1.Pod) *kubevirtv1.Virtual
 		t.Fatal(err)
 	}
 	return vm
+}
+
+// checkSecurityTable checks that docs/security.md's table has exactly the rows
+// of securityRows, each saying yes or no in each mode as the row expects.
+func checkSecurityTable(t *testing.T) {
+	b, err := os.ReadFile(repoFile("docs/security.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "\n| with the stolen token |")
+	if !ok {
+		t.Fatal("docs/security.md has no table of what a stolen token can do")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	got := map[string][3]bool{}
+	var order []string
+	for _, line := range strings.Split(table, "\n")[2:] { // the header's rest and the separator
+		cells := strings.Split(strings.Trim(line, "| "), "|")
+		if len(cells) != 4 {
+			t.Fatalf("docs/security.md: row %q has %d cells, want 4", line, len(cells))
+		}
+		name := strings.ReplaceAll(strings.TrimSpace(cells[0]), "`", "")
+		var allow [3]bool
+		for m := range allow {
+			switch word := strings.Fields(strings.ReplaceAll(cells[m+1], "*", ""))[0]; word {
+			case "yes", "no":
+				allow[m] = word == "yes"
+			default:
+				t.Errorf("docs/security.md: row %q, column %s says %q, want yes or no first", name, securityMode(m), cells[m+1])
+			}
+		}
+		got[name] = allow
+		order = append(order, name)
+	}
+	var want []string
+	for _, row := range securityRows {
+		want = append(want, row.name)
+		if allow, ok := got[row.name]; ok && allow != row.allow {
+			t.Errorf("docs/security.md: row %q says %v (policy off, on, own namespace), the test expects %v", row.name, allow, row.allow)
+		}
+	}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("docs/security.md's rows differ from what the test tries (-want +got):\n%s", diff)
+	}
 }

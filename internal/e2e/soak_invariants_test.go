@@ -60,7 +60,7 @@ func (s *soak) checkStep(op string, began time.Time) (settled time.Duration) {
 		deleted, err := s.gc()
 		if err != nil {
 			// For about 15 s after an API server restart every VM write
-			// under an admission policy is refused (see README): retry,
+			// under an admission policy is refused (see docs/operations.md): retry,
 			// as a user would.
 			if time.Now().After(deadline) {
 				s.fatalf("after %s: %v", op, err)
@@ -384,7 +384,7 @@ func commandError(what string, code int, err error, output string) error {
 
 // policyUnconfigured is how the API server refuses, for about 15 s after
 // it restarts, every write an admission policy with a custom-resource
-// paramKind matches (see README): the agents' and the soak's own hand edits
+// paramKind matches (see docs/operations.md): the agents' and the soak's own hand edits
 // of derived VMs alike.
 const policyUnconfigured = "failed to configure policy: failed to find resource referenced by paramKind"
 

@@ -32,7 +32,7 @@ type soakOp struct {
 	run    func(*soak) (string, error)
 	// slow marks kinds that take 10 to 60 s (a node's Pods wait 40 s for
 	// the pod garbage collector; after an API server restart VM creates are
-	// refused for about 15 s, see README): a short run draws them only in
+	// refused for about 15 s, see docs/operations.md): a short run draws them only in
 	// its first round.
 	slow bool
 }
@@ -272,7 +272,7 @@ func (s *soak) editVM() (string, error) {
 }
 
 // editPrototype changes a prototype's VM template (a new generation) and
-// rolls its workload out with kubectl vmctl rollout restart, as README
+// rolls its workload out with kubectl vmctl rollout restart, as docs/agent.md
 // says to.
 func (s *soak) editPrototype() (string, error) {
 	proto := s.pickProto()

@@ -24,8 +24,8 @@ const (
 	// soakStepBase is what one agent may ask in one step, however short.
 	// An agent's start costs 4 (GET prototype, POST VM, the watch, an
 	// Event); replacing a VM left by an earlier Pod of its name about 10;
-	// a create refused for the 15 s after an API server restart (see the
-	// README) or by a hand-made VM in the way is retried with backoff
+	// a create refused for the 15 s after an API server restart (see
+	// docs/operations.md) or by a hand-made VM in the way is retried with backoff
 	// (200 ms doubling, each retry a GET of the prototype and a POST, an
 	// Event at the first), about 15 more.
 	soakStepBase = 30

@@ -21,7 +21,7 @@ import (
 // informer each) before one LIST of the whole namespace reads them instead.
 // A LIST narrowed to a name costs the API server what a GET does; a LIST of
 // the namespace costs what its every object does, which at 10,000 objects
-// outweighs 50 narrowed LISTs many times over (see README's benchmarks).
+// outweighs 50 narrowed LISTs many times over (see docs/benchmarks.md).
 // When all namespaces are read and more than MaxByName LISTs would be
 // needed, one LIST over all namespaces serves instead.
 const MaxByName = 50
