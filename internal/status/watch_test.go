@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // noWatchList is KubeVirt's fake clientset, told to say what its tracker
