@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +16,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // virtFake is KubeVirt's fake clientset saying, as client-go's fakes do,
