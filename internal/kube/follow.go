@@ -188,6 +188,7 @@ func (f *Follower) Follow(lw *cache.ListWatch, obj runtime.Object, opts FollowOp
 		},
 	}
 	r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(heard, opts.Client), obj, s, cache.ReflectorOptions{
+		Name:            "vmctl",
 		TypeDescription: opts.What,
 		Backoff:         opts.Backoff,
 	})
