@@ -6,13 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 	"kubevirt.io/client-go/kubevirt/scheme"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // vmAPI is all the agent asks of KubeVirt: one VM at a time, by name.
@@ -99,11 +100,10 @@ func (c kubevirtVMs) deleteVMI(ctx context.Context, namespace, name string, opts
 	return c.cs.KubevirtV1().VirtualMachineInstances(namespace).Delete(ctx, name, opts)
 }
 
-// byName narrows opts to one object: never a list or watch of every VM in
-// the namespace. RBAC then also sees the name, so a Role's resourceNames can
-// allow list and watch of just that object.
+// byName narrows opts to one object (see kube.ByName): never a list or
+// watch of every VM in the namespace.
 func byName(opts metav1.ListOptions, name string) metav1.ListOptions {
-	opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	opts.FieldSelector = kube.ByName(name).Field
 	return opts
 }
 

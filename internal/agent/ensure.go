@@ -14,6 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 const (
@@ -190,7 +191,7 @@ func (a *Agent) waitPrototypeChange(ctx context.Context, proto *kubevirtv1.Virtu
 	err := a.watchVM(ctx, proto.Namespace, proto.Name, giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
 		return cur == nil || cur.UID != proto.UID || cur.Generation != proto.Generation
 	})
-	if isDenied(err) {
+	if kube.Refused(err) {
 		klog.FromContext(ctx).V(1).Info("Cannot watch the prototype; polling it instead", "err", err)
 		return false
 	}

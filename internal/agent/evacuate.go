@@ -7,9 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -29,7 +27,7 @@ import (
 func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	ref := vm.Namespace + "/" + vm.Name
 	stopped := map[types.UID]bool{}
-	_ = watchOne(ctx, vm.Namespace, vm.Name, &kubevirtv1.VirtualMachineInstance{}, watchBackoff(a.cfg.backoff()), a.metrics.watchRestarts.Inc,
+	_ = a.watchVMI(ctx, vm.Namespace, vm.Name,
 		func(err error) bool {
 			a.report.fail(ctx, &problem{reason: ReasonWatchDenied, err: err,
 				msg: fmt.Sprintf("watching VMI %s for evacuations: %v; grant the Pod's service account list and watch on virtualmachineinstances.kubevirt.io", ref, err)})
@@ -57,12 +55,6 @@ func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMach
 						deniedHint(err, "delete on virtualmachineinstances.kubevirt.io"))})
 			}
 			return false
-		},
-		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return a.vmis.listVMI(ctx, vm.Namespace, vm.Name, opts)
-		},
-		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return a.vmis.watchVMI(ctx, vm.Namespace, vm.Name, opts)
 		})
 }
 

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,25 +14,31 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
-// watchVM follows the one VM namespace/name with the agent's API, backoff
-// and metrics: see watchVM.
+// watchVM follows the one VM namespace/name: see watchOne.
 func (a *Agent) watchVM(ctx context.Context, namespace, name string,
 	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachine) (done bool)) error {
-	return watchVM(ctx, a.vms, namespace, name, watchBackoff(a.cfg.backoff()), a.metrics.watchRestarts.Inc, onDenied, check)
-}
-
-// watchVM follows the one VM namespace/name until check reports done or ctx
-// ends; see watchOne.
-func watchVM(ctx context.Context, api vmAPI, namespace, name string, b wait.Backoff, restarted func(),
-	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachine) (done bool)) error {
-	return watchOne(ctx, namespace, name, &kubevirtv1.VirtualMachine{}, b, restarted, onDenied, check,
+	return watchOne(ctx, a, namespace, name, &kubevirtv1.VirtualMachine{}, onDenied, check,
 		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return api.list(ctx, namespace, name, opts)
+			return a.vms.list(ctx, namespace, name, opts)
 		},
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return api.watch(ctx, namespace, name, opts)
+			return a.vms.watch(ctx, namespace, name, opts)
+		})
+}
+
+// watchVMI follows the one VMI namespace/name: see watchOne.
+func (a *Agent) watchVMI(ctx context.Context, namespace, name string,
+	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachineInstance) (done bool)) error {
+	return watchOne(ctx, a, namespace, name, &kubevirtv1.VirtualMachineInstance{}, onDenied, check,
+		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return a.vmis.listVMI(ctx, namespace, name, opts)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return a.vmis.watchVMI(ctx, namespace, name, opts)
 		})
 }
 
@@ -42,52 +47,62 @@ func watchVM(ctx context.Context, api vmAPI, namespace, name string, b wait.Back
 // zero T, nil, when it does not exist) once the first list is in and again
 // after every change, always from this goroutine.
 //
-// The watching is client-go's: a Reflector narrowed to the one object by a
-// field selector on metadata.name (list and watch apply it), filling a
-// Store. It opens with a consistent streaming list (or a LIST where the
-// server has none), resumes from bookmarks, and after 410 Gone, a restarted
-// API server or a compacted etcd it lists again from a current
-// resourceVersion, waiting b (jittered) between attempts. restarted hears
-// every WATCH request after the first. A hand-written loop got exactly that
-// wrong: resuming from the object's own resourceVersion after 410 is
-// resuming from a version just as old. A bare Reflector rather than an
-// informer, because the agent needs no event queue and wants its own
-// backoff.
+// It follows with a kube.Follower, through list and watch, which the
+// agent's API narrows to the name and asks once each (see byName and
+// kubevirtVMs.listWatch), and the agent's own policy around them (see
+// listWatch), retried after the agent's backoff capped at 10 s.
 //
-// onDenied hears every list or watch the API server refused in a way that
-// retrying will not fix (RBAC forbids it; the credentials were refused).
+// onDenied hears every list or watch the API server refused (kube.Refused).
 // When it returns true, watchOne stops and returns that error; otherwise the
-// reflector keeps retrying. watchOne returns nil when check said done and
+// Reflector keeps retrying. watchOne returns nil when check said done and
 // ctx's cause when ctx ended.
-func watchOne[T runtime.Object](ctx context.Context, namespace, name string, expected T, b wait.Backoff, restarted func(),
+func watchOne[T runtime.Object](ctx context.Context, a *Agent, namespace, name string, expected T,
 	onDenied func(error) (stop bool), check func(T) (done bool),
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var watches atomic.Int32
-	denied := make(chan error, 1)
-	report := func(err error) error {
-		if isDenied(err) {
-			select {
-			case denied <- err:
-			default: // one is waiting to be heard already
+	b := watchBackoff(a.cfg.backoff())
+	f := kube.NewFollower(ctx)
+	store := f.Follow(listWatch(b, a.metrics.watchRestarts.Inc, list, watchFn), expected, kube.FollowOptions{Backoff: &b})
+	key := namespace + "/" + name
+	for {
+		if f.Synced() {
+			var current T
+			if obj, exists, _ := store.GetByKey(key); exists {
+				current = obj.(T)
+			}
+			if check(current) {
+				return nil
 			}
 		}
-		return err
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case err := <-f.Errors():
+			if onDenied(err) {
+				return err
+			}
+		case <-f.Changed():
+		}
 	}
-	lw := &cache.ListWatch{
+}
+
+// listWatch is the agent's own part of following one object: a consistent
+// first list, its answer to 429 and to a refused connection, and
+// restarted, which hears every WATCH request after the first.
+func listWatch(b wait.Backoff, restarted func(),
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	var watches atomic.Int32
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			// The first LIST asks for "0", any cached state. The agent acts
 			// on absence ("the VM is gone"), so it reads a consistent one.
 			if opts.ResourceVersion == "0" {
 				opts.ResourceVersion = ""
 			}
-			obj, err := list(ctx, opts)
-			if err != nil {
-				return nil, report(err)
-			}
-			return obj, nil
+			return list(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			w, err := watchFn(ctx, opts)
@@ -121,99 +136,9 @@ func watchOne[T runtime.Object](ctx context.Context, namespace, name string, exp
 				// backoff, lists from a current version.
 				err = fmt.Errorf("API server unreachable: %s", err.Error())
 			}
-			return w, report(err)
+			return w, err
 		},
 	}
-	store := newNotifyingStore()
-	r := cache.NewReflectorWithOptions(lw, expected, store, cache.ReflectorOptions{
-		Name:            "agent",
-		TypeDescription: fmt.Sprintf("%T %s/%s", expected, namespace, name),
-		Backoff:         &b,
-	})
-	go r.RunWithContext(ctx)
-
-	synced := store.synced
-	for synced != nil {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case err := <-denied:
-			if onDenied(err) {
-				return err
-			}
-		case <-synced:
-			synced = nil
-		}
-	}
-	key := namespace + "/" + name
-	for {
-		var current T
-		if obj, exists, _ := store.GetByKey(key); exists {
-			current = obj.(T)
-		}
-		if check(current) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case err := <-denied:
-			if onDenied(err) {
-				return err
-			}
-		case <-store.changed:
-		}
-	}
-}
-
-// notifyingStore is a Store that says when it changed and when the first
-// list filled it.
-type notifyingStore struct {
-	cache.Store
-	changed chan struct{} // has a value after a write not yet looked at
-	synced  chan struct{} // closed by the first Replace
-	once    sync.Once
-}
-
-func newNotifyingStore() *notifyingStore {
-	return &notifyingStore{
-		Store:   cache.NewStore(cache.MetaNamespaceKeyFunc),
-		changed: make(chan struct{}, 1),
-		synced:  make(chan struct{}),
-	}
-}
-
-func (s *notifyingStore) poke() {
-	select {
-	case s.changed <- struct{}{}:
-	default: // a look is due already; it will see the latest state
-	}
-}
-
-func (s *notifyingStore) Add(obj any) error {
-	defer s.poke()
-	return s.Store.Add(obj)
-}
-
-func (s *notifyingStore) Update(obj any) error {
-	defer s.poke()
-	return s.Store.Update(obj)
-}
-
-func (s *notifyingStore) Delete(obj any) error {
-	defer s.poke()
-	return s.Store.Delete(obj)
-}
-
-func (s *notifyingStore) Replace(list []any, resourceVersion string) error {
-	defer s.once.Do(func() { close(s.synced) })
-	defer s.poke()
-	return s.Store.Replace(list, resourceVersion)
-}
-
-// isDenied reports whether err is one that retrying will not fix.
-func isDenied(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 }
 
 // giveUp is an onDenied for watches with a fallback.

@@ -275,3 +275,36 @@ func TestWatchRefusedWhileCacheFillsWaitsACap(t *testing.T) {
 		t.Errorf("VM UID %s, want %s", got.UID, vm.UID)
 	}
 }
+
+// TestWatchNotFoundIsRetried: until a restarted API server has set up
+// KubeVirt's CRDs, lists and watches of VMs answer 404. That is no refusal
+// (kube.Refused): the agent reports nothing and watches again once VMs are
+// served.
+func TestWatchNotFoundIsRetried(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	vm := h.readyVM()
+	until := time.Now().Add(300 * time.Millisecond)
+	h.api.mu.Lock()
+	h.api.fail = func(req string) error {
+		if (strings.HasPrefix(req, "watch ") || strings.HasPrefix(req, "list ")) && time.Now().Before(until) {
+			return apierrors.NewNotFound(vmResource.GroupResource(), "")
+		}
+		return nil
+	}
+	h.api.mu.Unlock()
+	h.api.closeWatches()
+	h.watchesBack(testVM)
+	h.expectQuiet("once VMs are served again")
+	for _, e := range h.events() {
+		if e.Reason == ReasonWatchDenied {
+			t.Errorf("Event %s %q for a 404, which retrying fixes", e.Reason, e.Message)
+		}
+	}
+	if code, reason := h.readyz(); code != 200 {
+		t.Errorf("/readyz %d %q, want 200", code, reason)
+	}
+	if got := h.api.object(testVM); got.UID != vm.UID {
+		t.Errorf("VM UID %s, want %s: no VM replaced", got.UID, vm.UID)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -26,13 +25,13 @@ import (
 // needed, one LIST over all namespaces serves instead.
 const MaxByName = 50
 
-// ByName returns the LISTs that read the objects keys name, as namespace
+// ListsByName returns the LISTs that read the objects keys name, as namespace
 // and name: one per name, or one per namespace (no name) for a namespace of
 // more than MaxByName names, or, with allNamespaces, one over all
 // namespaces (neither) when that still makes more than MaxByName LISTs.
 // They come sorted; keys may repeat, and keys without a namespace or a name
 // are skipped.
-func ByName(keys []types.NamespacedName, allNamespaces bool) []types.NamespacedName {
+func ListsByName(keys []types.NamespacedName, allNamespaces bool) []types.NamespacedName {
 	names := map[string][]string{}
 	for _, k := range keys {
 		if k.Namespace != "" && k.Name != "" {
@@ -59,14 +58,14 @@ func ByName(keys []types.NamespacedName, allNamespaces bool) []types.NamespacedN
 // NameOptions narrows a LIST to the object called name, when name is set.
 func NameOptions(opts metav1.ListOptions, name string) metav1.ListOptions {
 	if name != "" {
-		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		opts.FieldSelector = ByName(name).Field
 	}
 	return opts
 }
 
 // VMFinder reads VirtualMachines by namespace and name, whole (spec
 // included), as diff needs prototypes: one LIST narrowed to each name, or
-// one LIST of a namespace that needs more than MaxByName (see ByName). It
+// one LIST of a namespace that needs more than MaxByName (see ListsByName). It
 // keeps what it was asked for, found or not, and nothing else, so a LIST of
 // a whole namespace does not fill memory.
 type VMFinder struct {
@@ -77,7 +76,7 @@ type VMFinder struct {
 }
 
 // NewVMFinder returns a VMFinder reading through c. allNamespaces allows it
-// one LIST over all namespaces when that is cheaper (see ByName).
+// one LIST over all namespaces when that is cheaper (see ListsByName).
 func NewVMFinder(c kubevirt.Interface, allNamespaces bool) *VMFinder {
 	return &VMFinder{c: c, allNamespaces: allNamespaces,
 		asked: map[types.NamespacedName]bool{}, found: map[types.NamespacedName]*kubevirtv1.VirtualMachine{}}
@@ -92,7 +91,7 @@ func (f *VMFinder) Find(ctx context.Context, keys []types.NamespacedName) error 
 			want[k] = true
 		}
 	}
-	lists := ByName(slices.Collect(maps.Keys(want)), f.allNamespaces)
+	lists := ListsByName(slices.Collect(maps.Keys(want)), f.allNamespaces)
 	found := make([][]*kubevirtv1.VirtualMachine, len(lists))
 	err := ReadAll(ctx, len(lists), func(i int) error {
 		l := lists[i]

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-func TestByName(t *testing.T) {
+func TestListsByName(t *testing.T) {
 	nn := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
 	keys := func(ns string, n int) []types.NamespacedName {
 		var out []types.NamespacedName
@@ -41,8 +41,8 @@ func TestByName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, ByName(tt.keys, tt.allNamespaces)); diff != "" {
-				t.Errorf("ByName (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, ListsByName(tt.keys, tt.allNamespaces)); diff != "" {
+				t.Errorf("ListsByName (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -6,12 +6,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -28,37 +25,13 @@ import (
 // selector); the VMs one per namespace they are made in (by the
 // prototype's label), and each prototype one (by name). No polling: nothing
 // is computed that no event changed. A list or watch the API server refuses
-// (RBAC, expired credentials) ends Watch with that error, rather than
-// leaving the informers to retry it for good.
+// for good (kube.Refused) ends Watch with that error, rather than leaving
+// the Reflectors to retry it without end.
 func Watch(ctx context.Context, c kube.Clients, workloads []Workload, report func([]Progress) (stop bool)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	changed := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
-	denied := make(chan error, 1)
-	var synced []cache.InformerSynced
-	// client is lw's clientset: client-go's informers ask it whether it can
-	// stream the first list (a fake clientset cannot), and so does follow.
-	follow := func(client any, lw *cache.ListWatch, obj runtime.Object) cache.Store {
-		store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-			ListerWatcher: cache.ToListWatcherWithWatchListSemantics(guard(lw, denied), client),
-			ObjectType:    obj,
-			Handler: cache.ResourceEventHandlerFuncs{
-				AddFunc:    func(any) { poke() },
-				UpdateFunc: func(any, any) { poke() },
-				DeleteFunc: func(any) { poke() },
-			},
-		})
-		go ctrl.RunWithContext(ctx)
-		synced = append(synced, ctrl.HasSynced)
-		return store
-	}
-
+	f := kube.NewFollower(ctx)
+	kubeSet, virtSet := kube.FollowOptions{Client: c.Kube}, kube.FollowOptions{Client: c.KubeVirt}
 	type followed struct{ self, pods cache.Store }
 	var stores []followed
 	vmStores := map[string]cache.Store{}
@@ -68,32 +41,21 @@ func Watch(ctx context.Context, c kube.Clients, workloads []Workload, report fun
 		if err != nil {
 			return fmt.Errorf("%s has an invalid selector: %w", w, err)
 		}
-		ns := w.Meta().GetNamespace()
+		pods := c.Kube.CoreV1().Pods(w.Meta().GetNamespace())
 		stores = append(stores, followed{
-			self: follow(c.Kube, workloadListWatch(c, w), w.Object.DeepCopyObject()),
-			pods: follow(c.Kube, podListWatch(c, ns, sel.String()), &corev1.Pod{}),
+			self: f.Follow(workloadListWatch(c, w), w.Object.DeepCopyObject(), kubeSet),
+			pods: f.Follow(kube.ListWatch(pods, kube.Selector{Label: sel.String()}), &corev1.Pod{}, kubeSet),
 		})
 		if _, ok := vmStores[w.Agent.Namespace]; !ok {
-			vmStores[w.Agent.Namespace] = follow(c.KubeVirt, vmListWatch(c, w.Agent.Namespace, derive.PrototypeSelector(w.Agent.Prototype), ""), &kubevirtv1.VirtualMachine{})
+			vms := c.KubeVirt.KubevirtV1().VirtualMachines(w.Agent.Namespace)
+			vmStores[w.Agent.Namespace] = f.Follow(kube.ListWatch(vms, kube.Selector{Label: derive.PrototypeSelector(w.Agent.Prototype)}), &kubevirtv1.VirtualMachine{}, virtSet)
 		}
 		if k := w.Prototype(); protoStores[k] == nil {
-			protoStores[k] = follow(c.KubeVirt, vmListWatch(c, k.Namespace, "", fields.OneTermEqualSelector("metadata.name", k.Name).String()), &kubevirtv1.VirtualMachine{})
+			protos := c.KubeVirt.KubevirtV1().VirtualMachines(k.Namespace)
+			protoStores[k] = f.Follow(kube.ListWatch(protos, kube.ByName(k.Name)), &kubevirtv1.VirtualMachine{}, virtSet)
 		}
 	}
-	allSynced := make(chan struct{})
-	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), synced...) {
-			close(allSynced)
-		}
-	}()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case err := <-denied:
-		return err
-	case <-allSynced:
-	}
-	for {
+	progress := func() []Progress {
 		var vms []kubevirtv1.VirtualMachine
 		for _, s := range vmStores {
 			for _, obj := range s.List() {
@@ -120,105 +82,30 @@ func Watch(ctx context.Context, c kube.Clients, workloads []Workload, report fun
 			}
 			out[i] = Observe(w, v, pods, vms)
 		}
-		if report(out) {
+		return out
+	}
+	for {
+		if f.Synced() && report(progress()) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case err := <-denied:
+		case err := <-f.Errors():
 			return err
-		case <-changed:
+		case <-f.Changed():
 		}
-	}
-}
-
-// guard passes on the first list or watch of lw that the API server refused
-// for good (forbidden, unauthorized) to denied.
-func guard(lw *cache.ListWatch, denied chan<- error) *cache.ListWatch {
-	report := func(err error) error {
-		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			select {
-			case denied <- err:
-			default: // one is being reported already
-			}
-		}
-		return err
-	}
-	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			obj, err := list(ctx, opts)
-			return obj, report(err)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := watchFn(ctx, opts)
-			return w, report(err)
-		},
 	}
 }
 
 // workloadListWatch follows the one workload w, by name.
 func workloadListWatch(c kube.Clients, w Workload) *cache.ListWatch {
-	ns, name := w.Meta().GetNamespace(), w.Meta().GetName()
-	narrow := func(opts metav1.ListOptions) metav1.ListOptions {
-		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		return opts
-	}
-	apps := c.Kube.AppsV1()
-	lw := &cache.ListWatch{}
+	ns, byName := w.Meta().GetNamespace(), kube.ByName(w.Meta().GetName())
 	switch w.Object.(type) {
 	case *appsv1.StatefulSet:
-		lw.ListWithContextFunc = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return apps.StatefulSets(ns).List(ctx, narrow(opts))
-		}
-		lw.WatchFuncWithContext = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return apps.StatefulSets(ns).Watch(ctx, narrow(opts))
-		}
+		return kube.ListWatch(c.Kube.AppsV1().StatefulSets(ns), byName)
 	case *appsv1.DaemonSet:
-		lw.ListWithContextFunc = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return apps.DaemonSets(ns).List(ctx, narrow(opts))
-		}
-		lw.WatchFuncWithContext = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return apps.DaemonSets(ns).Watch(ctx, narrow(opts))
-		}
-	default:
-		lw.ListWithContextFunc = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return apps.Deployments(ns).List(ctx, narrow(opts))
-		}
-		lw.WatchFuncWithContext = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return apps.Deployments(ns).Watch(ctx, narrow(opts))
-		}
+		return kube.ListWatch(c.Kube.AppsV1().DaemonSets(ns), byName)
 	}
-	return lw
-}
-
-func podListWatch(c kube.Clients, namespace, selector string) *cache.ListWatch {
-	pods := c.Kube.CoreV1().Pods(namespace)
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector = selector
-			return pods.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector = selector
-			return pods.Watch(ctx, opts)
-		},
-	}
-}
-
-func vmListWatch(c kube.Clients, namespace, labelSelector, fieldSelector string) *cache.ListWatch {
-	vms := c.KubeVirt.KubevirtV1().VirtualMachines(namespace)
-	narrow := func(opts metav1.ListOptions) metav1.ListOptions {
-		opts.LabelSelector, opts.FieldSelector = labelSelector, fieldSelector
-		return opts
-	}
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return vms.List(ctx, narrow(opts))
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return vms.Watch(ctx, narrow(opts))
-		},
-	}
+	return kube.ListWatch(c.Kube.AppsV1().Deployments(ns), byName)
 }

@@ -108,10 +108,10 @@ func needs(q Query, inv *Inventory) []source {
 }
 
 // byName returns the sources of role r that read the objects keys name
-// (see kube.ByName).
+// (see kube.ListsByName).
 func byName(r role, keys []types.NamespacedName, allNamespaces bool) []source {
 	var out []source
-	for _, l := range kube.ByName(keys, allNamespaces) {
+	for _, l := range kube.ListsByName(keys, allNamespaces) {
 		out = append(out, source{r, l.Namespace, l.Name})
 	}
 	return out

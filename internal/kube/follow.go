@@ -1,0 +1,242 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Selector narrows a list or watch as the API server's labelSelector and
+// fieldSelector do; an empty part selects everything.
+type Selector struct {
+	Label string
+	Field string
+}
+
+// ByName selects the one object name. A list or watch so narrowed costs the
+// API server what a GET does, and RBAC sees the name: a Role's
+// resourceNames can allow list and watch of just that object.
+func ByName(name string) Selector {
+	return Selector{Field: fields.OneTermEqualSelector("metadata.name", name).String()}
+}
+
+// ListerWatcher is a typed client's List and Watch of one resource, such as
+// clientset.CoreV1().Pods(namespace).
+type ListerWatcher[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// ListWatch is client-go's ListWatch of the objects of c that sel selects,
+// as cache.NewFilteredListWatchFromClient makes one, but asking through the
+// typed client's List and Watch rather than its RESTClient: the requests
+// are the same, and the fake clientsets of unit tests serve typed calls but
+// no REST requests.
+func ListWatch[L runtime.Object](c ListerWatcher[L], sel Selector) *cache.ListWatch {
+	narrow := func(opts metav1.ListOptions) metav1.ListOptions {
+		opts.LabelSelector, opts.FieldSelector = sel.Label, sel.Field
+		return opts
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.List(ctx, narrow(opts))
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, narrow(opts))
+		},
+	}
+}
+
+// Refused reports whether the API server refused a request for good: it
+// judged the request and will judge it the same way however often it is
+// asked, until a person changes something. That is the credentials or RBAC
+// (401 Unauthorized, 403 Forbidden), which a person can fix, and the
+// request itself (400 Bad Request, 422 Invalid, 405 Method Not Allowed: a
+// selector the resource does not take, a verb it does not serve), which
+// only the caller can.
+//
+// Anything else is the cluster in motion, and asking again fixes it: 429,
+// 5xx, 410 Gone, timeouts, refused connections, and 404 Not Found too, as a
+// list or watch of a resource that is not served yet (KubeVirt being
+// installed, or an API server that restarted and has not yet set up its
+// CRDs) answers 404. What a caller does with a refusal is its own: a
+// command with a person at the keyboard ends and says it; the agent, which
+// nobody watches, says it on /readyz and as an Event, and keeps trying
+// where a Role applied later lets it on.
+func Refused(err error) bool {
+	return apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) ||
+		apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// FollowOptions tune one set a Follower follows.
+type FollowOptions struct {
+	// Client is the clientset behind the ListWatch: client-go asks it
+	// whether it can stream the first list (a fake clientset cannot).
+	Client any
+	// What names the set in the Reflector's logs and in its errors, as
+	// "list <What>: <error>" or "watch <What>: <error>". Unset, errors are
+	// the API server's as they came.
+	What string
+	// Backoff paces the Reflector's retries; nil is client-go's own
+	// (800 ms, doubling to 30 s).
+	Backoff *wait.Backoff
+	// Transform, when set, is applied to every object before it is stored,
+	// as an informer's is; like an informer's it must take its own output.
+	Transform cache.TransformFunc
+	// FailUntilSynced makes any failed list or watch before the set's first
+	// list is in an error (see Follower.Errors), as a one-off LIST would
+	// fail, rather than something the Reflector retries.
+	FailUntilSynced bool
+}
+
+// Follower keeps what narrowed ListWatches list and watch in Stores, one
+// client-go Reflector each, and says on one channel when any of them
+// changed. The Reflectors list again after a 410 Gone, an API server
+// restart or a compacted etcd, from a current resourceVersion, and resume
+// from bookmarks; with client-go's WatchListClient (on by default) the
+// first list is a consistent streaming one.
+//
+// A Reflector rather than an informer: an informer is a Reflector feeding a
+// queue that feeds handlers, and a Follower's callers need no queue, only
+// word that something changed, after which they read the Stores. And
+// client-go's informers take no backoff (its TODO #136943), which the agent
+// sets its own.
+type Follower struct {
+	ctx     context.Context
+	changed chan struct{}
+	errs    chan error
+
+	mu   sync.Mutex
+	sets []*store
+}
+
+// NewFollower returns a Follower whose Reflectors run until ctx ends.
+func NewFollower(ctx context.Context) *Follower {
+	return &Follower{ctx: ctx, changed: make(chan struct{}, 1), errs: make(chan error, 1)}
+}
+
+// Changed has a value after any set changed or had its first list, not yet
+// looked at: one value stands for any number of changes, so read the
+// Stores after receiving it.
+func (f *Follower) Changed() <-chan struct{} { return f.changed }
+
+// Errors hears the failed lists and watches that retrying does not get
+// past: those the API server refused (see Refused), and, with
+// FailUntilSynced, any before the set's first list. The Reflectors retry
+// them all the same; ending is the caller's choice. One error waits at a
+// time: others that come meanwhile are dropped.
+func (f *Follower) Errors() <-chan error { return f.errs }
+
+// Synced reports whether every set followed so far has had its first list.
+func (f *Follower) Synced() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.sets {
+		if !s.synced.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// Follow starts following what lw lists and watches, objects of obj's
+// type, and returns the Store that keeps them. Read the Store; only its
+// Reflector writes it.
+func (f *Follower) Follow(lw *cache.ListWatch, obj runtime.Object, opts FollowOptions) cache.Store {
+	s := &store{
+		Store:     cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.WithTransformer(opts.Transform)),
+		transform: opts.Transform,
+		changed:   f.signal,
+	}
+	fail := func(verb string, err error) error {
+		ends := Refused(err) || (opts.FailUntilSynced && err != nil && !s.synced.Load())
+		if !ends || f.ctx.Err() != nil {
+			return err
+		}
+		heard := err
+		if opts.What != "" {
+			heard = fmt.Errorf("%s %s: %w", verb, opts.What, err)
+		}
+		select {
+		case f.errs <- heard:
+		default: // one is waiting to be heard already
+		}
+		return err
+	}
+	heard := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			out, err := lw.ListWithContext(ctx, o)
+			return out, fail("list", err)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := lw.WatchWithContext(ctx, o)
+			if o.SendInitialEvents != nil {
+				// A streaming list: when it fails, the Reflector lists
+				// instead, which tells.
+				return w, err
+			}
+			return w, fail("watch", err)
+		},
+	}
+	r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(heard, opts.Client), obj, s, cache.ReflectorOptions{
+		Name:            "vmctl",
+		TypeDescription: opts.What,
+		Backoff:         opts.Backoff,
+	})
+	f.mu.Lock()
+	f.sets = append(f.sets, s)
+	f.mu.Unlock()
+	go r.RunWithContext(f.ctx)
+	return s
+}
+
+// signal notes a change without blocking: one pending note is enough.
+func (f *Follower) signal() {
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// store is a Store that signals every write and notes its first Replace,
+// which the Reflector makes once the first list is in.
+type store struct {
+	cache.Store
+	transform cache.TransformFunc
+	changed   func()
+	synced    atomic.Bool
+}
+
+func (s *store) Add(obj any) error {
+	defer s.changed()
+	return s.Store.Add(obj)
+}
+
+func (s *store) Update(obj any) error {
+	defer s.changed()
+	return s.Store.Update(obj)
+}
+
+func (s *store) Delete(obj any) error {
+	defer s.changed()
+	return s.Store.Delete(obj)
+}
+
+func (s *store) Replace(list []any, resourceVersion string) error {
+	defer s.changed()
+	defer s.synced.Store(true)
+	return s.Store.Replace(list, resourceVersion)
+}
+
+// Transformer has the Reflector transform a streaming list's objects as
+// they come (cache.TransformingStore), not only once the list is whole.
+func (s *store) Transformer() cache.TransformFunc { return s.transform }
