@@ -17,21 +17,16 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
-const (
-	// requestTimeout bounds a create or delete. These run detached from the
-	// shutdown signal so the agent always learns whether the VM exists.
-	requestTimeout = 30 * time.Second
-	// prototypeRecheck is how long a prototype that cannot be derived (shared
-	// volumes) waits for a change before the agent looks again anyway.
-	prototypeRecheck = 10 * time.Minute
-)
+// requestTimeout bounds a create or delete. These run detached from the
+// shutdown signal so the agent always learns whether the VM exists.
+const requestTimeout = 30 * time.Second
 
 // ensure makes sure the derived VM exists and is this Pod's, retrying with
 // capped backoff until it is. It returns nil only when ctx is done.
 func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
 	b := a.cfg.backoff()
 	for {
-		vm, proto, err := a.tryEnsure(ctx)
+		vm, seen, err := a.tryEnsure(ctx)
 		if vm != nil {
 			return vm
 		}
@@ -43,9 +38,10 @@ func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
 			p = &problem{reason: ReasonCreateFailed, msg: err.Error(), err: err}
 		}
 		a.report.fail(ctx, p)
-		// Retrying cannot help a permanent problem: wait for someone to fix
-		// the prototype. Without leave to watch it, poll like any other.
-		if p.permanent && proto != nil && a.waitPrototypeChange(ctx, proto) {
+		// Retrying cannot help while the prototype is missing or cannot be
+		// derived: wait for someone to change it. Without leave to watch
+		// it, poll like any other.
+		if seen != nil && a.waitPrototypeChange(ctx, *seen) {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -57,14 +53,22 @@ func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
 	}
 }
 
+// prototypeSeen is the prototype as an attempt that failed on it saw it:
+// its resourceVersion, or "" when it did not exist.
+type prototypeSeen struct{ resourceVersion string }
+
 // tryEnsure makes one attempt: GET the prototype, derive, CREATE, and on a
-// name clash adopt, replace or refuse the VM found. It returns the prototype
-// with permanent problems, for waitPrototypeChange.
-func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMachine, err error) {
+// name clash adopt, replace or refuse the VM found. When it failed because
+// the prototype is missing or cannot be derived, it says how it saw the
+// prototype, for waitPrototypeChange.
+func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, seen *prototypeSeen, err error) {
 	protoRef := a.cfg.PrototypeNamespace + "/" + a.cfg.Prototype
-	proto, err = a.vms.get(ctx, a.cfg.PrototypeNamespace, a.cfg.Prototype)
+	proto, err := a.vms.get(ctx, a.cfg.PrototypeNamespace, a.cfg.Prototype)
+	if apierrors.IsNotFound(err) {
+		seen = &prototypeSeen{}
+	}
 	if err != nil {
-		return nil, nil, prototypeProblem(protoRef, a.cfg.PrototypeNamespace, a.cfg.Prototype, err)
+		return nil, seen, prototypeProblem(protoRef, a.cfg.PrototypeNamespace, a.cfg.Prototype, err)
 	}
 	want, err := derive.VM(proto, derive.Pod{
 		Name: a.pod.PodName, Namespace: a.pod.PodNamespace, UID: a.pod.PodUID, Node: a.pod.Node,
@@ -74,7 +78,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm, proto *kubevirtv1.VirtualMac
 		if _, shared := errors.AsType[*derive.SharedVolumeError](err); shared {
 			reason = ReasonSharedVolumes
 		}
-		return nil, proto, &problem{reason: reason, msg: err.Error(), err: err, permanent: true}
+		return nil, &prototypeSeen{resourceVersion: proto.ResourceVersion}, &problem{reason: reason, msg: err.Error(), err: err}
 	}
 	ref := want.Namespace + "/" + want.Name
 	a.checkGracePeriod(ctx, want, protoRef)
@@ -181,15 +185,18 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 	return nil
 }
 
-// waitPrototypeChange waits, with one watch on the prototype, until its
-// generation moves, it is deleted, or prototypeRecheck passes. It reports
-// false, at once, when the prototype cannot be watched (a Role from an older
-// scaffold grants only get on it): the caller then polls.
-func (a *Agent) waitPrototypeChange(ctx context.Context, proto *kubevirtv1.VirtualMachine) bool {
-	ctx, cancel := context.WithTimeout(ctx, prototypeRecheck)
-	defer cancel()
-	err := a.watchVM(ctx, proto.Namespace, proto.Name, giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
-		return cur == nil || cur.UID != proto.UID || cur.Generation != proto.Generation
+// waitPrototypeChange waits, with one watch narrowed to the prototype's
+// name, until the prototype is other than seen: made, changed in any way
+// (labels and annotations too, which leave its generation alone), or
+// deleted. It reports false, at once, when the prototype cannot be watched
+// (a Role from an older scaffold grants only get on it): the caller then
+// polls.
+func (a *Agent) waitPrototypeChange(ctx context.Context, seen prototypeSeen) bool {
+	err := a.watchVM(ctx, a.cfg.PrototypeNamespace, a.cfg.Prototype, giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
+		if cur == nil {
+			return seen.resourceVersion != ""
+		}
+		return cur.ResourceVersion != seen.resourceVersion
 	})
 	if kube.Refused(err) {
 		klog.FromContext(ctx).V(1).Info("Cannot watch the prototype; polling it instead", "err", err)

@@ -39,9 +39,6 @@ type problem struct {
 	reason string
 	msg    string
 	err    error
-	// permanent problems come from the prototype itself: retrying cannot
-	// help until it changes.
-	permanent bool
 }
 
 func (p *problem) Error() string { return p.msg }

@@ -190,8 +190,8 @@ func TestShutdownWithoutVM(t *testing.T) {
 		t.Fatalf("Run() = %v", err)
 	}
 	for _, r := range h.api.requestLog() {
-		if r != "get "+testProto {
-			t.Errorf("unexpected request %q; want only prototype GETs", r)
+		if r != "get "+testProto && !strings.HasPrefix(r, "watch "+testProto+" ") {
+			t.Errorf("unexpected request %q; want only the prototype's GET and watch", r)
 		}
 	}
 }
@@ -383,7 +383,14 @@ func TestWaitsForPrototype(t *testing.T) {
 	if ev.Message != "prototype default/testvm not found; the agents wait until it exists" {
 		t.Errorf("Event message %q", ev.Message)
 	}
-	h.eventually("the agent retries", func() bool { return h.api.count("get "+testProto) >= 3 })
+	// It watches for the prototype rather than polling.
+	if got := h.api.next("watch " + testProto); got != "watch testvm rv= initial" {
+		t.Errorf("prototype watch %q, want a streaming list of it", got)
+	}
+	h.expectQuiet("waiting for the prototype")
+	if n := h.api.count("get " + testProto); n != 1 {
+		t.Errorf("%d GETs of the missing prototype, want 1", n)
+	}
 
 	h.api.put(prototype(testProto))
 	h.watchFollowed()
@@ -434,9 +441,7 @@ func TestSharedVolumesCreateNothing(t *testing.T) {
 		t.Fatalf("%d creates with a shared volume, want none", n)
 	}
 
-	fixed := prototype(testProto)
-	fixed.Generation = 2
-	h.api.put(fixed)
+	h.api.put(prototype(testProto))
 	h.watchFollowed()
 	if h.api.object(testVM) == nil {
 		t.Fatal("VM not created after the prototype was fixed")
@@ -543,5 +548,16 @@ func TestRefusesPrototypeCopiedFromDerivedVM(t *testing.T) {
 	h.api.next("watch " + testProto)
 	if n := h.api.count("create "); n != 0 {
 		t.Errorf("%d creates from a prototype with derived-VM markers, want none", n)
+	}
+	h.expectQuiet("waiting on the refused prototype")
+
+	// The fix the Event gives removes labels and annotations, which leaves
+	// the generation alone: the change is seen all the same.
+	fixed := h.api.object(testProto)
+	fixed.Labels, fixed.Annotations = nil, nil
+	h.api.put(fixed)
+	h.watchFollowed()
+	if h.api.object(testVM) == nil {
+		t.Fatal("VM not created after the markers were removed")
 	}
 }

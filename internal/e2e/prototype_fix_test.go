@@ -1,0 +1,96 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// fixSeenWithin is how soon after a prototype is fixed its agents must make
+// their VMs: they follow it with a watch while they wait on it.
+const fixSeenWithin = 10 * time.Second
+
+// TestFixedPrototypeIsPickedUpAtOnce refuses a prototype each way the agent
+// refuses one, fixes it each way a user would, and checks that the agent's
+// VM appears within fixSeenWithin of the fix: a fix of labels and
+// annotations only (which leaves the prototype's generation alone), of its
+// spec, and by making it again. The fix for a copy of a derived VM is the
+// command the agent's Event prints, run as printed: it must work and print
+// no error.
+func TestFixedPrototypeIsPickedUpAtOnce(t *testing.T) {
+	copied := func(vm *kubevirtv1.VirtualMachine) {
+		// A prototype copied from a derived VM of a Deployment: its markers
+		// but no subdomain label, which only a StatefulSet's VMs carry.
+		vm.Labels[derive.LabelPrototype] = "testvm"
+		vm.Labels[derive.LabelPod] = "web-7d9f-abcde"
+		vm.Annotations = map[string]string{
+			derive.AnnotationPodName: "web-7d9f-abcde", derive.AnnotationPodUID: "0b1c",
+			derive.AnnotationNode: "node-1", derive.AnnotationPrototypeGeneration: "3",
+		}
+	}
+	t.Run("labels and annotations, by the Event's command", func(t *testing.T) {
+		ns := namespace(t)
+		createPrototypeWith(t, ns, "testvm.yaml", copied)
+		deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+		var fix string
+		waitWarningEvent(t, ns, "the InvalidPrototype Event with its fix", func(msg string) bool {
+			_, fix, _ = strings.Cut(msg, "take it for a derived VM: ")
+			return fix != ""
+		})
+		t.Logf("the Event's fix: %s", fix)
+		cmd := exec.Command("sh", "-c", fix)
+		cmd.Env = append(cmd.Environ(), "KUBECONFIG="+e.cluster.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.Contains(strings.ToLower(string(out)), "error") || strings.Contains(string(out), "not found") {
+			t.Fatalf("the Event's fix %q: %v\n%s", fix, err, out)
+		}
+		waitVMWithin(t, ns, time.Now())
+	})
+	t.Run("spec", func(t *testing.T) {
+		ns := namespace(t)
+		createPrototype(t, ns, "shared-pvc-vm.yaml")
+		deploy(t, ns, scaffold.KindDeployment, "pvcvm", "--replicas", "1")
+		waitWarningEvent(t, ns, "the SharedVolumes Event", func(msg string) bool { return strings.Contains(msg, "shared-data") })
+		kubectl(t, nil, "patch", "vm", "pvcvm", "-n", ns, "--type", "json", "-p",
+			`[{"op":"add","path":"/spec/template/spec/volumes/0/persistentVolumeClaim/readOnly","value":true}]`)
+		waitVMWithin(t, ns, time.Now())
+	})
+	t.Run("made again", func(t *testing.T) {
+		ns := namespace(t)
+		proto := createPrototypeWith(t, ns, "testvm.yaml", copied)
+		deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+		waitWarningEvent(t, ns, "the InvalidPrototype Event", func(msg string) bool { return strings.Contains(msg, "derived-VM markers") })
+		vms := e.virt.KubevirtV1().VirtualMachines(ns)
+		if err := vms.Delete(t.Context(), proto.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		createPrototype(t, ns, "testvm.yaml")
+		waitVMWithin(t, ns, time.Now())
+	})
+}
+
+// waitVMWithin waits until ns holds a derived VM, and fails t unless it
+// came within fixSeenWithin of fixed.
+func waitVMWithin(t *testing.T, ns string, fixed time.Time) {
+	t.Helper()
+	eventually(t, settle, "a derived VM", func(ctx context.Context) (bool, string, error) {
+		vms, err := derivedVMs(ctx, ns)
+		return len(vms) == 1, fmt.Sprintf("%d derived VMs", len(vms)), err
+	})
+	took := time.Since(fixed)
+	t.Logf("VM made %v after the fix", took.Round(100*time.Millisecond))
+	if took > fixSeenWithin {
+		t.Errorf("VM made %v after the fix, want within %v", took, fixSeenWithin)
+	}
+}
