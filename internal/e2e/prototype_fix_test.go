@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -60,6 +61,11 @@ func TestFixedPrototypeIsPickedUpAtOnce(t *testing.T) {
 	t.Run("spec", func(t *testing.T) {
 		ns := namespace(t)
 		createPrototype(t, ns, "shared-pvc-vm.yaml")
+		// scaffold sees the refusal coming, and --strict makes it an error.
+		out, stderr, code := vmctlCode(t, "scaffold", "deployment", "pvcvm", "-n", ns, "--strict")
+		if code != 1 || out != "" || !strings.Contains(stderr, `volume "data" (persistentVolumeClaim "shared-data")`) {
+			t.Errorf("scaffold --strict: exit %d, stdout %d bytes, stderr %q; want exit 1, nothing printed, the agents' words", code, len(out), stderr)
+		}
 		deploy(t, ns, scaffold.KindDeployment, "pvcvm", "--replicas", "1")
 		waitWarningEvent(t, ns, "the SharedVolumes Event", func(msg string) bool { return strings.Contains(msg, "shared-data") })
 		kubectl(t, nil, "patch", "vm", "pvcvm", "-n", ns, "--type", "json", "-p",
@@ -75,6 +81,10 @@ func TestFixedPrototypeIsPickedUpAtOnce(t *testing.T) {
 		if err := vms.Delete(t.Context(), proto.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		eventually(t, settle, "the refused prototype gone", func(ctx context.Context) (bool, string, error) {
+			_, err := vms.Get(ctx, proto.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err), nil
+		})
 		createPrototype(t, ns, "testvm.yaml")
 		waitVMWithin(t, ns, time.Now())
 	})
