@@ -25,8 +25,9 @@ func main() {
 	case err == nil:
 	case interrupted && errors.Is(err, context.Canceled):
 		// Ctrl-C before the cluster was up ends the build or the start, and
-		// what was started is gone again: a clean stop, as it is later.
-		fmt.Fprintln(os.Stderr, "interrupted:", err)
+		// what was started is gone again: a clean stop, as it is later. The
+		// error only lists the waits the interrupt cut short.
+		fmt.Fprintln(os.Stderr, "interrupted; what was started is stopped and removed")
 	default:
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
