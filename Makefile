@@ -1,10 +1,10 @@
 # kubectl-vmctl. `make demo` runs it on a local control plane; `make test` runs
-# every test. Both build what they need, and each build step says what it
+# every test. Both build only what they run, and each build step says what it
 # builds and how long it takes the first time. A first `make demo` on 2 cores
-# with empty Go caches takes about 13 minutes until its VMs are Ready:
-# kubectl-vmctl and the demo's harness about 3, the control plane about 6,
-# KubeVirt about 4 (modules from the Go module proxy included); later runs
-# reuse the builds and are up in under a minute.
+# with empty Go caches takes about 17 minutes until its VMs are Ready:
+# kubectl-vmctl and the demo's harness about 3, the control plane about 8,
+# KubeVirt about 5 (modules from the Go module proxy included), the start and
+# the walkthrough about 1; later runs reuse the builds and are up in a minute.
 
 SHELL := /usr/bin/env bash
 GO ?= go

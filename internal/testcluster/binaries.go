@@ -56,11 +56,13 @@ func (b *Binaries) set(name, path string) {
 	}
 }
 
-// The first builds' durations on a 2-core machine with empty Go caches,
-// downloading the modules included; the progress lines say them.
+// What the first builds take on a 2-core machine with empty Go caches,
+// downloading the modules included; the progress lines say it. As seven
+// builds with the kubelet and kube-proxy, the control plane took 11 minutes;
+// those two add 122 packages and two large links to the other five.
 const (
-	controlPlaneEstimate = "about 6 minutes on 2 cores with empty Go caches"
-	nodeEstimate         = "about 3 minutes on 2 cores after the control plane"
+	controlPlaneEstimate = "about 8 minutes on 2 cores with empty Go caches"
+	nodeEstimate         = "about a minute on 2 cores after the control plane"
 )
 
 // Stage files kwok ships, relative to the kwok module. node-initialize makes a
