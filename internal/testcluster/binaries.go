@@ -57,11 +57,11 @@ func (b *Binaries) set(name, path string) {
 }
 
 // What the first builds take on a 2-core machine with empty Go caches,
-// downloading the modules included; the progress lines say it. As seven
-// builds with the kubelet and kube-proxy, the control plane took 11 minutes;
-// those two add 122 packages and two large links to the other five.
+// downloading the modules included; the progress lines say it. The control
+// plane's build took 1,163 CPU-seconds from empty caches: 8-10 minutes on 2
+// cores. The kubelet and kube-proxy add 95 CPU-seconds to it.
 const (
-	controlPlaneEstimate = "about 8 minutes on 2 cores with empty Go caches"
+	controlPlaneEstimate = "8-10 minutes on 2 cores with empty Go caches"
 	nodeEstimate         = "about a minute on 2 cores after the control plane"
 )
 
