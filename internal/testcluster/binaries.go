@@ -210,7 +210,7 @@ func nodeComponents() []Command {
 
 // EnsureNodeBinaries builds the real node's kubelet and kube-proxy from the
 // tools module, as EnsureBinaries builds the control plane (same flags, so
-// the packages they share compile once), into cacheDir/node-components/<hash>.
+// the packages they share compile once), into cacheDir/kubelet/<hash>.
 // cacheDir "" means <repo>/.cache/testcluster.
 func EnsureNodeBinaries(ctx context.Context, cacheDir string, progress io.Writer) (NodeBinaries, error) {
 	root, err := RepoRoot()
@@ -225,7 +225,7 @@ func EnsureNodeBinaries(ctx context.Context, cacheDir string, progress io.Writer
 	for _, c := range nodeComponents() {
 		key += "\ncomponent " + c.Name + " " + c.Pkg
 	}
-	dir, err := CachedBuild(ctx, filepath.Join(cacheDir, "node-components"), toolsDir, key, "kubelet and kube-proxy", progress, func(dir string) error {
+	dir, err := CachedBuild(ctx, filepath.Join(cacheDir, "kubelet"), toolsDir, key, "kubelet and kube-proxy", progress, func(dir string) error {
 		if progress != nil {
 			_, _ = fmt.Fprintf(progress, "building the real node's kubelet and kube-proxy %s (%s) into %s...\n", KubernetesVersion, nodeEstimate, dir)
 		}

@@ -250,13 +250,16 @@ func buildKubeVirtStandIns(root, dir string, run func(what, dir string, args ...
 	return run("containerDisk stand-in", filepath.Join(root, imageRel), args...)
 }
 
+// pruneOthers removes the node runtimes built for other inputs: the
+// directories named as keep is, node-<hash>, and no others (the control
+// plane's and the kubelet's builds share cacheDir).
 func pruneOthers(cacheDir, keep string) {
 	entries, err := os.ReadDir(cacheDir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != keep && strings.HasPrefix(e.Name(), "node-") {
+		if e.IsDir() && e.Name() != keep && len(e.Name()) == len(keep) && strings.HasPrefix(e.Name(), "node-") {
 			_ = os.RemoveAll(filepath.Join(cacheDir, e.Name()))
 		}
 	}
