@@ -10,8 +10,9 @@
 // kwok runs every Pod except vmctl agent Pods (labels AgentNameLabel and
 // AgentComponentLabel), whose status and deletion the kubelet double in
 // package doubles manages instead. Package node adds a real node (kubelet,
-// kube-proxy, containerd) beside kwok's, built from the same tools module;
-// a cluster for it listens on Options.BindAddress 0.0.0.0.
+// kube-proxy, containerd) beside kwok's; its kubelet and kube-proxy come from
+// the same tools module (EnsureNodeBinaries), built only when a real node
+// runs. A cluster for it listens on Options.BindAddress 0.0.0.0.
 //
 // A TestMain that shares one cluster between a package's tests:
 //

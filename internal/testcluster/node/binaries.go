@@ -35,10 +35,12 @@ const LauncherImage = "vmctl.test/virt-launcher:1"
 // from the launcher image, never a program of this image.
 var ContainerDiskImages = []string{"quay.io/kubevirt/cirros-container-disk-demo:v1.6.0"}
 
-// Binaries locates what EnsureBinaries built: containerd, its runc shim, ctr,
-// and the tarballs of the pause image and of the stand-ins for KubeVirt's
-// images.
+// Binaries locates what EnsureBinaries built: the kubelet and kube-proxy,
+// containerd, its runc shim, ctr, and the tarballs of the pause image and of
+// the stand-ins for KubeVirt's images.
 type Binaries struct {
+	Kubelet    string
+	KubeProxy  string
 	Containerd string
 	Shim       string
 	Ctr        string
@@ -57,21 +59,38 @@ const (
 	imageRel    = "hack/image"
 )
 
-// runtimeCommands are built from the tools module with CGO_ENABLED=0.
-var runtimeCommands = map[string]string{
-	"containerd":              "github.com/containerd/containerd/v2/cmd/containerd",
-	"containerd-shim-runc-v2": "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
-	"ctr":                     "github.com/containerd/containerd/v2/cmd/ctr",
+// runtimeCommands are built from the tools module.
+func runtimeCommands() []testcluster.Command {
+	return []testcluster.Command{
+		{Name: "containerd", Pkg: "github.com/containerd/containerd/v2/cmd/containerd"},
+		{Name: "containerd-shim-runc-v2", Pkg: "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"},
+		{Name: "ctr", Pkg: "github.com/containerd/containerd/v2/cmd/ctr"},
+	}
 }
 
-// EnsureBinaries builds the node's runtime into cacheDir/node-<hash>, where the
-// hash covers the tools module, the pause program and the image builder, so it
-// rebuilds only when they change. cacheDir "" means <repo>/.cache/testcluster.
-// A file lock keeps concurrent callers from building twice.
+// EnsureBinaries builds the node's kubelet and kube-proxy
+// (testcluster.EnsureNodeBinaries), then its runtime into
+// cacheDir/node-<hash>, where the hash covers the tools module, the pause
+// program and the image builder, so it rebuilds only when they change.
+// cacheDir "" means <repo>/.cache/testcluster. A file lock keeps concurrent
+// callers from building twice.
 func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (Binaries, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
+	kube, err := testcluster.EnsureNodeBinaries(ctx, cacheDir, progress)
+	if err != nil {
+		return Binaries{}, err
+	}
+	b, err := ensureRuntime(ctx, cacheDir, progress)
+	if err != nil {
+		return Binaries{}, err
+	}
+	b.Kubelet, b.KubeProxy = kube.Kubelet, kube.KubeProxy
+	return b, nil
+}
+
+func ensureRuntime(ctx context.Context, cacheDir string, progress io.Writer) (Binaries, error) {
 	root, err := testcluster.RepoRoot()
 	if err != nil {
 		return Binaries{}, err
@@ -179,16 +198,11 @@ func build(ctx context.Context, root, dir string, progress io.Writer) error {
 		_, _ = fmt.Fprintf(progress, "  built %-24s %s\n", what, time.Since(t).Round(time.Second))
 		return nil
 	}
-	names := make([]string, 0, len(runtimeCommands))
-	for n := range runtimeCommands {
-		names = append(names, n)
+	t := time.Now()
+	if err := testcluster.BuildCommands(ctx, filepath.Join(root, toolsRel), bin, runtimeCommands(), ""); err != nil {
+		return err
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := run(n, filepath.Join(root, toolsRel), "build", "-trimpath", "-o", filepath.Join(bin, n), runtimeCommands[n]); err != nil {
-			return err
-		}
-	}
+	_, _ = fmt.Fprintf(progress, "  built %-24s %s\n", "containerd, shim, ctr", time.Since(t).Round(time.Second))
 	pause := filepath.Join(bin, "pause")
 	if err := run("pause", root, "build", "-trimpath", "-ldflags", "-s -w", "-o", pause, "./"+pauseRel); err != nil {
 		return err
@@ -236,13 +250,16 @@ func buildKubeVirtStandIns(root, dir string, run func(what, dir string, args ...
 	return run("containerDisk stand-in", filepath.Join(root, imageRel), args...)
 }
 
+// pruneOthers removes the node runtimes built for other inputs: the
+// directories named as keep is, node-<hash>, and no others (the control
+// plane's and the kubelet's builds share cacheDir).
 func pruneOthers(cacheDir, keep string) {
 	entries, err := os.ReadDir(cacheDir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != keep && strings.HasPrefix(e.Name(), "node-") {
+		if e.IsDir() && e.Name() != keep && len(e.Name()) == len(keep) && strings.HasPrefix(e.Name(), "node-") {
 			_ = os.RemoveAll(filepath.Join(cacheDir, e.Name()))
 		}
 	}

@@ -108,7 +108,7 @@ func (n *Node) startKubelet(ca *ca, labels map[string]string) error {
 	if len(lbls) > 0 {
 		args = append(args, "--node-labels="+strings.Join(lbls, ","))
 	}
-	_, err = n.start("kubelet", n.cluster.Binaries.Kubelet, args...)
+	_, err = n.start("kubelet", n.bins.Kubelet, args...)
 	return err
 }
 
@@ -157,7 +157,7 @@ func (n *Node) startProxy(ctx context.Context, ca *ca) error {
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		return err
 	}
-	d, err := n.start("kube-proxy", n.cluster.Binaries.KubeProxy, "--config="+cfgPath, "--v=2")
+	d, err := n.start("kube-proxy", n.bins.KubeProxy, "--config="+cfgPath, "--v=2")
 	if err != nil {
 		return err
 	}

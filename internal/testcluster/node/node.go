@@ -78,17 +78,14 @@ const (
 )
 
 // Start runs a real node for cluster c, which must have been started with
-// BindAddress "0.0.0.0" (its Pods reach the API server at the node's address)
-// and built with the kubelet and kube-proxy (testcluster.EnsureBinaries). It
-// returns once the Node is Ready and untainted. It waits while another real
-// node runs on the machine. On error, everything it made is removed again.
+// BindAddress "0.0.0.0" (its Pods reach the API server at the node's address).
+// It returns once the Node is Ready and untainted. It waits while another
+// real node runs on the machine. On error, everything it made is removed
+// again.
 func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *Node, err error) {
 	logw := opts.Log
 	if logw == nil {
 		logw = io.Discard
-	}
-	if c.Binaries.Kubelet == "" || c.Binaries.KubeProxy == "" {
-		return nil, errors.New("the cluster's binaries have no kubelet or kube-proxy; build them with testcluster.EnsureBinaries")
 	}
 	if b := c.BindAddress(); b != "0.0.0.0" && b != Address {
 		return nil, fmt.Errorf("the API server listens on %s, where the node's Pods cannot reach it; start the cluster with BindAddress 0.0.0.0", b)
@@ -98,6 +95,9 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *Node, 
 		if bins, err = EnsureBinaries(ctx, "", logw); err != nil {
 			return nil, err
 		}
+	}
+	if bins.Kubelet == "" || bins.KubeProxy == "" {
+		return nil, errors.New("the node's binaries have no kubelet or kube-proxy; build them with node.EnsureBinaries")
 	}
 	client, err := kubernetes.NewForConfig(c.RESTConfig)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -76,7 +77,9 @@ func (o *UpOptions) Complete() error {
 
 // Run starts the cluster, KubeVirt and the doubles, runs then (if set) with
 // the running cluster, and waits for ctx to end before stopping everything.
-func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *testcluster.Cluster) error) error {
+// It returns nil after ctx ended and everything it started was stopped and
+// removed: a Ctrl-C is how the cluster is meant to stop.
+func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *testcluster.Cluster) error) (err error) {
 	bins, err := testcluster.EnsureBinaries(ctx, "", o.ErrOut)
 	if err != nil {
 		return err
@@ -93,9 +96,11 @@ func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *t
 	}
 	defer func() {
 		_, _ = fmt.Fprintln(o.ErrOut, "stopping the cluster...")
-		if err := c.Stop(); err != nil {
-			_, _ = fmt.Fprintln(o.ErrOut, "error:", err)
+		if stopErr := c.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stop the cluster: %w", stopErr))
+			return
 		}
+		_, _ = fmt.Fprintln(o.ErrOut, "cluster stopped")
 	}()
 	kv, err := kubevirt.Start(ctx, c, kubevirt.Options{Binaries: kvBins, LauncherImage: o.LauncherImage, Log: o.ErrOut})
 	if err != nil {
@@ -119,9 +124,13 @@ func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *t
 	defer func() { _ = logFile.Close() }()
 	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	doubles := make(chan error, 1)
-	go func() { doubles <- runDoubles(ctx, c, kv, o.VmctlBinary, log) }()
+	doubles, doublesDone := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(doublesDone)
+		doubles <- runDoubles(ctx, c, kv, o.VmctlBinary, log)
+	}()
+	// The agents the kubelet double runs are gone before the cluster stops.
+	defer func() { cancel(); <-doublesDone }()
 	if o.VmctlBinary != "" {
 		_, _ = fmt.Fprintf(o.Out, "stand-ins (log: %s): virt-handler's part for VMIs, and a kubelet running agent Pods with %s\n", logPath, o.VmctlBinary)
 	} else {
