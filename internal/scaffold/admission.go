@@ -77,16 +77,16 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 				// holds an optional finds nothing.
 				{Name: "spec", Expression: `object.spec.?template.?spec.orValue({})`},
 				{Name: "protoSpec", Expression: `params.spec.?template.?spec.orValue({})`},
-				// derive.Name: "<prototype>-<pod>", or past 63 characters a cut of it
-				// with "-" and a 10-character hash, which CEL cannot compute: there
-				// only the cut is checked.
+				// derive.Name: "<prototype>-<pod>", or past 63 characters its first
+				// 52 trimmed of "-", "." and "_", then "-" and a 10-character hash,
+				// which CEL cannot compute: there only the hash's length and alphabet
+				// are checked.
 				{Name: "fullName", Expression: `params.metadata.name + '-' + variables.pod`},
-				{Name: "cut", Expression: `size(object.metadata.name) - 11`},
 				{Name: "nameIsDerived", Expression: cel(`
 					size(variables.fullName) <= 63 ?
 						object.metadata.name == variables.fullName :
-						variables.cut > 0 && object.metadata.name.substring(variables.cut, variables.cut + 1) == '-' &&
-							variables.fullName.startsWith(object.metadata.name.substring(0, variables.cut))`)},
+						object.metadata.name.matches('-[a-z2-7]{10}$') &&
+							object.metadata.name.substring(0, size(object.metadata.name) - 10) == variables.fullName.substring(0, 52).find('^.*[^-._]') + '-'`)},
 				{Name: "ownedByItsPodOrNothing", Expression: `object.metadata.?ownerReferences.orValue([]).all(r, r.kind == 'Pod' && r.name == variables.pod && r.uid == variables.podUID)`},
 				{Name: "volumes", Expression: `variables.spec.?volumes.orValue([])`},
 				{Name: "protoVolumes", Expression: `variables.protoSpec.?volumes.orValue([])`},

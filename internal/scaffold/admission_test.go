@@ -855,6 +855,12 @@ func TestAdmissionPolicies(t *testing.T) {
 				vm.Spec.Template.Spec.Hostname = ""
 			}))
 		}},
+		{name: "create a VM of a long name cut shorter than derive cuts it", fleet: longPrototype, refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Name = vm.Name[:20] + vm.Name[len(vm.Name)-11:]; vm.Spec.Template.Spec.Hostname = "" }))
+		}},
+		{name: "create a VM of a long name whose hash is not derive's alphabet", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Name = vm.Name[:len(vm.Name)-1] + "1"; vm.Spec.Template.Spec.Hostname = "" }))
+		}},
 		{name: "create a VM of a short name for a long one", fleet: longPrototype, refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Name = "web"; vm.Spec.Template.Spec.Hostname = "" }))
 		}},
