@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
@@ -188,6 +189,50 @@ func TestDataVolumeTemplatesArePerVM(t *testing.T) {
 			}
 			return false, strings.Join(msgs, "; "), nil
 		})
+	}
+	refusesForeignTemplates(t, ns, pairs)
+}
+
+// refusesForeignTemplates checks, with one agent Pod's token, that the
+// scaffold's policy refuses the Pod's VM with a dataVolumeTemplate renamed
+// to another claim's name, or marked for CDI to adopt one, and lets through
+// the VM as derive makes it, to storage, where the name is taken. KubeVirt's
+// defaulting must leave the templates' metadata as the prototype's was left.
+// Server-side dry runs: nothing changes, and no CDI is needed.
+func refusesForeignTemplates(t *testing.T, ns string, pairs map[string]kubevirtv1.VirtualMachine) {
+	t.Helper()
+	pods, err := agentPods(t.Context(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := pods[firstKey(pairs)]
+	_, virt := agentClients(t, ns, scaffold.DefaultName("dvvm"), pod)
+	proto, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(t.Context(), "dvvm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := derive.VM(proto, derive.Pod{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Node: pod.Spec.NodeName}, derive.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(ctx context.Context, vm *kubevirtv1.VirtualMachine) error {
+		_, err := virt.KubevirtV1().VirtualMachines(ns).Create(ctx, vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	renamed := own.DeepCopy()
+	renamed.Spec.DataVolumeTemplates[0].Name = "secrets-of-another-app"
+	renamed.Spec.Template.Spec.Volumes[0].DataVolume.Name = "secrets-of-another-app"
+	adopting := own.DeepCopy()
+	adopting.Spec.DataVolumeTemplates[0].Annotations = map[string]string{"cdi.kubevirt.io/allowClaimAdoption": "true"}
+	for what, vm := range map[string]*kubevirtv1.VirtualMachine{"renamed": renamed, "marked for claim adoption": adopting} {
+		// The policy takes effect once the API server's informers have it.
+		eventually(t, 2*time.Minute, "its VM with a dataVolumeTemplate "+what+" refused", func(ctx context.Context) (bool, string, error) {
+			err := create(ctx, vm)
+			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "dataVolumeTemplates are not the prototype's"), fmt.Sprint(err), nil
+		})
+	}
+	if err := create(t.Context(), own); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("its own VM as derived: %v, want AlreadyExists (admitted)", err)
 	}
 }
 

@@ -77,33 +77,63 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 				// holds an optional finds nothing.
 				{Name: "spec", Expression: `object.spec.?template.?spec.orValue({})`},
 				{Name: "protoSpec", Expression: `params.spec.?template.?spec.orValue({})`},
-				// derive.Name: "<prototype>-<pod>", or past 63 characters a cut of it
-				// with "-" and a 10-character hash, which CEL cannot compute: there
-				// only the cut is checked.
+				// derive.Name: "<prototype>-<pod>", or past 63 characters its first
+				// 52 trimmed of "-", "." and "_", then "-" and a 10-character hash,
+				// which CEL cannot compute: there only the hash's length and alphabet
+				// are checked.
 				{Name: "fullName", Expression: `params.metadata.name + '-' + variables.pod`},
-				{Name: "cut", Expression: `size(object.metadata.name) - 11`},
 				{Name: "nameIsDerived", Expression: cel(`
 					size(variables.fullName) <= 63 ?
 						object.metadata.name == variables.fullName :
-						variables.cut > 0 && object.metadata.name.substring(variables.cut, variables.cut + 1) == '-' &&
-							variables.fullName.startsWith(object.metadata.name.substring(0, variables.cut))`)},
+						object.metadata.name.matches('-[a-z2-7]{10}$') &&
+							object.metadata.name.substring(0, size(object.metadata.name) - 10) == variables.fullName.substring(0, 52).find('^.*[^-._]') + '-'`)},
 				{Name: "ownedByItsPodOrNothing", Expression: `object.metadata.?ownerReferences.orValue([]).all(r, r.kind == 'Pod' && r.name == variables.pod && r.uid == variables.podUID)`},
 				{Name: "volumes", Expression: `variables.spec.?volumes.orValue([])`},
 				{Name: "protoVolumes", Expression: `variables.protoSpec.?volumes.orValue([])`},
-				{Name: "templates", Expression: `object.spec.?dataVolumeTemplates.orValue([])`},
-				{Name: "protoTemplates", Expression: `params.spec.?dataVolumeTemplates.orValue([])`},
+				// The VM's dataVolumeTemplates and the prototype's, by what KubeVirt
+				// makes each one's DataVolume of: its name, spec, labels and
+				// annotations. fullName is derive.Name(<template>, <VM>) before a cut.
+				{Name: "templates", Expression: cel(`
+					object.spec.?dataVolumeTemplates.orValue([]).map(t, {
+						'name': t.metadata.?name.orValue(''),
+						'spec': t.?spec.orValue({}),
+						'labels': t.metadata.?labels.orValue({}),
+						'annotations': t.metadata.?annotations.orValue({})})`)},
+				{Name: "protoTemplates", Expression: cel(`
+					params.spec.?dataVolumeTemplates.orValue([]).map(t, {
+						'name': t.metadata.?name.orValue(''),
+						'spec': t.?spec.orValue({}),
+						'labels': t.metadata.?labels.orValue({}),
+						'annotations': t.metadata.?annotations.orValue({}),
+						'fullName': dyn(t.metadata.?name.orValue('') + '-' + object.metadata.name)})`)},
+				// Each of the VM's templates with the names of the prototype's it is
+				// derived from: the same spec, labels and annotations, and the name
+				// derive.Name gives it, "<template>-<VM>", or past 63 characters its
+				// first 52 trimmed of "-", "." and "_", then "-" and a 10-character
+				// hash of both names, which CEL cannot compute: there only the hash's
+				// length and alphabet are checked. Else a template could take the
+				// name of another app's PersistentVolumeClaim, which CDI then adopts
+				// into the VM's DataVolume: KubeVirt marks every DataVolume it makes
+				// from a template cdi.kubevirt.io/allowClaimAdoption.
+				{Name: "templateOrigins", Expression: cel(`
+					variables.templates.map(t, {'name': t.name, 'from': dyn(variables.protoTemplates.filter(p,
+						p.spec == t.spec && p.labels == t.labels && p.annotations == t.annotations &&
+						(size(p.fullName) <= 63 ?
+							t.name == p.fullName :
+							t.name.matches('-[a-z2-7]{10}$') &&
+								t.name.substring(0, size(t.name) - 10) == p.fullName.substring(0, 52).find('^.*[^-._]') + '-')
+					).map(p, p.name))})`)},
 				// Every volume is the prototype's volume of that name, except that a
 				// claim the prototype makes from a dataVolumeTemplate (through a
 				// dataVolume, a persistentVolumeClaim or an ephemeral volume) is the
-				// VM's own template's, as derive renames them per VM, with the same
-				// source and read-only flags.
+				// VM's own template's derived from that one, as derive renames them
+				// per VM, with the same source and read-only flags.
 				{Name: "sameVolumes", Expression: cel(`
 					size(variables.volumes) == size(variables.protoVolumes) &&
 					variables.volumes.all(v, variables.protoVolumes.exists(p, p.name == v.name && (p == v || (
-						variables.templates.exists(t, t.metadata.name != '' &&
-							t.metadata.name == v.?dataVolume.?name.or(v.?persistentVolumeClaim.?claimName).or(v.?ephemeral.?persistentVolumeClaim.?claimName).orValue('')) &&
-						variables.protoTemplates.exists(t,
-							t.metadata.name == p.?dataVolume.?name.or(p.?persistentVolumeClaim.?claimName).or(p.?ephemeral.?persistentVolumeClaim.?claimName).orValue('')) &&
+						variables.templateOrigins.exists(t,
+							t.name == v.?dataVolume.?name.or(v.?persistentVolumeClaim.?claimName).or(v.?ephemeral.?persistentVolumeClaim.?claimName).orValue('') &&
+							p.?dataVolume.?name.or(p.?persistentVolumeClaim.?claimName).or(p.?ephemeral.?persistentVolumeClaim.?claimName).orValue('') in t.from) &&
 						has(p.dataVolume) == has(v.dataVolume) &&
 						has(p.persistentVolumeClaim) == has(v.persistentVolumeClaim) &&
 						has(p.ephemeral) == has(v.ephemeral) &&
@@ -111,7 +141,7 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 						p.?ephemeral.?persistentVolumeClaim.?readOnly == v.?ephemeral.?persistentVolumeClaim.?readOnly))))`)},
 				{Name: "sameDataVolumeTemplates", Expression: cel(`
 					size(variables.templates) == size(variables.protoTemplates) &&
-					variables.templates.all(t, variables.protoTemplates.exists(p, p.spec == t.spec))`)},
+					variables.templateOrigins.all(t, size(t.from) > 0)`)},
 				// DNS names only its own: a hostname of the VM's name (derive sets
 				// it so when the prototype has one) or, for a StatefulSet's VM, of
 				// its Pod; the prototype's subdomain or the StatefulSet's Service;

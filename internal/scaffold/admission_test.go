@@ -84,7 +84,8 @@ const (
 
 // prototypeYAML is a prototype with a disk of each kind that derive renames
 // (a dataVolume, a persistentVolumeClaim and an ephemeral volume on
-// dataVolumeTemplates), a read-only shared claim, an instancetype and a
+// dataVolumeTemplates, the first with labels and annotations, the others
+// alike but for their names), a read-only shared claim, an instancetype and a
 // preference, a hostname and a template annotation.
 const prototypeYAML = `
 apiVersion: kubevirt.io/v1
@@ -97,7 +98,10 @@ spec:
   instancetype: {name: u1.small, kind: VirtualMachineClusterInstancetype}
   preference: {name: fedora, kind: VirtualMachineClusterPreference}
   dataVolumeTemplates:
-  - metadata: {name: root}
+  - metadata:
+      name: root
+      labels: {app: web}
+      annotations: {cdi.kubevirt.io/storage.bind.immediate.requested: "true"}
     spec:
       source: {registry: {url: "docker://quay.io/containerdisks/fedora:41"}}
       storage: {resources: {requests: {storage: 5Gi}}}
@@ -389,6 +393,36 @@ func (f *fleet) refusals(t *testing.T, policies []boundPolicy, r request) []stri
 	return refused
 }
 
+// annotationAllowClaimAdoption lets CDI make a DataVolume of an existing
+// PersistentVolumeClaim of its name.
+const annotationAllowClaimAdoption = "cdi.kubevirt.io/allowClaimAdoption"
+
+// renameTemplate renames vm's i-th dataVolumeTemplate, and the volumes that
+// refer to it, to name.
+func renameTemplate(vm *kubevirtv1.VirtualMachine, i int, name string) {
+	old := vm.Spec.DataVolumeTemplates[i].Name
+	vm.Spec.DataVolumeTemplates[i].Name = name
+	for _, v := range vm.Spec.Template.Spec.Volumes {
+		switch {
+		case v.DataVolume != nil && v.DataVolume.Name == old:
+			v.DataVolume.Name = name
+		case v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == old:
+			v.PersistentVolumeClaim.ClaimName = name
+		case v.Ephemeral != nil && v.Ephemeral.PersistentVolumeClaim != nil && v.Ephemeral.PersistentVolumeClaim.ClaimName == old:
+			v.Ephemeral.PersistentVolumeClaim.ClaimName = name
+		}
+	}
+}
+
+// longTemplate names the prototype's first dataVolumeTemplate so that
+// derive cuts its name in the VM, where the cut ends in "-", which derive
+// trims.
+func longTemplate(f *fleet) {
+	const name = "root-disks-with-a-name-long-enough-to-be-cut" // and "-" and the VM's name: the cut ends in "-testvm-"
+	f.proto.Spec.DataVolumeTemplates[0].Name = name
+	f.proto.Spec.Template.Spec.Volumes[0].DataVolume.Name = name
+}
+
 // Fleets other than a Deployment beside its prototype.
 func longPrototype(p *Params) {
 	p.Prototype = "a-prototype-whose-name-is-longer-than-a-label-value-and-is-cut-there"
@@ -411,10 +445,10 @@ func TestAdmissionPolicies(t *testing.T) {
 	}{
 		// Creating the agent's own VM, and what it may not change in it.
 		{name: "create its own Pod's VM", try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
-		{name: "create its VM with another Pod's name", refuse: []string{ruleName, ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with another Pod's name", refuse: []string{ruleName, ruleDNSName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Name = derive.Name(f.p.Prototype, f.other.Name) }))
 		}},
-		{name: "create a second VM", refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+		{name: "create a second VM", refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Name += "-2"; vm.Spec.Template.Spec.Hostname = "" }))
 		}},
 		{name: "create another Pod's VM", refuse: []string{ruleUID, ruleName, ruleRunsOwned, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
@@ -537,6 +571,89 @@ func TestAdmissionPolicies(t *testing.T) {
 				vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = vm.Spec.DataVolumeTemplates[1].Name
 			}))
 		}},
+
+		// dataVolumeTemplates: the prototype's, with their labels and
+		// annotations, named as derive names them. KubeVirt makes a DataVolume
+		// of each, and CDI, where it adopts claims, takes over an existing
+		// PersistentVolumeClaim of its name.
+		{name: "create its VM with a dataVolumeTemplate of another name", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { renameTemplate(vm, 0, "secrets-of-another-app") }))
+		}},
+		{name: "create its VM with a dataVolumeTemplate renamed to adopt a claim", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				renameTemplate(vm, 1, "secrets-of-another-app")
+				vm.Spec.DataVolumeTemplates[1].Annotations = map[string]string{annotationAllowClaimAdoption: "true"}
+			}))
+		}},
+		{name: "create its VM with another VM's dataVolumeTemplate", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { renameTemplate(vm, 0, f.vm(t, f.other, nil).Spec.DataVolumeTemplates[0].Name) }))
+		}},
+		{name: "create its VM with a dataVolumeTemplate's name kept", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { renameTemplate(vm, 0, f.proto.Spec.DataVolumeTemplates[0].Name) }))
+		}},
+		{name: "create its VM with a dataVolumeTemplate that adopts claims", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.DataVolumeTemplates[0].Annotations[annotationAllowClaimAdoption] = "true" }))
+		}},
+		{name: "create its VM with a dataVolumeTemplate's annotation dropped", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.DataVolumeTemplates[0].Annotations = nil }))
+		}},
+		{name: "create its VM with a dataVolumeTemplate labelled", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.DataVolumeTemplates[1].Labels = map[string]string{"app": "db"} }))
+		}},
+		{name: "create its VM with a dataVolumeTemplate's label changed", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.DataVolumeTemplates[0].Labels["app"] = "db" }))
+		}},
+		{name: "create its VM with a volume on another of its dataVolumeTemplates", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			// Templates logs and base differ only by name.
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Volumes[2].Ephemeral.PersistentVolumeClaim.ClaimName = vm.Spec.DataVolumeTemplates[1].Name
+			}))
+		}},
+		{name: "create its VM with two volumes' dataVolumeTemplates swapped", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				logs, base := &vm.Spec.Template.Spec.Volumes[1].PersistentVolumeClaim.ClaimName, &vm.Spec.Template.Spec.Volumes[2].Ephemeral.PersistentVolumeClaim.ClaimName
+				*logs, *base = *base, *logs
+			}))
+		}},
+		// Past 63 characters derive cuts a template's name and adds a hash;
+		// CEL checks the cut and the hash's form.
+		{name: "create its own VM with a dataVolumeTemplate of a long name", try: func(t *testing.T, f *fleet) request {
+			longTemplate(f)
+			vm := f.own(t, nil)
+			if name := vm.Spec.DataVolumeTemplates[0].Name; name[:len(name)-11] != "root-disks-with-a-name-long-enough-to-be-cut-testvm" {
+				t.Fatalf("derive named the template %s, not cut where this case means to", name)
+			}
+			return create(vm)
+		}},
+		{name: "create its VM with a long dataVolumeTemplate name cut short", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			longTemplate(f)
+			return create(f.own(t, func(vm *vm) {
+				name := vm.Spec.DataVolumeTemplates[0].Name
+				renameTemplate(vm, 0, name[:20]+name[len(name)-11:])
+			}))
+		}},
+		{name: "create its VM with a long dataVolumeTemplate name cut without trimming", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			longTemplate(f)
+			return create(f.own(t, func(vm *vm) {
+				name := vm.Spec.DataVolumeTemplates[0].Name
+				renameTemplate(vm, 0, name[:len(name)-11]+"-"+name[len(name)-11:])
+			}))
+		}},
+		{name: "create its VM with a long dataVolumeTemplate name whose hash is not derive's alphabet", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			longTemplate(f)
+			return create(f.own(t, func(vm *vm) {
+				name := vm.Spec.DataVolumeTemplates[0].Name
+				renameTemplate(vm, 0, name[:len(name)-1]+"1")
+			}))
+		}},
+		{name: "create its VM with a long dataVolumeTemplate name of another hash, which CEL cannot compute", try: func(t *testing.T, f *fleet) request {
+			longTemplate(f)
+			return create(f.own(t, func(vm *vm) {
+				name := vm.Spec.DataVolumeTemplates[0].Name
+				renameTemplate(vm, 0, name[:len(name)-10]+"abcdefghij")
+			}))
+		}},
+
 		// DNS names.
 		{name: "create its VM with its Pod's hostname", try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Hostname = f.pod.Name }))
@@ -725,7 +842,7 @@ func TestAdmissionPolicies(t *testing.T) {
 
 		// Names past 63 characters are cut and hashed; CEL checks the cut.
 		{name: "create its own VM of a long name", fleet: longPrototype, try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
-		{name: "create a VM of a long name of another prototype", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+		{name: "create a VM of a long name of another prototype", fleet: longPrototype, refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.Name = derive.Name("x"+f.p.Prototype, f.pod.Name)
 				vm.Spec.Template.Spec.Hostname = ""
@@ -738,7 +855,13 @@ func TestAdmissionPolicies(t *testing.T) {
 				vm.Spec.Template.Spec.Hostname = ""
 			}))
 		}},
-		{name: "create a VM of a short name for a long one", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+		{name: "create a VM of a long name cut shorter than derive cuts it", fleet: longPrototype, refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Name = vm.Name[:20] + vm.Name[len(vm.Name)-11:]; vm.Spec.Template.Spec.Hostname = "" }))
+		}},
+		{name: "create a VM of a long name whose hash is not derive's alphabet", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Name = vm.Name[:len(vm.Name)-1] + "1"; vm.Spec.Template.Spec.Hostname = "" }))
+		}},
+		{name: "create a VM of a short name for a long one", fleet: longPrototype, refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Name = "web"; vm.Spec.Template.Spec.Hostname = "" }))
 		}},
 		{name: "delete a VMI with no Pod label, as a Pod whose name is cut in labels", fleet: longPrototype, refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
