@@ -89,7 +89,8 @@ release-check:
 ## demo: a local control plane with 3 fake nodes, KubeVirt v1.7.0's real virt-api and virt-controller, and kubectl-vmctl's agents; Ctrl-C stops it
 # kubectl-vmctl and the harness (bin/vmctl-cluster) share most packages: one
 # build with the same flags compiles them once. The harness, not `go run`,
-# answers Ctrl-C: it exits 0 once the cluster stopped cleanly.
+# answers Ctrl-C: on a terminal it takes the Ctrl-C for itself, so make
+# exits 0 too once the cluster stopped cleanly.
 demo:
 	@echo "building kubectl-vmctl and the demo's harness vmctl-cluster into $(BIN) (3-4 minutes on 2 cores with empty Go caches)..."
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/kubectl-vmctl ./internal/testcluster/cmd/vmctl-cluster

@@ -2,7 +2,8 @@
 // with KubeVirt's real virt-api and virt-controller (package kubevirt), for a
 // person: `vmctl-cluster up` keeps one running until Ctrl-C, `make demo`
 // runs `vmctl-cluster demo`. Both exit 0 when Ctrl-C (SIGINT) or SIGTERM
-// stopped them cleanly, 1 on an error.
+// stopped them cleanly, 1 on an error; on a terminal a Ctrl-C reaches only
+// vmctl-cluster, so `make demo` exits 0 too.
 package main
 
 import (
@@ -17,10 +18,12 @@ import (
 )
 
 func main() {
+	giveBack := takeTerminal()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newCmd().ExecuteContext(ctx)
 	interrupted := ctx.Err() != nil
 	stop()
+	giveBack()
 	switch {
 	case err == nil:
 	case interrupted && errors.Is(err, context.Canceled):
