@@ -10,9 +10,9 @@ import (
 	instancetypeapi "kubevirt.io/api/instancetype"
 )
 
-// Annotation, on a workload's Pod template and so on its Pods, is the Key
-// of the prototype whose placement the template carries. The agent reads it
-// through the downward API.
+// Annotation is the Key of the prototype whose placement a workload's Pod
+// template carries, on the template and so on its Pods. The agent reads it
+// through the downward API (PLACEMENT_KEY).
 const Annotation = "vmctl.kubevirt.io/placement"
 
 // keyInput is what Key hashes.
