@@ -88,10 +88,15 @@ the VMs, not the agents: each VM gets its Pod's name as hostname, so
 
 The VMs go where the workload goes: -n, else the kubeconfig's namespace, else
 "default". Nothing is sent to the cluster; when it can be reached, the
-prototype is read once, to warn on stderr, in the words the agents would use,
-when they will refuse it (it is missing, it shares a writable disk, it carries
-vmctl's own markers) and when its guest may take longer to shut down than the
-Pod is given. The manifests are printed all the same, unless --strict makes a
+prototype is read once. Its placement (nodeSelector, affinity, tolerations,
+priority class, with its instancetype's and preference's, as KubeVirt gives
+its VMs' launcher Pods) goes into the Pod template, annotated
+vmctl.kubevirt.io/placement, so that agents go where their VMs may run; when
+the prototype cannot be read, stderr says so and no placement is written. It
+warns on stderr, in the words the agents would use, when they will refuse the
+prototype (it is missing, it shares a writable disk, it carries vmctl's own
+markers) and when its guest may take longer to shut down than the Pod is
+given. The manifests are printed all the same, unless --strict makes a
 warning an error.
 
 Kinds: ` + scaffold.ValidKinds + `.
