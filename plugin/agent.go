@@ -185,6 +185,9 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 		ProbeAddress:       o.ProbeAddress,
 		DeleteTimeout:      o.DeleteTimeout,
 	}
+	if key, ok := o.LookupEnv(agent.EnvPlacementKey); ok {
+		o.config.PlacementKey = strings.TrimSpace(key)
+	}
 	o.clients, err = f.Clients()
 	return err
 }

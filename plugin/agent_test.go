@@ -155,6 +155,12 @@ func TestAgentComplete(t *testing.T) {
 			ProbeAddress: ":9090", DeleteTimeout: time.Minute,
 			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
 	}, {
+		name: "scaffold's Pod: the placement key its template carries",
+		env: map[string]string{agent.EnvPodName: "vmctl-abc", agent.EnvPodNamespace: "apps", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1",
+			agent.EnvPlacementKey: "0123456789abcdef"},
+		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps", PlacementKey: "0123456789abcdef",
+			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
+	}, {
 		name:  "a StatefulSet's agent: --subdomain",
 		env:   map[string]string{agent.EnvPodName: "web-0", agent.EnvPodNamespace: "apps", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1"},
 		flags: []string{"--subdomain", "web"},

@@ -190,7 +190,7 @@ func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload,
 		rollout.ApplyRestart(w.Template(), now, gen)
 		return w.Object, nil
 	}
-	patch, err := rollout.RestartPatch(now, gen)
+	patch, err := rollout.RestartPatch(w.Template(), now, gen)
 	if err != nil {
 		return nil, err
 	}

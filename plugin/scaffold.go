@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
@@ -87,10 +88,15 @@ the VMs, not the agents: each VM gets its Pod's name as hostname, so
 
 The VMs go where the workload goes: -n, else the kubeconfig's namespace, else
 "default". Nothing is sent to the cluster; when it can be reached, the
-prototype is read once, to warn on stderr, in the words the agents would use,
-when they will refuse it (it is missing, it shares a writable disk, it carries
-vmctl's own markers) and when its guest may take longer to shut down than the
-Pod is given. The manifests are printed all the same, unless --strict makes a
+prototype is read once. Its placement (nodeSelector, affinity, tolerations,
+priority class, with its instancetype's and preference's, as KubeVirt gives
+its VMs' launcher Pods) goes into the Pod template, annotated
+vmctl.kubevirt.io/placement, so that agents go where their VMs may run; when
+the prototype cannot be read, stderr says so and no placement is written. It
+warns on stderr, in the words the agents would use, when they will refuse the
+prototype (it is missing, it shares a writable disk, it carries vmctl's own
+markers) and when its guest may take longer to shut down than the Pod is
+given. The manifests are printed all the same, unless --strict makes a
 warning an error.
 
 Kinds: ` + scaffold.ValidKinds + `.
@@ -246,15 +252,15 @@ func (o *ScaffoldOptions) Validate() error {
 // Run prints the manifests, after warnings about the prototype on ErrOut;
 // with Strict, a warning is an error instead.
 func (o *ScaffoldOptions) Run(ctx context.Context) error {
+	warnings, notes := o.checkPrototype(ctx)
+	if o.Strict && len(warnings) > 0 {
+		return fmt.Errorf("--strict: %s", strings.Join(warnings, "; "))
+	}
 	objs, err := scaffold.Build(o.params)
 	if err != nil {
 		return err
 	}
-	warnings := o.checkPrototype(ctx)
-	if o.Strict && len(warnings) > 0 {
-		return fmt.Errorf("--strict: %s", strings.Join(warnings, "; "))
-	}
-	for _, w := range warnings {
+	for _, w := range append(warnings, notes...) {
 		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s\n", w)
 	}
 	if o.Output == "json" {
@@ -263,36 +269,45 @@ func (o *ScaffoldOptions) Run(ctx context.Context) error {
 	return scaffold.WriteYAML(o.Out, objs)
 }
 
-// prototypeLookupTimeout bounds the one GET of the prototype: scaffold must
-// not hang without a cluster.
+// prototypeLookupTimeout bounds the one GET of the prototype, and of its
+// instancetype and preference: scaffold must not hang without a cluster.
 const prototypeLookupTimeout = 3 * time.Second
 
 // checkPrototype reads the prototype and says, in the agents' words, what
 // they will refuse, and whether its guest may take longer to shut down than
-// the agent waits for it. Without a cluster, or without leave to read the
-// prototype, it says nothing, and logs why at -v=2.
-func (o *ScaffoldOptions) checkPrototype(ctx context.Context) []string {
+// the agent waits for it. It copies the prototype's placement, with its
+// instancetype's and preference's, into the parameters, so the agent Pods
+// go where their VMs may run. Without a cluster, or without leave to read
+// the prototype, it copies none and says so in a note (logging why at
+// -v=2): notes are not the prototype's fault, and --strict ignores them.
+func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes []string) {
 	ns, name := o.params.PrototypeNamespace(), o.params.Prototype
 	err := o.clientsErr
 	var proto *kubevirtv1.VirtualMachine
+	ctx, cancel := context.WithTimeout(ctx, prototypeLookupTimeout)
+	defer cancel()
 	if err == nil {
-		ctx, cancel := context.WithTimeout(ctx, prototypeLookupTimeout)
-		defer cancel()
 		proto, err = o.clients.KubeVirt.KubevirtV1().VirtualMachines(ns).Get(ctx, name, metav1.GetOptions{})
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return []string{derive.PrototypeNotFound(ns, name)}
+		return []string{derive.PrototypeNotFound(ns, name)}, nil
 	case err != nil:
 		klog.V(2).InfoS("Not checking the prototype", "prototype", klog.KRef(ns, name), "err", err)
-		return nil
+		return nil, []string{fmt.Sprintf("cannot read prototype %s/%s (-v=2 says why), so the agent Pods carry none of its "+
+			"nodeSelector, affinity, tolerations or priority class and may land where its VMs cannot run; "+
+			"run scaffold where the prototype can be read", ns, name)}
 	}
-	var warnings []string
 	if err := derive.Refusal(proto, o.params.Namespace, o.params.DeriveOptions()); err != nil {
 		warnings = append(warnings, err.Error())
 	}
 	if msg := o.params.GracePeriodWarning(derive.GuestGracePeriod(proto)); msg != "" {
 		warnings = append(warnings, msg)
 	}
-	return warnings
+	p, err := placement.Resolve(ctx, o.clients.KubeVirt, proto)
+	if err != nil {
+		notes = append(notes, fmt.Sprintf("prototype %s/%s: %v", ns, name, err))
+	}
+	o.params.Placement, o.params.PlacementKey = &p, placement.Key(proto)
+	return warnings, notes
 }

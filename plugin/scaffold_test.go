@@ -18,6 +18,7 @@ import (
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
@@ -51,6 +52,12 @@ func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error
 			Spec:       kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
 		})
 	}
+	// The prototype in "protos" runs on dedicated, tainted nodes: its agents
+	// must go there too.
+	dedicated := protos[3].(*kubevirtv1.VirtualMachine).Spec.Template
+	dedicated.Spec.NodeSelector = map[string]string{"pool": "vms"}
+	dedicated.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "vms", Effect: corev1.TaintEffectNoSchedule}}
+	dedicated.Spec.PriorityClassName = "vm-high"
 	return runScaffoldWith(t, protos, args...)
 }
 
@@ -72,8 +79,16 @@ func TestScaffoldNeedsNoCluster(t *testing.T) {
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	root := NewCmdVmctl(streams)
 	root.SetArgs([]string{"scaffold", "ds", "testvm", "-n", "vms", "--kubeconfig", filepath.Join(t.TempDir(), "none")})
-	if code := Execute(root, streams); code != 0 || !strings.Contains(out.String(), "kind: DaemonSet") || errOut.Len() != 0 {
+	if code := Execute(root, streams); code != 0 || !strings.Contains(out.String(), "kind: DaemonSet") {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	}
+	// Without the prototype there is no placement to copy: say so.
+	if want := "Warning: cannot read prototype vms/testvm (-v=2 says why), so the agent Pods carry none of its nodeSelector"; !strings.HasPrefix(errOut.String(), want) ||
+		strings.Count(errOut.String(), "\n") != 1 {
+		t.Errorf("stderr %q, want one line starting %q", errOut, want)
+	}
+	if strings.Contains(out.String(), placement.Annotation+":") {
+		t.Errorf("wrote a placement it could not read:\n%s", out)
 	}
 }
 

@@ -52,6 +52,10 @@ type Config struct {
 	ProbeAddress string
 	// DeleteTimeout bounds how long shutdown waits for the VM to be gone.
 	DeleteTimeout time.Duration
+	// PlacementKey is the placement.Key the Pod's template carries
+	// (EnvPlacementKey); empty when it carries none, and then the agent
+	// does not compare it with its prototype's.
+	PlacementKey string
 	// Backoff paces retries; the zero value means DefaultBackoff.
 	Backoff wait.Backoff
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
 // requestTimeout bounds a create or delete. These run detached from the
@@ -83,6 +84,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 	ref := want.Namespace + "/" + want.Name
 	a.checkGracePeriod(ctx, want, protoRef)
 	a.checkEvictionStrategy(ctx, proto)
+	a.checkPlacement(ctx, proto, protoRef)
 
 	created, err := a.create(ctx, want)
 	if err == nil {
@@ -250,4 +252,30 @@ func (a *Agent) checkGracePeriod(ctx context.Context, vm *kubevirtv1.VirtualMach
 		guest, protoRef, a.cfg.DeleteTimeout, int64((guest+derive.ShutdownSlack+10*time.Second)/time.Second))
 	klog.FromContext(ctx).Info("Grace period too short", "message", msg)
 	a.report.event(corev1.EventTypeWarning, ReasonGracePeriod, msg)
+}
+
+// checkPlacement compares the placement the Pod's template carries with
+// the prototype's, remembers whether it changed, and records one Warning
+// Event per prototype placement that differs. The agent makes its VM all
+// the same: the VM keeps the prototype's own node requirements beside the
+// pin, so it never runs where the prototype rules out. On a node that
+// meets them it runs and the Pod is Ready; on one that does not, it stays
+// unschedulable, says so (package stuck), and /readyz names the placement.
+func (a *Agent) checkPlacement(ctx context.Context, proto *kubevirtv1.VirtualMachine, protoRef string) {
+	stale := placement.Stale(a.cfg.PlacementKey, proto)
+	a.placementChanged.Store(stale)
+	if !stale {
+		return
+	}
+	now := placement.Key(proto)
+	if a.warnedPlacement == now {
+		return
+	}
+	a.warnedPlacement = now
+	msg := fmt.Sprintf("the placement of prototype %s (its nodeSelector, affinity, tolerations, priority class, instancetype or preference) "+
+		"changed since the Pod's template was written (key %s, now %s): the Pod was placed by the old rules, and its VM, which follows "+
+		"the new ones, runs on node %s only if the node meets them; roll the new placement out with `kubectl vmctl rollout restart %s -n %s`",
+		protoRef, a.cfg.PlacementKey, now, a.pod.Node, a.cfg.Prototype, a.pod.PodNamespace)
+	klog.FromContext(ctx).Info("Placement changed", "message", msg)
+	a.report.event(corev1.EventTypeWarning, ReasonPlacementChanged, msg)
 }

@@ -28,6 +28,9 @@ const (
 	ReasonEvictionStrategy     = "EvictionStrategyOverridden"
 	ReasonEvacuated            = "Evacuated"
 	ReasonPodUnknown           = "PodUnknown"
+	// ReasonPlacementChanged is also what /readyz says while the VM is not
+	// ready and the Pod was placed by an older placement of the prototype.
+	ReasonPlacementChanged = "PlacementChanged"
 )
 
 // EventComponent is the source.component of the agent's Events.

@@ -15,6 +15,10 @@ const (
 	EnvPodNamespace = "POD_NAMESPACE"
 	EnvNodeName     = "NODE_NAME"
 	EnvPodUID       = "POD_UID"
+	// EnvPlacementKey is the placement.Key of the prototype whose placement
+	// the Pod's template carries (its placement.Annotation); empty or unset
+	// when it carries none, and the agent does not check.
+	EnvPlacementKey = "PLACEMENT_KEY"
 )
 
 // ServiceAccountNamespaceFile holds the Pod's namespace in every Pod that

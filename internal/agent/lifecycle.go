@@ -50,6 +50,12 @@ type Agent struct {
 	// vmLost is set when someone else deleted the agent's VM: the next VM
 	// it makes is a recreation.
 	vmLost bool
+	// placementChanged is set when the prototype, when the agent last made
+	// or took its VM, placed its VMs otherwise than the Pod's template
+	// says (checkPlacement); warnedPlacement is the prototype key it last
+	// recorded an Event for.
+	placementChanged atomic.Bool
+	warnedPlacement  string
 }
 
 // New returns an Agent for cfg, which must have passed Validate.
@@ -287,6 +293,11 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 		a.status.set(false, ReadyzVMNotReady+": "+string(vm.Status.PrintableStatus))
 	default:
 		a.status.set(false, ReadyzVMNotReady)
+	}
+	if !ready && a.placementChanged.Load() && vm.DeletionTimestamp == nil && a.evacuation.Load() == notEvacuated {
+		// The likeliest cause of a VM that does not come up on a node its
+		// Pod was placed on by older rules; the Event says more.
+		a.status.set(false, ReasonPlacementChanged)
 	}
 	if ready != a.wasReady {
 		a.wasReady = ready

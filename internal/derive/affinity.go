@@ -2,6 +2,7 @@ package derive
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -11,8 +12,11 @@ import (
 // requirement into every existing term, so the prototype's own constraints
 // still hold; adding a separate term would OR it and pin nothing.
 //
-// A metadata.name matchFields requirement already in a term is replaced:
-// the Pod is already running on node, so that is where the VM must go.
+// The pin comes first in each term's matchFields, and a metadata.name
+// requirement the prototype has stays after it: scaffold gives the agent
+// Pods the prototype's placement, so the agent's node meets it, and where
+// it does not (a workload scaffolded before, or by hand) the VM cannot be
+// scheduled and says why, rather than run where its prototype forbids.
 // Preferred terms, pod (anti-)affinity and nodeSelector are left alone.
 func pinToNode(affinity *corev1.Affinity, node string) *corev1.Affinity {
 	if affinity == nil {
@@ -29,19 +33,20 @@ func pinToNode(affinity *corev1.Affinity, node string) *corev1.Affinity {
 	if len(required.NodeSelectorTerms) == 0 {
 		required.NodeSelectorTerms = []corev1.NodeSelectorTerm{{}}
 	}
+	pin := corev1.NodeSelectorRequirement{
+		Key:      metav1.ObjectNameField,
+		Operator: corev1.NodeSelectorOpIn,
+		Values:   []string{node},
+	}
 	for i := range required.NodeSelectorTerms {
 		term := &required.NodeSelectorTerms[i]
 		fields := make([]corev1.NodeSelectorRequirement, 0, len(term.MatchFields)+1)
+		fields = append(fields, pin)
 		for _, r := range term.MatchFields {
-			if r.Key != metav1.ObjectNameField {
+			if !equality.Semantic.DeepEqual(r, pin) {
 				fields = append(fields, r)
 			}
 		}
-		fields = append(fields, corev1.NodeSelectorRequirement{
-			Key:      metav1.ObjectNameField,
-			Operator: corev1.NodeSelectorOpIn,
-			Values:   []string{node},
-		})
 		term.MatchFields = fields
 	}
 	return affinity

@@ -20,7 +20,7 @@ func requiredOnly(terms ...corev1.NodeSelectorTerm) *corev1.Affinity {
 func TestPinToNode(t *testing.T) {
 	arch := corev1.NodeSelectorRequirement{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}
 	virt := corev1.NodeSelectorRequirement{Key: "node-role.kubernetes.io/virt", Operator: corev1.NodeSelectorOpExists}
-	zoneField := corev1.NodeSelectorRequirement{Key: "metadata.namespace", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"x"}}
+	notOnC := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"node-c"}}
 	preferred := []corev1.PreferredSchedulingTerm{{
 		Weight:     10,
 		Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "disktype", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}},
@@ -73,15 +73,20 @@ func TestPinToNode(t *testing.T) {
 			),
 		},
 		{
-			name: "a metadata.name field requirement is replaced by the pod's node, others are kept",
+			name: "the pin comes first; the prototype's own metadata.name requirements stay",
 			in: requiredOnly(corev1.NodeSelectorTerm{
 				MatchExpressions: []corev1.NodeSelectorRequirement{arch},
-				MatchFields:      []corev1.NodeSelectorRequirement{pinned("node-b"), zoneField},
+				MatchFields:      []corev1.NodeSelectorRequirement{pinned("node-b"), notOnC},
 			}),
 			want: requiredOnly(corev1.NodeSelectorTerm{
 				MatchExpressions: []corev1.NodeSelectorRequirement{arch},
-				MatchFields:      []corev1.NodeSelectorRequirement{zoneField, pinned("node-a")},
+				MatchFields:      []corev1.NodeSelectorRequirement{pinned("node-a"), pinned("node-b"), notOnC},
 			}),
+		},
+		{
+			name: "a requirement equal to the pin is not repeated",
+			in:   requiredOnly(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{notOnC, pinned("node-a")}}),
+			want: requiredOnly(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{pinned("node-a"), notOnC}}),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
@@ -185,5 +186,23 @@ func TestCheckVMReportsDerivationErrors(t *testing.T) {
 	proto.Spec.Template = nil // derive.VM refuses this prototype
 	if c := CheckVM(&live, proto); c.Err == nil {
 		t.Fatalf("want a check with an error, got %+v", c)
+	}
+}
+
+// TestCheckVMSeesAPlacementChange: a prototype's placement is part of what
+// its VMs derive, so diff shows a new nodeSelector or toleration as drift,
+// which rollout restart rolls out.
+func TestCheckVMSeesAPlacementChange(t *testing.T) {
+	proto := loadPrototype(t)
+	live := derivedFor(t, proto, "web-0")
+	if c := CheckVM(&live, proto); c.Err != nil || c.Drifted() {
+		t.Fatalf("an unchanged prototype: %+v", c)
+	}
+	proto.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "gpu"}
+	proto.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+	c := CheckVM(&live, proto)
+	if c.Err != nil || !strings.Contains(c.Diff, "+      nodeSelector:") || !strings.Contains(c.Diff, "+        pool: gpu") ||
+		!strings.Contains(c.Diff, "+      tolerations:") {
+		t.Errorf("diff of a prototype with a new placement:\n%s (err %v)", c.Diff, c.Err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
 // lastApplied is the annotation `kubectl apply` keeps a whole copy of the
@@ -13,7 +15,8 @@ const lastApplied = corev1.LastAppliedConfigAnnotation
 // Slim returns a copy of obj (a Pod, VirtualMachine or
 // VirtualMachineInstance) holding only what status, gc and rollout read:
 // metadata without managedFields or a last-applied copy; of a VM, its
-// status and of its spec only the runStrategy; of a VMI, its node,
+// status and of its spec only the runStrategy and what places it
+// (placement.KeepInputs); of a VMI, its node,
 // evacuation node, conditions and first address; of a Pod, its node, its
 // containers' names and arguments and its readiness. 10,000 VMs so kept
 // take a fraction of the memory of the full objects. Other objects (an
@@ -45,9 +48,11 @@ func Slim(obj any) (any, error) {
 }
 
 func slimVM(o *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
-	// Of the spec, only what stuck.Of reads: whether someone stopped it.
+	// Of the spec, only what stuck.Of reads (whether someone stopped it)
+	// and what places its VMs (placement.KeepInputs), for a prototype's
+	// placement.Key.
 	vm := &kubevirtv1.VirtualMachine{ObjectMeta: o.ObjectMeta,
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: o.Spec.RunStrategy},
+		Spec: placement.KeepInputs(o).Spec,
 		Status: kubevirtv1.VirtualMachineStatus{
 			Ready:           o.Status.Ready,
 			PrintableStatus: o.Status.PrintableStatus,

@@ -11,10 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
 // Find lists the workloads of namespace ("" for all) that run agents of the
@@ -75,7 +77,15 @@ func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[ty
 		case err != nil:
 			return nil, fmt.Errorf("get prototype %s: %w", k, err)
 		default:
-			out[k] = Version{UID: proto.UID, Generation: proto.Generation}
+			v := Version{UID: proto.UID, Generation: proto.Generation, PlacementKey: placement.Key(proto)}
+			// Without its instancetype or preference the placement would be
+			// wrong: leave the template's as it is then.
+			if p, err := placement.Resolve(ctx, c.KubeVirt, proto); err == nil {
+				v.Placement = &p
+			} else {
+				klog.FromContext(ctx).V(1).Info("Not rolling out the prototype's placement", "prototype", k, "err", err)
+			}
+			out[k] = v
 		}
 	}
 	return out, nil

@@ -8,9 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
 // Annotations rollout restart writes into a workload's Pod template.
@@ -27,10 +29,15 @@ const (
 )
 
 // Version is the prototype a rollout rolls to: its UID and generation
-// (Generation -1 when it does not exist).
+// (Generation -1 when it does not exist), and where its VMs may run.
 type Version struct {
 	UID        types.UID
 	Generation int64
+	// PlacementKey is the prototype's placement.Key, and Placement its
+	// placement with its instancetype's and preference's; nil when they
+	// could not be read, and then a restart leaves the template's alone.
+	PlacementKey string
+	Placement    *placement.Placement
 }
 
 // Missing is the Version of a prototype that does not exist.
@@ -65,6 +72,11 @@ func PlanRestart(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.Virt
 	proto := w.Prototype()
 	if RestartedFor(w, v) {
 		return Plan{Why: fmt.Sprintf("already restarted for prototype %s generation %d", proto, generation)}
+	}
+	if placementStale(w.Template(), v) {
+		// The VMs may all be current (the Pods were replaced one by one),
+		// but the template still places new agents by the old rules.
+		return Plan{Restart: true, Why: fmt.Sprintf("its Pod template carries an older placement of prototype %s", proto)}
 	}
 	byName := vmsByName(vms, w)
 	var stale, current int
@@ -110,6 +122,13 @@ func vmsByName(vms []kubevirtv1.VirtualMachine, w Workload) map[string]*kubevirt
 	return out
 }
 
+// placementStale reports whether tmpl carries a placement of its prototype
+// (scaffold's placement.Annotation) other than v's, which is known.
+func placementStale(tmpl *corev1.PodTemplateSpec, v Version) bool {
+	key := tmpl.Annotations[placement.Annotation]
+	return key != "" && v.Placement != nil && v.PlacementKey != "" && key != v.PlacementKey
+}
+
 // RestartAnnotations are what a restart at now for v sets on the Pod
 // template.
 func RestartAnnotations(now time.Time, v Version) map[string]string {
@@ -123,19 +142,39 @@ func RestartAnnotations(now time.Time, v Version) map[string]string {
 	return a
 }
 
-// RestartPatch is the strategic merge patch that restarts a workload, as
-// kubectl rollout restart's does, with the generation recorded beside it.
-func RestartPatch(now time.Time, v Version) ([]byte, error) {
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{
-		"metadata": map[string]any{"annotations": RestartAnnotations(now, v)},
-	}}})
+// RestartPatch is the strategic merge patch that restarts a workload whose
+// Pod template is tmpl, as kubectl rollout restart's does, with the
+// generation recorded beside it: what ApplyRestart changes.
+func RestartPatch(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) ([]byte, error) {
+	restarted := tmpl.DeepCopy()
+	ApplyRestart(restarted, now, v)
+	before, err := json.Marshal(tmpl)
+	if err != nil {
+		return nil, err
+	}
+	after, err := json.Marshal(restarted)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(before, after, corev1.PodTemplateSpec{})
+	if err != nil {
+		return nil, fmt.Errorf("computing the restart's patch: %w", err)
+	}
+	return json.Marshal(map[string]any{"spec": map[string]json.RawMessage{"template": patch}})
 }
 
-// ApplyRestart sets the restart's annotations on tmpl, as the patch would:
-// for a client-side dry run.
+// ApplyRestart sets the restart's annotations on tmpl and, when tmpl
+// carries an older placement of the prototype than v's, the prototype's
+// current placement and its key: the placement fields scaffold wrote
+// (nodeSelector, affinity, tolerations, topology spread constraints,
+// priorityClassName, schedulerName) are replaced as a whole.
 func ApplyRestart(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) {
 	if tmpl.Annotations == nil {
 		tmpl.Annotations = map[string]string{}
+	}
+	if placementStale(tmpl, v) {
+		v.Placement.Apply(&tmpl.Spec)
+		tmpl.Annotations[placement.Annotation] = v.PlacementKey
 	}
 	for k, val := range RestartAnnotations(now, v) {
 		tmpl.Annotations[k] = val

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
 // TestAgentContract checks the scaffolded Pod against what the agent reads:
@@ -33,6 +34,7 @@ func TestAgentContract(t *testing.T) {
 		agent.EnvPodNamespace: "metadata.namespace",
 		agent.EnvPodUID:       "metadata.uid",
 		agent.EnvNodeName:     "spec.nodeName",
+		agent.EnvPlacementKey: "metadata.annotations['" + placement.Annotation + "']",
 	} {
 		if env[name] != path {
 			t.Errorf("env %s = %q, want fieldRef %s", name, env[name], path)

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
 
@@ -102,6 +102,14 @@ type Params struct {
 	// PodMonitor adds a Prometheus Operator PodMonitor for the agents'
 	// /metrics.
 	PodMonitor bool
+	// Placement, when set, is where the prototype's VMs may run
+	// (placement.Of): the agent Pods get it, so the scheduler puts each
+	// agent where its VM may go, and the template is annotated with
+	// PlacementKey. Nil when the prototype could not be read: the Pods then
+	// go anywhere and their agents do not check.
+	Placement *placement.Placement
+	// PlacementKey is placement.Key of the prototype; set with Placement.
+	PlacementKey string
 }
 
 // NewParams returns Params with every default set: name "vmctl-<prototype>",

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
 // Agent container settings.
@@ -81,6 +82,9 @@ func downwardEnv() []corev1.EnvVar {
 		env("POD_NAMESPACE", "metadata.namespace"),
 		env("POD_UID", "metadata.uid"),
 		env("NODE_NAME", "spec.nodeName"),
+		// The placement the template carries, to compare with the
+		// prototype's; empty when scaffold could not read the prototype.
+		env("PLACEMENT_KEY", "metadata.annotations['"+placement.Annotation+"']"),
 	}
 }
 
@@ -96,6 +100,15 @@ func httpProbe(path string, period int32) *corev1.Probe {
 }
 
 func (p Params) podTemplate() corev1.PodTemplateSpec {
+	t := p.agentTemplate()
+	if p.Placement != nil {
+		p.Placement.Apply(&t.Spec)
+		t.Annotations[placement.Annotation] = p.PlacementKey
+	}
+	return t
+}
+
+func (p Params) agentTemplate() corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: p.workloadLabels(), Annotations: scrapeAnnotations()},
 		Spec: corev1.PodSpec{

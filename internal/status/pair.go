@@ -14,6 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
@@ -34,15 +35,18 @@ const (
 
 // Problems status reports, in the PROBLEM column and in Row.Problems.
 const (
-	ProblemVMMissing     = "VM missing"
-	ProblemOtherNode     = "VM on another node"
-	ProblemPodGone       = "orphaned VM (pod gone)"
-	ProblemPodReplaced   = "orphaned VM (pod replaced)"
-	ProblemProtoMissing  = "prototype missing"
-	ProblemEvacuating    = "evacuating (node draining)"
-	ProblemHeldByDrain   = "held by a drain (node cordoned)"
-	problemNotReadyFmt   = "VM not ready for %s"
-	problemOlderProtoFmt = "VM from older prototype generation (%d < %d)"
+	ProblemVMMissing    = "VM missing"
+	ProblemOtherNode    = "VM on another node"
+	ProblemPodGone      = "orphaned VM (pod gone)"
+	ProblemPodReplaced  = "orphaned VM (pod replaced)"
+	ProblemProtoMissing = "prototype missing"
+	ProblemEvacuating   = "evacuating (node draining)"
+	ProblemHeldByDrain  = "held by a drain (node cordoned)"
+	// ProblemPlacementChanged: the Pod was placed by an older placement of
+	// its prototype than the prototype has now (placement.Stale).
+	ProblemPlacementChanged = "Pod placed by an older prototype placement"
+	problemNotReadyFmt      = "VM not ready for %s"
+	problemOlderProtoFmt    = "VM from older prototype generation (%d < %d)"
 )
 
 // Row is one line of `kubectl vmctl status`: an agent Pod with its VM, a Pod
@@ -220,7 +224,11 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	} else if since, ok := notReadySince(vm); ok && p.now.Sub(since) >= p.notReadyGrace {
 		r.Problems = append(r.Problems, fmt.Sprintf(problemNotReadyFmt, duration.HumanDuration(p.now.Sub(since))))
 	}
-	switch proto := p.protos[o.Prototype()]; {
+	proto := p.protos[o.Prototype()]
+	if pod != nil && proto != nil && placement.Stale(pod.Annotations[placement.Annotation], proto) {
+		r.Problems = append(r.Problems, ProblemPlacementChanged)
+	}
+	switch {
 	case proto == nil:
 		r.Problems = append(r.Problems, ProblemProtoMissing)
 	case o.HasGeneration && o.PrototypeGeneration < proto.Generation:

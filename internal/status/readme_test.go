@@ -22,7 +22,7 @@ func TestREADMETroubleshooting(t *testing.T) {
 	table, _, _ = strings.Cut(table, "\n## ")
 	for _, p := range append([]string{
 		ProblemVMMissing, ProblemOtherNode, ProblemPodGone, ProblemPodReplaced, ProblemProtoMissing,
-		ProblemEvacuating, ProblemHeldByDrain,
+		ProblemEvacuating, ProblemHeldByDrain, ProblemPlacementChanged,
 		strings.TrimSuffix(problemNotReadyFmt, "%s"),
 		strings.TrimSuffix(problemOlderProtoFmt, "(%d < %d)"),
 	}, stuck.Prefixes...) {

@@ -10,21 +10,26 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
 // TestSlimKeepsWhatPairReads pairs full objects and their kube.Slim copies: the
 // rows must not differ, and the originals must not change.
 func TestSlimKeepsWhatPairReads(t *testing.T) {
 	full := func() Inventory {
+		proto := prototype("ns", "web", 5)
+		proto.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", "keep": "me"}
+		proto.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
+		// Pod a was scaffolded before the prototype got a nodeSelector.
+		scaffolded := placement.Key(&proto)
+		proto.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "vms"}
+		proto.Spec.Template.Spec.Volumes = []kubevirtv1.Volume{{Name: "root"}}
 		pod := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod, func(p *corev1.Pod) {
 			p.Spec.Containers[0].Args = []string{"web", "--proto-namespace=ns"}
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_NAME", Value: "a"}}
 			p.Spec.Volumes = []corev1.Volume{{Name: "token"}}
-			p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}"}
+			p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", placement.Annotation: scaffolded}
 		})
-		proto := prototype("ns", "web", 5)
-		proto.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", "keep": "me"}
-		proto.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
 		running := vmi("ns", "web-a", "n2")
 		running.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{
 			{Name: "extra"}, {Name: "default", IP: "10.244.0.9", IPs: []string{"10.244.0.9", "fd00::9"}, MAC: "02:00:00:00:00:09"}}
@@ -62,8 +67,9 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 	want := Pair(&inv, t0, NotReadyGrace)
 	if len(want) != 4 || !slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemEvacuating) }) ||
 		!slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemHeldByDrain) }) ||
-		!slices.ContainsFunc(want, func(r Row) bool { return r.VMIP == "10.244.0.9" }) {
-		t.Fatalf("the fixture pairs into %d rows, want 4, one evacuating, one held by a drain and one at 10.244.0.9: %+v", len(want), want)
+		!slices.ContainsFunc(want, func(r Row) bool { return r.VMIP == "10.244.0.9" }) ||
+		!slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemPlacementChanged) }) {
+		t.Fatalf("the fixture pairs into %d rows, want 4, one evacuating, one held by a drain, one placed by an older placement and one at 10.244.0.9: %+v", len(want), want)
 	}
 	if diff := cmp.Diff(want, Pair(&slim, t0, NotReadyGrace)); diff != "" {
 		t.Errorf("rows of slim objects (-full +slim):\n%s", diff)
@@ -71,8 +77,8 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 	if diff := cmp.Diff(full(), inv); diff != "" {
 		t.Errorf("Slim changed the originals (-want +got):\n%s", diff)
 	}
-	if p := slim.Prototypes[0]; p.Spec.Template != nil || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" || p.Annotations["keep"] != "me" {
-		t.Errorf("slim prototype keeps spec or last-applied, or lost an annotation: %+v", p.ObjectMeta)
+	if p := slim.Prototypes[0]; p.Spec.Template.Spec.Volumes != nil || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" || p.Annotations["keep"] != "me" {
+		t.Errorf("slim prototype keeps more of its spec than what places it, or last-applied, or lost an annotation: %+v", p)
 	}
 	if p := slim.Pods[0]; p.Spec.Volumes != nil || p.Spec.Containers[0].Env != nil || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
 		t.Errorf("slim pod keeps volumes, env or last-applied: %+v", p)
