@@ -59,11 +59,12 @@ func (b *Binaries) set(name, path string) {
 // What the first builds take on a 2-core machine with empty Go caches,
 // downloading the modules included; the progress lines say it. The control
 // plane's build took 6m52s on a quiet 2-core machine from empty caches,
-// after `make demo` had built kubectl-vmctl, whose compiled Kubernetes
-// libraries it reuses (TestToolsModuleSharesVersionsWithTheProduct). The
-// kubelet and kube-proxy add 95 CPU-seconds to it.
+// and 5m28s where `make demo` had downloaded its modules meanwhile, after
+// kubectl-vmctl's build, whose compiled Kubernetes libraries it reuses
+// (TestToolsModuleSharesVersionsWithTheProduct). The kubelet and kube-proxy
+// add 95 CPU-seconds to it.
 const (
-	controlPlaneEstimate = "6-8 minutes on 2 cores with empty Go caches"
+	controlPlaneEstimate = "5-7 minutes on 2 cores with empty Go caches"
 	nodeEstimate         = "about a minute on 2 cores after the control plane"
 )
 

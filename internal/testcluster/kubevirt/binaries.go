@@ -90,10 +90,10 @@ func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (B
 }
 
 // buildEstimate is what the build takes on a 2-core machine with empty Go
-// caches, downloading the modules included; the progress line says it. It
-// took 565 CPU-seconds, 4-5 minutes on 2 cores (as three builds it took
-// 5m41s, virt-api alone 4m50s).
-const buildEstimate = "4-5 minutes on 2 cores with empty Go caches"
+// caches, downloading the modules included; the progress line says it. On
+// a quiet 2-core machine it took 4m6s, and 3m20s where `make demo` had
+// downloaded its modules meanwhile.
+const buildEstimate = "3-5 minutes on 2 cores with empty Go caches"
 
 func build(ctx context.Context, toolsDir, dir string, progress io.Writer) error {
 	_, _ = fmt.Fprintf(progress, "building KubeVirt %s: virt-api, virt-controller and its manifests (%s) into %s...\n", Version, buildEstimate, dir)
