@@ -1,14 +1,20 @@
 package rollout
 
 import (
+	"encoding/json"
 	"strconv"
+	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
@@ -56,4 +62,29 @@ func vm(p corev1.Pod, gen int64, ready bool) kubevirtv1.VirtualMachine {
 		},
 		Status: kubevirtv1.VirtualMachineStatus{Ready: ready},
 	}
+}
+
+// patchIsApplyRestart checks that patch, applied to w's Deployment as the API
+// server applies it, gives what ApplyRestart gives as a client dry run, and
+// returns the patched Deployment.
+func patchIsApplyRestart(t *testing.T, w Workload, patch []byte, now time.Time, v Version) *appsv1.Deployment {
+	t.Helper()
+	orig, err := json.Marshal(w.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := strategicpatch.StrategicMergePatch(orig, patch, &appsv1.Deployment{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var viaPatch appsv1.Deployment
+	if err := json.Unmarshal(patched, &viaPatch); err != nil {
+		t.Fatal(err)
+	}
+	local := w.Object.DeepCopyObject().(*appsv1.Deployment)
+	ApplyRestart(&local.Spec.Template, now, v)
+	if diff := cmp.Diff(local, &viaPatch); diff != "" {
+		t.Errorf("client dry run and patch differ (-dry run +patch):\n%s", diff)
+	}
+	return &viaPatch
 }

@@ -1,14 +1,11 @@
 package rollout
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
@@ -42,30 +39,14 @@ func TestRestartRollsThePlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig, err := json.Marshal(w.Object)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patched, err := strategicpatch.StrategicMergePatch(orig, patch, &appsv1.Deployment{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var viaPatch appsv1.Deployment
-	if err := json.Unmarshal(patched, &viaPatch); err != nil {
-		t.Fatal(err)
-	}
-	local := w.Object.DeepCopyObject().(*appsv1.Deployment)
-	ApplyRestart(&local.Spec.Template, now, v)
-	if diff := cmp.Diff(local, &viaPatch); diff != "" {
-		t.Errorf("client dry run and patch differ (-dry run +patch):\n%s", diff)
-	}
+	viaPatch := patchIsApplyRestart(t, w, patch, now, v)
 	if got := placement.FromPodSpec(&viaPatch.Spec.Template.Spec); !got.Equal(want) {
 		t.Errorf("placement after the restart (-want +got):\n%s", cmp.Diff(want, got))
 	}
 	if a := viaPatch.Spec.Template.Annotations; a[placement.Annotation] != "new" || a["keep"] != "me" {
 		t.Errorf("annotations after the restart: %v", a)
 	}
-	if got := PlanRestart(Workload{Object: &viaPatch, Agent: w.Agent}, v, nil, nil); got.Restart {
+	if got := PlanRestart(Workload{Object: viaPatch, Agent: w.Agent}, v, nil, nil); got.Restart {
 		t.Errorf("plan after the restart = %+v, want none", got)
 	}
 }

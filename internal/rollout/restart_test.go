@@ -1,14 +1,11 @@
 package rollout
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -59,25 +56,9 @@ func TestRestartPatchIsApplyRestart(t *testing.T) {
 	if want := `{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-23T13:00:00Z","vmctl.kubevirt.io/restarted-for-generation":"2"}}}}}`; string(patch) != want {
 		t.Errorf("patch %s, want %s", patch, want)
 	}
-	orig, err := json.Marshal(w.Object)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patched, err := strategicpatch.StrategicMergePatch(orig, patch, &appsv1.Deployment{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var viaPatch appsv1.Deployment
-	if err := json.Unmarshal(patched, &viaPatch); err != nil {
-		t.Fatal(err)
-	}
-	local := w.Object.DeepCopyObject().(*appsv1.Deployment)
-	ApplyRestart(&local.Spec.Template, now, Version{Generation: 2})
-	if diff := cmp.Diff(local, &viaPatch); diff != "" {
-		t.Errorf("client dry run and patch differ (-dry run +patch):\n%s", diff)
-	}
-	if local.Spec.Template.Annotations["keep"] != "me" || !RestartedFor(Workload{Object: local}, Version{Generation: 2}) {
-		t.Errorf("annotations after the restart: %v", local.Spec.Template.Annotations)
+	restarted := patchIsApplyRestart(t, w, patch, now, Version{Generation: 2})
+	if restarted.Spec.Template.Annotations["keep"] != "me" || !RestartedFor(Workload{Object: restarted}, Version{Generation: 2}) {
+		t.Errorf("annotations after the restart: %v", restarted.Spec.Template.Annotations)
 	}
 }
 
