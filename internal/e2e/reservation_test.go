@@ -196,7 +196,8 @@ func TestReservationQuota(t *testing.T) {
 	manifests := vmctl(t, "scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "60", "--replicas", fmt.Sprint(n))
 	reservation := reservationOf(t, manifests)
 	perVM := reservation.DeepCopy()
-	perVM.Add(*scaffold.OwnRequests().Memory())
+	own := scaffold.OwnRequests()
+	perVM.Add(*own.Memory())
 	quota := perVM.DeepCopy()
 	for range n - 1 {
 		quota.Add(perVM)
