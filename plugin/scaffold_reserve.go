@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/version"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // minResizeVersion is the first Kubernetes whose Pods resize in place by
@@ -44,7 +44,7 @@ func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.Vir
 	if err == nil {
 		var r corev1.ResourceList
 		if r, err = reserve.Launcher(proto, in); err == nil {
-			o.params.Reservation = roundUp(r)
+			o.params.Reservation = scaffold.RoundReservation(r)
 			return nil, nil
 		}
 	}
@@ -69,19 +69,4 @@ func (o *ScaffoldOptions) unsized() string {
 		return ""
 	}
 	return "they hold no room for its VMs' CPU and memory either, so the scheduler does not see their size; "
-}
-
-// roundUp keeps r's CPU and memory, rounded up to whole millicores and
-// mebibytes, which read better in the manifests and hold a little more,
-// never less.
-func roundUp(r corev1.ResourceList) corev1.ResourceList {
-	const mi = 1 << 20
-	out := corev1.ResourceList{}
-	if q, ok := r[corev1.ResourceCPU]; ok {
-		out[corev1.ResourceCPU] = *resource.NewMilliQuantity(q.MilliValue(), resource.DecimalSI)
-	}
-	if q, ok := r[corev1.ResourceMemory]; ok {
-		out[corev1.ResourceMemory] = *resource.NewQuantity((q.Value()+mi-1)/mi*mi, resource.BinarySI)
-	}
-	return out
 }
