@@ -169,17 +169,25 @@ func TestReservationPendingUntilRoom(t *testing.T) {
 
 	start = time.Now()
 	scale(t, ns, "first", 2)
-	waitPaired(t, ns, "testvm", 4, settle)
-	t.Logf("after first scaled in to 2, second's 2 Pending agents ran with their VMs in %v", time.Since(start).Round(time.Millisecond))
-	pods, err := agentPods(t.Context(), ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range pending {
-		if _, ok := pods[name]; !ok {
-			t.Errorf("Pending Pod %s did not run", name)
+	eventually(t, settle, "second's Pending agents to run with their VMs", func(ctx context.Context) (bool, string, error) {
+		pods, err := agentPods(ctx, ns)
+		if err != nil {
+			return false, "", err
 		}
-	}
+		vms, err := derivedVMs(ctx, ns)
+		if err != nil {
+			return false, "", err
+		}
+		for name := range pending {
+			vm, ok := vms[derive.Name("testvm", name)]
+			if _, running := pods[name]; !running || !ok || !vm.Status.Ready {
+				return false, describe(pods, vms), nil
+			}
+		}
+		return true, "", nil
+	})
+	t.Logf("after first scaled in to 2, second's 2 Pending agents ran with their VMs in %v", time.Since(start).Round(time.Millisecond))
+	waitPaired(t, ns, "testvm", 4, settle)
 	checkResized(t, ns)
 	checkNoProblems(t, ns)
 }

@@ -67,13 +67,5 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 // podPolicyBinding enforces the pod policy in Namespace, where the agents'
 // Pods run.
 func (p Params) podPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: p.podPolicyName(), Labels: p.labels(ComponentAdmission)},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        p.podPolicyName(),
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: p.namespaceSelector()},
-		},
-	}
+	return p.namespaceBinding(p.podPolicyName())
 }
