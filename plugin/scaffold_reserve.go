@@ -49,7 +49,7 @@ func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.Vir
 		}
 	}
 	return nil, fmt.Errorf("cannot size the VMs of prototype %s/%s, which each agent Pod holds room for: %w; "+
-		"fix what is missing, or pass --reserve=false to scaffold agents that do not hold it (the scheduler then does not see the VMs' size)",
+		"or pass --reserve=false to scaffold agents that do not hold it (the scheduler then does not see the VMs' size)",
 		proto.Namespace, proto.Name, err)
 }
 

@@ -42,7 +42,7 @@ func TestScaffoldReservation(t *testing.T) {
 		{name: "--reserve=false", server: "v1.36.3", proto: proto, args: []string{"--reserve=false"},
 			stderr: "Warning: --reserve=false: " + notCounted},
 		{name: "missing instancetype", server: "v1.36.3", proto: typed,
-			err: "cannot size the VMs of prototype vms/testvm, which each agent Pod holds room for: reading cluster instancetype u1.large: "},
+			err: "cannot size the VMs of prototype vms/testvm, which each agent Pod holds room for: VM vms/testvm: read VirtualMachineClusterInstancetype u1.large: "},
 		{name: "missing instancetype, --reserve=false", server: "v1.36.3", proto: typed, args: []string{"--reserve=false"},
 			stderr: "Warning: --reserve=false"},
 	}
