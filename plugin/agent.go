@@ -31,6 +31,8 @@ type AgentOptions struct {
 	StopOnEvacuation   bool
 	ProbeAddress       string
 	DeleteTimeout      time.Duration
+	OwnRequests        string
+	OwnLimits          string
 	Verbosity          int
 
 	// TerminationLogPath receives the error that stops the agent, when the
@@ -119,6 +121,10 @@ once. /metrics on the probe address serves Prometheus metrics.`,
 	flags.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz, /readyz and /metrics on.")
 	flags.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout,
 		"The shutdown's deadline, from the signal: a create still going on, the VM's deletion and the wait for it to be gone all end by then, and the agent exits 1 if the VM may outlive the Pod. Keep it under the Pod's terminationGracePeriodSeconds.")
+	flags.StringVar(&o.OwnRequests, "own-requests", o.OwnRequests,
+		"The agent container's own requests, as cpu=10m,memory=32Mi, when the Pod asks for more to hold its VM's room: before it makes the VM, "+
+			"the agent resizes its Pod (pods/resize) to these, unless "+agent.EnvRequestsCPU+" and "+agent.EnvRequestsMemory+" (downward API) say it did already.")
+	flags.StringVar(&o.OwnLimits, "own-limits", o.OwnLimits, "The agent container's own limits, as cpu=100m,memory=64Mi, which the resize of --own-requests sets.")
 	flags.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
 	cmd.ValidArgsFunction = CompletePrototypes(f)
 	RegisterNamespaceCompletion(cmd, f)
@@ -187,6 +193,15 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 	}
 	if key, ok := o.LookupEnv(agent.EnvPlacementKey); ok {
 		o.config.PlacementKey = strings.TrimSpace(key)
+	}
+	if o.config.OwnRequests, err = agent.ParseResources(o.OwnRequests); err != nil {
+		return fmt.Errorf("--own-requests: %w", err)
+	}
+	if o.config.OwnLimits, err = agent.ParseResources(o.OwnLimits); err != nil {
+		return fmt.Errorf("--own-limits: %w", err)
+	}
+	if o.config.Requests, err = agent.RequestsFromEnv(o.LookupEnv); err != nil {
+		return err
 	}
 	o.clients, err = f.Clients()
 	return err

@@ -36,6 +36,9 @@ type ScaffoldOptions struct {
 	Output             string
 	// Strict makes a warning about the prototype an error.
 	Strict bool
+	// Reserve makes each agent Pod hold its VM's room until it makes the
+	// VM (scaffold.Params.Reservation).
+	Reserve bool
 
 	// replicasSet records an explicit --replicas, which a DaemonSet rejects.
 	replicasSet bool
@@ -57,6 +60,7 @@ func NewScaffoldOptions(streams genericiooptions.IOStreams) *ScaffoldOptions {
 		Replicas:        scaffold.DefaultReplicas,
 		GracePeriod:     scaffold.DefaultGracePeriodSeconds,
 		AdmissionPolicy: true,
+		Reserve:         true,
 		Output:          "yaml",
 		IOStreams:       streams,
 	}
@@ -98,6 +102,16 @@ prototype (it is missing, it shares a writable disk, it carries vmctl's own
 markers) and when its guest may take longer to shut down than the Pod is
 given. The manifests are printed all the same, unless --strict makes a
 warning an error.
+
+Each agent Pod asks for its VM's CPU and memory (what the scheduler counts
+for the VM's virt-launcher Pod, computed from the prototype, its
+instancetype and preference, and KubeVirt's configuration) on top of its
+own, so it lands only where its VM fits and quotas count the VM; the agent
+resizes its Pod to its own 10m/32Mi just before it makes the VM, and its
+Role may do that to its own Pod only (docs/reservation.md). This needs
+Kubernetes 1.35 or later; on an older server, or with --reserve=false,
+scaffold warns and the agents ask for their own only. When the VM's size
+cannot be computed (a missing instancetype), scaffold fails.
 
 Kinds: ` + scaffold.ValidKinds + `.
 
@@ -157,6 +171,10 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 		"Add a Prometheus Operator PodMonitor (monitoring.coreos.com/v1) that scrapes the agents' /metrics.")
 	flags.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, json).")
 	flags.BoolVar(&o.Strict, "strict", o.Strict, "Exit 1 without printing the manifests when the prototype draws a warning.")
+	flags.BoolVar(&o.Reserve, "reserve", o.Reserve,
+		"Have each agent Pod ask for its VM's CPU and memory (its virt-launcher Pod's requests, computed from the prototype) on top of its own, "+
+			"so the scheduler and quotas count the VM where the agent lands, and give them back by resizing itself just before it makes the VM. "+
+			"Needs Kubernetes 1.35 or later; --reserve=false asks for the agent's own only.")
 	RegisterNamespaceCompletion(cmd, f)
 	return cmd
 }
@@ -252,7 +270,10 @@ func (o *ScaffoldOptions) Validate() error {
 // Run prints the manifests, after warnings about the prototype on ErrOut;
 // with Strict, a warning is an error instead.
 func (o *ScaffoldOptions) Run(ctx context.Context) error {
-	warnings, notes := o.checkPrototype(ctx)
+	warnings, notes, err := o.checkPrototype(ctx)
+	if err != nil {
+		return err
+	}
 	if o.Strict && len(warnings) > 0 {
 		return fmt.Errorf("--strict: %s", strings.Join(warnings, "; "))
 	}
@@ -280,9 +301,11 @@ const prototypeLookupTimeout = 3 * time.Second
 // go where their VMs may run. Without a cluster, or without leave to read
 // the prototype, it copies none and says so in a note (logging why at
 // -v=2): notes are not the prototype's fault, and --strict ignores them.
-func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes []string) {
+// It computes the reservation too (see reservation), and errs when it
+// cannot.
+func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes []string, err error) {
 	ns, name := o.params.PrototypeNamespace(), o.params.Prototype
-	err := o.clientsErr
+	err = o.clientsErr
 	var proto *kubevirtv1.VirtualMachine
 	ctx, cancel := context.WithTimeout(ctx, prototypeLookupTimeout)
 	defer cancel()
@@ -291,12 +314,12 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return []string{derive.PrototypeNotFound(ns, name)}, nil
+		return []string{derive.PrototypeNotFound(ns, name)}, o.noReservation(ns, name), nil
 	case err != nil:
 		klog.V(2).InfoS("Not checking the prototype", "prototype", klog.KRef(ns, name), "err", err)
 		return nil, []string{fmt.Sprintf("cannot read prototype %s/%s (-v=2 says why), so the agent Pods carry none of its "+
 			"nodeSelector, affinity, tolerations or priority class and may land where its VMs cannot run; "+
-			"run scaffold where the prototype can be read", ns, name)}
+			"%srun scaffold where the prototype can be read", ns, name, o.unsized())}, nil
 	}
 	if err := derive.Refusal(proto, o.params.Namespace, o.params.DeriveOptions()); err != nil {
 		warnings = append(warnings, err.Error())
@@ -309,5 +332,6 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 		notes = append(notes, fmt.Sprintf("prototype %s/%s: %v", ns, name, err))
 	}
 	o.params.Placement, o.params.PlacementKey = &p, placement.Key(proto)
-	return warnings, notes
+	note, err := o.reservation(ctx, proto)
+	return warnings, append(notes, note...), err
 }

@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	apiversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -61,6 +63,10 @@ func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error
 	return runScaffoldWith(t, protos, args...)
 }
 
+// serverVersion is the Kubernetes version runScaffold's cluster reports:
+// the test cluster's, which resizes Pods in place.
+const serverVersion = "v1.36.3"
+
 // runScaffoldWith is runScaffold with protos as the cluster's VMs.
 func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
@@ -69,7 +75,9 @@ func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (std
 	o := NewScaffoldOptions(streams)
 	o.Version = "v1.2.3"
 	o.Image = scaffold.DefaultImage(o.Version)
-	f := fakeapi.NewFactory(t, "from-kubeconfig", kubefake.NewClientset(), virt)
+	kube := kubefake.NewClientset()
+	kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: serverVersion}
+	f := fakeapi.NewFactory(t, "from-kubeconfig", kube, virt)
 	err = opRun(t.Context(), f, newCmdScaffold(f, o), args...)
 	return out.String(), errOut.String(), err
 }
@@ -224,7 +232,8 @@ func TestScaffoldWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
 		// 300s for the guest, 10s for KubeVirt, 10s margin: 320s.
 		{[]string{"deployment", "testvm", "-n", "default"}, "Warning: prototype default/testvm gives its guest 5m0s to shut down (spec.template.spec.terminationGracePeriodSeconds), but with --grace-period 180 the agent waits only 2m50s for the VM to go, so it may outlive its Pod; use --grace-period 320 or more, or shorten the guest's\n"},
 		{[]string{"deployment", "testvm", "-n", "default", "--grace-period", "320"}, ""},
-		{[]string{"deployment", "testvm", "-n", "elsewhere"}, "Warning: prototype elsewhere/testvm not found; the agents wait until it exists\n"},
+		{[]string{"deployment", "testvm", "-n", "elsewhere"}, "Warning: prototype elsewhere/testvm not found; the agents wait until it exists\n" +
+			"Warning: prototype elsewhere/testvm is not there to size its VMs: " + notCounted + "; scaffold again once it exists\n"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			out, stderr, err := runScaffoldWith(t, []runtime.Object{proto}, tt.args...)

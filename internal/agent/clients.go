@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -35,9 +36,12 @@ type vmiAPI interface {
 	deleteVMI(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
 }
 
-// podAPI is all the agent asks of the core API about Pods: its own, once.
+// podAPI is all the agent asks of the core API about Pods: its own, once,
+// and a resize of its own, once.
 type podAPI interface {
 	getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// resize applies a strategic merge patch to the Pod's resize subresource.
+	resize(ctx context.Context, namespace, name string, patch []byte) error
 }
 
 type kubevirtVMs struct{ cs kubevirt.Interface }
@@ -111,4 +115,9 @@ type kubePods struct{ cs kubernetes.Interface }
 
 func (c kubePods) getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	return c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c kubePods) resize(ctx context.Context, namespace, name string, patch []byte) error {
+	_, err := c.cs.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize")
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -56,6 +57,14 @@ type Config struct {
 	// (EnvPlacementKey); empty when it carries none, and then the agent
 	// does not compare it with its prototype's.
 	PlacementKey string
+	// OwnRequests and OwnLimits are the agent container's own requests and
+	// limits (--own-requests, --own-limits): with a reservation it asks for
+	// more, and resizes itself to these before it makes its VM. Empty: it
+	// holds no reservation and never resizes.
+	OwnRequests, OwnLimits corev1.ResourceList
+	// Requests are the container's requests now (EnvRequestsCPU,
+	// EnvRequestsMemory); nil when unknown.
+	Requests corev1.ResourceList
 	// Backoff paces retries; the zero value means DefaultBackoff.
 	Backoff wait.Backoff
 }
@@ -86,6 +95,9 @@ func (c Config) Validate() error {
 	}
 	if c.DeleteTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("delete timeout must be positive, not %v", c.DeleteTimeout))
+	}
+	if len(c.OwnLimits) > 0 && len(c.OwnRequests) == 0 {
+		errs = append(errs, errors.New("own limits without own requests: pass --own-requests too"))
 	}
 	if c.ProbeAddress == "" {
 		errs = append(errs, errors.New("probe address is empty; use host:port such as :8080"))

@@ -56,6 +56,9 @@ type Agent struct {
 	// recorded an Event for.
 	placementChanged atomic.Bool
 	warnedPlacement  string
+	// resized is set once the agent gave back the room its Pod held for
+	// its VM (giveBack).
+	resized bool
 }
 
 // New returns an Agent for cfg, which must have passed Validate.

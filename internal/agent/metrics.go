@@ -201,6 +201,12 @@ func (c countingPods) getPod(ctx context.Context, namespace, name string) (*core
 	return pod, err
 }
 
+func (c countingPods) resize(ctx context.Context, namespace, name string, patch []byte) error {
+	err := c.podAPI.resize(ctx, namespace, name, patch)
+	c.m.apiError("patch", err)
+	return err
+}
+
 // countingEvents counts the failed requests of an EventSink: client-go's
 // broadcaster creates an Event, then patches it for repeats.
 type countingEvents struct {

@@ -17,6 +17,8 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // Find lists the workloads of namespace ("" for all) that run agents of the
@@ -85,6 +87,12 @@ func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[ty
 			} else {
 				klog.FromContext(ctx).V(1).Info("Not rolling out the prototype's placement", "prototype", k, "err", err)
 			}
+			// Nor the room its VMs need, when that cannot be computed.
+			if r, err := reservation(ctx, c, proto); err == nil {
+				v.Reservation = r
+			} else {
+				klog.FromContext(ctx).V(1).Info("Not rolling out the room the prototype's VMs need", "prototype", k, "err", err)
+			}
 			out[k] = v
 		}
 	}
@@ -113,4 +121,17 @@ func VMs(ctx context.Context, c kube.Clients, namespaces []string, prototype str
 		out = append(out, vms...)
 	}
 	return out, nil
+}
+
+// reservation is what scaffold reserves for proto's VMs.
+func reservation(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine) (corev1.ResourceList, error) {
+	in, err := reserve.Load(ctx, c, proto)
+	if err != nil {
+		return nil, err
+	}
+	r, err := reserve.Launcher(proto, in)
+	if err != nil {
+		return nil, err
+	}
+	return scaffold.RoundReservation(r), nil
 }

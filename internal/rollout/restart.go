@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // Annotations rollout restart writes into a workload's Pod template.
@@ -38,6 +39,11 @@ type Version struct {
 	// could not be read, and then a restart leaves the template's alone.
 	PlacementKey string
 	Placement    *placement.Placement
+	// Reservation is what scaffold would reserve for the prototype's VMs
+	// now (scaffold.RoundReservation of reserve.Launcher); nil when it
+	// could not be computed, and then a restart leaves the template's
+	// alone.
+	Reservation corev1.ResourceList
 }
 
 // Missing is the Version of a prototype that does not exist.
@@ -77,6 +83,10 @@ func PlanRestart(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.Virt
 		// The VMs may all be current (the Pods were replaced one by one),
 		// but the template still places new agents by the old rules.
 		return Plan{Restart: true, Why: fmt.Sprintf("its Pod template carries an older placement of prototype %s", proto)}
+	}
+	if reservationStale(w.Template(), v) {
+		return Plan{Restart: true, Why: fmt.Sprintf("its Pod template holds room for %s a VM, prototype %s's VMs need %s",
+			w.Template().Annotations[scaffold.ReservationAnnotation], proto, scaffold.FormatResources(v.Reservation))}
 	}
 	byName := vmsByName(vms, w)
 	var stale, current int
@@ -129,6 +139,15 @@ func placementStale(tmpl *corev1.PodTemplateSpec, v Version) bool {
 	return key != "" && v.Placement != nil && v.PlacementKey != "" && key != v.PlacementKey
 }
 
+// reservationStale reports whether tmpl holds room for its prototype's VMs
+// (scaffold's ReservationAnnotation) other than v's, which is known. A
+// template that holds none (scaffolded with --reserve=false, or on a
+// server without in-place resize) is left so.
+func reservationStale(tmpl *corev1.PodTemplateSpec, v Version) bool {
+	held := tmpl.Annotations[scaffold.ReservationAnnotation]
+	return held != "" && v.Reservation != nil && held != scaffold.FormatResources(v.Reservation)
+}
+
 // RestartAnnotations are what a restart at now for v sets on the Pod
 // template.
 func RestartAnnotations(now time.Time, v Version) map[string]string {
@@ -165,7 +184,9 @@ func RestartPatch(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) ([]byt
 
 // ApplyRestart sets the restart's annotations on tmpl and, when tmpl
 // carries an older placement of the prototype than v's, the prototype's
-// current placement and its key: the placement fields scaffold wrote
+// current placement and its key, and when it holds room for the
+// prototype's VMs other than v's, v's (scaffold.ApplyReservation): the
+// placement fields scaffold wrote
 // (nodeSelector, affinity, tolerations, topology spread constraints,
 // priorityClassName, schedulerName) are replaced as a whole.
 func ApplyRestart(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) {
@@ -175,6 +196,9 @@ func ApplyRestart(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) {
 	if placementStale(tmpl, v) {
 		v.Placement.Apply(&tmpl.Spec)
 		tmpl.Annotations[placement.Annotation] = v.PlacementKey
+	}
+	if reservationStale(tmpl, v) {
+		scaffold.ApplyReservation(tmpl, v.Reservation)
 	}
 	for k, val := range RestartAnnotations(now, v) {
 		tmpl.Annotations[k] = val

@@ -352,11 +352,17 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 
 // guardPolicyBinding enforces the guard policy in Namespace.
 func (p Params) guardPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return p.namespaceBinding(p.guardName())
+}
+
+// namespaceBinding enforces the policy name, which needs no parameter, in
+// Namespace.
+func (p Params) namespaceBinding(name string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: p.guardName(), Labels: p.labels(ComponentAdmission)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        p.guardName(),
+			PolicyName:        name,
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: p.namespaceSelector()},
 		},

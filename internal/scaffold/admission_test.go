@@ -1,17 +1,21 @@
 package scaffold
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
@@ -46,6 +50,9 @@ const (
 	ruleNotProto = "may never change or delete its prototype"
 	ruleOwnVM    = "the VirtualMachine is not this Pod's"
 	ruleOwnVMI   = "may only delete its own Pod's VMI"
+	// The pod policy's.
+	ruleOwnPod  = "may only resize its own Pod"
+	ruleSmaller = "may only make its own Pod smaller"
 )
 
 // ruleOf names the rule whose refusal says message, or "".
@@ -60,7 +67,7 @@ func ruleOf(message string) string {
 
 func allRules() []string {
 	return []string{ruleUID, ruleName, ruleRunsOwned, ruleVolumes, ruleDNSName, ruleHostAccess,
-		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI}
+		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleOwnPod, ruleSmaller}
 }
 
 // The UIDs of the agents' Pods and of the prototype.
@@ -206,6 +213,15 @@ type request struct {
 	object    runtime.Object // nil for a DELETE
 	oldObject runtime.Object // nil for a CREATE
 	token     token
+	// subresource is a Pod's: resize.
+	subresource string
+}
+
+// resize is a resize of pod to what change makes of it.
+func resize(pod *corev1.Pod, change func(*corev1.Pod)) request {
+	resized := pod.DeepCopy()
+	change(resized)
+	return request{op: admission.Update, object: resized, oldObject: pod, subresource: "resize"}
 }
 
 func create(obj runtime.Object) request { return request{op: admission.Create, object: obj} }
@@ -226,10 +242,29 @@ func (r request) target() metav1.Object {
 }
 
 func (r request) resource() string {
-	if _, ok := r.target().(*kubevirtv1.VirtualMachineInstance); ok {
+	switch r.target().(type) {
+	case *kubevirtv1.VirtualMachineInstance:
 		return virtualMachineInstances
+	case *corev1.Pod:
+		return "pods"
 	}
 	return virtualMachines
+}
+
+// gvr is the request's resource, without its subresource.
+func (r request) gvr() schema.GroupVersionResource {
+	if r.resource() == "pods" {
+		return corev1.SchemeGroupVersion.WithResource("pods")
+	}
+	return kubevirtv1.SchemeGroupVersion.WithResource(r.resource())
+}
+
+// path is the resource as rules name it: "pods/resize" for a subresource.
+func (r request) path() string {
+	if r.subresource != "" {
+		return r.resource() + "/" + r.subresource
+	}
+	return r.resource()
 }
 
 // user is who the API server says made a request with tok.
@@ -314,20 +349,56 @@ type boundPolicy struct {
 	validator validating.Validator
 }
 
-// policies compiles both of the scaffold's policies.
+// policies compiles the scaffold's policies.
 func (f *fleet) policies(t *testing.T) []boundPolicy {
 	t.Helper()
-	return []boundPolicy{
+	policies := []boundPolicy{
 		{f.p.admissionPolicy(), f.p.admissionPolicyBinding(), compile(t, f.p.admissionPolicy())},
 		{f.p.guardPolicy(), f.p.guardPolicyBinding(), compile(t, f.p.guardPolicy())},
 	}
+	if f.p.hasPodPolicy() {
+		policies = append(policies, boundPolicy{f.p.podPolicy(), f.p.podPolicyBinding(), compile(t, f.p.podPolicy())})
+	}
+	return policies
+}
+
+// policiesKey tells fleets whose policies compile alike apart: Params
+// hold maps, and cannot be a map key.
+func (f *fleet) policiesKey(t *testing.T) string {
+	t.Helper()
+	objs := []any{f.p.admissionPolicy(), f.p.guardPolicy()}
+	if f.p.hasPodPolicy() {
+		objs = append(objs, f.p.podPolicy())
+	}
+	b, err := json.Marshal(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// agentPod is the Pod the workload makes for pod, on its node, with the
+// agent container running as the kubelet reports it.
+func (f *fleet) agentPod(t *testing.T, pod derive.Pod) *corev1.Pod {
+	t.Helper()
+	d := find[*appsv1.Deployment](t, mustBuild(t, f.p), f.p.Namespace, f.p.Name)
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Labels: d.Spec.Template.Labels},
+		Spec:       *d.Spec.Template.Spec.DeepCopy(),
+	}
+}
+
+// reserving is a Deployment whose agents hold room for their VMs.
+func reserving(p *Params) {
+	p.Reservation = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1100m"), corev1.ResourceMemory: resource.MustParse("2Gi")}
 }
 
 // selectedBy reports whether m matches r, as the API server matches a
 // policy and its binding before it evaluates any CEL.
 func (r request) selectedBy(m *admissionregistrationv1.MatchResources) bool {
 	if len(m.ResourceRules) > 0 && !slices.ContainsFunc(m.ResourceRules, func(rule admissionregistrationv1.NamedRuleWithOperations) bool {
-		return slices.Contains(rule.Operations, admissionregistrationv1.OperationType(r.op)) && slices.Contains(rule.Resources, r.resource())
+		return slices.Contains(rule.Operations, admissionregistrationv1.OperationType(r.op)) && slices.Contains(rule.Resources, r.path())
 	}) {
 		return false
 	}
@@ -358,10 +429,10 @@ func (f *fleet) refusals(t *testing.T, policies []boundPolicy, r request) []stri
 		gvk = r.oldObject
 	}
 	kind := gvk.GetObjectKind().GroupVersionKind()
-	gvr := kubevirtv1.SchemeGroupVersion.WithResource(r.resource())
+	gvr := r.gvr()
 	attrs := &admission.VersionedAttributes{
 		Attributes: admission.NewAttributesRecord(r.object, r.oldObject, kind, target.GetNamespace(), target.GetName(),
-			gvr, "", r.op, nil, false, f.user(r.token)),
+			gvr, r.subresource, r.op, nil, false, f.user(r.token)),
 		VersionedObject:    r.object,
 		VersionedOldObject: r.oldObject,
 		VersionedKind:      kind,
@@ -391,6 +462,11 @@ func (f *fleet) refusals(t *testing.T, policies []boundPolicy, r request) []stri
 	}
 	slices.Sort(refused)
 	return refused
+}
+
+// shrink resizes an agent's Pod to its own requests and limits.
+func shrink(pod *corev1.Pod) {
+	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: OwnRequests(), Limits: OwnLimits()}
 }
 
 // annotationAllowClaimAdoption lets CDI make a DataVolume of an existing
@@ -872,16 +948,66 @@ func TestAdmissionPolicies(t *testing.T) {
 		{name: "delete its own VMI, of a Pod whose name is cut in labels", fleet: longPrototype, try: func(t *testing.T, f *fleet) request {
 			return del(vmi(f.own(t, nil)))
 		}},
+
+		// Its own Pod: resized only down, to give back the room it held for
+		// its VM.
+		{name: "resize its own Pod to its own requests", fleet: reserving, try: func(t *testing.T, f *fleet) request {
+			return resize(f.agentPod(t, f.pod), shrink)
+		}},
+		{name: "resize its own Pod's CPU only", fleet: reserving, try: func(t *testing.T, f *fleet) request {
+			return resize(f.agentPod(t, f.pod), func(pod *corev1.Pod) {
+				pod.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10m")
+			})
+		}},
+		{name: "resize its own Pod larger", fleet: reserving, refuse: []string{ruleSmaller}, try: func(t *testing.T, f *fleet) request {
+			return resize(f.agentPod(t, f.pod), func(pod *corev1.Pod) {
+				pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("64Gi")
+			})
+		}},
+		{name: "resize its own Pod's limit larger", fleet: reserving, refuse: []string{ruleSmaller}, try: func(t *testing.T, f *fleet) request {
+			return resize(f.agentPod(t, f.pod), func(pod *corev1.Pod) {
+				shrink(pod)
+				pod.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("64")
+			})
+		}},
+		{name: "give its own Pod a request it lacked", fleet: reserving, refuse: []string{ruleSmaller}, try: func(t *testing.T, f *fleet) request {
+			return resize(f.agentPod(t, f.pod), func(pod *corev1.Pod) {
+				pod.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+			})
+		}},
+		{name: "give its own Pod Pod-level resources", fleet: reserving, refuse: []string{ruleSmaller}, try: func(t *testing.T, f *fleet) request {
+			return resize(f.agentPod(t, f.pod), func(pod *corev1.Pod) {
+				shrink(pod)
+				pod.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Gi")}}
+			})
+		}},
+		{name: "resize another agent's Pod", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
+			return resize(f.agentPod(t, f.other), shrink)
+		}},
+		{name: "resize an earlier Pod of its name", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
+			earlier := f.pod
+			earlier.UID = otherPodUID
+			return resize(f.agentPod(t, earlier), shrink)
+		}},
+		{name: "resize its own Pod with a token bound to no Pod", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
+			return resize(f.agentPod(t, f.pod), shrink).as(noPodToken)
+		}},
+		{name: "a person resizes an agent's Pod larger", fleet: reserving, try: func(t *testing.T, f *fleet) request {
+			return resize(f.agentPod(t, f.pod), func(pod *corev1.Pod) {
+				pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("64Gi")
+			}).as(personToken)
+		}},
 	}
 	seen := map[string]bool{}
-	compiled := map[Params][]boundPolicy{} // compiling takes a tenth of a second
+	compiled := map[string][]boundPolicy{} // compiling takes a tenth of a second
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFleet(t, tt.fleet)
-			if compiled[f.p] == nil {
-				compiled[f.p] = f.policies(t)
+			key := f.policiesKey(t)
+			if compiled[key] == nil {
+				compiled[key] = f.policies(t)
 			}
-			got := f.refusals(t, compiled[f.p], tt.try(t, f))
+			got := f.refusals(t, compiled[key], tt.try(t, f))
 			if diff := cmp.Diff(slices.Sorted(slices.Values(tt.refuse)), got); diff != "" {
 				t.Errorf("refused by (-want +got):\n%s", diff)
 			}

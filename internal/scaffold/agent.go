@@ -29,7 +29,7 @@ func (p Params) AgentArgs() []string {
 	if p.StopsOnEvacuation() {
 		args = append(args, "--stop-on-evacuation")
 	}
-	return args
+	return append(args, p.reserveArgs()...)
 }
 
 // Agent is what an agent Pod's arguments say about the VM it runs.

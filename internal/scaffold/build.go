@@ -47,6 +47,9 @@ func Build(p Params) ([]runtime.Object, error) {
 	if p.AdmissionPolicy {
 		objs = append(objs, p.admissionPolicy(), p.admissionPolicyBinding(), p.guardPolicy(), p.guardPolicyBinding())
 	}
+	if p.hasPodPolicy() {
+		objs = append(objs, p.podPolicy(), p.podPolicyBinding())
+	}
 	switch p.Kind {
 	case KindDeployment:
 		objs = append(objs, p.deployment())

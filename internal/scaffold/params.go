@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -110,6 +111,11 @@ type Params struct {
 	Placement *placement.Placement
 	// PlacementKey is placement.Key of the prototype; set with Placement.
 	PlacementKey string
+	// Reservation is the CPU and memory the scheduler counts for a VM's
+	// virt-launcher Pod (reserve.Launcher): the agent container asks for
+	// it on top of its own, and gives it back before it makes its VM (see
+	// AgentResources). Empty: the agent asks for its own only.
+	Reservation corev1.ResourceList
 }
 
 // NewParams returns Params with every default set: name "vmctl-<prototype>",

@@ -34,7 +34,7 @@ func PrototypeRule(prototype string) rbacv1.PolicyRule {
 }
 
 // VMRules let the agent create, follow and delete its derived VM and record
-// events. Pods need no access: the agent learns its own from the downward API.
+// events. It never reads Pods: it learns its own from the downward API.
 // An agent that stops its VM for a drain (a DaemonSet's, see
 // StopsOnEvacuation) also watches its VMI and deletes it.
 func (p Params) VMRules() []rbacv1.PolicyRule {
@@ -59,7 +59,18 @@ func (p Params) VMRules() []rbacv1.PolicyRule {
 			Verbs:     []string{"get", "list", "watch", "delete"},
 		})
 	}
-	return rules
+	return append(rules, p.PodRules()...)
+}
+
+// PodRules let an agent that holds room for its VM resize its own Pod, to
+// give the room back. RBAC cannot name the Pod, whose name is not known
+// beforehand: the pod policy (podPolicy) keeps each agent to its own Pod,
+// and to resizing it down. It never reads a Pod.
+func (p Params) PodRules() []rbacv1.PolicyRule {
+	if !p.Reserves() {
+		return nil
+	}
+	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}}}
 }
 
 // rbac returns the Roles and RoleBindings: one pair in Namespace, and when the

@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -105,6 +104,9 @@ func (p Params) podTemplate() corev1.PodTemplateSpec {
 		p.Placement.Apply(&t.Spec)
 		t.Annotations[placement.Annotation] = p.PlacementKey
 	}
+	if p.Reserves() {
+		t.Annotations[ReservationAnnotation] = FormatResources(p.Reservation)
+	}
 	return t
 }
 
@@ -126,22 +128,14 @@ func (p Params) agentTemplate() corev1.PodTemplateSpec {
 				Name:  containerName,
 				Image: p.Image,
 				Args:  p.AgentArgs(),
-				Env:   downwardEnv(),
+				Env:   append(downwardEnv(), p.requestsEnv()...),
 				// /healthz, /readyz and /metrics.
 				Ports: []corev1.ContainerPort{{Name: probePortName, ContainerPort: ProbePort}},
 				// Ready means the derived VM is ready.
 				ReadinessProbe: httpProbe("/readyz", 5),
 				LivenessProbe:  httpProbe("/healthz", 10),
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{
-						corev1.ResourceCPU:    resource.MustParse("10m"),
-						corev1.ResourceMemory: resource.MustParse("32Mi"),
-					},
-					Limits: corev1.ResourceList{
-						corev1.ResourceCPU:    resource.MustParse("100m"),
-						corev1.ResourceMemory: resource.MustParse("64Mi"),
-					},
-				},
+				// Its own, and the room its VM needs (see AgentResources).
+				Resources: AgentResources(p.Reservation),
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
 					ReadOnlyRootFilesystem:   ptr.To(true),

@@ -473,6 +473,9 @@ func (c *Cluster) startControllerManager(p *pki) error {
 			// Gives PodDisruptionBudgets their status; without it every eviction
 			// a PDB covers is refused.
 			"disruption-controller",
+			// Gives ResourceQuotas their status, which their admission
+			// needs to count anything.
+			"resourcequota-controller",
 			"garbage-collector-controller",
 			// Deletes the Pods of a deleted Node (after 40 s), as in a real
 			// cluster; without it they would run on, bound to no node.

@@ -62,7 +62,13 @@ func createNodes(ctx context.Context, cs kubernetes.Interface, n int) ([]string,
 
 // createNode creates one fake node and removes its not-ready taint.
 func createNode(ctx context.Context, cs kubernetes.Interface, name string) error {
-	node, err := cs.CoreV1().Nodes().Create(ctx, fakeNode(name), metav1.CreateOptions{})
+	return createNodeWith(ctx, cs, fakeNode(name))
+}
+
+// createNodeWith creates node and removes its not-ready taint.
+func createNodeWith(ctx context.Context, cs kubernetes.Interface, node *corev1.Node) error {
+	name := node.Name
+	node, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("create node %s: %w", name, err)
 	}
@@ -92,6 +98,26 @@ func (c *Cluster) AddNodes(ctx context.Context, from, n int) ([]string, error) {
 		names = append(names, NodeName(i))
 	}
 	return names, WaitFor(ctx, "the added nodes to be Ready", c.processes(), func(ctx context.Context) (bool, error) {
+		return nodesReady(ctx, cs, names)
+	})
+}
+
+// AddNodesWith creates fake nodes named names, each as change makes it
+// (labels, taints, a smaller capacity), waits until they are Ready and
+// returns their names. The caller deletes them when done.
+func (c *Cluster) AddNodesWith(ctx context.Context, names []string, change func(*corev1.Node)) error {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return fmt.Errorf("create a client: %w", err)
+	}
+	for _, name := range names {
+		node := fakeNode(name)
+		change(node)
+		if err := createNodeWith(ctx, cs, node); err != nil {
+			return err
+		}
+	}
+	return WaitFor(ctx, "the added nodes to be Ready", c.processes(), func(ctx context.Context) (bool, error) {
 		return nodesReady(ctx, cs, names)
 	})
 }

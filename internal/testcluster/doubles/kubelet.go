@@ -49,8 +49,9 @@ type KubeletOptions struct {
 // the Pod's status (Running, readiness from the agent's /readyz, restarts) and
 // handles deletion the kubelet's way: SIGTERM, wait for the process to exit
 // (SIGKILL after the grace period), then remove the Pod. Only the Pod's first
-// container runs; probes other than readiness, volumes, resources and
-// security contexts are ignored.
+// container runs; probes other than readiness, volumes and security
+// contexts are ignored. Resources are reported in the status as running,
+// and a resize is actuated at once.
 type Kubelet struct {
 	cfg    *rest.Config
 	opts   KubeletOptions
@@ -185,6 +186,7 @@ func (k *Kubelet) sync(ctx context.Context, key string) {
 			k.queue.Add(key)
 		})
 	}
+	w.resize(pod.Spec.Containers[0].Resources)
 	if pod.DeletionTimestamp != nil {
 		w.terminate(gracePeriod(pod))
 	}

@@ -2,9 +2,12 @@ package doubles
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // The kubelet double's pure half for a container's environment and command
@@ -14,7 +17,9 @@ import (
 // values, with $(VAR) references to variables defined before them expanded,
 // and downward-API field references. podIP and hostIP stand in for the
 // status fields, which the kubelet knows before it writes them. ConfigMap,
-// Secret and resource references are not supported: the error says which.
+// Secret references are not supported: the error says which. A resource
+// reference reads the container's own spec (the kubelet reads what it
+// allocated, which is the spec on a node that admitted the Pod).
 func containerEnv(pod *corev1.Pod, c *corev1.Container, podIP, hostIP string) ([]string, error) {
 	if len(c.EnvFrom) > 0 {
 		return nil, fmt.Errorf("container %s: envFrom is not supported by the kubelet double; use env with value or fieldRef", c.Name)
@@ -32,8 +37,14 @@ func containerEnv(pod *corev1.Pod, c *corev1.Container, podIP, hostIP string) ([
 				return nil, fmt.Errorf("container %s: env %s: %w", c.Name, e.Name, err)
 			}
 			value = v
+		case e.ValueFrom.ResourceFieldRef != nil:
+			v, err := resourceFieldValue(c, e.ValueFrom.ResourceFieldRef)
+			if err != nil {
+				return nil, fmt.Errorf("container %s: env %s: %w", c.Name, e.Name, err)
+			}
+			value = v
 		default:
-			return nil, fmt.Errorf("container %s: env %s: only value and fieldRef are supported by the kubelet double", c.Name, e.Name)
+			return nil, fmt.Errorf("container %s: env %s: only value, fieldRef and resourceFieldRef are supported by the kubelet double", c.Name, e.Name)
 		}
 		defined[e.Name] = value
 		env = append(env, e.Name+"="+value)
@@ -137,4 +148,30 @@ func agentArgs(c *corev1.Container, env []string) []string {
 		args = append(args, expandVars(a, defined))
 	}
 	return args
+}
+
+// resourceFieldValue is a container's request or limit in units of the
+// divisor, rounded up, as the kubelet's ExtractContainerResourceValue
+// writes it; a limit not set is left out here (the kubelet would write the
+// node's allocatable).
+func resourceFieldValue(c *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+	kind, name, ok := strings.Cut(ref.Resource, ".")
+	list := c.Resources.Requests
+	switch {
+	case !ok:
+		return "", fmt.Errorf("resource %q is not requests.NAME or limits.NAME", ref.Resource)
+	case kind == "limits":
+		list = c.Resources.Limits
+	case kind != "requests":
+		return "", fmt.Errorf("resource %q is not requests.NAME or limits.NAME", ref.Resource)
+	}
+	q := list[corev1.ResourceName(name)]
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	if name == string(corev1.ResourceCPU) {
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
+	}
+	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -65,6 +66,33 @@ func TestContainerEnv(t *testing.T) {
 	}
 }
 
+// TestContainerEnvResources: requests and limits in units of the divisor,
+// rounded up, as scaffold's VMCTL_REQUESTS_* read them.
+func TestContainerEnvResources(t *testing.T) {
+	ref := func(name, res, divisor string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+			ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: res, Divisor: resource.MustParse(divisor)},
+		}}
+	}
+	c := &corev1.Container{Name: "agent", Env: []corev1.EnvVar{
+		ref("CPU", "requests.cpu", "1m"),
+		ref("MEMORY", "requests.memory", "1"),
+		ref("CPU_LIMIT", "limits.cpu", "1"),
+		ref("MEMORY_MI", "limits.memory", "1Mi"),
+	}, Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1110m"), corev1.ResourceMemory: resource.MustParse("12320Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1200m"), corev1.ResourceMemory: resource.MustParse("12352Mi")},
+	}}
+	got, err := containerEnv(envTestPod(), c, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"CPU=1110", "MEMORY=12918456320", "CPU_LIMIT=2", "MEMORY_MI=12352"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("containerEnv() (-want +got):\n%s", diff)
+	}
+}
+
 func TestContainerEnvUnsupported(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -76,7 +104,7 @@ func TestContainerEnvUnsupported(t *testing.T) {
 			container: corev1.Container{Name: "agent", Env: []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{
 				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"},
 			}}}},
-			wantErr: "env S: only value and fieldRef",
+			wantErr: "env S: only value, fieldRef and resourceFieldRef",
 		},
 		{
 			name:      "envFrom",

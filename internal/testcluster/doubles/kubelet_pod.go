@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -81,10 +82,23 @@ func (k *Kubelet) newWorker(ctx context.Context, pod *corev1.Pod) *podWorker {
 		done:     make(chan struct{}),
 		termCh:   make(chan struct{}),
 		statusCh: make(chan struct{}, 1),
-		state:    containerRun{PodStarted: now, ReadyChanged: now},
+		state:    containerRun{PodStarted: now, ReadyChanged: now, Resources: *pod.Spec.Containers[0].Resources.DeepCopy()},
 	}
 	w.notify()
 	return w
+}
+
+// resize actuates a resize of the container at once, as a kubelet with
+// room to spare does: the status reports r as allocated and running.
+func (w *podWorker) resize(r corev1.ResourceRequirements) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if equality.Semantic.DeepEqual(w.state.Resources, r) {
+		return
+	}
+	w.state.Resources = *r.DeepCopy()
+	w.log.Info("resized", "requests", r.Requests, "limits", r.Limits)
+	w.notify()
 }
 
 // terminate asks for a graceful stop: SIGTERM, SIGKILL after grace, then the

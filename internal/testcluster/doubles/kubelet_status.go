@@ -37,6 +37,9 @@ type containerRun struct {
 	// WaitingReason and WaitingMessage explain why nothing runs
 	// (CrashLoopBackOff, CreateContainerConfigError, ...).
 	WaitingReason, WaitingMessage string
+	// Resources are the container's requests and limits as they run: its
+	// spec's, resized in place at once (the double actuates every resize).
+	Resources corev1.ResourceRequirements
 }
 
 // podStatusFor is the status a kubelet would report for a Pod whose only
@@ -58,6 +61,12 @@ func podStatusFor(c *corev1.Container, podIP, hostIP string, run containerRun) c
 		Ready:        run.Ready,
 		RestartCount: run.Restarts,
 		Started:      ptr.To(run.Running),
+	}
+	if len(run.Resources.Requests)+len(run.Resources.Limits) > 0 {
+		// A kubelet that resizes in place reports both; the API server
+		// refuses to resize a running Pod whose status lacks resources.
+		cs.AllocatedResources = run.Resources.Requests
+		cs.Resources = run.Resources.DeepCopy()
 	}
 	switch {
 	case run.Running:

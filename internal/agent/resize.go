@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
+)
+
+// ContainerName is the agent's container in the Pods scaffold writes: the
+// one the agent resizes.
+const ContainerName = "agent"
+
+// Downward-API variables that tell the agent its container's requests now
+// (resourceFieldRef requests.cpu in millicores, requests.memory in bytes):
+// after a restart that follows its resize they are its own, and it asks
+// nothing more.
+const (
+	EnvRequestsCPU    = "VMCTL_REQUESTS_CPU"
+	EnvRequestsMemory = "VMCTL_REQUESTS_MEMORY"
+)
+
+// ReasonResizeFailed is the agent's Event, and /readyz's reason, when it
+// cannot resize its Pod to its own requests to give back the room it held
+// for its VM: it makes no VM until it can.
+const ReasonResizeFailed = "ResizeFailed"
+
+// ParseResources reads "cpu=10m,memory=32Mi" (scaffold.FormatResources)
+// into a ResourceList; nil for "".
+func ParseResources(s string) (corev1.ResourceList, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := corev1.ResourceList{}
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not NAME=QUANTITY, as in cpu=10m,memory=32Mi", item)
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
+}
+
+// RequestsFromEnv reads the container's requests now from EnvRequestsCPU
+// and EnvRequestsMemory; nil when neither is set.
+func RequestsFromEnv(lookup func(string) (string, bool)) (corev1.ResourceList, error) {
+	var out corev1.ResourceList
+	for _, v := range []struct {
+		env    string
+		name   corev1.ResourceName
+		suffix string
+	}{{EnvRequestsCPU, corev1.ResourceCPU, "m"}, {EnvRequestsMemory, corev1.ResourceMemory, ""}} {
+		s, ok := lookup(v.env)
+		if s = strings.TrimSpace(s); !ok || s == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(s + v.suffix)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: %w", v.env, s, err)
+		}
+		if out == nil {
+			out = corev1.ResourceList{}
+		}
+		out[v.name] = q
+	}
+	return out, nil
+}
+
+// holdsReservation reports whether the container asks for more than its
+// own requests, so it must resize before it makes its VM. Without its own
+// requests (an agent scaffolded without a reservation) it never does;
+// without its requests now (no downward-API env) it assumes it does.
+func (c Config) holdsReservation() bool {
+	if len(c.OwnRequests) == 0 {
+		return false
+	}
+	if c.Requests == nil {
+		return true
+	}
+	for name, own := range c.OwnRequests {
+		if now, ok := c.Requests[name]; ok && now.Cmp(own) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// resizePatch is the strategic merge patch of pods/resize that sets the
+// agent container's requests and limits to its own.
+func (c Config) resizePatch() ([]byte, error) {
+	return json.Marshal(map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
+		"name":      ContainerName,
+		"resources": corev1.ResourceRequirements{Requests: c.OwnRequests, Limits: c.OwnLimits},
+	}}}})
+}
+
+// giveBack resizes the Pod to the agent's own requests and limits, once,
+// when it still holds its VM's room: the VM's launcher Pod gets that room
+// on this node. One PATCH of pods/resize; none when the room was given back
+// before (by this process, or before a restart).
+func (a *Agent) giveBack(ctx context.Context) error {
+	if a.resized || !a.cfg.holdsReservation() {
+		return nil
+	}
+	patch, err := a.cfg.resizePatch()
+	if err != nil {
+		return err
+	}
+	ref := a.pod.PodNamespace + "/" + a.pod.PodName
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if err := a.pods.resize(rctx, a.pod.PodNamespace, a.pod.PodName, patch); err != nil {
+		p := &problem{reason: ReasonResizeFailed, err: err, msg: fmt.Sprintf(
+			"resizing Pod %s to its own requests (%s) to give back the room it holds for its VM, which is not made until then: %v",
+			ref, formatResources(a.cfg.OwnRequests), err)}
+		if apierrors.IsNotFound(err) {
+			p.msg += "; unless the Pod is going, the API server lacks pods/resize (Kubernetes 1.35 and later have it): scaffold again with --reserve=false"
+		} else {
+			p.msg += deniedHint(err, "patch on pods/resize")
+		}
+		return p
+	}
+	a.resized = true
+	klog.FromContext(ctx).Info("Gave back the room held for the VM", "pod", ref, "requests", formatResources(a.cfg.OwnRequests))
+	return nil
+}
+
+// formatResources writes list as "cpu=10m,memory=32Mi".
+func formatResources(list corev1.ResourceList) string {
+	var out []string
+	for name, q := range list {
+		out = append(out, string(name)+"="+q.String())
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}

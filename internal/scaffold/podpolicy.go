@@ -1,0 +1,71 @@
+package scaffold
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// podPolicyName names the pod policy and its binding.
+func (p Params) podPolicyName() string { return p.Name + "-pod." + p.Namespace }
+
+// hasPodPolicy reports whether p's agents touch Pods at all (PodRules), and
+// so need the pod policy.
+func (p Params) hasPodPolicy() bool { return p.AdmissionPolicy && len(p.PodRules()) > 0 }
+
+// podPolicy keeps the agents' ServiceAccount to its own Pod, which RBAC
+// cannot: a resize of the Pod whose bound token asks (by name and UID),
+// that makes no container's request or limit larger and leaves init
+// containers and Pod-level resources alone. The API server checks the rest
+// of a resize: only CPU and memory change, the QoS class stays.
+func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: p.podPolicyName(), Labels: p.labels(ComponentAdmission)},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{
+						APIGroups:   []string{""},
+						APIVersions: []string{"v1"},
+						Resources:   []string{"pods/resize"},
+						Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+					},
+				},
+			}}},
+			MatchConditions: p.agentOnly(),
+			// object is the Pod as resized, oldObject as it was.
+			Variables: append(podVariables(), []admissionregistrationv1.Variable{
+				{Name: "ownPod", Expression: cel(`
+					variables.pod != '' && variables.podUID != '' &&
+					request.name == variables.pod && object.metadata.uid == variables.podUID`)},
+				// Every container's requests and limits at most what they
+				// were; the API server refuses to drop one.
+				{Name: "noLarger", Expression: cel(`
+					object.spec.containers.all(c, oldObject.spec.containers.exists(o, o.name == c.name &&
+						c.?resources.?requests.orValue({}).all(r,
+							quantity(string(c.resources.requests[r])).compareTo(quantity(string(o.?resources.?requests[r].orValue('0')))) <= 0) &&
+						c.?resources.?limits.orValue({}).all(r,
+							quantity(string(c.resources.limits[r])).compareTo(quantity(string(o.?resources.?limits[r].orValue('0')))) <= 0)))`)},
+				{Name: "smaller", Expression: cel(`
+					variables.noLarger &&
+					object.spec.?initContainers.orValue([]) == oldObject.spec.?initContainers.orValue([]) &&
+					object.spec.?resources.orValue({}) == oldObject.spec.?resources.orValue({})`)},
+			}...),
+			Validations: []admissionregistrationv1.Validation{
+				forbid(`variables.ownPod`,
+					"a vmctl agent may only resize its own Pod: the one its bound token names ("+podNameExtra+", and "+podUIDExtra+" as the Pod's UID)"),
+				forbid(`variables.smaller`,
+					"a vmctl agent may only make its own Pod smaller: no container's request or limit larger, init containers and Pod-level resources unchanged"),
+			},
+		},
+	}
+}
+
+// podPolicyBinding enforces the pod policy in Namespace, where the agents'
+// Pods run.
+func (p Params) podPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return p.namespaceBinding(p.podPolicyName())
+}

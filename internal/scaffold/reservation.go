@@ -1,0 +1,157 @@
+package scaffold
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The agent's own share of its Pod, and the room it holds for its VM.
+//
+// With a Reservation, the agent container asks for its own requests plus
+// the VM's launcher Pod's, so the scheduler (and the cluster autoscaler,
+// ResourceQuota and preemption, which count Pods the same way) places the
+// agent only where its VM fits. The agent gives that room back by resizing
+// its own container to its own requests (pods/resize, Kubernetes 1.35 and
+// later) just before it makes the VM, and the scheduler counts the room
+// free once the kubelet has actuated the resize: it counts a Pod being
+// resized at the largest of its spec, its allocated and its actual
+// resources (k8s.io/component-helpers/resource PodRequests with
+// UseStatusResources).
+//
+// Limits carry the reservation too, so requests stay below limits before
+// and after the resize: the Pod is Burstable both times, as an in-place
+// resize requires (the API server refuses a resize that changes the QoS
+// class). Only CPU and memory can be resized in place, so only they are
+// reserved.
+
+// ReservationAnnotation is the reservation a workload's Pod template holds,
+// as FormatResources writes it: `rollout restart` compares it with the
+// prototype's reservation now and writes the new one when it differs.
+const ReservationAnnotation = "vmctl.kubevirt.io/reservation"
+
+// OwnRequests and OwnLimits are what the agent itself needs.
+func OwnRequests() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("10m"),
+		corev1.ResourceMemory: resource.MustParse("32Mi"),
+	}
+}
+
+// OwnLimits are the agent's own limits; see OwnRequests.
+func OwnLimits() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("100m"),
+		corev1.ResourceMemory: resource.MustParse("64Mi"),
+	}
+}
+
+// RoundReservation keeps r's CPU and memory, rounded up to whole
+// millicores and mebibytes, which read better in the manifests and hold a
+// little more, never less.
+func RoundReservation(r corev1.ResourceList) corev1.ResourceList {
+	const mi = 1 << 20
+	out := corev1.ResourceList{}
+	if q, ok := r[corev1.ResourceCPU]; ok {
+		out[corev1.ResourceCPU] = *resource.NewMilliQuantity(q.MilliValue(), resource.DecimalSI)
+	}
+	if q, ok := r[corev1.ResourceMemory]; ok {
+		out[corev1.ResourceMemory] = *resource.NewQuantity((q.Value()+mi-1)/mi*mi, resource.BinarySI)
+	}
+	return out
+}
+
+// ApplyReservation makes tmpl, a template Build wrote with a reservation,
+// hold reservation instead: its annotation, and the agent container's
+// requests and limits.
+func ApplyReservation(tmpl *corev1.PodTemplateSpec, reservation corev1.ResourceList) {
+	if tmpl.Annotations == nil {
+		tmpl.Annotations = map[string]string{}
+	}
+	tmpl.Annotations[ReservationAnnotation] = FormatResources(reservation)
+	for i := range tmpl.Spec.Containers {
+		if tmpl.Spec.Containers[i].Name == containerName {
+			tmpl.Spec.Containers[i].Resources = AgentResources(reservation)
+		}
+	}
+}
+
+// resizable are the resources an in-place resize can change.
+func resizable() []corev1.ResourceName {
+	return []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+}
+
+// Reserves reports whether p's agents hold room for their VMs: whether
+// there is a reservation of CPU or memory.
+func (p Params) Reserves() bool { return Reserves(p.Reservation) }
+
+// Reserves reports whether reservation holds any CPU or memory.
+func Reserves(reservation corev1.ResourceList) bool {
+	for _, name := range resizable() {
+		if q, ok := reservation[name]; ok && q.Sign() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// AgentResources are the agent container's requests and limits: its own,
+// plus reservation's CPU and memory.
+func AgentResources(reservation corev1.ResourceList) corev1.ResourceRequirements {
+	r := corev1.ResourceRequirements{Requests: OwnRequests(), Limits: OwnLimits()}
+	for _, name := range resizable() {
+		q, ok := reservation[name]
+		if !ok || q.Sign() <= 0 {
+			continue
+		}
+		for _, list := range []corev1.ResourceList{r.Requests, r.Limits} {
+			sum := list[name]
+			sum.Add(q)
+			list[name] = sum
+		}
+	}
+	return r
+}
+
+// requestsEnv tells a reserving agent its container's requests now, through
+// the downward API: after a restart that follows the resize they are its
+// own, and it asks nothing more.
+func (p Params) requestsEnv() []corev1.EnvVar {
+	if !p.Reserves() {
+		return nil
+	}
+	env := func(name, res, divisor string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+			ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: res, Divisor: resource.MustParse(divisor)},
+		}}
+	}
+	return []corev1.EnvVar{
+		env("VMCTL_REQUESTS_CPU", "requests.cpu", "1m"),
+		env("VMCTL_REQUESTS_MEMORY", "requests.memory", "1"),
+	}
+}
+
+// reserveArgs are the agent's flags that make it give the reservation back.
+func (p Params) reserveArgs() []string {
+	if !p.Reserves() {
+		return nil
+	}
+	return []string{"--own-requests=" + FormatResources(OwnRequests()), "--own-limits=" + FormatResources(OwnLimits())}
+}
+
+// FormatResources writes list as the agent's --own-requests reads it:
+// "cpu=10m,memory=32Mi", by name.
+func FormatResources(list corev1.ResourceList) string {
+	names := make([]string, 0, len(list))
+	for name := range list {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	for i, name := range names {
+		q := list[corev1.ResourceName(name)]
+		names[i] = name + "=" + q.String()
+	}
+	return strings.Join(names, ",")
+}

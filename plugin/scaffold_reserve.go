@@ -1,0 +1,72 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// minResizeVersion is the first Kubernetes whose Pods resize in place by
+// default (InPlacePodVerticalScaling GA): the agent gives its VM's room
+// back so.
+var minResizeVersion = version.MajorMinor(1, 35)
+
+// notCounted says what an agent Pod without a reservation means.
+const notCounted = "the agent Pods ask for their own 10m CPU and 32Mi only, so the scheduler, quotas and the " +
+	"cluster autoscaler do not see their VMs' size: a node may get more agents than it has room for VMs, " +
+	"and those VMs then stay unschedulable (ErrorUnschedulable) beside a Running Pod"
+
+// reservation sets the parameters' reservation to what the scheduler counts
+// for proto's VMs' launcher Pods, when --reserve and the server allow it;
+// otherwise it says, in a note, what that means. It errs when the
+// reservation cannot be computed.
+func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.VirtualMachine) ([]string, error) {
+	if !o.Reserve {
+		return []string{"--reserve=false: " + notCounted + "; drop --reserve=false to have each agent hold its VM's room until it makes it"}, nil
+	}
+	info, err := o.clients.Kube.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the server's version, to tell whether Pods resize in place (Kubernetes 1.35 and later): %w; "+
+			"retry, or pass --reserve=false", err)
+	}
+	v, err := version.ParseGeneric(info.GitVersion)
+	if err != nil || !v.AtLeast(minResizeVersion) {
+		return []string{fmt.Sprintf("the server runs Kubernetes %s, older than 1.35, whose Pods cannot resize in place: %s; "+
+			"upgrade the cluster to 1.35 or later and scaffold again", info.GitVersion, notCounted)}, nil
+	}
+	in, err := reserve.Load(ctx, o.clients, proto)
+	if err == nil {
+		var r corev1.ResourceList
+		if r, err = reserve.Launcher(proto, in); err == nil {
+			o.params.Reservation = scaffold.RoundReservation(r)
+			return nil, nil
+		}
+	}
+	return nil, fmt.Errorf("cannot size the VMs of prototype %s/%s, which each agent Pod holds room for: %w; "+
+		"or pass --reserve=false to scaffold agents that do not hold it (the scheduler then does not see the VMs' size)",
+		proto.Namespace, proto.Name, err)
+}
+
+// noReservation says, when --reserve asked for a reservation, that there
+// is none, for want of the prototype.
+func (o *ScaffoldOptions) noReservation(ns, name string) []string {
+	if !o.Reserve {
+		return nil
+	}
+	return []string{fmt.Sprintf("prototype %s/%s is not there to size its VMs: %s; scaffold again once it exists", ns, name, notCounted)}
+}
+
+// unsized is what the note about a prototype that cannot be read adds,
+// when --reserve asked for a reservation.
+func (o *ScaffoldOptions) unsized() string {
+	if !o.Reserve {
+		return ""
+	}
+	return "they hold no room for its VMs' CPU and memory either, so the scheduler does not see their size; "
+}

@@ -1,0 +1,77 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
+)
+
+// TestScaffoldReservation checks when scaffold sizes the agents for their
+// VMs, and what it says when it does not: on a server older than 1.35 and
+// with --reserve=false it warns and keeps the agent's own requests; when
+// the prototype's instancetype is missing it fails, naming --reserve=false.
+func TestScaffoldReservation(t *testing.T) {
+	proto := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: "vms"},
+		Spec:       kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
+	}
+	typed := proto.DeepCopy()
+	typed.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "u1.large"}
+	tests := []struct {
+		name     string
+		server   string
+		proto    *kubevirtv1.VirtualMachine
+		args     []string
+		reserves bool
+		stderr   string // a substring; "" means none at all
+		err      string
+	}{
+		{name: "reserves", server: "v1.35.0", proto: proto, reserves: true},
+		{name: "old server", server: "v1.34.2", proto: proto,
+			stderr: "Warning: the server runs Kubernetes v1.34.2, older than 1.35, whose Pods cannot resize in place: " + notCounted},
+		{name: "--reserve=false", server: "v1.36.3", proto: proto, args: []string{"--reserve=false"},
+			stderr: "Warning: --reserve=false: " + notCounted},
+		{name: "missing instancetype", server: "v1.36.3", proto: typed,
+			err: "cannot size the VMs of prototype vms/testvm, which each agent Pod holds room for: VM vms/testvm: read VirtualMachineClusterInstancetype u1.large: "},
+		{name: "missing instancetype, --reserve=false", server: "v1.36.3", proto: typed, args: []string{"--reserve=false"},
+			stderr: "Warning: --reserve=false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kube := kubefake.NewClientset()
+			kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: tt.server}
+			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+			o := NewScaffoldOptions(streams)
+			f := fakeapi.NewFactory(t, "vms", kube, kubevirtfake.NewSimpleClientset(tt.proto))
+			err := opRun(t.Context(), f, newCmdScaffold(f, o), append([]string{"deployment", "testvm", "-n", "vms"}, tt.args...)...)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "--reserve=false") {
+					t.Fatalf("error %v, want one containing %q and naming --reserve=false", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := errOut.String(); tt.stderr == "" && got != "" || !strings.Contains(got, tt.stderr) {
+				t.Errorf("stderr %q, want %q", got, tt.stderr)
+			}
+			if got := strings.Contains(out.String(), scaffold.ReservationAnnotation); got != tt.reserves {
+				t.Errorf("reserves: %v, want %v:\n%s", got, tt.reserves, out)
+			}
+			if got := strings.Contains(out.String(), "pods/resize"); got != tt.reserves {
+				t.Errorf("may resize Pods: %v, want %v", got, tt.reserves)
+			}
+		})
+	}
+}
