@@ -33,6 +33,7 @@ type AgentOptions struct {
 	DeleteTimeout      time.Duration
 	OwnRequests        string
 	OwnLimits          string
+	MoveAfter          time.Duration
 	Verbosity          int
 
 	// TerminationLogPath receives the error that stops the agent, when the
@@ -125,6 +126,8 @@ once. /metrics on the probe address serves Prometheus metrics.`,
 		"The agent container's own requests, as cpu=10m,memory=32Mi, when the Pod asks for more to hold its VM's room: before it makes the VM, "+
 			"the agent resizes its Pod (pods/resize) to these, unless "+agent.EnvRequestsCPU+" and "+agent.EnvRequestsMemory+" (downward API) say it did already.")
 	flags.StringVar(&o.OwnLimits, "own-limits", o.OwnLimits, "The agent container's own limits, as cpu=100m,memory=64Mi, which the resize of --own-requests sets.")
+	flags.DurationVar(&o.MoveAfter, "move-after", o.MoveAfter,
+		"How long the VM may stay unschedulable on the Pod's node before the agent evicts its own Pod through the Eviction API, so that the workload's PodDisruptionBudget paces the move and the controller's new Pod is placed where the VM fits. 0 never moves: for a DaemonSet's agent, whose Pod cannot move, and for Pods that do not reserve their VM's size. Needs create on pods/eviction.")
 	flags.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
 	cmd.ValidArgsFunction = CompletePrototypes(f)
 	RegisterNamespaceCompletion(cmd, f)
@@ -190,6 +193,7 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 		StopOnEvacuation:   o.StopOnEvacuation,
 		ProbeAddress:       o.ProbeAddress,
 		DeleteTimeout:      o.DeleteTimeout,
+		MoveAfter:          o.MoveAfter,
 	}
 	if key, ok := o.LookupEnv(agent.EnvPlacementKey); ok {
 		o.config.PlacementKey = strings.TrimSpace(key)

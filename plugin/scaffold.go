@@ -39,6 +39,9 @@ type ScaffoldOptions struct {
 	// Reserve makes each agent Pod hold its VM's room until it makes the
 	// VM (scaffold.Params.Reservation).
 	Reserve bool
+	// MoveAfter is the agents' --move-after, where they move
+	// (scaffold.Params.Moves).
+	MoveAfter time.Duration
 
 	// replicasSet records an explicit --replicas, which a DaemonSet rejects.
 	replicasSet bool
@@ -61,6 +64,7 @@ func NewScaffoldOptions(streams genericiooptions.IOStreams) *ScaffoldOptions {
 		GracePeriod:     scaffold.DefaultGracePeriodSeconds,
 		AdmissionPolicy: true,
 		Reserve:         true,
+		MoveAfter:       scaffold.DefaultMoveAfter,
 		Output:          "yaml",
 		IOStreams:       streams,
 	}
@@ -175,6 +179,10 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 		"Have each agent Pod ask for its VM's CPU and memory (its virt-launcher Pod's requests, computed from the prototype) on top of its own, "+
 			"so the scheduler and quotas count the VM where the agent lands, and give them back by resizing itself just before it makes the VM. "+
 			"Needs Kubernetes 1.35 or later; --reserve=false asks for the agent's own only.")
+	flags.DurationVar(&o.MoveAfter, "move-after", o.MoveAfter,
+		"For a Deployment or StatefulSet whose agents reserve their VM's size: how long a VM may stay unschedulable on its agent's node "+
+			"before the agent evicts its own Pod (Eviction API, paced by PodDisruptionBudgets), so that a new Pod is placed where the VM fits. "+
+			"0 never moves. A DaemonSet's agents only report.")
 	RegisterNamespaceCompletion(cmd, f)
 	return cmd
 }
@@ -213,6 +221,7 @@ func (o *ScaffoldOptions) Complete(f kube.Factory, cmd *cobra.Command, args []st
 		AdmissionPolicy:    o.AdmissionPolicy,
 		AllowSharedVolumes: o.AllowSharedVolumes,
 		PodMonitor:         o.PodMonitor,
+		MoveAfter:          o.MoveAfter,
 	}
 	if p.Name == "" {
 		p.Name = scaffold.DefaultName(p.Prototype)

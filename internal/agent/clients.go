@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -37,11 +38,15 @@ type vmiAPI interface {
 }
 
 // podAPI is all the agent asks of the core API about Pods: its own, once,
-// and a resize of its own, once.
+// and a resize of its own, once, and its eviction when it gives up its
+// node.
 type podAPI interface {
 	getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 	// resize applies a strategic merge patch to the Pod's resize subresource.
 	resize(ctx context.Context, namespace, name string, patch []byte) error
+	// evict asks the Eviction API to evict the Pod namespace/name with
+	// uid, never a later Pod of the same name.
+	evict(ctx context.Context, namespace, name string, uid types.UID) error
 }
 
 type kubevirtVMs struct{ cs kubevirt.Interface }
@@ -112,6 +117,13 @@ func byName(opts metav1.ListOptions, name string) metav1.ListOptions {
 }
 
 type kubePods struct{ cs kubernetes.Interface }
+
+func (c kubePods) evict(ctx context.Context, namespace, name string, uid types.UID) error {
+	return c.cs.PolicyV1().Evictions(namespace).Evict(ctx, &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: name, Namespace: namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(uid))},
+	})
+}
 
 func (c kubePods) getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	return c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})

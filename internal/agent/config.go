@@ -65,6 +65,11 @@ type Config struct {
 	// Requests are the container's requests now (EnvRequestsCPU,
 	// EnvRequestsMemory); nil when unknown.
 	Requests corev1.ResourceList
+	// MoveAfter is how long the VM may stay unschedulable on the Pod's node
+	// before the agent evicts its own Pod (see mover); 0 never. Only for
+	// Pods a controller replaces elsewhere: a Deployment's or a
+	// StatefulSet's, whose template reserves the VM's size.
+	MoveAfter time.Duration
 	// Backoff paces retries; the zero value means DefaultBackoff.
 	Backoff wait.Backoff
 }
@@ -98,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.OwnLimits) > 0 && len(c.OwnRequests) == 0 {
 		errs = append(errs, errors.New("own limits without own requests: pass --own-requests too"))
+	}
+	if c.MoveAfter < 0 {
+		errs = append(errs, fmt.Errorf("move-after must be 0 (never) or positive, not %v", c.MoveAfter))
 	}
 	if c.ProbeAddress == "" {
 		errs = append(errs, errors.New("probe address is empty; use host:port such as :8080"))

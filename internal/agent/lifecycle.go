@@ -59,6 +59,8 @@ type Agent struct {
 	// resized is set once the agent gave back the room its Pod held for
 	// its VM (giveBack).
 	resized bool
+	// move gives up the node when the VM cannot be scheduled on it.
+	move *mover
 }
 
 // New returns an Agent for cfg, which must have passed Validate.
@@ -69,7 +71,7 @@ func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface) *Agent {
 func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Agent {
 	m := newMetrics(time.Now())
 	status := newReadiness(ReadyzStarting, m.setReady)
-	return &Agent{
+	a := &Agent{
 		cfg:     cfg,
 		final:   context.Background(),
 		vms:     countingVMs{vms, m},
@@ -80,6 +82,10 @@ func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Ag
 		report:  reporter{status: status, metrics: m},
 		metrics: m,
 	}
+	a.move = &mover{after: cfg.MoveAfter, evict: func(ctx context.Context) error {
+		return a.pods.evict(ctx, a.pod.PodNamespace, a.pod.PodName, a.pod.PodUID)
+	}}
+	return a
 }
 
 // Handler serves /healthz, /readyz and /metrics, as Run does on
@@ -280,6 +286,7 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 		}
 	}
 	stuckIn, isStuck := stuck.Of(vm)
+	a.move.notice(ctx, isStuck && stuckIn.Reason == stuck.ReasonUnschedulable && a.evacuation.Load() == notEvacuated, a.giveUp)
 	switch {
 	case ready:
 		a.status.set(true, "")

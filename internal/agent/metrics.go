@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -69,7 +70,7 @@ func newMetrics(start time.Time) *metrics {
 		}, []string{"reason"}),
 		apiErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vmctl_agent_api_errors_total",
-			Help: "Requests to the API server that failed, by verb (get, list, watch, create, delete, patch).",
+			Help: "Requests to the API server that failed, by verb (get, list, watch, create, delete, patch, evict).",
 		}, []string{"verb"}),
 		watchRestarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vmctl_agent_watch_restarts_total",
@@ -204,6 +205,12 @@ func (c countingPods) getPod(ctx context.Context, namespace, name string) (*core
 func (c countingPods) resize(ctx context.Context, namespace, name string, patch []byte) error {
 	err := c.podAPI.resize(ctx, namespace, name, patch)
 	c.m.apiError("patch", err)
+	return err
+}
+
+func (c countingPods) evict(ctx context.Context, namespace, name string, uid types.UID) error {
+	err := c.podAPI.evict(ctx, namespace, name, uid)
+	c.m.apiError("evict", err)
 	return err
 }
 

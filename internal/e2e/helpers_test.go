@@ -253,22 +253,37 @@ func waitWarningEvent(t *testing.T, ns, what string, match func(msg string) bool
 			return false, fmt.Sprintf("%d pods", len(pods)), err
 		}
 		pod = pods[firstKey(pods)]
-		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
-			FieldSelector: fields.Set{"involvedObject.name": pod.Name, "type": corev1.EventTypeWarning}.String(),
-		})
-		if err != nil {
-			return false, "", err
-		}
-		var msgs []string
-		for _, ev := range events.Items {
-			msgs = append(msgs, ev.Reason+": "+ev.Message)
-			if match(ev.Message) {
-				return true, "", nil
-			}
-		}
-		return false, strings.Join(msgs, " | "), nil
+		return hasWarningEvent(ctx, ns, pod.Name, match)
 	})
 	return pod
+}
+
+// waitPodWarningEvent waits until Pod ns/pod has a Warning Event whose
+// message matches.
+func waitPodWarningEvent(t *testing.T, ns, pod, what string, match func(msg string) bool) {
+	t.Helper()
+	eventually(t, settle, what, func(ctx context.Context) (bool, string, error) {
+		return hasWarningEvent(ctx, ns, pod, match)
+	})
+}
+
+// hasWarningEvent reports whether Pod ns/pod has a Warning Event whose
+// message matches, and else the reasons and messages it has.
+func hasWarningEvent(ctx context.Context, ns, pod string, match func(msg string) bool) (bool, string, error) {
+	events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": pod, "type": corev1.EventTypeWarning}.String(),
+	})
+	if err != nil {
+		return false, "", err
+	}
+	var msgs []string
+	for _, ev := range events.Items {
+		msgs = append(msgs, ev.Reason+": "+ev.Message)
+		if match(ev.Message) {
+			return true, "", nil
+		}
+	}
+	return false, strings.Join(msgs, " | "), nil
 }
 
 // kubevirtState describes what KubeVirt has made for VM ns/name: its VMI

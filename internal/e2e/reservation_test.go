@@ -287,21 +287,7 @@ func TestReservationRequests(t *testing.T) {
 		createPrototype(t, ns, "testvm.yaml")
 		deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", fmt.Sprint(replicas), fmt.Sprintf("--reserve=%v", reserve))
 		pairs := waitPaired(t, ns, "testvm", replicas, settle)
-		events, err := e.cluster.ReadAudit()
-		if err != nil {
-			t.Fatal(err)
-		}
-		perPod := map[string]int{}
-		var resizes int
-		for _, ev := range events {
-			if ev.User.Username != "system:serviceaccount:"+ns+":vmctl-testvm" {
-				continue
-			}
-			perPod[ev.Pod()]++
-			if ev.ObjectRef.Subresource == "resize" {
-				resizes++
-			}
-		}
+		perPod, resizes := agentRequestsByPod(t, ns)
 		for pod := range pairs {
 			counts[reserve] = append(counts[reserve], perPod[pod])
 		}
@@ -314,4 +300,25 @@ func TestReservationRequests(t *testing.T) {
 	if most, least := slices.Max(counts[true]), slices.Min(counts[false]); most > least+1 {
 		t.Errorf("a reserving agent made %d requests, one that does not as few as %d: more than one request more", most, least)
 	}
+}
+
+// agentRequestsByPod counts the requests of ns's vmctl-testvm agents in the
+// audit log, by the Pod whose token made them, and their resizes.
+func agentRequestsByPod(t testing.TB, ns string) (perPod map[string]int, resizes int) {
+	t.Helper()
+	events, err := e.cluster.ReadAudit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPod = map[string]int{}
+	for _, ev := range events {
+		if ev.User.Username != "system:serviceaccount:"+ns+":vmctl-testvm" {
+			continue
+		}
+		perPod[ev.Pod()]++
+		if ev.ObjectRef.Subresource == "resize" {
+			resizes++
+		}
+	}
+	return perPod, resizes
 }

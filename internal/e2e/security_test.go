@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +20,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
@@ -122,6 +125,39 @@ var securityRows = []struct {
 	{"delete its own Pod's VM", func(t *testing.T, f *agentFleet) error {
 		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), derive.Name(f.proto.Name, f.pod.Name), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	}, [3]bool{true, true, true}},
+	{"resize its own Pod smaller", func(t *testing.T, f *agentFleet) error {
+		return dryRunResize(t, f, f.pod, `{"limits":{"cpu":"50m"}}`)
+	}, [3]bool{true, true, true}},
+	{"resize its own Pod larger", func(t *testing.T, f *agentFleet) error {
+		return dryRunResize(t, f, f.pod, `{"requests":{"memory":"1Gi"},"limits":{"memory":"2Gi"}}`)
+	}, [3]bool{true, false, false}},
+	{"resize another agent's Pod", func(t *testing.T, f *agentFleet) error {
+		return dryRunResize(t, f, f.other, `{"limits":{"cpu":"50m"}}`)
+	}, [3]bool{true, false, false}},
+	{"evict its own Pod", func(t *testing.T, f *agentFleet) error {
+		return dryRunEvict(t, f, f.pod)
+	}, [3]bool{true, true, true}},
+	{"evict another agent's Pod", func(t *testing.T, f *agentFleet) error {
+		return dryRunEvict(t, f, f.other)
+	}, [3]bool{true, false, false}},
+}
+
+// dryRunResize asks, as a server-side dry run, to set the agent container's
+// resources of pod as resources (JSON) says.
+func dryRunResize(t *testing.T, f *agentFleet, pod corev1.Pod, resources string) error {
+	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":%q,"resources":%s}]}}`, agent.ContainerName, resources)
+	_, err := f.kube.CoreV1().Pods(f.ns).Patch(t.Context(), pod.Name, types.StrategicMergePatchType, []byte(patch),
+		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "resize")
+	return err
+}
+
+// dryRunEvict asks, as a server-side dry run, to evict pod by its UID, as an
+// agent that gives up its node does.
+func dryRunEvict(t *testing.T, f *agentFleet, pod corev1.Pod) error {
+	return f.kube.PolicyV1().Evictions(f.ns).Evict(t.Context(), &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: f.ns},
+		DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}, Preconditions: metav1.NewUIDPreconditions(string(pod.UID))},
+	})
 }
 
 // TestStolenAgentToken tries, with a real agent Pod's own bound

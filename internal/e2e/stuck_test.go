@@ -46,11 +46,15 @@ func TestStuckVMsSayWhy(t *testing.T) {
 		problem string
 	}{{
 		// A VM bigger than its node: every fake node has 1Ti of memory.
+		// Agents that reserve their VM's size are Pending instead
+		// (TestReservationPendingUntilRoom); these, which do not, land on
+		// a node that cannot hold the VM.
 		name:      "unschedulable on its node",
 		prototype: "testvm.yaml",
 		change: func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Memory.Guest = ptrQuantity("2Ti")
 		},
+		flags:   []string{"--reserve=false"},
 		reason:  stuck.ReasonUnschedulable,
 		problem: "VM cannot be scheduled on its node: Insufficient memory",
 	}, {

@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,7 +52,7 @@ const (
 	ruleOwnVM    = "the VirtualMachine is not this Pod's"
 	ruleOwnVMI   = "may only delete its own Pod's VMI"
 	// The pod policy's.
-	ruleOwnPod  = "may only resize its own Pod"
+	ruleOwnPod  = "may only resize or evict its own Pod"
 	ruleSmaller = "may only make its own Pod smaller"
 )
 
@@ -213,8 +214,20 @@ type request struct {
 	object    runtime.Object // nil for a DELETE
 	oldObject runtime.Object // nil for a CREATE
 	token     token
-	// subresource is a Pod's: resize.
+	// subresource is a Pod's: resize or eviction.
 	subresource string
+}
+
+// evict is an eviction of pod, with uid as its precondition ("" for none).
+func evict(pod derive.Pod, uid types.UID) request {
+	ev := &policyv1.Eviction{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"},
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+	}
+	if uid != "" {
+		ev.DeleteOptions = &metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(uid))}
+	}
+	return request{op: admission.Create, object: ev, subresource: "eviction"}
 }
 
 // resize is a resize of pod to what change makes of it.
@@ -245,7 +258,7 @@ func (r request) resource() string {
 	switch r.target().(type) {
 	case *kubevirtv1.VirtualMachineInstance:
 		return virtualMachineInstances
-	case *corev1.Pod:
+	case *corev1.Pod, *policyv1.Eviction:
 		return "pods"
 	}
 	return virtualMachines
@@ -389,8 +402,10 @@ func (f *fleet) agentPod(t *testing.T, pod derive.Pod) *corev1.Pod {
 	}
 }
 
-// reserving is a Deployment whose agents hold room for their VMs.
+// reserving is a Deployment whose agents hold room for their VMs and give
+// up a node their VM cannot run on, as scaffold makes it by default.
 func reserving(p *Params) {
+	p.MoveAfter = DefaultMoveAfter
 	p.Reservation = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1100m"), corev1.ResourceMemory: resource.MustParse("2Gi")}
 }
 
@@ -991,6 +1006,22 @@ func TestAdmissionPolicies(t *testing.T) {
 		}},
 		{name: "resize its own Pod with a token bound to no Pod", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
 			return resize(f.agentPod(t, f.pod), shrink).as(noPodToken)
+		}},
+		// Its own Pod evicted, by UID, when its VM cannot run on its node.
+		{name: "evict its own Pod by UID", fleet: reserving, try: func(t *testing.T, f *fleet) request {
+			return evict(f.pod, f.pod.UID)
+		}},
+		{name: "evict its own Pod's name without a UID precondition", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
+			return evict(f.pod, "")
+		}},
+		{name: "evict a later Pod of its name", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
+			return evict(f.pod, otherPodUID)
+		}},
+		{name: "evict another agent's Pod", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
+			return evict(f.other, f.other.UID)
+		}},
+		{name: "evict its own Pod with a token bound to no Pod", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
+			return evict(f.pod, f.pod.UID).as(noPodToken)
 		}},
 		{name: "a person resizes an agent's Pod larger", fleet: reserving, try: func(t *testing.T, f *fleet) request {
 			return resize(f.agentPod(t, f.pod), func(pod *corev1.Pod) {

@@ -7,6 +7,7 @@ package scaffold
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,6 +34,11 @@ const ImageRepository = "ghcr.io/kubectl-vmctl/kubectl-vmctl"
 const (
 	DefaultReplicas           int32 = 1
 	DefaultGracePeriodSeconds int64 = 180
+	// DefaultMoveAfter is how long a Deployment's or StatefulSet's VM may
+	// stay unschedulable on its agent's node before the agent gives the
+	// node up (see Moves): KubeVirt's own VirtualMachinePool autohealing
+	// waits as long.
+	DefaultMoveAfter = 5 * time.Minute
 	// MinGracePeriodSeconds leaves the agent a --delete-timeout of at least
 	// 5s once the 10s margin is taken off.
 	MinGracePeriodSeconds int64 = 15
@@ -103,6 +109,9 @@ type Params struct {
 	// PodMonitor adds a Prometheus Operator PodMonitor for the agents'
 	// /metrics.
 	PodMonitor bool
+	// MoveAfter is the agents' --move-after where they move (Moves); 0
+	// never.
+	MoveAfter time.Duration
 	// Placement, when set, is where the prototype's VMs may run
 	// (placement.Of): the agent Pods get it, so the scheduler puts each
 	// agent where its VM may go, and the template is annotated with
@@ -132,6 +141,7 @@ func NewParams(kind Kind, prototype, namespace string) Params {
 		Version:            v,
 		Replicas:           DefaultReplicas,
 		GracePeriodSeconds: DefaultGracePeriodSeconds,
+		MoveAfter:          DefaultMoveAfter,
 		AdmissionPolicy:    true,
 	}
 }

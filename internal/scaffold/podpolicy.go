@@ -16,31 +16,42 @@ func (p Params) hasPodPolicy() bool { return p.AdmissionPolicy && len(p.PodRules
 // podPolicy keeps the agents' ServiceAccount to its own Pod, which RBAC
 // cannot: a resize of the Pod whose bound token asks (by name and UID),
 // that makes no container's request or limit larger and leaves init
-// containers and Pod-level resources alone. The API server checks the rest
-// of a resize: only CPU and memory change, the QoS class stays.
+// containers and Pod-level resources alone; an eviction of that Pod only,
+// with its UID as precondition (a StatefulSet's later Pod of the same name
+// is another Pod). The API server checks the rest of a resize: only CPU
+// and memory change, the QoS class stays.
 func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	rule := func(op admissionregistrationv1.OperationType, resource string) admissionregistrationv1.NamedRuleWithOperations {
+		return admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{op},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups:   []string{""},
+				APIVersions: []string{"v1"},
+				Resources:   []string{resource},
+				Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		}}
+	}
+	rules := []admissionregistrationv1.NamedRuleWithOperations{rule(admissionregistrationv1.Update, "pods/resize")}
+	if p.Moves() {
+		rules = append(rules, rule(admissionregistrationv1.Create, "pods/eviction"))
+	}
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: p.podPolicyName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{
-						APIGroups:   []string{""},
-						APIVersions: []string{"v1"},
-						Resources:   []string{"pods/resize"},
-						Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
-					},
-				},
-			}}},
-			MatchConditions: p.agentOnly(),
-			// object is the Pod as resized, oldObject as it was.
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: rules},
+			MatchConditions:  p.agentOnly(),
+			// object is the Pod as resized (oldObject as it was), or the
+			// Eviction.
 			Variables: append(podVariables(), []admissionregistrationv1.Variable{
+				{Name: "isResize", Expression: `request.subResource == 'resize'`},
 				{Name: "ownPod", Expression: cel(`
-					variables.pod != '' && variables.podUID != '' &&
-					request.name == variables.pod && object.metadata.uid == variables.podUID`)},
+					variables.pod != '' && variables.podUID != '' && request.name == variables.pod &&
+					(variables.isResize ?
+						object.metadata.uid == variables.podUID :
+						object.?deleteOptions.?preconditions.?uid.orValue('') == variables.podUID)`)},
 				// Every container's requests and limits at most what they
 				// were; the API server refuses to drop one.
 				{Name: "noLarger", Expression: cel(`
@@ -56,8 +67,9 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			}...),
 			Validations: []admissionregistrationv1.Validation{
 				forbid(`variables.ownPod`,
-					"a vmctl agent may only resize its own Pod: the one its bound token names ("+podNameExtra+", and "+podUIDExtra+" as the Pod's UID)"),
-				forbid(`variables.smaller`,
+					"a vmctl agent may only resize or evict its own Pod: the one its bound token names ("+podNameExtra+", and "+podUIDExtra+
+						" as the resized Pod's UID or the eviction's UID precondition)"),
+				forbid(`!variables.isResize || variables.smaller`,
 					"a vmctl agent may only make its own Pod smaller: no container's request or limit larger, init containers and Pod-level resources unchanged"),
 			},
 		},

@@ -63,14 +63,19 @@ func (p Params) VMRules() []rbacv1.PolicyRule {
 }
 
 // PodRules let an agent that holds room for its VM resize its own Pod, to
-// give the room back. RBAC cannot name the Pod, whose name is not known
-// beforehand: the pod policy (podPolicy) keeps each agent to its own Pod,
-// and to resizing it down. It never reads a Pod.
+// give the room back, and, where it moves (Moves), evict it. RBAC cannot
+// name the Pod, whose name is not known beforehand: the pod policy
+// (podPolicy) keeps each agent to its own Pod, and to resizing it down. It
+// never reads a Pod.
 func (p Params) PodRules() []rbacv1.PolicyRule {
-	if !p.Reserves() {
-		return nil
+	var rules []rbacv1.PolicyRule
+	if p.Reserves() {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}})
 	}
-	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}}}
+	if p.Moves() {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}})
+	}
+	return rules
 }
 
 // rbac returns the Roles and RoleBindings: one pair in Namespace, and when the

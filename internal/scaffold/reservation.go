@@ -133,12 +133,26 @@ func (p Params) requestsEnv() []corev1.EnvVar {
 	}
 }
 
-// reserveArgs are the agent's flags that make it give the reservation back.
+// Moves reports whether p's agents give up a node their VM cannot be
+// scheduled on: a Deployment's or a StatefulSet's, whose controller makes a
+// new Pod, and only with a reservation, so that the scheduler places the
+// new Pod where the VM fits, never again on the node it left. A DaemonSet's
+// Pod cannot move; its agent only reports.
+func (p Params) Moves() bool {
+	return p.Reserves() && p.MoveAfter > 0 && p.Kind != KindDaemonSet
+}
+
+// reserveArgs are the agent's flags that make it give the reservation back,
+// and give the node up where it moves.
 func (p Params) reserveArgs() []string {
 	if !p.Reserves() {
 		return nil
 	}
-	return []string{"--own-requests=" + FormatResources(OwnRequests()), "--own-limits=" + FormatResources(OwnLimits())}
+	args := []string{"--own-requests=" + FormatResources(OwnRequests()), "--own-limits=" + FormatResources(OwnLimits())}
+	if p.Moves() {
+		args = append(args, "--move-after="+p.MoveAfter.String())
+	}
+	return args
 }
 
 // FormatResources writes list as the agent's --own-requests reads it:

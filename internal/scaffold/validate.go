@@ -60,6 +60,9 @@ func (p Params) Validate() error {
 	if p.GracePeriodSeconds < MinGracePeriodSeconds {
 		add("grace period %ds is too short for the agent to delete its VM: use at least %ds", p.GracePeriodSeconds, MinGracePeriodSeconds)
 	}
+	if p.MoveAfter < 0 {
+		add("invalid --move-after %v: use 0 to never move, or a positive duration such as %v", p.MoveAfter, DefaultMoveAfter)
+	}
 
 	if p.Service != nil {
 		if msgs := validation.IsValidPortNum(int(p.Service.Port)); len(msgs) > 0 {
