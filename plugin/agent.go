@@ -198,10 +198,10 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 	if key, ok := o.LookupEnv(agent.EnvPlacementKey); ok {
 		o.config.PlacementKey = strings.TrimSpace(key)
 	}
-	if o.config.OwnRequests, err = agent.ParseResources(o.OwnRequests); err != nil {
+	if o.config.OwnRequests, err = kube.ParseResources(o.OwnRequests); err != nil {
 		return fmt.Errorf("--own-requests: %w", err)
 	}
-	if o.config.OwnLimits, err = agent.ParseResources(o.OwnLimits); err != nil {
+	if o.config.OwnLimits, err = kube.ParseResources(o.OwnLimits); err != nil {
 		return fmt.Errorf("--own-limits: %w", err)
 	}
 	if o.config.Requests, err = agent.RequestsFromEnv(o.LookupEnv); err != nil {

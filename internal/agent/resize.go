@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,30 +31,6 @@ const (
 // cannot resize its Pod to its own requests to give back the room it held
 // for its VM: it makes no VM until it can.
 const ReasonResizeFailed = "ResizeFailed"
-
-// ParseResources reads "cpu=10m,memory=32Mi" (scaffold.FormatResources)
-// into a ResourceList; nil for "".
-func ParseResources(s string) (corev1.ResourceList, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	out := corev1.ResourceList{}
-	for item := range strings.SplitSeq(s, ",") {
-		if item = strings.TrimSpace(item); item == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(item, "=")
-		if !ok {
-			return nil, fmt.Errorf("%q is not NAME=QUANTITY, as in cpu=10m,memory=32Mi", item)
-		}
-		q, err := resource.ParseQuantity(value)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out[corev1.ResourceName(name)] = q
-	}
-	return out, nil
-}
 
 // RequestsFromEnv reads the container's requests now from EnvRequestsCPU
 // and EnvRequestsMemory; nil when neither is set.
@@ -126,7 +103,7 @@ func (a *Agent) giveBack(ctx context.Context) error {
 	if err := a.pods.resize(rctx, a.pod.PodNamespace, a.pod.PodName, patch); err != nil {
 		p := &problem{reason: ReasonResizeFailed, err: err, msg: fmt.Sprintf(
 			"resizing Pod %s to its own requests (%s) to give back the room it holds for its VM, which is not made until then: %v",
-			ref, formatResources(a.cfg.OwnRequests), err)}
+			ref, kube.FormatResources(a.cfg.OwnRequests), err)}
 		if apierrors.IsNotFound(err) {
 			p.msg += "; unless the Pod is going, the API server lacks pods/resize (Kubernetes 1.35 and later have it): scaffold again with --reserve=false"
 		} else {
@@ -135,16 +112,6 @@ func (a *Agent) giveBack(ctx context.Context) error {
 		return p
 	}
 	a.resized = true
-	klog.FromContext(ctx).Info("Gave back the room held for the VM", "pod", ref, "requests", formatResources(a.cfg.OwnRequests))
+	klog.FromContext(ctx).Info("Gave back the room held for the VM", "pod", ref, "requests", kube.FormatResources(a.cfg.OwnRequests))
 	return nil
-}
-
-// formatResources writes list as "cpu=10m,memory=32Mi".
-func formatResources(list corev1.ResourceList) string {
-	var out []string
-	for name, q := range list {
-		out = append(out, string(name)+"="+q.String())
-	}
-	slices.Sort(out)
-	return strings.Join(out, ",")
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,7 +88,7 @@ func checkResized(t *testing.T, ns string) {
 	for name, pod := range pods {
 		got := pod.Spec.Containers[0].Resources.Requests
 		if got.Memory().Cmp(*own.Memory()) != 0 || got.Cpu().Cmp(*own.Cpu()) != 0 {
-			t.Errorf("Pod %s asks for %s after making its VM, want its own %s", name, scaffold.FormatResources(got), scaffold.FormatResources(own))
+			t.Errorf("Pod %s asks for %s after making its VM, want its own %s", name, kube.FormatResources(got), kube.FormatResources(own))
 		}
 	}
 }

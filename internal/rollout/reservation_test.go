@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,7 +24,7 @@ func TestRestartRollsTheReservation(t *testing.T) {
 	w := testWorkload()
 	tmpl := w.Template()
 	tmpl.Spec.Containers = []corev1.Container{{Name: "agent", Resources: scaffold.AgentResources(old)}}
-	tmpl.Annotations = map[string]string{scaffold.ReservationAnnotation: scaffold.FormatResources(old)}
+	tmpl.Annotations = map[string]string{scaffold.ReservationAnnotation: kube.FormatResources(old)}
 	a := pod("web-a", "uid-a")
 	current := []kubevirtv1.VirtualMachine{vm(a, 2, true)}
 

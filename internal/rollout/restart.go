@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -86,7 +88,7 @@ func PlanRestart(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.Virt
 	}
 	if reservationStale(w.Template(), v) {
 		return Plan{Restart: true, Why: fmt.Sprintf("its Pod template holds room for %s a VM, prototype %s's VMs need %s",
-			w.Template().Annotations[scaffold.ReservationAnnotation], proto, scaffold.FormatResources(v.Reservation))}
+			w.Template().Annotations[scaffold.ReservationAnnotation], proto, kube.FormatResources(v.Reservation))}
 	}
 	byName := vmsByName(vms, w)
 	var stale, current int
@@ -145,7 +147,7 @@ func placementStale(tmpl *corev1.PodTemplateSpec, v Version) bool {
 // server without in-place resize) is left so.
 func reservationStale(tmpl *corev1.PodTemplateSpec, v Version) bool {
 	held := tmpl.Annotations[scaffold.ReservationAnnotation]
-	return held != "" && v.Reservation != nil && held != scaffold.FormatResources(v.Reservation)
+	return held != "" && v.Reservation != nil && held != kube.FormatResources(v.Reservation)
 }
 
 // RestartAnnotations are what a restart at now for v sets on the Pod

@@ -1,8 +1,7 @@
 package scaffold
 
 import (
-	"slices"
-	"strings"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,7 +27,7 @@ import (
 // reserved.
 
 // ReservationAnnotation is the reservation a workload's Pod template holds,
-// as FormatResources writes it: `rollout restart` compares it with the
+// as kube.FormatResources writes it: `rollout restart` compares it with the
 // prototype's reservation now and writes the new one when it differs.
 const ReservationAnnotation = "vmctl.kubevirt.io/reservation"
 
@@ -70,7 +69,7 @@ func ApplyReservation(tmpl *corev1.PodTemplateSpec, reservation corev1.ResourceL
 	if tmpl.Annotations == nil {
 		tmpl.Annotations = map[string]string{}
 	}
-	tmpl.Annotations[ReservationAnnotation] = FormatResources(reservation)
+	tmpl.Annotations[ReservationAnnotation] = kube.FormatResources(reservation)
 	for i := range tmpl.Spec.Containers {
 		if tmpl.Spec.Containers[i].Name == containerName {
 			tmpl.Spec.Containers[i].Resources = AgentResources(reservation)
@@ -148,24 +147,9 @@ func (p Params) reserveArgs() []string {
 	if !p.Reserves() {
 		return nil
 	}
-	args := []string{"--own-requests=" + FormatResources(OwnRequests()), "--own-limits=" + FormatResources(OwnLimits())}
+	args := []string{"--own-requests=" + kube.FormatResources(OwnRequests()), "--own-limits=" + kube.FormatResources(OwnLimits())}
 	if p.Moves() {
 		args = append(args, "--move-after="+p.MoveAfter.String())
 	}
 	return args
-}
-
-// FormatResources writes list as the agent's --own-requests reads it:
-// "cpu=10m,memory=32Mi", by name.
-func FormatResources(list corev1.ResourceList) string {
-	names := make([]string, 0, len(list))
-	for name := range list {
-		names = append(names, string(name))
-	}
-	slices.Sort(names)
-	for i, name := range names {
-		q := list[corev1.ResourceName(name)]
-		names[i] = name + "=" + q.String()
-	}
-	return strings.Join(names, ",")
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,7 +107,7 @@ func (p Params) podTemplate() corev1.PodTemplateSpec {
 		t.Annotations[placement.Annotation] = p.PlacementKey
 	}
 	if p.Reserves() {
-		t.Annotations[ReservationAnnotation] = FormatResources(p.Reservation)
+		t.Annotations[ReservationAnnotation] = kube.FormatResources(p.Reservation)
 	}
 	return t
 }
