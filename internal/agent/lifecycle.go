@@ -82,9 +82,7 @@ func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Ag
 		report:  reporter{status: status, metrics: m},
 		metrics: m,
 	}
-	a.move = &mover{after: cfg.MoveAfter, evict: func(ctx context.Context) error {
-		return a.pods.evict(ctx, a.pod.PodNamespace, a.pod.PodName, a.pod.PodUID)
-	}}
+	a.move = &mover{after: cfg.MoveAfter, giveUp: a.giveUp}
 	return a
 }
 
@@ -286,7 +284,7 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 		}
 	}
 	stuckIn, isStuck := stuck.Of(vm)
-	a.move.notice(ctx, isStuck && stuckIn.Reason == stuck.ReasonUnschedulable && a.evacuation.Load() == notEvacuated, a.giveUp)
+	a.move.notice(ctx, isStuck && stuckIn.Reason == stuck.ReasonUnschedulable && a.evacuation.Load() == notEvacuated)
 	switch {
 	case ready:
 		a.status.set(true, "")

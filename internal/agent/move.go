@@ -31,8 +31,9 @@ const (
 // stays Pending, and a Pending Pod runs no agent.
 type mover struct {
 	after time.Duration
-	// evict asks once; giveUp retries it.
-	evict func(ctx context.Context) error
+	// giveUp evicts the Pod, retrying until it is evicted (true) or ctx
+	// ends (false).
+	giveUp func(ctx context.Context) bool
 
 	mu      sync.Mutex
 	timer   *time.Timer
@@ -43,7 +44,7 @@ type mover struct {
 // notice is told, on every change of the VM, whether it is unschedulable on
 // the Pod's node. The first time it is, notice starts the clock; any other
 // state stops it, and an eviction still being asked for.
-func (m *mover) notice(ctx context.Context, unschedulable bool, giveUp func(context.Context)) {
+func (m *mover) notice(ctx context.Context, unschedulable bool) {
 	if m == nil || m.after <= 0 {
 		return
 	}
@@ -56,7 +57,13 @@ func (m *mover) notice(ctx context.Context, unschedulable bool, giveUp func(cont
 	case m.timer == nil:
 		gctx, cancel := context.WithCancel(ctx)
 		m.cancel = cancel
-		m.timer = time.AfterFunc(m.after, func() { giveUp(gctx) })
+		m.timer = time.AfterFunc(m.after, func() {
+			if m.giveUp(gctx) {
+				m.mu.Lock()
+				m.evicted = true
+				m.mu.Unlock()
+			}
+		})
 	}
 }
 
@@ -73,10 +80,11 @@ func (m *mover) stopLocked() {
 
 // giveUp evicts the agent's own Pod, retrying with the agent's backoff while
 // the eviction is refused, until it succeeds or ctx ends (the VM became
-// schedulable again, or the Pod is stopping).
-func (a *Agent) giveUp(ctx context.Context) {
+// schedulable again, or the Pod is stopping). It reports whether the Pod
+// was evicted.
+func (a *Agent) giveUp(ctx context.Context) bool {
 	if ctx.Err() != nil {
-		return
+		return false
 	}
 	ref := a.pod.PodNamespace + "/" + a.pod.PodName
 	a.report.fail(ctx, &problem{reason: ReasonMoving, msg: fmt.Sprintf(
@@ -84,18 +92,15 @@ func (a *Agent) giveUp(ctx context.Context) {
 		a.cfg.Namespace, a.VMName(), a.pod.Node, a.cfg.MoveAfter, ref)})
 	b := a.cfg.backoff()
 	for {
-		err := a.move.evict(ctx)
+		err := a.pods.evict(ctx, a.pod.PodNamespace, a.pod.PodName, a.pod.PodUID)
 		if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			// Evicted; or already gone, or a later Pod of the same name (a
 			// StatefulSet's), which the UID precondition kept safe.
-			a.move.mu.Lock()
-			a.move.evicted = true
-			a.move.mu.Unlock()
 			klog.FromContext(ctx).Info("Evicted own Pod", "pod", ref, "error", err)
-			return
+			return true
 		}
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		msg := fmt.Sprintf("evicting Pod %s to move VM %s/%s: %v", ref, a.cfg.Namespace, a.VMName(), err)
 		if apierrors.IsTooManyRequests(err) {
@@ -103,7 +108,7 @@ func (a *Agent) giveUp(ctx context.Context) {
 		}
 		a.report.fail(ctx, &problem{reason: ReasonMoveBlocked, msg: msg, err: err})
 		if !sleep(ctx, b.Step()) {
-			return
+			return false
 		}
 	}
 }
