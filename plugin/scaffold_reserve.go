@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -40,13 +39,10 @@ func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.Vir
 		return []string{fmt.Sprintf("the server runs Kubernetes %s, older than 1.35, whose Pods cannot resize in place: %s; "+
 			"upgrade the cluster to 1.35 or later and scaffold again", info.GitVersion, notCounted)}, nil
 	}
-	in, err := reserve.Load(ctx, o.clients, proto)
+	r, err := reserve.LauncherOf(ctx, o.clients, proto)
 	if err == nil {
-		var r corev1.ResourceList
-		if r, err = reserve.Launcher(proto, in); err == nil {
-			o.params.Reservation = scaffold.RoundReservation(r)
-			return nil, nil
-		}
+		o.params.Reservation = scaffold.RoundReservation(r)
+		return nil, nil
 	}
 	return nil, fmt.Errorf("cannot size the VMs of prototype %s/%s, which each agent Pod holds room for: %w; "+
 		"or pass --reserve=false to scaffold agents that do not hold it (the scheduler then does not see the VMs' size)",

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -15,6 +16,16 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
+
+// LauncherOf is Launcher of vm with the Inputs Load reads for it from the
+// cluster.
+func LauncherOf(ctx context.Context, c kube.Clients, vm *kubevirtv1.VirtualMachine) (corev1.ResourceList, error) {
+	in, err := Load(ctx, c, vm)
+	if err != nil {
+		return nil, err
+	}
+	return Launcher(vm, in)
+}
 
 // Load reads from the cluster the Inputs that Launcher needs for vm: its
 // instancetype and preference as the VM controller finds them (the

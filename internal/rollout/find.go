@@ -88,8 +88,8 @@ func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[ty
 				klog.FromContext(ctx).V(1).Info("Not rolling out the prototype's placement", "prototype", k, "err", err)
 			}
 			// Nor the room its VMs need, when that cannot be computed.
-			if r, err := reservation(ctx, c, proto); err == nil {
-				v.Reservation = r
+			if r, err := reserve.LauncherOf(ctx, c, proto); err == nil {
+				v.Reservation = scaffold.RoundReservation(r)
 			} else {
 				klog.FromContext(ctx).V(1).Info("Not rolling out the room the prototype's VMs need", "prototype", k, "err", err)
 			}
@@ -121,17 +121,4 @@ func VMs(ctx context.Context, c kube.Clients, namespaces []string, prototype str
 		out = append(out, vms...)
 	}
 	return out, nil
-}
-
-// reservation is what scaffold reserves for proto's VMs.
-func reservation(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine) (corev1.ResourceList, error) {
-	in, err := reserve.Load(ctx, c, proto)
-	if err != nil {
-		return nil, err
-	}
-	r, err := reserve.Launcher(proto, in)
-	if err != nil {
-		return nil, err
-	}
-	return scaffold.RoundReservation(r), nil
 }
