@@ -97,7 +97,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	e.kubelet = doubles.NewKubelet(c.RESTConfig, doubles.KubeletOptions{
+	e.kubelet = doubles.NewKubelet(c.DoublesConfig, doubles.KubeletOptions{
 		Binary: binary,
 		Dir:    filepath.Join(c.Dir, "kubelet"),
 		Log:    log,

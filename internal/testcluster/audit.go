@@ -11,11 +11,14 @@ import (
 )
 
 // auditPolicy records, at the Metadata level, every request on KubeVirt's
-// VirtualMachines, and every request of a ServiceAccount outside kube-system
-// and kubevirt (the controllers' own): who asked (with a bound token's Pod),
-// the verb, the object and the answer's code. Tests count an agent's
-// requests by it, all of them (its Events and Pod reads too); the API
-// server's metrics have no label that says who asked.
+// VirtualMachines, and every request of every other identity but the
+// admin's (the tests' own and kubectl's): the agents, KubeVirt's components,
+// kube-controller-manager, kube-scheduler, kwok and the doubles, each its own
+// user (componentUsers). It records who asked (with a bound token's Pod),
+// the verb, the object and the answer's code. Tests count requests by it,
+// per agent and per component; the API server's metrics have no label
+// that says who asked. Leases are left out: the nodes' and controllers'
+// heartbeats, a steady few a second that no workload changes.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
@@ -25,10 +28,12 @@ rules:
   - group: kubevirt.io
     resources: [virtualmachines]
 - level: None
-  userGroups: ["system:serviceaccounts:kube-system", "system:serviceaccounts:kubevirt"]
-- level: Metadata
-  userGroups: ["system:serviceaccounts"]
+  resources:
+  - group: coordination.k8s.io
+    resources: [leases]
 - level: None
+  users: ["` + AdminUser + `"]
+- level: Metadata
 `
 
 // AuditLog is the path of kube-apiserver's audit log (JSON lines).
@@ -50,6 +55,7 @@ type AuditEvent struct {
 	Received   metav1.MicroTime `json:"requestReceivedTimestamp"`
 	Verb       string           `json:"verb"`
 	RequestURI string           `json:"requestURI"`
+	UserAgent  string           `json:"userAgent"`
 	User       struct {
 		Username string              `json:"username"`
 		Extra    map[string][]string `json:"extra"`

@@ -59,6 +59,11 @@ type Cluster struct {
 	// RESTConfig is the same admin identity for clients in the test process
 	// (QPS 200, burst 400). Copy it with rest.CopyConfig before changing it.
 	RESTConfig *rest.Config
+	// DoublesConfig is the identity of the stand-ins that run in the test
+	// process (package doubles' kubelet), with the admin's rights but a name
+	// of its own, vmctl-testcluster-doubles, so that the audit log records
+	// their requests apart from the tests' own (see AuditLog).
+	DoublesConfig *rest.Config
 	// Nodes are the fake nodes' names, all Ready when Start returns.
 	Nodes []string
 	// Binaries are the commands the cluster runs.
@@ -141,6 +146,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c.logf("kube-apiserver serving at %s", c.RESTConfig.Host)
+	if err := c.writeComponentKubeconfigs(p); err != nil {
+		return nil, err
+	}
 
 	cs, err := kubernetes.NewForConfig(c.RESTConfig)
 	if err != nil {
@@ -462,7 +470,7 @@ func (c *Cluster) waitAPIServerReady(ctx context.Context) error {
 
 func (c *Cluster) startControllerManager(p *pki) error {
 	_, err := c.start(KubeControllerManager, c.Binaries.KubeControllerManager, []string{
-		"--kubeconfig=" + c.Kubeconfig,
+		"--kubeconfig=" + c.componentKubeconfig(KubeControllerManager),
 		"--controllers=" + strings.Join([]string{
 			"deployment-controller",
 			"replicaset-controller",
@@ -496,7 +504,7 @@ func (c *Cluster) startControllerManager(p *pki) error {
 
 func (c *Cluster) startScheduler() error {
 	_, err := c.start(KubeScheduler, c.Binaries.KubeScheduler, []string{
-		"--kubeconfig=" + c.Kubeconfig,
+		"--kubeconfig=" + c.componentKubeconfig(KubeScheduler),
 		"--leader-elect=false",
 		"--secure-port=0",
 	}, nil)
@@ -519,7 +527,7 @@ func (c *Cluster) startKwok() error {
 	}
 	_, err = c.start(Kwok, c.Binaries.Kwok, []string{
 		"--config=" + cfgPath,
-		"--kubeconfig=" + c.Kubeconfig,
+		"--kubeconfig=" + c.componentKubeconfig(Kwok),
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + NodeAnnotation + "=fake",
 		"--cidr=10.244.0.0/16",

@@ -123,6 +123,36 @@ func TestCluster(t *testing.T) {
 		testcluster.Eventually(t, 60*time.Second, "a replacement pod", func(ctx context.Context) (bool, error) {
 			return len(runningPods(ctx, t, cs, ns, sel)) == 3, nil
 		})
+
+		// Each component's requests are in the audit log under its own
+		// name; the admin's (this test's) are not.
+		events, err := c.ReadAudit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, ev := range events {
+			if ev.ObjectRef.Namespace != ns {
+				continue
+			}
+			res := ev.ObjectRef.Resource
+			if ev.ObjectRef.Subresource != "" {
+				res += "/" + ev.ObjectRef.Subresource
+			}
+			seen[ev.User.Username+" "+ev.Verb+" "+res] = true
+			if ev.User.Username == testcluster.AdminUser {
+				t.Errorf("the audit log records the admin's %s %s", ev.Verb, res)
+			}
+		}
+		for _, want := range []string{
+			"system:serviceaccount:kube-system:replicaset-controller create pods",
+			"system:kube-scheduler create pods/binding",
+			"vmctl-testcluster-kwok patch pods/status",
+		} {
+			if !seen[want] {
+				t.Errorf("the audit log has no %q in namespace %s; it has %v", want, ns, seen)
+			}
+		}
 	})
 
 	t.Run("kwok mends a Running pod whose containers went back to waiting", func(t *testing.T) {

@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -14,9 +15,15 @@ const contextName = "vmctl-testcluster"
 // writeKubeconfig writes an admin kubeconfig with the credentials embedded and
 // returns the matching rest.Config.
 func writeKubeconfig(path, server string, p *pki) (*rest.Config, error) {
+	return writeClientKubeconfig(path, server, p.caPEM, p.adminCert, p.adminKey)
+}
+
+// writeClientKubeconfig writes a kubeconfig that authenticates with the
+// client certificate cert and key, and returns the matching rest.Config.
+func writeClientKubeconfig(path, server string, caPEM, cert, key []byte) (*rest.Config, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: p.caPEM}
-	cfg.AuthInfos[contextName] = &clientcmdapi.AuthInfo{ClientCertificateData: p.adminCert, ClientKeyData: p.adminKey}
+	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[contextName] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
 	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName, Namespace: "default"}
 	cfg.CurrentContext = contextName
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
@@ -29,4 +36,26 @@ func writeKubeconfig(path, server string, p *pki) (*rest.Config, error) {
 	// Tests create objects in bursts; client-go's default 5 QPS would throttle them.
 	rc.QPS, rc.Burst = 200, 400
 	return rc, nil
+}
+
+// componentKubeconfig is the kubeconfig of a component's own identity
+// (componentUsers), written by writeComponentKubeconfigs.
+func (c *Cluster) componentKubeconfig(component string) string {
+	return filepath.Join(c.Dir, component+".kubeconfig")
+}
+
+// writeComponentKubeconfigs writes each component's kubeconfig, and sets
+// DoublesConfig, once the API server's address is known.
+func (c *Cluster) writeComponentKubeconfigs(p *pki) error {
+	for _, component := range sortedComponents() {
+		client := p.clients[component]
+		rc, err := writeClientKubeconfig(c.componentKubeconfig(component), c.RESTConfig.Host, p.caPEM, client[0], client[1])
+		if err != nil {
+			return fmt.Errorf("%s: %w", component, err)
+		}
+		if component == Doubles {
+			c.DoublesConfig = rc
+		}
+	}
+	return nil
 }

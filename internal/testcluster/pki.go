@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 )
 
@@ -32,6 +33,29 @@ type pki struct {
 	ProxyClientCert            string
 	ProxyClientKey             string
 	caPEM, adminCert, adminKey []byte // for the kubeconfig
+	// clients are the components' own client certificates and keys, by
+	// component (see componentUsers).
+	clients map[string][2][]byte
+}
+
+// AdminUser is the admin kubeconfig's user (Kubeconfig, RESTConfig): the
+// tests and kubectl. The audit log records only its requests on VMs.
+const AdminUser = "vmctl-testcluster-admin"
+
+// Doubles names the identity of the stand-ins that run in a test's own
+// process (package doubles' kubelet): Cluster.DoublesConfig.
+const Doubles = "doubles"
+
+// componentUsers are the users that the components and the doubles
+// authenticate as, each its own, so that the audit log tells their requests
+// apart (kubeadm gives kube-controller-manager and kube-scheduler these
+// names). Each is in system:masters, as the admin is: none has fewer rights
+// than when they all shared the admin's certificate.
+var componentUsers = map[string]string{
+	KubeControllerManager: "system:kube-controller-manager",
+	KubeScheduler:         "system:kube-scheduler",
+	Kwok:                  "vmctl-testcluster-kwok",
+	Doubles:               "vmctl-testcluster-doubles",
 }
 
 // serviceIP is the first address of the service range, the `kubernetes` Service.
@@ -88,7 +112,7 @@ func writePKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("generate the serving certificate: %w", err)
 	}
 	// system:masters bypasses RBAC, like kubeadm's admin.conf.
-	adminCert, adminKey, err := leaf(ca, caKey, 3, pkix.Name{CommonName: "vmctl-testcluster-admin", Organization: []string{"system:masters"}},
+	adminCert, adminKey, err := leaf(ca, caKey, 3, pkix.Name{CommonName: AdminUser, Organization: []string{"system:masters"}},
 		x509.ExtKeyUsageClientAuth, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("generate the admin certificate: %w", err)
@@ -104,6 +128,18 @@ func writePKI(dir string) (*pki, error) {
 		x509.ExtKeyUsageClientAuth, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("generate the kubelet client certificate: %w", err)
+	}
+
+	clients := map[string][2][]byte{}
+	serial := int64(5)
+	for _, component := range sortedComponents() {
+		cert, key, err := leaf(ca, caKey, serial, pkix.Name{CommonName: componentUsers[component], Organization: []string{"system:masters"}},
+			x509.ExtKeyUsageClientAuth, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("generate the client certificate of %s: %w", component, err)
+		}
+		clients[component] = [2][]byte{cert, key}
+		serial++
 	}
 
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -131,6 +167,7 @@ func writePKI(dir string) (*pki, error) {
 		FrontProxyCACert: filepath.Join(dir, "front-proxy-ca.crt"),
 		ProxyClientCert:  filepath.Join(dir, "front-proxy-client.crt"), ProxyClientKey: filepath.Join(dir, "front-proxy-client.key"),
 		caPEM: certPEM(caDER), adminCert: adminCert, adminKey: adminKey,
+		clients: clients,
 	}
 	for path, data := range map[string][]byte{
 		p.CACert: p.caPEM, p.CAKey: caKeyPEM,
@@ -145,6 +182,23 @@ func writePKI(dir string) (*pki, error) {
 		}
 	}
 	return p, nil
+}
+
+// ComponentUser is the user a component (KubeControllerManager,
+// KubeScheduler, Kwok or Doubles) authenticates as, as the API server's
+// audit log names it. kube-controller-manager's controllers use their own
+// ServiceAccounts in kube-system besides (--use-service-account-credentials).
+func ComponentUser(component string) string { return componentUsers[component] }
+
+// sortedComponents are componentUsers' keys in order, so that serial
+// numbers do not depend on map order.
+func sortedComponents() []string {
+	names := make([]string, 0, len(componentUsers))
+	for name := range componentUsers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // newCA makes a self-signed CA named cn.

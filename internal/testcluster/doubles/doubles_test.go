@@ -37,7 +37,7 @@ func TestDoubles(t *testing.T) {
 
 	kCtx, stopKubelet := context.WithCancel(context.Background())
 	kDone := make(chan error, 1)
-	k := NewKubelet(c.RESTConfig, KubeletOptions{Binary: agent, Dir: dir, Log: log})
+	k := NewKubelet(c.DoublesConfig, KubeletOptions{Binary: agent, Dir: dir, Log: log})
 	go func() { kDone <- k.Run(kCtx) }()
 	// Registered after ForTest, so it runs before the cluster stops.
 	t.Cleanup(func() {

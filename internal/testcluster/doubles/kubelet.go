@@ -67,7 +67,8 @@ type Kubelet struct {
 }
 
 // NewKubelet returns a kubelet double that talks to the API server as cfg (an
-// admin identity) and gives agents the same server URL and CA.
+// identity with the admin's rights, such as testcluster.Cluster's
+// DoublesConfig) and gives agents the same server URL and CA.
 func NewKubelet(cfg *rest.Config, opts KubeletOptions) *Kubelet {
 	log := opts.Log
 	if log == nil {

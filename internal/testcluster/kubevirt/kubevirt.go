@@ -54,6 +54,15 @@ const (
 	handlerServiceAccount    = "kubevirt-handler"
 )
 
+// The users KubeVirt's components authenticate as, their ServiceAccounts'
+// as the API server's audit log names them; HandlerUser is the virt-handler
+// stand-in's, with HandlerConfig.
+const (
+	APIUser        = "system:serviceaccount:" + Namespace + ":" + apiServiceAccount
+	ControllerUser = "system:serviceaccount:" + Namespace + ":" + controllerServiceAccount
+	HandlerUser    = "system:serviceaccount:" + Namespace + ":" + handlerServiceAccount
+)
+
 // DefaultLauncherImage is the virt-launcher image virt-controller puts in
 // launcher Pods unless Options.LauncherImage says otherwise. kwok's nodes
 // never pull it; a real node would need one it can run.

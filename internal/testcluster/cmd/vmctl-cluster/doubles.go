@@ -27,7 +27,7 @@ func runDoubles(ctx context.Context, c *testcluster.Cluster, kv *kubevirt.KubeVi
 	if vmctlBinary != "" {
 		wg.Go(func() {
 			defer cancel()
-			errs[1] = doubles.NewKubelet(c.RESTConfig, doubles.KubeletOptions{
+			errs[1] = doubles.NewKubelet(c.DoublesConfig, doubles.KubeletOptions{
 				Binary: vmctlBinary,
 				Dir:    filepath.Join(c.Dir, "kubelet"),
 				Log:    log,
