@@ -349,7 +349,7 @@ func cordon(t *testing.T, node string) {
 	t.Cleanup(func() { uncordon(t, node) })
 }
 
-func uncordon(t *testing.T, node string) {
+func uncordon(t testing.TB, node string) {
 	t.Helper()
 	kubectl(t, nil, "uncordon", node)
 }

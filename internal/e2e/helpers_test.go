@@ -64,9 +64,9 @@ func createPrototype(t testing.TB, ns, file string) *kubevirtv1.VirtualMachine {
 	return createPrototypeWith(t, ns, file, nil)
 }
 
-// createPrototypeWith creates the prototype VM of testdata/<file> in ns,
-// changed by change first (when not nil).
-func createPrototypeWith(t testing.TB, ns, file string, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+// readPrototype reads the prototype VM of testdata/<file>, changed by
+// change (when not nil).
+func readPrototype(t testing.TB, file string, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	b, err := os.ReadFile(repoFile(filepath.Join("testdata", file)))
 	if err != nil {
@@ -79,7 +79,15 @@ func createPrototypeWith(t testing.TB, ns, file string, change func(*kubevirtv1.
 	if change != nil {
 		change(&vm)
 	}
-	created, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), &vm, metav1.CreateOptions{})
+	return &vm
+}
+
+// createPrototypeWith creates the prototype VM of testdata/<file> in ns,
+// changed by change first (when not nil).
+func createPrototypeWith(t testing.TB, ns, file string, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	vm := readPrototype(t, file, change)
+	created, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), vm, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create prototype %s: %v", vm.Name, err)
 	}

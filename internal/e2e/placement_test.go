@@ -156,7 +156,7 @@ func patchNodeLabel(t *testing.T, node, patch string) {
 }
 
 // taintNode adds taint to node until t ends.
-func taintNode(t *testing.T, node string, taint corev1.Taint) {
+func taintNode(t testing.TB, node string, taint corev1.Taint) {
 	t.Helper()
 	updateTaints(t, node, func(taints []corev1.Taint) []corev1.Taint { return append(taints, taint) })
 	t.Cleanup(func() {
@@ -166,7 +166,7 @@ func taintNode(t *testing.T, node string, taint corev1.Taint) {
 	})
 }
 
-func updateTaints(t *testing.T, node string, change func([]corev1.Taint) []corev1.Taint) {
+func updateTaints(t testing.TB, node string, change func([]corev1.Taint) []corev1.Taint) {
 	t.Helper()
 	nodes := e.kube.CoreV1().Nodes()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

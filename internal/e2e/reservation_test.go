@@ -28,7 +28,7 @@ const sizedKey = "e2e.vmctl.kubevirt.io/sized"
 
 // addSizedNodes adds n kwok nodes of 8 CPUs and 32Gi, labelled and tainted
 // for ns only, and deletes them when the test ends.
-func addSizedNodes(t *testing.T, ns string, n int) []string {
+func addSizedNodes(t testing.TB, ns string, n int) []string {
 	t.Helper()
 	var names []string
 	for i := range n {

@@ -1,0 +1,303 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// drainLimit is how long a drain may take before it counts as never done.
+const drainLimit = 90 * time.Second
+
+// noRoomGiveUp is how long the no-room case lets a VM fail to start before
+// it is given up: the pool's minFailingToStartDuration, the agents'
+// --move-after.
+const noRoomGiveUp = time.Minute
+
+// noRoomWatch is how long the no-room case watches what each one does.
+const noRoomWatch = 150 * time.Second
+
+// versusRestart restarts kube-apiserver with n VMs of each running.
+func versusRestart(b *testing.B, t *versusTable, n int) {
+	pool, agents := newPool(b, nil), newAgents(b, nil)
+	pool.scale(b, n)
+	agents.scale(b, n)
+	pool.scaleSettled(b, n)
+	agents.scaleSettled(b, n)
+	before := [2]int{pool.watch.now().vmsEver, agents.watch.now().vmsEver}
+
+	mark := auditMark(b)
+	if err := e.cluster.RestartAPIServer(context.Background(), syscall.SIGTERM, apiDown, nil); err != nil {
+		b.Fatal(err)
+	}
+	up := time.Now()
+	time.Sleep(time.Until(up.Add(budgetWindow)))
+	events, err := e.cluster.ReadAudit()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var agentReqs, controller, poolController int
+	byComponent := componentRequests{}
+	for _, ev := range events[mark:] {
+		who := requester(ev, agents.ns)
+		if who == "" {
+			continue
+		}
+		byComponent[who]++
+		switch who {
+		case "agents":
+			agentReqs++
+		case "virt-controller":
+			controller++
+			// The pool controller's own informers; it shares the VM
+			// and VMI informers with the VM controller.
+			if r := ev.ObjectRef.Resource; r == "virtualmachinepools" || r == "controllerrevisions" {
+				poolController++
+			}
+		}
+	}
+	fmt.Printf("versus: kube-apiserver restart (SIGTERM, %s down) with %d VMs of each: requests in the %s after, cluster-wide, by component: %s\n",
+		apiDown, n, budgetWindow, byComponent.perVM(1))
+	pool.scaleSettled(b, n)
+	agents.scaleSettled(b, n)
+	after := [2]int{pool.watch.now().vmsEver, agents.watch.now().vmsEver}
+	fmt.Printf("versus: after the restart: VMs made again by the pool %d, by the agents %d\n", after[0]-before[0], after[1]-before[1])
+	restartCase := fmt.Sprintf("kube-apiserver restart, %d VMs each", n)
+	t.add(restartCase, "requests in the minute after", fmt.Sprintf("%d by virt-controller in all, %d of them by the pool controller's informers", controller, poolController),
+		fmt.Sprintf("%d by the agents (%.1f per VM)", agentReqs, perVM(agentReqs, n)), "")
+	t.add(restartCase, "VMs made again", fmt.Sprint(after[0]-before[0]), fmt.Sprint(after[1]-before[1]), "")
+	pool.scale(b, 0)
+	agents.scale(b, 0)
+	pool.scaleSettled(b, 0)
+	agents.scaleSettled(b, 0)
+}
+
+// versusDrain drains a node of 8 CPUs and 32 GiB under 4 VMs of each, one
+// after the other, each with a PodDisruptionBudget of maxUnavailable 1: over
+// the pool's launcher Pods, and over the agent Pods.
+func versusDrain(b *testing.B, t *versusTable) {
+	const replicas = 4
+	key := "drain-" + strings.ToLower(b.Name())
+	key = key[:min(len(key), 40)]
+	addSizedNodes(b, key, 3)
+	drainCase := fmt.Sprintf("drain, %d VMs over 3 nodes, PDB maxUnavailable 1", replicas)
+	var cells [2]string
+	for i, c := range []*contender{newPool(b, onSized(key, "")), newAgents(b, onSized(key, ""))} {
+		selector := map[string]string{"kubevirt.io": "virt-launcher", "app": "testvm"}
+		if c.agents {
+			selector = map[string]string{scaffold.LabelName: scaffold.AppName, scaffold.LabelInstance: scaffold.DefaultName("testvm")}
+		}
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "vms"}, Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: selector}}}
+		if _, err := e.kube.PolicyV1().PodDisruptionBudgets(c.ns).Create(context.Background(), pdb, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		c.scaleSettled(b, replicas)
+		budget := pdbComputed(b, c.ns, "vms")
+		node := busiestVMINode(b, c.ns)
+
+		c.watch.trackLow()
+		start := time.Now()
+		_, stderr, code := runCode(b, nil, "kubectl", "drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+			"--timeout="+drainLimit.String())
+		took := time.Since(start)
+		uncordon(b, node)
+		low := c.watch.lowest()
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		fmt.Printf("versus: %s: the budget said: %s; kubectl drain %s: exit %d after %s, fewest ready VMs meanwhile %d; its last words: %s\n",
+			c.name, budget, node, code, took.Round(100*time.Millisecond), low, lines[len(lines)-1])
+		if code == 0 {
+			cells[i] = fmt.Sprintf("drained in %s; fewest ready %d of %d", took.Round(100*time.Millisecond), low, replicas)
+		} else {
+			cells[i] = fmt.Sprintf("not drained in %s (exit %d): %s", drainLimit, code, budget)
+		}
+		c.scaleSettled(b, replicas)
+		c.scaleSettled(b, 0)
+	}
+	t.add(drainCase, "kubectl drain of the busiest node", cells[0], cells[1], "")
+}
+
+// versusNoRoom scales to 5 VMs of 12 GiB at once where 4 fit (two nodes of
+// 32 GiB), and watches what each one does about the fifth. Each one's way
+// of giving up on a VM that cannot start waits noRoomGiveUp (both default
+// to 5 minutes): the pool's autohealing, and the agents' --move-after.
+func versusNoRoom(b *testing.B, t *versusTable) {
+	const replicas, fit = 5, 4
+	key := "noroom-" + strings.ToLower(b.Name())
+	key = key[:min(len(key), 40)]
+	addSizedNodes(b, key, 2)
+	noRoomCase := fmt.Sprintf("%d VMs of 12 GiB where %d fit", replicas, fit)
+	var cells [2]string
+	for i, c := range []*contender{newPool(b, onSized(key, "12Gi")), newAgents(b, onSized(key, "12Gi"), "--move-after", noRoomGiveUp.String())} {
+		if !c.agents {
+			kubectl(b, nil, "patch", "-n", c.ns, c.workload, "--type=merge", "-p",
+				fmt.Sprintf(`{"spec":{"autohealing":{"minFailingToStartDuration":%q}}}`, noRoomGiveUp))
+		}
+		c.scale(b, replicas)
+		c.watch.until(b, time.Now(), versusTimeout, c.name+": the VMs that fit ready", func(s nsNow) bool { return s.vmisReady == fit })
+		time.Sleep(noRoomWatch)
+		s := c.watch.now()
+		why := noRoomState(b, c)
+		fmt.Printf("versus: %s: %d VMs of 12 GiB on 2 nodes of 32 GiB, after %s: %s; VMs made in all %d; the one without room: %s\n",
+			c.name, replicas, noRoomWatch, s, s.vmsEver, why)
+		cells[i] = fmt.Sprintf("%d ready; %d VMs made in %s; %s", s.vmisReady, s.vmsEver, noRoomWatch, why)
+		c.scaleSettled(b, 0)
+	}
+	t.add(noRoomCase, "what happens to the fifth", cells[0], cells[1], "")
+}
+
+// noRoomState says what the VMs and Pods of c that are not running show.
+func noRoomState(b *testing.B, c *contender) string {
+	ctx := context.Background()
+	var parts []string
+	vms, err := e.virt.KubevirtV1().VirtualMachines(c.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, vm := range vms.Items {
+		if vm.Name != "testvm" || !c.agents {
+			if !vm.Status.Ready {
+				parts = append(parts, fmt.Sprintf("VM %s %s", vm.Name, vm.Status.PrintableStatus))
+			}
+		}
+	}
+	pods, err := e.kube.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		msg := ""
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+				msg, _, _ = strings.Cut(cond.Message, ". ")
+			}
+		}
+		parts = append(parts, fmt.Sprintf("Pod %s Pending: %s", p.Labels["kubevirt.io"]+p.Labels[scaffold.LabelComponent], msg))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+// onSized places a VM on the sized nodes labelled key, with guest memory
+// (or testvm.yaml's when "").
+func onSized(key, memory string) func(*kubevirtv1.VirtualMachine) {
+	return func(vm *kubevirtv1.VirtualMachine) {
+		spec := &vm.Spec.Template.Spec
+		if memory != "" {
+			spec.Domain.Memory.Guest = ptr.To(apiresource.MustParse(memory))
+		}
+		spec.NodeSelector = map[string]string{sizedKey: key}
+		spec.Tolerations = []corev1.Toleration{{Key: sizedKey, Operator: corev1.TolerationOpEqual, Value: key, Effect: corev1.TaintEffectNoSchedule}}
+	}
+}
+
+// pdbComputed waits until the disruption controller allows a disruption
+// or says it cannot compute the budget, and says which.
+func pdbComputed(b *testing.B, ns, name string) string {
+	var said string
+	eventually(b, settle, "PodDisruptionBudget "+name+" computed", func(ctx context.Context) (bool, string, error) {
+		pdb, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		s := pdb.Status
+		said = fmt.Sprintf("%d disruptions allowed", s.DisruptionsAllowed)
+		failed := false
+		for _, c := range s.Conditions {
+			if c.Type == policyv1.DisruptionAllowedCondition && c.Status == metav1.ConditionFalse && c.Reason == policyv1.SyncFailedReason {
+				said += fmt.Sprintf(" (%s: %s)", c.Reason, c.Message)
+				failed = true
+			}
+		}
+		return s.ObservedGeneration == pdb.Generation && (s.DisruptionsAllowed > 0 || failed), said, nil
+	})
+	return said
+}
+
+// busiestVMINode is the node most of ns's VMIs run on.
+func busiestVMINode(b *testing.B, ns string) string {
+	vmis, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	count := map[string]int{}
+	best := ""
+	for _, vmi := range vmis.Items {
+		node := vmi.Status.NodeName
+		count[node]++
+		if best == "" || count[node] > count[best] || count[node] == count[best] && node < best {
+			best = node
+		}
+	}
+	return best
+}
+
+// addFleetNodes adds simulated nodes until there are fleetNodes, until b ends.
+func addFleetNodes(b *testing.B) {
+	have := len(e.cluster.Nodes)
+	if have >= fleetNodes {
+		return
+	}
+	added, err := e.cluster.AddNodes(context.Background(), have, fleetNodes-have)
+	b.Cleanup(func() {
+		for _, name := range added {
+			_ = e.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// versusTable collects the cases' figures, and prints them as a Markdown
+// table.
+type versusTable struct{ rows [][5]string }
+
+func newVersusTable() *versusTable { return &versusTable{} }
+
+func (t *versusTable) add(what, figure, pool, agents, ratio string) {
+	t.rows = append(t.rows, [5]string{what, figure, pool, agents, ratio})
+}
+
+func (t *versusTable) durations(what, figure string, pool, agents time.Duration) {
+	t.add(what, figure, pool.Round(100*time.Millisecond).String(), agents.Round(100*time.Millisecond).String(), ratio(agents.Seconds(), pool.Seconds()))
+}
+
+func (t *versusTable) numbers(what, figure string, pool, agents float64, format string) {
+	t.add(what, figure, fmt.Sprintf(format, pool), fmt.Sprintf(format, agents), ratio(agents, pool))
+}
+
+func ratio(agents, pool float64) string {
+	if pool == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", agents/pool)
+}
+
+func (t *versusTable) String() string {
+	var s strings.Builder
+	s.WriteString("| case | figure | VirtualMachinePool | vmctl Deployment | vmctl / pool |\n| --- | --- | --- | --- | --- |\n")
+	for _, r := range t.rows {
+		s.WriteString("| " + strings.Join(r[:], " | ") + " |\n")
+	}
+	return s.String()
+}
