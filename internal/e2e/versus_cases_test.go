@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,6 +43,7 @@ func versusRestart(b *testing.B, t *versusTable, n int) {
 	agents.scaleSettled(b, n)
 	before := [2]int{pool.watch.now().vmsEver, agents.watch.now().vmsEver}
 
+	controllerPid := e.kv.Pids()["virt-controller"]
 	mark := auditMark(b)
 	if err := e.cluster.RestartAPIServer(context.Background(), syscall.SIGTERM, apiDown, nil); err != nil {
 		b.Fatal(err)
@@ -72,14 +74,19 @@ func versusRestart(b *testing.B, t *versusTable, n int) {
 			}
 		}
 	}
-	fmt.Printf("versus: kube-apiserver restart (SIGTERM, %s down) with %d VMs of each: requests in the %s after, cluster-wide, by component: %s\n",
-		apiDown, n, budgetWindow, byComponent.perVM(1))
+	restarted := e.kv.Pids()["virt-controller"] != controllerPid
+	fmt.Printf("versus: kube-apiserver restart (SIGTERM, %s down) with %d VMs of each: requests in the %s after, cluster-wide, by component: %s; virt-controller started again (lost its leader lease): %v\n",
+		apiDown, n, budgetWindow, byComponent.perVM(1), restarted)
 	pool.scaleSettled(b, n)
 	agents.scaleSettled(b, n)
 	after := [2]int{pool.watch.now().vmsEver, agents.watch.now().vmsEver}
 	fmt.Printf("versus: after the restart: VMs made again by the pool %d, by the agents %d\n", after[0]-before[0], after[1]-before[1])
 	restartCase := fmt.Sprintf("kube-apiserver restart, %d VMs each", n)
-	t.add(restartCase, "requests in the minute after", fmt.Sprintf("%d by virt-controller in all, %d of them by the pool controller's informers", controller, poolController),
+	again := ""
+	if restarted {
+		again = ", which started again: it lost its leader lease"
+	}
+	t.add(restartCase, "requests in the minute after", fmt.Sprintf("%d by virt-controller in all%s; %d of them on pools and their revisions", controller, again, poolController),
 		fmt.Sprintf("%d by the agents (%.1f per VM)", agentReqs, perVM(agentReqs, n)), "")
 	t.add(restartCase, "VMs made again", fmt.Sprint(after[0]-before[0]), fmt.Sprint(after[1]-before[1]), "")
 	pool.scale(b, 0)
@@ -282,8 +289,17 @@ func (t *versusTable) durations(what, figure string, pool, agents time.Duration)
 	t.add(what, figure, pool.Round(100*time.Millisecond).String(), agents.Round(100*time.Millisecond).String(), ratio(agents.Seconds(), pool.Seconds()))
 }
 
+// numbers adds two figures as format shows them, and the ratio of what it
+// shows.
 func (t *versusTable) numbers(what, figure string, pool, agents float64, format string) {
-	t.add(what, figure, fmt.Sprintf(format, pool), fmt.Sprintf(format, agents), ratio(agents, pool))
+	shown := func(v float64) (string, float64) {
+		s := fmt.Sprintf(format, v)
+		f, _ := strconv.ParseFloat(s, 64)
+		return s, f
+	}
+	p, pv := shown(pool)
+	a, av := shown(agents)
+	t.add(what, figure, p, a, ratio(av, pv))
 }
 
 func ratio(agents, pool float64) string {
