@@ -57,19 +57,8 @@ const fleetNodes = 50
 func BenchmarkFleet(b *testing.B) {
 	n := envInt(b, "VMCTL_FLEET", 1000)
 	timeout := time.Duration(envInt(b, "VMCTL_FLEET_TIMEOUT_MINUTES", 30)) * time.Minute
-	ctx := context.Background()
 	for range b.N {
-		if have := len(e.cluster.Nodes); have < fleetNodes {
-			added, err := e.cluster.AddNodes(ctx, have, fleetNodes-have)
-			b.Cleanup(func() {
-				for _, name := range added {
-					_ = e.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
-				}
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
+		addFleetNodes(b)
 		ns := namespace(b)
 		createPrototype(b, ns, "testvm.yaml")
 		deploy(b, ns, scaffold.KindDeployment, "testvm", "--replicas", "0")
@@ -230,6 +219,23 @@ func fleetRecovers(b *testing.B, ns string, n int, timeout time.Duration, obs *f
 		len(after), lost, replaced, obs.twice())
 	if lost+replaced > 0 || obs.twice() > 0 {
 		b.Errorf("%s: VMs lost %d, replaced %d, derived twice %d", what, lost, replaced, obs.twice())
+	}
+}
+
+// addFleetNodes adds simulated nodes until there are fleetNodes, until b ends.
+func addFleetNodes(b *testing.B) {
+	have := len(e.cluster.Nodes)
+	if have >= fleetNodes {
+		return
+	}
+	added, err := e.cluster.AddNodes(context.Background(), have, fleetNodes-have)
+	b.Cleanup(func() {
+		for _, name := range added {
+			_ = e.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -258,23 +258,6 @@ func busiestVMINode(b *testing.B, ns string) string {
 	return best
 }
 
-// addFleetNodes adds simulated nodes until there are fleetNodes, until b ends.
-func addFleetNodes(b *testing.B) {
-	have := len(e.cluster.Nodes)
-	if have >= fleetNodes {
-		return
-	}
-	added, err := e.cluster.AddNodes(context.Background(), have, fleetNodes-have)
-	b.Cleanup(func() {
-		for _, name := range added {
-			_ = e.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
-		}
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-}
-
 // versusTable collects the cases' figures, and prints them as a Markdown
 // table.
 type versusTable struct{ rows [][5]string }
