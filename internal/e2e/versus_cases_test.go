@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,8 +101,7 @@ func versusRestart(b *testing.B, t *versusTable, n int) {
 // the pool's launcher Pods, and over the agent Pods.
 func versusDrain(b *testing.B, t *versusTable) {
 	const replicas = 4
-	key := "drain-" + strings.ToLower(b.Name())
-	key = key[:min(len(key), 40)]
+	const key = "versus-drain"
 	addSizedNodes(b, key, 3)
 	drainCase := fmt.Sprintf("drain, %d VMs over 3 nodes, PDB maxUnavailable 1", replicas)
 	var cells [2]string
@@ -146,8 +146,7 @@ func versusDrain(b *testing.B, t *versusTable) {
 // to 5 minutes): the pool's autohealing, and the agents' --move-after.
 func versusNoRoom(b *testing.B, t *versusTable) {
 	const replicas, fit = 5, 4
-	key := "noroom-" + strings.ToLower(b.Name())
-	key = key[:min(len(key), 40)]
+	const key = "versus-noroom"
 	addSizedNodes(b, key, 2)
 	noRoomCase := fmt.Sprintf("%d VMs of 12 GiB where %d fit", replicas, fit)
 	var cells [2]string
@@ -202,6 +201,79 @@ func noRoomState(b *testing.B, c *contender) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, "; ")
+}
+
+// versusDNS gives each of 3 VMs a DNS name through a headless Service: the
+// pool through its VM template's subdomain (KubeVirt names a launcher Pod's
+// host after its VMI), vmctl through a StatefulSet. The names are the
+// Service's EndpointSlices' hostnames, which cluster DNS serves as
+// <hostname>.<service>.<namespace>.svc. Then one VM is deleted (the pool's)
+// or its Pod (the StatefulSet's), and the names are read again.
+func versusDNS(b *testing.B, t *versusTable) {
+	const replicas = 3
+	dnsCase := fmt.Sprintf("a DNS name for each of %d VMs (vmctl: a StatefulSet)", replicas)
+	pool := newPool(b, func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Subdomain = "vms" })
+	headless := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "vms"}, Spec: corev1.ServiceSpec{
+		ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "testvm"}}}
+	if _, err := e.kube.CoreV1().Services(pool.ns).Create(context.Background(), headless, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	ns := namespace(b)
+	proto := createPrototype(b, ns, "testvm.yaml")
+	deploy(b, ns, scaffold.KindStatefulSet, proto.Name, "--name", "web", "--replicas", "0")
+	statefulSet := &contender{name: "vmctl StatefulSet", ns: ns, watch: watchNamespace(b, ns, proto.Name), agents: true, workload: "statefulset/web"}
+
+	var cells [2]string
+	for i, run := range []struct {
+		c                *contender
+		service, deleted string
+		delete           func(ctx context.Context) error
+	}{
+		{pool, "vms", "VM testvm-1", func(ctx context.Context) error {
+			return e.virt.KubevirtV1().VirtualMachines(pool.ns).Delete(ctx, "testvm-1", metav1.DeleteOptions{})
+		}},
+		{statefulSet, "web", "Pod web-1", func(ctx context.Context) error {
+			return e.kube.CoreV1().Pods(ns).Delete(ctx, "web-1", metav1.DeleteOptions{})
+		}},
+	} {
+		c := run.c
+		c.scaleSettled(b, replicas)
+		before := serviceHostnames(b, c.ns, run.service, replicas)
+		if err := run.delete(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		c.watch.until(b, time.Now(), versusTimeout, c.name+": a VM in place of the one deleted", func(s nsNow) bool {
+			return s.vmsEver == replicas+1 && s.vmisReady == replicas
+		})
+		after := serviceHostnames(b, c.ns, run.service, replicas)
+		fmt.Printf("versus: %s: the headless Service %s names %v; after %s was deleted, %v\n", c.name, run.service, before, run.deleted, after)
+		cells[i] = fmt.Sprintf("%s; after deleting %s: %s", strings.Join(before, ", "), run.deleted, strings.Join(after, ", "))
+		c.scaleSettled(b, 0)
+	}
+	t.add(dnsCase, "hostnames in the Service's EndpointSlices", cells[0], cells[1], "")
+}
+
+// serviceHostnames waits until service's EndpointSlices hold want ready
+// endpoints with a hostname, and returns the names as DNS serves them.
+func serviceHostnames(b *testing.B, ns, service string, want int) []string {
+	var names []string
+	eventually(b, settle, "Service "+service+"'s EndpointSlices name each VM", func(ctx context.Context) (bool, string, error) {
+		list, err := e.kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service})
+		if err != nil {
+			return false, "", err
+		}
+		names = nil
+		for _, s := range list.Items {
+			for _, ep := range s.Endpoints {
+				if ep.Hostname != nil && (ep.Conditions.Ready == nil || *ep.Conditions.Ready) {
+					names = append(names, *ep.Hostname+"."+service)
+				}
+			}
+		}
+		sort.Strings(names)
+		return len(names) == want, strings.Join(names, " "), nil
+	})
+	return names
 }
 
 // onSized places a VM on the sized nodes labelled key, with guest memory
@@ -294,7 +366,7 @@ func ratio(agents, pool float64) string {
 
 func (t *versusTable) String() string {
 	var s strings.Builder
-	s.WriteString("| case | figure | VirtualMachinePool | vmctl Deployment | vmctl / pool |\n| --- | --- | --- | --- | --- |\n")
+	s.WriteString("| case | figure | VirtualMachinePool | vmctl | vmctl / pool |\n| --- | --- | --- | --- | --- |\n")
 	for _, r := range t.rows {
 		s.WriteString("| " + strings.Join(r[:], " | ") + " |\n")
 	}

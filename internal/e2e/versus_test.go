@@ -40,22 +40,31 @@ const versusTimeout = 20 * time.Minute
 //     each running: the requests in the minute after, by component;
 //   - a drain under a maxUnavailable 1 PodDisruptionBudget, on nodes of 8
 //     CPUs and 32 GiB;
-//   - five VMs at once where four fit: what each does about the fifth.
+//   - five VMs at once where four fit: what each does about the fifth;
+//   - a DNS name for each of three VMs, through a headless Service.
 //
-// Run it with `make bench-versus`.
+// Run it with `make bench-versus`; each case is a sub-benchmark
+// (-bench 'VersusPool/drain' runs one), and the table at the end has the
+// cases that ran.
 func BenchmarkVersusPool(b *testing.B) {
 	n := envInt(b, "VMCTL_VERSUS_VMS", 100)
 	m := envInt(b, "VMCTL_VERSUS_ROLLOUT", 20)
-	for range b.N {
-		addFleetNodes(b)
-		t := newVersusTable()
-		versusScale(b, t, n)
-		versusRollout(b, t, m)
-		versusRestart(b, t, n)
-		versusDrain(b, t)
-		versusNoRoom(b, t)
-		fmt.Print(t)
+	addFleetNodes(b)
+	t := newVersusTable()
+	for _, c := range []struct {
+		name string
+		run  func(*testing.B, *versusTable)
+	}{
+		{"scale", func(b *testing.B, t *versusTable) { versusScale(b, t, n) }},
+		{"rollout", func(b *testing.B, t *versusTable) { versusRollout(b, t, m) }},
+		{"restart", func(b *testing.B, t *versusTable) { versusRestart(b, t, n) }},
+		{"drain", versusDrain},
+		{"noroom", versusNoRoom},
+		{"dns", versusDNS},
+	} {
+		b.Run(c.name, func(b *testing.B) { c.run(b, t) })
 	}
+	fmt.Print(t)
 }
 
 // contender is one way of running a fleet of VMs in a namespace of its own.
