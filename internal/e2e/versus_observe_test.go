@@ -224,6 +224,8 @@ func requester(ev testcluster.AuditEvent, agentNS string) string {
 		return "kube-scheduler"
 	case u == testcluster.ComponentUser(testcluster.Kwok), u == testcluster.ComponentUser(testcluster.Doubles):
 		return "kubelets (kwok, agent double)"
+	case u == "":
+		return "unauthenticated (refused)"
 	case u == "system:apiserver":
 		return "kube-apiserver (its own)"
 	case u == testcluster.AdminUser:
