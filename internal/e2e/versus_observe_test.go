@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -234,28 +235,35 @@ func requester(ev testcluster.AuditEvent, agentNS string) string {
 	return "other: " + u
 }
 
-// componentRequests counts the requests made on objects in ns since the
-// audit log's first mark entries, by requester. Requests on no namespace
-// (nodes, and lists and watches across all namespaces) are left out: they
-// do not grow with a namespace's VMs.
+// componentRequests counts requests by requester.
 type componentRequests map[string]int
 
-func requestsIn(b testing.TB, ns string, mark int) componentRequests {
+// requestsIn counts the requests made on objects in ns since the audit
+// log's first mark entries, by requester, and of them those answered 429
+// (API Priority and Fairness turning them away; clients retry them).
+// Requests on no namespace (nodes, and lists and watches across all
+// namespaces) are left out: they do not grow with a namespace's VMs.
+func requestsIn(b testing.TB, ns string, mark int) (all, throttled componentRequests) {
 	b.Helper()
 	events, err := e.cluster.ReadAudit()
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := componentRequests{}
+	all, throttled = componentRequests{}, componentRequests{}
 	for _, ev := range events[mark:] {
 		if ev.ObjectRef.Namespace != ns {
 			continue
 		}
-		if who := requester(ev, ns); who != "" {
-			r[who]++
+		who := requester(ev, ns)
+		if who == "" {
+			continue
+		}
+		all[who]++
+		if ev.ResponseStatus.Code == http.StatusTooManyRequests {
+			throttled[who]++
 		}
 	}
-	return r
+	return all, throttled
 }
 
 func (r componentRequests) total() int {

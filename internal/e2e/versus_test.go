@@ -175,6 +175,7 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 	type figures struct {
 		created, ready, gone         time.Duration
 		up, down                     componentRequests
+		upThrottled, downThrottled   componentRequests
 		podsPerVM                    float64
 		controllerGrowth, agentsAnon int // KiB
 	}
@@ -191,14 +192,14 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		// Pods counted once the last agent's launcher Pod is there too.
 		c.watch.until(b, t0, versusTimeout, c.name+": Pods Ready", func(s nsNow) bool { return s.podsReady == s.pods })
 		f.podsPerVM = float64(c.watch.now().pods) / float64(n)
-		f.up = requestsIn(b, c.ns, mark)
+		f.up, f.upThrottled = requestsIn(b, c.ns, mark)
 		_, rss1 := procs.usage()
 		f.controllerGrowth = rss1["virt-controller"] - rss0["virt-controller"]
 		if c.agents {
 			f.agentsAnon = agentProcesses(b, c.ns).anonSum
 		}
-		fmt.Printf("versus: %s: scale 0 → %d: VMs created after %s, VMIs Running and Ready after %s; %.1f Pods per VM; requests per VM: %s\n",
-			c.name, n, f.created.Round(time.Millisecond), f.ready.Round(time.Millisecond), f.podsPerVM, f.up.perVM(n))
+		fmt.Printf("versus: %s: scale 0 → %d: VMs created after %s, VMIs Running and Ready after %s; %.1f Pods per VM; requests per VM: %s; of them answered 429: %s\n",
+			c.name, n, f.created.Round(time.Millisecond), f.ready.Round(time.Millisecond), f.podsPerVM, f.up.perVM(n), f.upThrottled.perVM(n))
 
 		mark = auditMark(b)
 		t1 := time.Now()
@@ -206,9 +207,9 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		f.gone = c.watch.until(b, t1, versusTimeout, c.name+": all gone", func(s nsNow) bool {
 			return s.vms == 0 && s.vmis == 0 && s.pods == 0
 		})
-		f.down = requestsIn(b, c.ns, mark)
-		fmt.Printf("versus: %s: scale %d → 0: all VMs, VMIs and Pods gone after %s; requests per VM: %s\n",
-			c.name, n, f.gone.Round(time.Millisecond), f.down.perVM(n))
+		f.down, f.downThrottled = requestsIn(b, c.ns, mark)
+		fmt.Printf("versus: %s: scale %d → 0: all VMs, VMIs and Pods gone after %s; requests per VM: %s; of them answered 429: %s\n",
+			c.name, n, f.gone.Round(time.Millisecond), f.down.perVM(n), f.downThrottled.perVM(n))
 	}
 	pool, agents := got[0], got[1]
 	scaleCase := fmt.Sprintf("scale 0 → %d → 0", n)
@@ -220,6 +221,8 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		t.numbers(scaleCase, "requests per VM, up and down: "+who, perVM(pool.up[who]+pool.down[who], n), perVM(agents.up[who]+agents.down[who], n), "%.1f")
 	}
 	t.numbers(scaleCase, "requests per VM, up and down: all", perVM(pool.up.total()+pool.down.total(), n), perVM(agents.up.total()+agents.down.total(), n), "%.1f")
+	t.numbers(scaleCase, "… of them answered 429 (API Priority and Fairness), retried", perVM(pool.upThrottled.total()+pool.downThrottled.total(), n),
+		perVM(agents.upThrottled.total()+agents.downThrottled.total(), n), "%.1f")
 	t.numbers(scaleCase, "Pods per VM", pool.podsPerVM, agents.podsPerVM, "%.0f")
 	t.numbers(scaleCase, "virt-controller's RSS growth, MiB", float64(pool.controllerGrowth)/1024, float64(agents.controllerGrowth)/1024, "%.0f")
 	t.numbers(scaleCase, "agents' RssAnon in all, MiB", 0, float64(agents.agentsAnon)/1024, "%.0f")
