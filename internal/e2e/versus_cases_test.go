@@ -35,65 +35,60 @@ const noRoomGiveUp = time.Minute
 // noRoomWatch is how long the no-room case watches what each one does.
 const noRoomWatch = 150 * time.Second
 
-// versusRestart restarts kube-apiserver with n VMs of each running.
+// versusRestart restarts kube-apiserver under n VMs of a pool, then under n
+// VMs of agents, one fleet at a time so that each restart's requests are
+// that fleet's, and counts every request in the minute after by component.
 func versusRestart(b *testing.B, t *versusTable, n int) {
-	pool, agents := newPool(b, nil), newAgents(b, nil)
-	pool.scale(b, n)
-	agents.scale(b, n)
-	pool.scaleSettled(b, n)
-	agents.scaleSettled(b, n)
-	before := [2]int{pool.watch.now().vmsEver, agents.watch.now().vmsEver}
-
-	controllerPid := e.kv.Pids()["virt-controller"]
-	mark := auditMark(b)
-	if err := e.cluster.RestartAPIServer(context.Background(), syscall.SIGTERM, apiDown, nil); err != nil {
-		b.Fatal(err)
+	restartCase := fmt.Sprintf("kube-apiserver restart (SIGTERM, %s down), %d VMs", apiDown, n)
+	type figures struct {
+		requests  componentRequests
+		restarted bool // virt-controller started again
+		again     int  // VMs made again
+		onPools   int  // virt-controller's requests on pools and their revisions
 	}
-	up := time.Now()
-	time.Sleep(time.Until(up.Add(budgetWindow)))
-	events, err := e.cluster.ReadAudit()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var agentReqs, controller, poolController int
-	byComponent := componentRequests{}
-	for _, ev := range events[mark:] {
-		who := requester(ev, agents.ns)
-		if who == "" {
-			continue
+	var got [2]figures
+	for i, c := range []*contender{newPool(b, nil), newAgents(b, nil)} {
+		f := &got[i]
+		c.scaleSettled(b, n)
+		before := c.watch.now().vmsEver
+		controllerPid := e.kv.Pids()["virt-controller"]
+		mark := auditMark(b)
+		if err := e.cluster.RestartAPIServer(context.Background(), syscall.SIGTERM, apiDown, nil); err != nil {
+			b.Fatal(err)
 		}
-		byComponent[who]++
-		switch who {
-		case "agents":
-			agentReqs++
-		case "virt-controller":
-			controller++
-			// The pool controller's own informers; it shares the VM
-			// and VMI informers with the VM controller.
-			if r := ev.ObjectRef.Resource; r == "virtualmachinepools" || r == "controllerrevisions" {
-				poolController++
+		up := time.Now()
+		time.Sleep(time.Until(up.Add(budgetWindow)))
+		events, err := e.cluster.ReadAudit()
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.requests = componentRequests{}
+		for _, ev := range events[mark:] {
+			who := requester(ev, c.ns)
+			if who == "" {
+				continue
+			}
+			f.requests[who]++
+			// The pool controller's own informers; it shares the VM and
+			// VMI informers with the VM controller.
+			if r := ev.ObjectRef.Resource; who == "virt-controller" && (r == "virtualmachinepools" || r == "controllerrevisions") {
+				f.onPools++
 			}
 		}
+		f.restarted = e.kv.Pids()["virt-controller"] != controllerPid
+		c.scaleSettled(b, n)
+		f.again = c.watch.now().vmsEver - before
+		fmt.Printf("versus: %s: kube-apiserver restart with %d VMs: requests in the %s after, cluster-wide, per VM: %s; virt-controller's on pools and their revisions %d; virt-controller started again (it lost its leader lease): %v; VMs made again: %d\n",
+			c.name, n, budgetWindow, f.requests.perVM(n), f.onPools, f.restarted, f.again)
+		c.scaleSettled(b, 0)
 	}
-	restarted := e.kv.Pids()["virt-controller"] != controllerPid
-	fmt.Printf("versus: kube-apiserver restart (SIGTERM, %s down) with %d VMs of each: requests in the %s after, cluster-wide, by component: %s; virt-controller started again (lost its leader lease): %v\n",
-		apiDown, n, budgetWindow, byComponent.perVM(1), restarted)
-	pool.scaleSettled(b, n)
-	agents.scaleSettled(b, n)
-	after := [2]int{pool.watch.now().vmsEver, agents.watch.now().vmsEver}
-	fmt.Printf("versus: after the restart: VMs made again by the pool %d, by the agents %d\n", after[0]-before[0], after[1]-before[1])
-	restartCase := fmt.Sprintf("kube-apiserver restart, %d VMs each", n)
-	again := ""
-	if restarted {
-		again = ", which started again: it lost its leader lease"
+	pool, agents := got[0], got[1]
+	t.numbers(restartCase, "requests in the minute after, per VM", perVM(pool.requests.total(), n), perVM(agents.requests.total(), n), "%.1f")
+	for _, who := range []string{"agents", "virt-controller"} {
+		t.numbers(restartCase, "… by "+who, perVM(pool.requests[who], n), perVM(agents.requests[who], n), "%.2f")
 	}
-	t.add(restartCase, "requests in the minute after", fmt.Sprintf("%d by virt-controller in all%s; %d of them on pools and their revisions", controller, again, poolController),
-		fmt.Sprintf("%d by the agents (%.1f per VM)", agentReqs, perVM(agentReqs, n)), "")
-	t.add(restartCase, "VMs made again", fmt.Sprint(after[0]-before[0]), fmt.Sprint(after[1]-before[1]), "")
-	pool.scale(b, 0)
-	agents.scale(b, 0)
-	pool.scaleSettled(b, 0)
-	agents.scaleSettled(b, 0)
+	t.add(restartCase, "virt-controller started again (lost its leader lease)", fmt.Sprint(pool.restarted), fmt.Sprint(agents.restarted), "")
+	t.add(restartCase, "VMs made again", fmt.Sprint(pool.again), fmt.Sprint(agents.again), "")
 }
 
 // versusDrain drains a node of 8 CPUs and 32 GiB under 4 VMs of each, one

@@ -36,8 +36,9 @@ const versusTimeout = 20 * time.Minute
 //     VMs with maxUnavailable 1 on both, then rolled back: time, and the
 //     fewest ready VMs meanwhile; what the pool cannot do is tried and its
 //     answer printed;
-//   - a kube-apiserver restart (SIGTERM, 10 s down) with VMCTL_VERSUS_VMS of
-//     each running: the requests in the minute after, by component;
+//   - a kube-apiserver restart (SIGTERM, 10 s down) under VMCTL_VERSUS_VMS
+//     VMs, each fleet in turn: the requests in the minute after, by
+//     component;
 //   - a drain under a maxUnavailable 1 PodDisruptionBudget, on nodes of 8
 //     CPUs and 32 GiB;
 //   - five VMs at once where four fit: what each does about the fifth;
