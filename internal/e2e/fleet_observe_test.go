@@ -55,30 +55,32 @@ func observe(b *testing.B, ns string) *fleetObserver {
 		uids:    map[string]map[string]bool{},
 		vmis:    map[string]bool{},
 	}
+	follow(b, ns, agentSelector, derive.DerivedSelector, onEach(o.pod), onEach(o.vm), onEach(o.vmi))
+	return o
+}
+
+// follow runs informers on ns's Pods (those podSelector selects), VMs (those
+// vmSelector selects) and VMIs, each with its handler, until b ends; it
+// returns once they have synced. A selector "" selects all.
+func follow(b testing.TB, ns, podSelector, vmSelector string, pod, vm, vmi cache.ResourceEventHandler) {
+	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-
 	factory := informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(opts *metav1.ListOptions) { opts.LabelSelector = agentSelector }))
+		informers.WithTweakListOptions(func(opts *metav1.ListOptions) { opts.LabelSelector = podSelector }))
 	pods := factory.Core().V1().Pods().Informer()
-	if _, err := pods.AddEventHandler(onEach(o.pod)); err != nil {
-		b.Fatal(err)
-	}
-	vms := vmInformer(ns, derive.DerivedSelector)
-	if _, err := vms.AddEventHandler(onEach(o.vm)); err != nil {
-		b.Fatal(err)
-	}
-	vmis := vmiInformer(ns)
-	if _, err := vmis.AddEventHandler(onEach(o.vmi)); err != nil {
-		b.Fatal(err)
+	vms, vmis := vmInformer(ns, vmSelector), vmiInformer(ns)
+	for inf, h := range map[cache.SharedIndexInformer]cache.ResourceEventHandler{pods: pod, vms: vm, vmis: vmi} {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			b.Fatal(err)
+		}
 	}
 	factory.Start(ctx.Done())
 	go vms.RunWithContext(ctx)
 	go vmis.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, vms.HasSynced, vmis.HasSynced) {
-		b.Fatal("the fleet's informers did not sync")
+		b.Fatalf("the informers on %s did not sync", ns)
 	}
-	return o
 }
 
 func (o *fleetObserver) pod(p *corev1.Pod, deleted bool) {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sort"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
@@ -64,30 +61,8 @@ func watchNamespace(b testing.TB, ns, skip string) *nsWatch {
 	b.Helper()
 	w := &nsWatch{skip: skip, changed: make(chan struct{}, 1), pods: map[string]bool{},
 		vms: map[string]bool{}, vmUIDs: map[string]bool{}, vmis: map[string]vmiSeen{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	factory := informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithNamespace(ns))
-	pods := factory.Core().V1().Pods().Informer()
-	vms, vmis := vmInformer(ns, ""), vmiInformer(ns)
-	for _, err := range []error{
-		handle(pods, onEach(w.pod)), handle(vms, onEach(w.vm)), handle(vmis, onEach(w.vmi)),
-	} {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	factory.Start(ctx.Done())
-	go vms.RunWithContext(ctx)
-	go vmis.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, vms.HasSynced, vmis.HasSynced) {
-		b.Fatal("the fleet's informers did not sync")
-	}
+	follow(b, ns, "", "", onEach(w.pod), onEach(w.vm), onEach(w.vmi))
 	return w
-}
-
-func handle(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
-	_, err := inf.AddEventHandler(h)
-	return err
 }
 
 func (w *nsWatch) pod(p *corev1.Pod, deleted bool) {
