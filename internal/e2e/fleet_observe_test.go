@@ -127,10 +127,32 @@ func (o *fleetObserver) vmi(vmi *kubevirtv1.VirtualMachineInstance, deleted bool
 	o.notify()
 }
 
-func (o *fleetObserver) notify() {
+func (o *fleetObserver) notify() { wake(o.changed) }
+
+// wake tells a waiter on changed (a channel of one) that something changed,
+// without blocking when one is told already.
+func wake(changed chan struct{}) {
 	select {
-	case o.changed <- struct{}{}:
+	case changed <- struct{}{}:
 	default:
+	}
+}
+
+// awaitChange waits until check holds, checking again each time changed
+// wakes it; past timeout it fails b with what check last saw.
+func awaitChange(b testing.TB, changed <-chan struct{}, timeout time.Duration, what string, check func() (bool, string)) {
+	b.Helper()
+	deadline := time.After(timeout)
+	for {
+		ok, seen := check()
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			b.Fatalf("%s: not within %s; seen: %s", what, timeout, seen)
+		}
 	}
 }
 
@@ -155,18 +177,8 @@ func (o *fleetObserver) state() fleetState {
 // when that was; past timeout it fails b with what it saw last.
 func (o *fleetObserver) waitFor(b *testing.B, timeout time.Duration, what string, cond func(fleetState) (bool, string)) time.Time {
 	b.Helper()
-	deadline := time.After(timeout)
-	for {
-		ok, seen := cond(o.state())
-		if ok {
-			return time.Now()
-		}
-		select {
-		case <-o.changed:
-		case <-deadline:
-			b.Fatalf("%s: not within %s; seen: %s", what, timeout, seen)
-		}
-	}
+	awaitChange(b, o.changed, timeout, what, func() (bool, string) { return cond(o.state()) })
+	return time.Now()
 }
 
 // vmUIDs are the derived VMs now: UID by name.

@@ -22,6 +22,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // drainLimit is how long a drain may take before it counts as never done.
@@ -62,19 +63,14 @@ func versusRestart(b *testing.B, t *versusTable, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		f.requests = componentRequests{}
-		for _, ev := range events[mark:] {
-			who := requester(ev, c.ns)
-			if who == "" {
-				continue
-			}
-			f.requests[who]++
-			// The pool controller's own informers; it shares the VM and
-			// VMI informers with the VM controller.
-			if r := ev.ObjectRef.Resource; who == "virt-controller" && (r == "virtualmachinepools" || r == "controllerrevisions") {
-				f.onPools++
-			}
-		}
+		f.requests, _ = tally(events[mark:], c.ns, func(testcluster.AuditEvent) bool { return true })
+		// The pool controller's own informers; it shares the VM and VMI
+		// informers with the VM controller.
+		onPools, _ := tally(events[mark:], c.ns, func(ev testcluster.AuditEvent) bool {
+			r := ev.ObjectRef.Resource
+			return r == "virtualmachinepools" || r == "controllerrevisions"
+		})
+		f.onPools = onPools["virt-controller"]
 		f.restarted = e.kv.Pids()["virt-controller"] != controllerPid
 		c.scaleSettled(b, n)
 		f.again = c.watch.now().vmsEver - before
@@ -172,10 +168,11 @@ func noRoomState(b *testing.B, c *contender) string {
 		b.Fatal(err)
 	}
 	for _, vm := range vms.Items {
-		if vm.Name != "testvm" || !c.agents {
-			if !vm.Status.Ready {
-				parts = append(parts, fmt.Sprintf("VM %s %s", vm.Name, vm.Status.PrintableStatus))
-			}
+		if c.agents && vm.Name == "testvm" {
+			continue // the prototype
+		}
+		if !vm.Status.Ready {
+			parts = append(parts, fmt.Sprintf("VM %s %s", vm.Name, vm.Status.PrintableStatus))
 		}
 	}
 	pods, err := e.kube.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{})

@@ -112,10 +112,7 @@ func (w *nsWatch) update(change func()) {
 		w.low = min(w.low, w.nowLocked().vmisReady)
 	}
 	w.mu.Unlock()
-	select {
-	case w.changed <- struct{}{}:
-	default:
-	}
+	wake(w.changed)
 }
 
 func (w *nsWatch) now() nsNow {
@@ -165,19 +162,15 @@ func (w *nsWatch) lowest() int {
 // was; past timeout it fails b with what it saw last.
 func (w *nsWatch) until(b testing.TB, start time.Time, timeout time.Duration, what string, cond func(nsNow) bool) time.Duration {
 	b.Helper()
-	deadline := time.After(timeout)
-	for {
+	awaitChange(b, w.changed, timeout, what, func() (bool, string) {
 		s := w.now()
-		if cond(s) {
-			return time.Since(start)
-		}
-		select {
-		case <-w.changed:
-		case <-deadline:
-			b.Fatalf("%s: not within %s; seen: %s", what, timeout, s)
-		}
-	}
+		return cond(s), s.String()
+	})
+	return time.Since(start)
 }
+
+// empty tells that nothing of the fleet is left: no VM, VMI or Pod.
+func (s nsNow) empty() bool { return s.vms == 0 && s.vmis == 0 && s.pods == 0 }
 
 // requester names who made an audited request, by the component that
 // authenticates as its user; agentNS's ServiceAccounts are the agents.
@@ -214,8 +207,7 @@ func requester(ev testcluster.AuditEvent, agentNS string) string {
 type componentRequests map[string]int
 
 // requestsIn counts the requests made on objects in ns since the audit
-// log's first mark entries, by requester, and of them those answered 429
-// (API Priority and Fairness turning them away; clients retry them).
+// log's first mark entries (tally), ns's ServiceAccounts being the agents.
 // Requests on no namespace (nodes, and lists and watches across all
 // namespaces) are left out: they do not grow with a namespace's VMs.
 func requestsIn(b testing.TB, ns string, mark int) (all, throttled componentRequests) {
@@ -224,13 +216,18 @@ func requestsIn(b testing.TB, ns string, mark int) (all, throttled componentRequ
 	if err != nil {
 		b.Fatal(err)
 	}
+	return tally(events[mark:], ns, func(ev testcluster.AuditEvent) bool { return ev.ObjectRef.Namespace == ns })
+}
+
+// tally counts the events that keep selects by requester (agentNS's
+// ServiceAccounts being the agents; the tests' own are left out), and of
+// them those answered 429: API Priority and Fairness turned them away, and
+// clients retry them.
+func tally(events []testcluster.AuditEvent, agentNS string, keep func(testcluster.AuditEvent) bool) (all, throttled componentRequests) {
 	all, throttled = componentRequests{}, componentRequests{}
-	for _, ev := range events[mark:] {
-		if ev.ObjectRef.Namespace != ns {
-			continue
-		}
-		who := requester(ev, ns)
-		if who == "" {
+	for _, ev := range events {
+		who := requester(ev, agentNS)
+		if who == "" || !keep(ev) {
 			continue
 		}
 		all[who]++

@@ -165,7 +165,7 @@ func (c *contender) scaleSettled(b testing.TB, n int) {
 	c.scale(b, n)
 	c.watch.until(b, time.Now(), versusTimeout, fmt.Sprintf("%s at %d", c.name, n), func(s nsNow) bool {
 		if n == 0 {
-			return s.vms == 0 && s.vmis == 0 && s.pods == 0
+			return s.empty()
 		}
 		return s.vms == n && s.vmis == n && s.vmisReady == n
 	})
@@ -205,9 +205,7 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		mark = auditMark(b)
 		t1 := time.Now()
 		c.scale(b, 0)
-		f.gone = c.watch.until(b, t1, versusTimeout, c.name+": all gone", func(s nsNow) bool {
-			return s.vms == 0 && s.vmis == 0 && s.pods == 0
-		})
+		f.gone = c.watch.until(b, t1, versusTimeout, c.name+": all gone", nsNow.empty)
 		f.down, f.downThrottled = requestsIn(b, c.ns, mark)
 		fmt.Printf("versus: %s: scale %d → 0: all VMs, VMIs and Pods gone after %s; requests per VM: %s; of them answered 429: %s\n",
 			c.name, n, f.gone.Round(time.Millisecond), f.down.perVM(n), f.downThrottled.perVM(n))
