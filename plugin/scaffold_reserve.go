@@ -8,7 +8,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // minResizeVersion is the first Kubernetes whose Pods resize in place by
@@ -41,7 +40,7 @@ func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.Vir
 	}
 	r, err := reserve.LauncherOf(ctx, o.clients, proto)
 	if err == nil {
-		o.params.Reservation = scaffold.RoundReservation(r)
+		o.params.Reservation = reserve.Round(r)
 		return nil, nil
 	}
 	return nil, fmt.Errorf("cannot size the VMs of prototype %s/%s, which each agent Pod holds room for: %w; "+

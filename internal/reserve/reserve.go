@@ -26,7 +26,6 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 )
@@ -65,11 +64,7 @@ func Launcher(vm *kubevirtv1.VirtualMachine, in Inputs) (corev1.ResourceList, er
 	if err != nil {
 		return nil, err
 	}
-	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	return corev1.ResourceList{
-		corev1.ResourceCPU:    reqs[corev1.ResourceCPU],
-		corev1.ResourceMemory: reqs[corev1.ResourceMemory],
-	}, nil
+	return Counted(pod), nil
 }
 
 // LauncherPod returns the parts of vm's virt-launcher Pod that the

@@ -457,3 +457,28 @@ func kubeVirtWith(change func(*kubevirtv1.KubeVirtConfiguration)) *kubevirtv1.Ku
 func metaAnnotated(key string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Annotations: map[string]string{key: ""}}
 }
+
+// TestStale: a Pod's reservation matches a launcher Pod's count once
+// rounded up to whole millicores and mebibytes, and only then; a Pod that
+// holds nothing is never stale.
+func TestStale(t *testing.T) {
+	need := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("105500u"), corev1.ResourceMemory: resource.MustParse("585453824")}
+	for _, tt := range []struct {
+		held  string
+		stale bool
+	}{
+		{held: "cpu=106m,memory=559Mi"},
+		{held: "memory=559Mi,cpu=106m"},
+		{held: "cpu=106m,memory=586153984"},
+		{held: ""},
+		{held: "cpu=106m,memory=815Mi", stale: true},
+		{held: "cpu=105m,memory=559Mi", stale: true},
+		{held: "cpu=106m,memory=560Mi", stale: true},
+		{held: "memory=559Mi", stale: true},
+		{held: "cpu=lots", stale: true},
+	} {
+		if got := Stale(tt.held, need); got != tt.stale {
+			t.Errorf("Stale(%q, %v) = %v, want %v", tt.held, need, got, tt.stale)
+		}
+	}
+}

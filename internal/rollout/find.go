@@ -18,7 +18,6 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // Find lists the workloads of namespace ("" for all) that run agents of the
@@ -89,7 +88,7 @@ func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[ty
 			}
 			// Nor the room its VMs need, when that cannot be computed.
 			if r, err := reserve.LauncherOf(ctx, c, proto); err == nil {
-				v.Reservation = scaffold.RoundReservation(r)
+				v.Reservation = reserve.Round(r)
 			} else {
 				klog.FromContext(ctx).V(1).Info("Not rolling out the room the prototype's VMs need", "prototype", k, "err", err)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
@@ -42,7 +43,7 @@ type Version struct {
 	PlacementKey string
 	Placement    *placement.Placement
 	// Reservation is what scaffold would reserve for the prototype's VMs
-	// now (scaffold.RoundReservation of reserve.Launcher); nil when it
+	// now (reserve.Round of reserve.Launcher); nil when it
 	// could not be computed, and then a restart leaves the template's
 	// alone.
 	Reservation corev1.ResourceList
@@ -146,8 +147,7 @@ func placementStale(tmpl *corev1.PodTemplateSpec, v Version) bool {
 // template that holds none (scaffolded with --reserve=false, or on a
 // server without in-place resize) is left so.
 func reservationStale(tmpl *corev1.PodTemplateSpec, v Version) bool {
-	held := tmpl.Annotations[scaffold.ReservationAnnotation]
-	return held != "" && v.Reservation != nil && held != kube.FormatResources(v.Reservation)
+	return v.Reservation != nil && reserve.Stale(tmpl.Annotations[scaffold.ReservationAnnotation], v.Reservation)
 }
 
 // RestartAnnotations are what a restart at now for v sets on the Pod

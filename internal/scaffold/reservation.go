@@ -47,21 +47,6 @@ func OwnLimits() corev1.ResourceList {
 	}
 }
 
-// RoundReservation keeps r's CPU and memory, rounded up to whole
-// millicores and mebibytes, which read better in the manifests and hold a
-// little more, never less.
-func RoundReservation(r corev1.ResourceList) corev1.ResourceList {
-	const mi = 1 << 20
-	out := corev1.ResourceList{}
-	if q, ok := r[corev1.ResourceCPU]; ok {
-		out[corev1.ResourceCPU] = *resource.NewMilliQuantity(q.MilliValue(), resource.DecimalSI)
-	}
-	if q, ok := r[corev1.ResourceMemory]; ok {
-		out[corev1.ResourceMemory] = *resource.NewQuantity((q.Value()+mi-1)/mi*mi, resource.BinarySI)
-	}
-	return out
-}
-
 // ApplyReservation makes tmpl, a template Build wrote with a reservation,
 // hold reservation instead: its annotation, and the agent container's
 // requests and limits.

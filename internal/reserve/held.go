@@ -1,0 +1,61 @@
+package reserve
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+)
+
+// Counted returns the CPU and memory the scheduler counts for pod: the
+// larger of the sum of its containers (restartable init containers
+// included) and of its largest init container, plus the Pod's overhead,
+// as resourcehelper.PodRequests computes it for a Pod that is not being
+// resized.
+func Counted(pod *corev1.Pod) corev1.ResourceList {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    reqs[corev1.ResourceCPU],
+		corev1.ResourceMemory: reqs[corev1.ResourceMemory],
+	}
+}
+
+// Round keeps r's CPU and memory, rounded up to whole millicores and
+// mebibytes: what an agent Pod holds for a VM whose launcher Pod counts r.
+// It reads better in the manifests and holds a little more, never less.
+func Round(r corev1.ResourceList) corev1.ResourceList {
+	const mi = 1 << 20
+	out := corev1.ResourceList{}
+	if q, ok := r[corev1.ResourceCPU]; ok {
+		out[corev1.ResourceCPU] = *resource.NewMilliQuantity(q.MilliValue(), resource.DecimalSI)
+	}
+	if q, ok := r[corev1.ResourceMemory]; ok {
+		out[corev1.ResourceMemory] = *resource.NewQuantity((q.Value()+mi-1)/mi*mi, resource.BinarySI)
+	}
+	return out
+}
+
+// Stale reports whether held, a reservation as kube.FormatResources
+// writes it (the vmctl.kubevirt.io/reservation annotation of an agent
+// Pod's template), is not the CPU and memory that a VM whose launcher Pod
+// counts need takes: Round(need). Either way it is wrong: too little lets
+// the scheduler place agents where their VMs do not fit, too much leaves
+// room unused. A Pod that holds nothing ("": scaffolded with
+// --reserve=false) is never stale; one whose held cannot be read is.
+func Stale(held string, need corev1.ResourceList) bool {
+	if held == "" {
+		return false
+	}
+	h, err := kube.ParseResources(held)
+	if err != nil {
+		return true
+	}
+	want := Round(need)
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q := h[name]; q.Cmp(want[name]) != 0 {
+			return true
+		}
+	}
+	return false
+}
