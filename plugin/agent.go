@@ -198,6 +198,9 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 	if key, ok := o.LookupEnv(agent.EnvPlacementKey); ok {
 		o.config.PlacementKey = strings.TrimSpace(key)
 	}
+	if held, ok := o.LookupEnv(agent.EnvReservation); ok {
+		o.config.Reservation = strings.TrimSpace(held)
+	}
 	if o.config.OwnRequests, err = kube.ParseResources(o.OwnRequests); err != nil {
 		return fmt.Errorf("--own-requests: %w", err)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,8 @@ type vmiAPI interface {
 
 // podAPI is all the agent asks of the core API about Pods: its own, once,
 // and a resize of its own, once, and its eviction when it gives up its
-// node.
+// node; and its VM's launcher Pod, which it follows and nominates to its
+// node while it hands over the room its Pod held (see handOver).
 type podAPI interface {
 	getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 	// resize applies a strategic merge patch to the Pod's resize subresource.
@@ -47,6 +49,11 @@ type podAPI interface {
 	// evict asks the Eviction API to evict the Pod namespace/name with
 	// uid, never a later Pod of the same name.
 	evict(ctx context.Context, namespace, name string, uid types.UID) error
+	// podsIn lists and watches the Pods of namespace, for a kube.ListWatch
+	// that narrows them to the VM's launcher Pods.
+	podsIn(namespace string) kube.ListerWatcher[*corev1.PodList]
+	// nominate sets the Pod's status.nominatedNodeName to node.
+	nominate(ctx context.Context, namespace, name, node string) error
 }
 
 type kubevirtVMs struct{ cs kubevirt.Interface }
@@ -127,6 +134,19 @@ func (c kubePods) evict(ctx context.Context, namespace, name string, uid types.U
 
 func (c kubePods) getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	return c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c kubePods) podsIn(namespace string) kube.ListerWatcher[*corev1.PodList] {
+	return c.cs.CoreV1().Pods(namespace)
+}
+
+func (c kubePods) nominate(ctx context.Context, namespace, name, node string) error {
+	patch, err := json.Marshal(map[string]any{"status": map[string]string{"nominatedNodeName": node}})
+	if err != nil {
+		return err
+	}
+	_, err = c.cs.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
 }
 
 func (c kubePods) resize(ctx context.Context, namespace, name string, patch []byte) error {

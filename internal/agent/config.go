@@ -65,6 +65,13 @@ type Config struct {
 	// Requests are the container's requests now (EnvRequestsCPU,
 	// EnvRequestsMemory); nil when unknown.
 	Requests corev1.ResourceList
+	// Reservation is the room the Pod's template holds for the VM, as its
+	// vmctl.kubevirt.io/reservation annotation says (EnvReservation):
+	// the agent compares it with what the VM's launcher Pod asks for.
+	// Empty when the template holds none or does not pass it on; then,
+	// while the Pod still holds the room, Requests less OwnRequests
+	// tell it (see heldReservation).
+	Reservation string
 	// MoveAfter is how long the VM may stay unschedulable on the Pod's node
 	// before the agent evicts its own Pod (see mover); 0 never. Only for
 	// Pods a controller replaces elsewhere: a Deployment's or a

@@ -85,11 +85,6 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 	a.checkGracePeriod(ctx, want, protoRef)
 	a.checkEvictionStrategy(ctx, proto)
 	a.checkPlacement(ctx, proto, protoRef)
-	// The VM's launcher Pod needs the room this Pod holds for it: no VM
-	// while the Pod still holds it.
-	if err := a.giveBack(ctx); err != nil {
-		return nil, nil, err
-	}
 
 	created, err := a.create(ctx, want)
 	if err == nil {

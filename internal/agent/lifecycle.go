@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,7 +59,20 @@ type Agent struct {
 	warnedPlacement  string
 	// resized is set once the agent gave back the room its Pod held for
 	// its VM (giveBack).
-	resized bool
+	resized atomic.Bool
+	// handover is where the handing of that room to the VM's launcher Pod
+	// stands (handOver); it lasts at most grace after the room is given
+	// back.
+	handover handover
+	grace    time.Duration
+	// reservationStale is set once the VM's launcher Pod was seen to ask
+	// for another size than the Pod's template holds (checkReservation).
+	reservationStale atomic.Bool
+	// latest is the VM as observe last saw it.
+	latest atomic.Pointer[kubevirtv1.VirtualMachine]
+	// observing serializes observe: the VM's watch and the end of a
+	// handover both call it.
+	observing sync.Mutex
 	// move gives up the node when the VM cannot be scheduled on it.
 	move *mover
 }
@@ -82,6 +96,8 @@ func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Ag
 		report:  reporter{status: status, metrics: m},
 		metrics: m,
 	}
+	a.handover.refused = make(chan struct{}, 1)
+	a.grace = handoverGrace
 	a.move = &mover{after: cfg.MoveAfter, giveUp: a.giveUp}
 	return a
 }
@@ -230,6 +246,13 @@ func (a *Agent) keep(ctx context.Context) *kubevirtv1.VirtualMachine {
 // whether it was ready at some point.
 func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (latest *kubevirtv1.VirtualMachine, gone, wasReady bool) {
 	latest = vm
+	if a.needsLauncher() {
+		// The VM is made while the Pod still holds its room: hand it over.
+		a.handover.set(a.holdsRoom())
+		hctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go a.handOver(hctx, vm)
+	}
 	wasReady = a.observe(ctx, vm)
 	ref := vm.Namespace + "/" + vm.Name
 	if a.cfg.StopOnEvacuation {
@@ -271,6 +294,9 @@ const (
 
 // observe mirrors vm's status.ready on /readyz and logs changes.
 func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool {
+	a.observing.Lock()
+	defer a.observing.Unlock()
+	a.latest.Store(vm)
 	ready := vm.Status.Ready && vm.DeletionTimestamp == nil
 	switch a.evacuation.Load() {
 	case evacuationStopping:
@@ -284,7 +310,18 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 		}
 	}
 	stuckIn, isStuck := stuck.Of(vm)
-	a.move.notice(ctx, isStuck && stuckIn.Reason == stuck.ReasonUnschedulable && a.evacuation.Load() == notEvacuated)
+	// While the Pod hands its room to the VM's launcher Pod, the launcher
+	// Pod waits for it: unschedulable, or refused by a quota that counts
+	// the room twice, by design.
+	handingOver := isStuck && a.handover.inProgress() &&
+		(stuckIn.Reason == stuck.ReasonUnschedulable || stuckIn.Reason == stuck.ReasonLauncherRefused)
+	if handingOver && stuckIn.Reason == stuck.ReasonLauncherRefused {
+		a.handover.launcherRefused()
+	}
+	// A Pod whose template holds too little for its VM does not move: its
+	// replacement would hold as little.
+	a.move.notice(ctx, isStuck && !handingOver && !a.reservationStale.Load() &&
+		stuckIn.Reason == stuck.ReasonUnschedulable && a.evacuation.Load() == notEvacuated)
 	switch {
 	case ready:
 		a.status.set(true, "")
@@ -293,6 +330,8 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 		a.status.set(false, ReadyzVMDeleting)
 	case a.evacuation.Load() != notEvacuated:
 		a.status.set(false, strings.TrimSuffix(ReadyzEvacuated+": "+string(vm.Status.PrintableStatus), ": "))
+	case handingOver:
+		a.status.set(false, ReadyzHandingOver)
 	case isStuck:
 		// A state KubeVirt does not leave by itself: say why at once, in
 		// the words status uses, one Event per cause.
@@ -302,10 +341,16 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 	default:
 		a.status.set(false, ReadyzVMNotReady)
 	}
-	if !ready && a.placementChanged.Load() && vm.DeletionTimestamp == nil && a.evacuation.Load() == notEvacuated {
-		// The likeliest cause of a VM that does not come up on a node its
-		// Pod was placed on by older rules; the Event says more.
-		a.status.set(false, ReasonPlacementChanged)
+	if !ready && vm.DeletionTimestamp == nil && a.evacuation.Load() == notEvacuated && !handingOver {
+		// The likeliest causes of a VM that does not come up on a node its
+		// Pod was placed on by older rules, or that has less room than the
+		// VM needs; the Events say more.
+		switch {
+		case a.placementChanged.Load():
+			a.status.set(false, ReasonPlacementChanged)
+		case a.reservationStale.Load() && isStuck:
+			a.status.set(false, ReasonReservationStale)
+		}
 	}
 	if ready != a.wasReady {
 		a.wasReady = ready

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // Values of the reason label of vmctl_agent_vms_total: how the agent came to
@@ -212,6 +214,34 @@ func (c countingPods) evict(ctx context.Context, namespace, name string, uid typ
 	err := c.podAPI.evict(ctx, namespace, name, uid)
 	c.m.apiError("evict", err)
 	return err
+}
+
+func (c countingPods) podsIn(namespace string) kube.ListerWatcher[*corev1.PodList] {
+	return countingPodList{c.podAPI.podsIn(namespace), c.m}
+}
+
+func (c countingPods) nominate(ctx context.Context, namespace, name, node string) error {
+	err := c.podAPI.nominate(ctx, namespace, name, node)
+	c.m.apiError("patch", err)
+	return err
+}
+
+// countingPodList counts the failed lists and watches of Pods.
+type countingPodList struct {
+	kube.ListerWatcher[*corev1.PodList]
+	m *metrics
+}
+
+func (c countingPodList) List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {
+	list, err := c.ListerWatcher.List(ctx, opts)
+	c.m.apiError("list", err)
+	return list, err
+}
+
+func (c countingPodList) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := c.ListerWatcher.Watch(ctx, opts)
+	c.m.apiError("watch", err)
+	return w, err
 }
 
 // countingEvents counts the failed requests of an EventSink: client-go's

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,11 +24,13 @@ const (
 	ReadyzEvacuated    = "Evacuated" // followed by ": " and KubeVirt's printableStatus
 )
 
-// readiness is what /readyz reports: ready, or a short reason why not.
+// readiness is what /readyz reports: ready, or a short reason why not, and
+// the words of standing warnings, which hold whether the VM is ready or not.
 type readiness struct {
-	mu     sync.Mutex
-	ready  bool
-	reason string
+	mu       sync.Mutex
+	ready    bool
+	reason   string
+	warnings []string
 	// observe, when set, hears every readiness set, for the metrics.
 	observe func(ready bool)
 }
@@ -47,15 +50,39 @@ func (r *readiness) set(ready bool, reason string) {
 	}
 }
 
+// warn adds a standing warning, once.
+func (r *readiness) warn(word string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.warnings, word) {
+		r.warnings = append(r.warnings, word)
+	}
+}
+
 func (r *readiness) get() (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.ready, r.reason
 }
 
+// body is what /readyz answers: "ok" or the reason, then a line
+// "warning: <word>" for each standing warning.
+func (r *readiness) body() (bool, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := "ok"
+	if !r.ready {
+		out = r.reason
+	}
+	for _, w := range r.warnings {
+		out += "\nwarning: " + w
+	}
+	return r.ready, out
+}
+
 // probeHandler serves /healthz (200 while the process runs), /readyz (200
-// only while the derived VM is ready, else 503 with the reason) and, when
-// metrics is not nil, /metrics.
+// only while the derived VM is ready, else 503 with the reason; then the
+// standing warnings) and, when metrics is not nil, /metrics.
 func probeHandler(r *readiness, metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	if metrics != nil {
@@ -67,13 +94,11 @@ func probeHandler(r *readiness, metrics http.Handler) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		ready, reason := r.get()
+		ready, body := r.body()
 		if !ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = fmt.Fprintln(w, reason)
-			return
 		}
-		_, _ = fmt.Fprintln(w, "ok")
+		_, _ = fmt.Fprintln(w, body)
 	})
 	return mux
 }

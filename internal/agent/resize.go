@@ -27,6 +27,11 @@ const (
 	EnvRequestsMemory = "VMCTL_REQUESTS_MEMORY"
 )
 
+// EnvReservation is the downward-API variable (fieldRef of the Pod's
+// vmctl.kubevirt.io/reservation annotation) that tells the agent the room
+// its template holds for the VM: Config.Reservation.
+const EnvReservation = "VMCTL_RESERVATION"
+
 // ReasonResizeFailed is the agent's Event, and /readyz's reason, when it
 // cannot resize its Pod to its own requests to give back the room it held
 // for its VM: it makes no VM until it can.
@@ -76,6 +81,22 @@ func (c Config) holdsReservation() bool {
 	return false
 }
 
+// heldReservation is the room the Pod's template holds for the VM, as
+// kube.FormatResources writes it: Reservation, or else, while the Pod
+// still holds it, its requests beyond the agent's own; "" when unknown.
+func (c Config) heldReservation() string {
+	if c.Reservation != "" || !c.holdsReservation() || c.Requests == nil {
+		return c.Reservation
+	}
+	held := corev1.ResourceList{}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		q := c.Requests[name].DeepCopy()
+		q.Sub(c.OwnRequests[name])
+		held[name] = q
+	}
+	return kube.FormatResources(held)
+}
+
 // resizePatch is the strategic merge patch of pods/resize that sets the
 // agent container's requests and limits to its own.
 func (c Config) resizePatch() ([]byte, error) {
@@ -89,20 +110,20 @@ func (c Config) resizePatch() ([]byte, error) {
 // when it still holds its VM's room: the VM's launcher Pod gets that room
 // on this node. One PATCH of pods/resize; none when the room was given back
 // before (by this process, or before a restart).
-func (a *Agent) giveBack(ctx context.Context) error {
-	if a.resized || !a.cfg.holdsReservation() {
+func (a *Agent) giveBack(ctx context.Context) *problem {
+	if !a.holdsRoom() {
 		return nil
 	}
 	patch, err := a.cfg.resizePatch()
 	if err != nil {
-		return err
+		return &problem{reason: ReasonResizeFailed, msg: err.Error(), err: err}
 	}
 	ref := a.pod.PodNamespace + "/" + a.pod.PodName
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	if err := a.pods.resize(rctx, a.pod.PodNamespace, a.pod.PodName, patch); err != nil {
 		p := &problem{reason: ReasonResizeFailed, err: err, msg: fmt.Sprintf(
-			"resizing Pod %s to its own requests (%s) to give back the room it holds for its VM, which is not made until then: %v",
+			"resizing Pod %s to its own requests (%s) to give back the room it holds for its VM, whose launcher Pod waits for it: %v",
 			ref, kube.FormatResources(a.cfg.OwnRequests), err)}
 		if apierrors.IsNotFound(err) {
 			p.msg += "; unless the Pod is going, the API server lacks pods/resize (Kubernetes 1.35 and later have it): scaffold again with --reserve=false"
@@ -111,7 +132,7 @@ func (a *Agent) giveBack(ctx context.Context) error {
 		}
 		return p
 	}
-	a.resized = true
+	a.resized.Store(true)
 	klog.FromContext(ctx).Info("Gave back the room held for the VM", "pod", ref, "requests", kube.FormatResources(a.cfg.OwnRequests))
 	return nil
 }

@@ -44,6 +44,21 @@ func Round(r corev1.ResourceList) corev1.ResourceList {
 // room unused. A Pod that holds nothing ("": scaffolded with
 // --reserve=false) is never stale; one whose held cannot be read is.
 func Stale(held string, need corev1.ResourceList) bool {
+	return compare(held, need, func(c int) bool { return c != 0 })
+}
+
+// Short reports whether held, as Stale takes it, is less CPU or memory
+// than a VM whose launcher Pod counts need takes: the scheduler may then
+// place the Pod where its VM does not fit. A Pod that holds nothing is
+// never short; one whose held cannot be read is.
+func Short(held string, need corev1.ResourceList) bool {
+	return compare(held, need, func(c int) bool { return c < 0 })
+}
+
+// compare reports whether held's CPU or memory, compared with Round(need)
+// (-1 less, 0 equal, 1 more), is off; held "" never is, and held that
+// cannot be read always is.
+func compare(held string, need corev1.ResourceList, off func(int) bool) bool {
 	if held == "" {
 		return false
 	}
@@ -53,7 +68,7 @@ func Stale(held string, need corev1.ResourceList) bool {
 	}
 	want := Round(need)
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if q := h[name]; q.Cmp(want[name]) != 0 {
+		if q := h[name]; off(q.Cmp(want[name])) {
 			return true
 		}
 	}

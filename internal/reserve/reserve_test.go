@@ -464,21 +464,26 @@ func metaAnnotated(key string) metav1.ObjectMeta {
 func TestStale(t *testing.T) {
 	need := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("105500u"), corev1.ResourceMemory: resource.MustParse("585453824")}
 	for _, tt := range []struct {
-		held  string
-		stale bool
+		held         string
+		stale, short bool
 	}{
 		{held: "cpu=106m,memory=559Mi"},
 		{held: "memory=559Mi,cpu=106m"},
 		{held: "cpu=106m,memory=586153984"},
 		{held: ""},
 		{held: "cpu=106m,memory=815Mi", stale: true},
-		{held: "cpu=105m,memory=559Mi", stale: true},
+		{held: "cpu=105m,memory=559Mi", stale: true, short: true},
+		{held: "cpu=106m,memory=558Mi", stale: true, short: true},
+		{held: "cpu=200m,memory=558Mi", stale: true, short: true},
 		{held: "cpu=106m,memory=560Mi", stale: true},
-		{held: "memory=559Mi", stale: true},
-		{held: "cpu=lots", stale: true},
+		{held: "memory=559Mi", stale: true, short: true},
+		{held: "cpu=lots", stale: true, short: true},
 	} {
 		if got := Stale(tt.held, need); got != tt.stale {
 			t.Errorf("Stale(%q, %v) = %v, want %v", tt.held, need, got, tt.stale)
+		}
+		if got := Short(tt.held, need); got != tt.short {
+			t.Errorf("Short(%q, %v) = %v, want %v", tt.held, need, got, tt.short)
 		}
 	}
 }

@@ -12,11 +12,17 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
-// Extras that a bound ServiceAccount token carries: the Pod it was issued to.
+// Extras that a bound ServiceAccount token carries: the Pod it was issued
+// to, and that Pod's node.
 const (
-	podNameExtra = "authentication.kubernetes.io/pod-name"
-	podUIDExtra  = "authentication.kubernetes.io/pod-uid"
+	podNameExtra  = "authentication.kubernetes.io/pod-name"
+	podUIDExtra   = "authentication.kubernetes.io/pod-uid"
+	nodeNameExtra = "authentication.kubernetes.io/node-name"
 )
+
+// kubevirtAppLabel is the label KubeVirt gives its Pods, virt-launcher for
+// a VM's launcher Pod (kubevirtv1.AppLabel).
+const kubevirtAppLabel = "kubevirt.io"
 
 // forbid is a validation that refuses with message, as Forbidden, unless
 // expression holds.

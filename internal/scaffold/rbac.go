@@ -62,15 +62,22 @@ func (p Params) VMRules() []rbacv1.PolicyRule {
 	return append(rules, p.PodRules()...)
 }
 
-// PodRules let an agent that holds room for its VM resize its own Pod, to
-// give the room back, and, where it moves (Moves), evict it. RBAC cannot
-// name the Pod, whose name is not known beforehand: the pod policy
-// (podPolicy) keeps each agent to its own Pod, and to resizing it down. It
-// never reads a Pod.
+// PodRules let an agent that holds room for its VM hand it over: follow its
+// VM's launcher Pod, nominate that Pod to its node (patch pods/status) and
+// resize its own Pod to give the room back; and, where it moves (Moves),
+// evict its own Pod. RBAC cannot name these Pods, whose names are not known
+// beforehand: the pod policy (podPolicy) keeps each agent to its own Pod,
+// to resizing it down, and to setting only the nomination of its own VM's
+// launcher Pod. Nothing narrows the reads: the agent lists and watches
+// only its launcher Pod, by label, but its Role may read every Pod of the
+// namespace.
 func (p Params) PodRules() []rbacv1.PolicyRule {
 	var rules []rbacv1.PolicyRule
 	if p.Reserves() {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}})
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}})
 	}
 	if p.Moves() {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}})

@@ -56,7 +56,7 @@ func ApplyReservation(tmpl *corev1.PodTemplateSpec, reservation corev1.ResourceL
 	}
 	tmpl.Annotations[ReservationAnnotation] = kube.FormatResources(reservation)
 	for i := range tmpl.Spec.Containers {
-		if tmpl.Spec.Containers[i].Name == containerName {
+		if tmpl.Spec.Containers[i].Name == ContainerName {
 			tmpl.Spec.Containers[i].Resources = AgentResources(reservation)
 		}
 	}
@@ -101,7 +101,8 @@ func AgentResources(reservation corev1.ResourceList) corev1.ResourceRequirements
 
 // requestsEnv tells a reserving agent its container's requests now, through
 // the downward API: after a restart that follows the resize they are its
-// own, and it asks nothing more.
+// own, and it asks nothing more. It also tells the agent the room its
+// template holds.
 func (p Params) requestsEnv() []corev1.EnvVar {
 	if !p.Reserves() {
 		return nil
@@ -114,6 +115,11 @@ func (p Params) requestsEnv() []corev1.EnvVar {
 	return []corev1.EnvVar{
 		env("VMCTL_REQUESTS_CPU", "requests.cpu", "1m"),
 		env("VMCTL_REQUESTS_MEMORY", "requests.memory", "1"),
+		// The room the template holds, which the agent compares with what
+		// its VM's launcher Pod asks for.
+		{Name: "VMCTL_RESERVATION", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + ReservationAnnotation + "']"},
+		}},
 	}
 }
 

@@ -17,9 +17,12 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
+// ContainerName is the agent's container in the Pod template: the one the
+// agent resizes, and whose requests carry the reservation.
+const ContainerName = "agent"
+
 // Agent container settings.
 const (
-	containerName = "agent"
 	probePortName = "probes"
 	// nonRootUID is the distroless "nonroot" user.
 	nonRootUID int64 = 65532
@@ -127,7 +130,7 @@ func (p Params) agentTemplate() corev1.PodTemplateSpec {
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{{
-				Name:  containerName,
+				Name:  ContainerName,
 				Image: p.Image,
 				Args:  p.AgentArgs(),
 				Env:   append(downwardEnv(), p.requestsEnv()...),

@@ -1,0 +1,257 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+)
+
+// The handover: an agent whose Pod holds its VM's room makes the VM while
+// it still holds it, and gives it back only once the VM's launcher Pod
+// waits for it, nominated to the agent's node. The scheduler keeps a
+// nominated node's room for the nominated Pod from every Pod of equal or
+// lower priority (it counts the nominated Pod on that node when it filters
+// them), so an agent Pod that waits Pending cannot take the room its VM's
+// launcher Pod was given: agent Pods have their VM's priority class.
+// Kubernetes 1.35 and later let components other than the scheduler set a
+// nomination (KEP-5278).
+//
+// The scheduler clears a nomination when it binds the Pod, and also each
+// time the nominated Pod fails a scheduling attempt and preemption finds
+// nothing to preempt for it (which it never does for a launcher Pod: the
+// only Pods in its way on its one node are of its own priority). The
+// launcher Pod fails its first attempts while the agent holds the room, so
+// the agent nominates it again when it sees the nomination cleared, at
+// most maxNominations times, until the launcher Pod is bound.
+
+// Readiness words of the handover.
+const (
+	// ReadyzHandingOver is what /readyz says while the Pod holds its VM's
+	// room, or gave it back moments ago, and the VM's launcher Pod waits
+	// for it: the VM is unschedulable then by design.
+	ReadyzHandingOver = "HandingOver"
+	// ReasonReservationStale is the agent's Event, and a /readyz word,
+	// when its Pod's template holds another size than its VM's launcher
+	// Pod asks for.
+	ReasonReservationStale = "ReservationStale"
+)
+
+// handoverGrace is how long after giving back the room the agent keeps
+// nominating its VM's launcher Pod, and keeps the VM's unschedulable state
+// to itself: the launcher Pod waits out its scheduling backoff (1 s after
+// its first failure, doubling) before the scheduler tries it again.
+const handoverGrace = 30 * time.Second
+
+// maxNominations bounds the nominations of one handover.
+const maxNominations = 5
+
+// handover is where the agent's handover stands, for observe, which runs
+// on the VM's watch.
+type handover struct {
+	mu sync.Mutex
+	// active while the Pod holds the room, or gave it back less than
+	// handoverGrace ago and the launcher Pod is not yet bound.
+	active bool
+	// refused hears observe see the launcher Pod refused by the API
+	// server: a ResourceQuota that counts the room the Pod holds as well
+	// as the launcher Pod's refuses it until the room is given back.
+	refused chan struct{}
+	// checked is the UID of the last launcher Pod whose size the agent
+	// compared with its Pod's reservation.
+	checked string
+}
+
+func (h *handover) set(active bool) {
+	h.mu.Lock()
+	h.active = active
+	h.mu.Unlock()
+}
+
+func (h *handover) inProgress() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.active
+}
+
+// launcherRefused tells the handover, without waiting, that the launcher
+// Pod was refused.
+func (h *handover) launcherRefused() {
+	select {
+	case h.refused <- struct{}{}:
+	default:
+	}
+}
+
+// needsLauncher reports whether the agent has reason to follow its VM's
+// launcher Pod: its Pod still holds the room, or it has not yet compared
+// its reservation with what the launcher Pod asks for.
+func (a *Agent) needsLauncher() bool {
+	a.handover.mu.Lock()
+	checked := a.handover.checked != ""
+	a.handover.mu.Unlock()
+	return a.holdsRoom() || (a.cfg.heldReservation() != "" && !checked)
+}
+
+// holdsRoom reports whether the Pod still holds its VM's room.
+func (a *Agent) holdsRoom() bool {
+	return a.cfg.holdsReservation() && !a.resized.Load()
+}
+
+// launcherSelector selects the launcher Pods of the agent's VM: KubeVirt
+// labels them kubevirt.io=virt-launcher and copies onto them the VMI's
+// labels, which derive put on the VM's template.
+func (a *Agent) launcherSelector() string {
+	return labels.Set{
+		kubevirtv1.AppLabel:   "virt-launcher",
+		derive.LabelPrototype: derive.LabelValue(a.cfg.Prototype),
+		derive.LabelPod:       derive.LabelValue(a.pod.PodName),
+	}.String()
+}
+
+// handOver follows vm's launcher Pods until the newest is bound, or
+// handoverGrace after the room was given back: it nominates the launcher
+// Pod to the agent's node, then gives back the room (giveBack), and
+// compares the launcher Pod's size with the Pod's reservation. Where it
+// cannot read Pods (a Role from before the handover) it gives the room
+// back at once; where it cannot nominate, it gives it back without.
+func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
+	logger := klog.FromContext(ctx).WithValues("selector", a.launcherSelector())
+	defer a.endHandover(ctx)
+	b := watchBackoff(a.cfg.backoff())
+	f := kube.NewFollower(ctx)
+	store := f.Follow(kube.ListWatch(a.pods.podsIn(vm.Namespace), kube.Selector{Label: a.launcherSelector()}), &corev1.Pod{},
+		kube.FollowOptions{Client: a.kube, What: "the VM's launcher Pods", Backoff: &b})
+	var grace <-chan time.Time
+	released := func() {
+		if grace == nil && a.giveBackRetrying(ctx) {
+			grace = time.After(a.grace)
+		}
+	}
+	if !a.holdsRoom() {
+		grace = time.After(a.grace)
+	}
+	canNominate, nominations := true, 0
+	for {
+		if f.Synced() {
+			launcher := newestLauncher(store.List(), vm.Name)
+			if launcher != nil {
+				a.checkReservation(ctx, launcher)
+			}
+			switch {
+			case launcher != nil && launcher.Spec.NodeName != "":
+				// Bound: beside the room held, or where the room went.
+				released()
+				logger.V(1).Info("Launcher Pod bound", "pod", klog.KObj(launcher), "nominations", nominations)
+				return
+			case launcher != nil && launcher.DeletionTimestamp == nil:
+				if canNominate && launcher.Status.NominatedNodeName != a.pod.Node && nominations < maxNominations {
+					nominations++
+					if err := a.pods.nominate(ctx, launcher.Namespace, launcher.Name, a.pod.Node); kube.Refused(err) {
+						canNominate = false
+						logger.Info("Cannot nominate the VM's launcher Pod; giving back the room without: a Pending Pod may take it first. "+
+							"Scaffold the workload again for a Role that may patch pods/status", "pod", klog.KObj(launcher), "err", err)
+					} else if err != nil {
+						logger.Info("Nominating the VM's launcher Pod failed", "pod", klog.KObj(launcher), "err", err)
+					}
+				}
+				released()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-grace:
+			return
+		case err := <-f.Errors():
+			// Not allowed to read Pods: nothing to hand over to.
+			logger.Info("Cannot follow the VM's launcher Pod; giving back the room at once: a Pending Pod may take it first. "+
+				"Scaffold the workload again for a Role that may list and watch pods", "err", err)
+			released()
+			return
+		case <-a.handover.refused:
+			released()
+		case <-f.Changed():
+		}
+	}
+}
+
+// newestLauncher is the newest of pods that vmName's VMI owns, or nil.
+func newestLauncher(pods []any, vmName string) *corev1.Pod {
+	var newest *corev1.Pod
+	for _, obj := range pods {
+		p := obj.(*corev1.Pod)
+		owned := false
+		for _, r := range p.OwnerReferences {
+			owned = owned || (r.Kind == "VirtualMachineInstance" && r.Name == vmName)
+		}
+		if owned && (newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			newest = p
+		}
+	}
+	return newest
+}
+
+// giveBackRetrying gives back the room, retrying a failed resize with the
+// agent's backoff; it reports false when ctx ended first.
+func (a *Agent) giveBackRetrying(ctx context.Context) bool {
+	b := a.cfg.backoff()
+	for {
+		p := a.giveBack(ctx)
+		if p == nil {
+			return true
+		}
+		a.report.fail(ctx, p)
+		if !sleep(ctx, b.Step()) {
+			return false
+		}
+	}
+}
+
+// endHandover marks the handover over and looks at the VM again: a state
+// kept to itself while it lasted (unschedulable) is said now.
+func (a *Agent) endHandover(ctx context.Context) {
+	a.handover.set(false)
+	if vm := a.latest.Load(); vm != nil && ctx.Err() == nil {
+		a.observe(ctx, vm)
+	}
+}
+
+// checkReservation compares the room the Pod's template holds with what
+// launcher asks for, once per launcher Pod, and says when they differ: a
+// template written before the prototype, its instancetype or KubeVirt's
+// configuration changed, or rolled back to an older one. The VM runs all
+// the same where it fits; the agent does not move it (moveBlocked): every
+// Pod of the template would hold the same wrong size.
+func (a *Agent) checkReservation(ctx context.Context, launcher *corev1.Pod) {
+	a.handover.mu.Lock()
+	seen := a.handover.checked == string(launcher.UID)
+	a.handover.checked = string(launcher.UID)
+	a.handover.mu.Unlock()
+	held := a.cfg.heldReservation()
+	need := reserve.Counted(launcher)
+	if seen || !reserve.Stale(held, need) {
+		return
+	}
+	a.reservationStale.Store(reserve.Short(held, need))
+	a.status.warn(ReasonReservationStale)
+	effect := "the scheduler places these agents by the old size, so their VMs may not fit where they land, and a VM that cannot be scheduled does not move"
+	if !reserve.Short(held, need) {
+		effect = "the scheduler places these agents by the old size, so fewer fit on a node than their VMs would"
+	}
+	msg := fmt.Sprintf("the Pod holds %s for its VM, but the VM's launcher Pod %s asks for %s: prototype %s/%s, its instancetype or KubeVirt's configuration "+
+		"changed since the Pod's template was written, or the template was rolled back (kubectl rollout undo); %s; "+
+		"roll the new size out with `kubectl vmctl rollout restart %s -n %s`",
+		held, launcher.Name, kube.FormatResources(reserve.Round(need)), a.cfg.PrototypeNamespace, a.cfg.Prototype, effect, a.cfg.Prototype, a.pod.PodNamespace)
+	klog.FromContext(ctx).Info("Reservation stale", "message", msg)
+	a.report.event(corev1.EventTypeWarning, ReasonReservationStale, msg)
+}

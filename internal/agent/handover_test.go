@@ -1,0 +1,386 @@
+package agent
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
+)
+
+// launcherPod is the launcher Pod KubeVirt makes for the agent's VM,
+// unbound, asking for requests.
+func launcherPod(requests corev1.ResourceList) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "virt-launcher-" + testVM + "-x7k2p", Namespace: testNamespace, UID: "launcher-uid",
+			Labels: map[string]string{
+				kubevirtv1.AppLabel: "virt-launcher", derive.LabelPrototype: testProto, derive.LabelPod: testPod,
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: testVM, UID: "vmi-uid", Controller: ptrTrue()}},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Resources: corev1.ResourceRequirements{Requests: requests}}}},
+	}
+}
+
+func ptrTrue() *bool { t := true; return &t }
+
+// launcherNeeds is what the launcher Pod of a VM whose room the agent's
+// Pod holds (reservedRequests less ownRequests) asks for.
+func launcherNeeds() corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1100m"), corev1.ResourceMemory: resource.MustParse("12Gi")}
+}
+
+// podWrites records, in order, the agent's writes to Pods ("nominate" of
+// the launcher Pod's status, "resize" of its own), and what it had done
+// when it first listed Pods. It refuses a kind of write while told to.
+type podWrites struct {
+	mu             sync.Mutex
+	log            []string
+	createsAtList  int
+	resizesAtList  int
+	listed         bool
+	refuse         map[string]bool
+	launcherOnList *corev1.Pod
+}
+
+func (w *podWrites) watch(h *harness) {
+	h.kube.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.refuse["list"] {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil)
+		}
+		if !w.listed {
+			w.listed = true
+			w.createsAtList, w.resizesAtList = h.api.count("create"), w.countLocked("resize")
+			if w.launcherOnList != nil {
+				// Made as the agent lists: its watch need not catch it.
+				if err := h.kube.Tracker().Add(w.launcherOnList); err != nil {
+					h.t.Error(err)
+				}
+			}
+		}
+		return false, nil, nil
+	})
+	h.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.log = append(w.log, "evict")
+		return true, nil, nil
+	})
+	h.kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		kind := map[string]string{"status": "nominate", "resize": "resize"}[a.GetSubresource()]
+		if kind == "" {
+			return false, nil, nil
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.log = append(w.log, kind)
+		if w.refuse[kind] {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/" + a.GetSubresource()}, a.(k8stesting.PatchAction).GetName(), nil)
+		}
+		return false, nil, nil
+	})
+}
+
+func (w *podWrites) setRefused(kind string, refused bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.refuse == nil {
+		w.refuse = map[string]bool{}
+	}
+	w.refuse[kind] = refused
+}
+
+func (w *podWrites) countLocked(kind string) int {
+	n := 0
+	for _, k := range w.log {
+		if k == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *podWrites) count(kind string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.countLocked(kind)
+}
+
+func (w *podWrites) writes() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.log)
+}
+
+// reservingHarness runs an agent whose Pod holds its VM's room (or, with
+// own requests now, gave it back before a restart), with vms, and the
+// launcher Pod made as it first lists Pods (none when launcher is nil).
+func reservingHarness(t *testing.T, now corev1.ResourceList, launcher *corev1.Pod, vms ...*kubevirtv1.VirtualMachine) (*harness, *podWrites) {
+	cfg := reservingConfig(now)
+	cfg.MoveAfter = time.Millisecond
+	h := newHarness(t, cfg, append([]*kubevirtv1.VirtualMachine{prototype(testProto)}, vms...), agentPod(now))
+	h.agent.grace = 200 * time.Millisecond
+	w := &podWrites{launcherOnList: launcher}
+	w.watch(h)
+	return h, w
+}
+
+// launcher is the launcher Pod as the fake API server holds it now.
+func (h *harness) launcher() *corev1.Pod {
+	h.t.Helper()
+	p, err := h.kube.CoreV1().Pods(testNamespace).Get(context.Background(), launcherPod(nil).Name, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+// schedule plays the scheduler on the launcher Pod: change edits it, then
+// it is written back whole, as the scheduler's status patch and binding
+// change it.
+func (h *harness) schedule(change func(*corev1.Pod)) {
+	h.t.Helper()
+	p := h.launcher()
+	change(p)
+	if err := h.kube.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, p, testNamespace); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestHandOverNominatesThenGivesBack: an agent whose Pod holds its VM's
+// room makes the VM first, waits for the VM's launcher Pod, nominates it to
+// its node, and only then resizes its Pod to its own requests, once. When
+// the scheduler clears the nomination (the launcher Pod failed an attempt
+// before the room was free), the agent nominates it again; once the
+// launcher Pod is bound, it does nothing more.
+func TestHandOverNominatesThenGivesBack(t *testing.T) {
+	h, w := reservingHarness(t, reservedRequests(), launcherPod(launcherNeeds()))
+	h.start()
+	h.eventually("the room is given back", func() bool { return w.count("resize") == 1 })
+	if w.createsAtList != 1 || w.resizesAtList != 0 {
+		t.Errorf("when the agent first looked for its launcher Pod: %d VM creates and %d resizes, want 1 and 0", w.createsAtList, w.resizesAtList)
+	}
+	if diff := cmp.Diff([]string{"nominate", "resize"}, w.writes()); diff != "" {
+		t.Errorf("writes to Pods (-want +got):\n%s", diff)
+	}
+	if got := h.launcher().Status.NominatedNodeName; got != testNode {
+		t.Errorf("launcher Pod nominated to %q, want %q", got, testNode)
+	}
+	pod, err := h.kube.CoreV1().Pods(testNamespace).Get(t.Context(), testPod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := corev1.ResourceRequirements{Requests: ownRequests(), Limits: ownLimits()}
+	if diff := cmp.Diff(want, pod.Spec.Containers[0].Resources, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("Pod's resources after the resize (-want +got):\n%s", diff)
+	}
+
+	h.schedule(func(p *corev1.Pod) { p.Status.NominatedNodeName = "" })
+	h.eventually("the launcher Pod nominated again", func() bool { return w.count("nominate") == 2 })
+	h.schedule(func(p *corev1.Pod) { p.Spec.NodeName, p.Status.NominatedNodeName = testNode, "" })
+	h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
+	writes := w.writes()
+	h.schedule(func(p *corev1.Pod) { p.Status.NominatedNodeName = "" })
+	time.Sleep(50 * time.Millisecond)
+	if diff := cmp.Diff(writes, w.writes()); diff != "" {
+		t.Errorf("writes to Pods after the launcher Pod was bound (-before +after):\n%s", diff)
+	}
+	if n := w.count("resize"); n != 1 || len(writes) < 3 || len(writes) > 1+maxNominations || writes[0] != "nominate" || writes[1] != "resize" {
+		t.Errorf("writes to Pods %q: want a nomination, the resize, then a nomination each time the scheduler cleared it (at most %d)", writes, maxNominations)
+	}
+	if n := h.api.count("create"); n != 1 {
+		t.Errorf("%d VM creates, want 1", n)
+	}
+}
+
+// TestHandOverKeepsUnschedulableToItself: while the Pod holds the room,
+// the VM's launcher Pod cannot be scheduled by design: /readyz says the
+// agent is handing over, and no Event is posted nor a move begun. A
+// launcher Pod the API server refuses (a quota that counts the room twice)
+// makes the agent give the room back without one. Once the handover is
+// over and the VM still cannot be scheduled, the agent says so.
+func TestHandOverKeepsUnschedulableToItself(t *testing.T) {
+	h, w := reservingHarness(t, reservedRequests(), nil)
+	h.start()
+	h.watchFollowed()
+	h.setUnschedulable()
+	h.waitReadyz(http.StatusServiceUnavailable, ReadyzHandingOver)
+	time.Sleep(50 * h.agent.cfg.MoveAfter)
+	if n := w.count("evict"); n != 0 {
+		t.Errorf("%d evictions while the Pod holds its VM's room", n)
+	}
+
+	vm := h.api.object(testVM)
+	vm.Status.PrintableStatus = ""
+	vm.Status.Conditions = []kubevirtv1.VirtualMachineCondition{{
+		Type: kubevirtv1.VirtualMachineConditionType(kubevirtv1.VirtualMachineInstanceSynchronized), Status: corev1.ConditionFalse,
+		Reason: "FailedCreate", Message: `failed to create virtual machine pod: pods "virt-launcher-x" is forbidden: exceeded quota: vms`,
+	}}
+	h.api.put(vm)
+	h.eventually("the room given back to a refused launcher Pod", func() bool { return w.count("resize") == 1 })
+	h.setUnschedulable()
+	h.eventually("a move once the handover is over", func() bool { return w.count("evict") == 1 })
+	for _, e := range h.events() {
+		if e.Reason == stuck.ReasonLauncherRefused {
+			t.Errorf("Event %s %s: %s, posted during the handover", e.Type, e.Reason, e.Message)
+		}
+	}
+	h.waitEvent(corev1.EventTypeWarning, stuck.ReasonUnschedulable)
+	if diff := cmp.Diff([]string{"resize", "evict"}, w.writes()); diff != "" {
+		t.Errorf("writes to Pods (-want +got):\n%s", diff)
+	}
+}
+
+// TestHandOverWithoutRights: an agent whose Role predates the handover
+// gives the room back all the same: at once after making its VM where it
+// cannot read Pods, and without a nomination where it cannot patch
+// pods/status, having tried once.
+func TestHandOverWithoutRights(t *testing.T) {
+	for _, tt := range []struct {
+		refused string
+		writes  []string
+	}{
+		{refused: "list", writes: []string{"resize"}},
+		{refused: "nominate", writes: []string{"nominate", "resize"}},
+	} {
+		t.Run("refused "+tt.refused, func(t *testing.T) {
+			h, w := reservingHarness(t, reservedRequests(), launcherPod(launcherNeeds()))
+			w.setRefused(tt.refused, true)
+			h.start()
+			h.eventually("the room is given back", func() bool { return w.count("resize") == 1 })
+			h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
+			if diff := cmp.Diff(tt.writes, w.writes()); diff != "" {
+				t.Errorf("writes to Pods (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGiveBackFails: while the resize is refused, the VM's launcher Pod
+// waits; the agent says why on /readyz and in one Warning Event, and
+// retries. Once it goes through, the handover ends.
+func TestGiveBackFails(t *testing.T) {
+	h, w := reservingHarness(t, reservedRequests(), launcherPod(launcherNeeds()))
+	w.setRefused("resize", true)
+	h.start()
+	h.waitReadyz(http.StatusServiceUnavailable, ReasonResizeFailed)
+	e := h.waitEvent(corev1.EventTypeWarning, ReasonResizeFailed)
+	h.eventually("the resize is retried", func() bool { return w.count("resize") >= 3 })
+	for _, want := range []string{"to give back the room it holds for its VM", "grant the Pod's service account patch on pods/resize"} {
+		if !strings.Contains(e.Message, want) {
+			t.Errorf("Event %q does not say %q", e.Message, want)
+		}
+	}
+	if n := len(h.eventStrings()); n != 2 {
+		t.Errorf("Events %q, want Created and one ResizeFailed", h.eventStrings())
+	}
+	w.setRefused("resize", false)
+	h.schedule(func(p *corev1.Pod) { p.Spec.NodeName = testNode })
+	h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
+	if n := h.api.count("create"); n != 1 {
+		t.Errorf("%d VM creates, want 1", n)
+	}
+}
+
+// TestGiveBackOnlyOnce: an agent restarted after its resize (its requests
+// are its own now) asks nothing more; one restarted before it resized
+// adopts the VM it made and hands the room over.
+func TestGiveBackOnlyOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		now     corev1.ResourceList
+		resizes int
+	}{
+		{name: "resized before the restart", now: ownRequests()},
+		{name: "VM made, Pod still holds the room", now: reservedRequests(), resizes: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, w := reservingHarness(t, tt.now, launcherPod(launcherNeeds()), derived(t, testIdentity, "vm-uid"))
+			h.start()
+			h.watchFollowed()
+			h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() && w.count("resize") == tt.resizes })
+			if uid := h.api.object(testVM).UID; uid != "vm-uid" {
+				t.Errorf("VM %s has UID %s, want the adopted vm-uid", testVM, uid)
+			}
+		})
+	}
+	t.Run("no reservation", func(t *testing.T) {
+		h := newHarness(t, testConfig(), []*kubevirtv1.VirtualMachine{prototype(testProto)})
+		w := &podWrites{}
+		w.watch(h)
+		h.start()
+		h.watchFollowed()
+		if h.agent.needsLauncher() || w.listed || len(w.writes()) > 0 {
+			t.Errorf("an agent without a reservation follows its launcher Pod (listed %v) or writes Pods: %q", w.listed, w.writes())
+		}
+	})
+}
+
+// TestReservationStale: a launcher Pod that asks for more than the Pod's
+// template holds (the template was rolled back) makes the agent say so
+// once, with both sizes and the fix, and as a warning on /readyz while the
+// VM is ready; a VM that then cannot be scheduled does not move, since its
+// Pod's replacement would hold as little. One that asks for what the
+// template holds says nothing.
+func TestReservationStale(t *testing.T) {
+	t.Run("template holds less", func(t *testing.T) {
+		bigger := launcherNeeds()
+		bigger[corev1.ResourceMemory] = resource.MustParse("12544Mi")
+		h, w := reservingHarness(t, reservedRequests(), launcherPod(bigger))
+		h.agent.cfg.Reservation = "cpu=1100m,memory=12Gi"
+		h.start()
+		e := h.waitEvent(corev1.EventTypeWarning, ReasonReservationStale)
+		for _, want := range []string{"holds cpu=1100m,memory=12Gi", "asks for cpu=1100m,memory=12544Mi", "kubectl vmctl rollout restart " + testProto + " -n " + testNamespace} {
+			if !strings.Contains(e.Message, want) {
+				t.Errorf("Event %q does not say %q", e.Message, want)
+			}
+		}
+		h.schedule(func(p *corev1.Pod) { p.Spec.NodeName = testNode })
+		h.setRunning()
+		h.waitReadyz(http.StatusOK, "ok\nwarning: "+ReasonReservationStale)
+		h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
+		h.setUnschedulable()
+		h.waitReadyz(http.StatusServiceUnavailable, ReasonReservationStale)
+		time.Sleep(50 * h.agent.cfg.MoveAfter)
+		if n := w.count("evict"); n != 0 {
+			t.Errorf("%d evictions of a Pod whose template holds too little: its replacement would too", n)
+		}
+	})
+	t.Run("template holds what the launcher asks", func(t *testing.T) {
+		h, w := reservingHarness(t, reservedRequests(), launcherPod(launcherNeeds()))
+		h.start()
+		h.eventually("the room is given back", func() bool { return w.count("resize") == 1 })
+		h.schedule(func(p *corev1.Pod) { p.Spec.NodeName = testNode })
+		h.setRunning()
+		h.waitReadyz(http.StatusOK, "ok")
+		if _, body := h.readyz(); body != "ok" {
+			t.Errorf("/readyz = %q, want ok", body)
+		}
+		for _, e := range h.events() {
+			if e.Reason == ReasonReservationStale {
+				t.Errorf("Event %s: %s", e.Reason, e.Message)
+			}
+		}
+	})
+}
