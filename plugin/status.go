@@ -145,6 +145,12 @@ the node its instance runs on, and name what is wrong:
   orphaned VM (pod replaced)     a new Pod of that name exists; it will not adopt the VM
   VM from older prototype generation (3 < 5)
                                  the prototype changed since the VM was derived
+  Pod placed by an older prototype placement
+                                 the Pod's template places it by older rules
+  Pod reserves cpu=106m,memory=559Mi, its VM needs cpu=106m,memory=815Mi
+                                 the Pod's template holds another size than its
+                                 VM's launcher Pod asks for (a template rolled
+                                 back): kubectl vmctl rollout restart PROTOTYPE
   prototype missing              the VM's prototype no longer exists
 
 A VM is paired with the Pod it records (namespace, name and UID), so an agent
@@ -155,7 +161,8 @@ Reads, at once, one paged LIST each of derived VMs, their VMIs and agent Pods,
 selected by vmctl's and scaffold's labels (other VMs are never read), then one
 LIST narrowed by name for each prototype and for each Pod a VM records that is
 not among the agents; past 50 in a namespace, one LIST of that namespace
-instead. --watch follows the same with informers and redraws at most four
+instead. Where agent Pods hold their VMs' room, also one LIST of the VMs'
+launcher Pods, by label. --watch follows the same with informers and redraws at most four
 times a second. It stops with the error status would give when it cannot
 list or watch what it needs.`,
 		Example: `  # Agents and VMs in the current namespace

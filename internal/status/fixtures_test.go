@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +14,7 @@ import (
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
@@ -140,5 +142,30 @@ func stuckVM(status kubevirtv1.VirtualMachinePrintableStatus, cond string, cs co
 		vm.Status.Conditions = append(vm.Status.Conditions, kubevirtv1.VirtualMachineCondition{
 			Type: kubevirtv1.VirtualMachineConditionType(cond), Status: cs, Message: msg,
 		})
+	}
+}
+
+// reserving makes an agent Pod's template hold held for its VM.
+func reserving(held string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[scaffold.ReservationAnnotation] = held
+	}
+}
+
+// launcher is the launcher Pod of VM vm, bound to node or nominated to
+// nominated, asking for cpu and memory.
+func launcher(ns, vm, node, nominated, cpu, memory string) corev1.Pod {
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: "virt-launcher-" + vm + "-abcde", CreationTimestamp: ago(time.Minute),
+			OwnerReferences: []metav1.OwnerReference{{Kind: "VirtualMachineInstance", Name: vm}},
+		},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "compute", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)},
+		}}}},
+		Status: corev1.PodStatus{NominatedNodeName: nominated},
 	}
 }

@@ -49,6 +49,10 @@ type Inventory struct {
 	VMs        []*kubevirtv1.VirtualMachine
 	Prototypes []*kubevirtv1.VirtualMachine
 	VMIs       []*kubevirtv1.VirtualMachineInstance
+	// Launchers are the VMs' launcher Pods, read when an agent Pod holds
+	// its VM's room (scaffold.ReservationAnnotation), matched to VMs by
+	// their owner VMI's name.
+	Launchers []*corev1.Pod
 }
 
 // Load reads an Inventory with paged LISTs narrowed by label or by name,

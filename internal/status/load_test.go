@@ -99,6 +99,7 @@ func TestLoad(t *testing.T) {
 		virt                                                []runtime.Object
 		wantCalls                                           []call
 		wantPods, wantOwners, wantVMs, wantProtos, wantVMIs int
+		wantLaunchers                                       int
 	}{{
 		name:  "one namespace: VMs, instances and agents by label, the prototype by name, never other VMs",
 		query: Query{Namespace: "ns"},
@@ -198,6 +199,26 @@ func TestLoad(t *testing.T) {
 			{"list", "virtualmachines", "vms", derivedLabels, ""},
 		},
 		wantPods: 1, wantOwners: 1, wantVMs: 2, wantProtos: 2,
+	}, {
+		name:  "an agent Pod that holds its VM's room: the VMs' launcher Pods too, by label",
+		query: Query{Namespace: "ns"},
+		kube: []runtime.Object{
+			pod(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, reserving("cpu=106m,memory=559Mi"))),
+			pod(func() corev1.Pod {
+				l := launcher("ns", "web-a", "n1", "", "106m", "559Mi")
+				l.Labels = map[string]string{"kubevirt.io": "virt-launcher", "vmctl.kubevirt.io/prototype": "web"}
+				return l
+			}()),
+		},
+		virt: []runtime.Object{vm(prototype("ns", "web", 1)), vm(derivedVM("ns", "web", 1, "ns", "a", "uid-a", "n1", time.Hour))},
+		wantCalls: []call{
+			{"list", "pods", "ns", agentLabels, ""},
+			{"list", "pods", "ns", "kubevirt.io=virt-launcher,vmctl.kubevirt.io/prototype", ""},
+			{"list", "virtualmachineinstances", "ns", vmiLabels, ""},
+			{"list", "virtualmachines", "ns", "", "metadata.name=web"},
+			{"list", "virtualmachines", "ns", derivedLabels, ""},
+		},
+		wantPods: 1, wantVMs: 1, wantProtos: 1, wantLaunchers: 1,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,10 +231,10 @@ func TestLoad(t *testing.T) {
 			if diff := gocmp.Diff(tt.wantCalls, sortedCalls(*log)); diff != "" {
 				t.Errorf("API calls (-want +got):\n%s", diff)
 			}
-			got := []int{len(inv.Pods), len(inv.OwnerPods), len(inv.VMs), len(inv.Prototypes), len(inv.VMIs)}
-			want := []int{tt.wantPods, tt.wantOwners, tt.wantVMs, tt.wantProtos, tt.wantVMIs}
+			got := []int{len(inv.Pods), len(inv.OwnerPods), len(inv.VMs), len(inv.Prototypes), len(inv.VMIs), len(inv.Launchers)}
+			want := []int{tt.wantPods, tt.wantOwners, tt.wantVMs, tt.wantProtos, tt.wantVMIs, tt.wantLaunchers}
 			if diff := gocmp.Diff(want, got); diff != "" {
-				t.Errorf("pods, owner pods, VMs, prototypes, VMIs (-want +got):\n%s", diff)
+				t.Errorf("pods, owner pods, VMs, prototypes, VMIs, launchers (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -14,7 +14,9 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
@@ -46,6 +48,10 @@ const (
 	// its prototype than the prototype has now (placement.Stale).
 	ProblemPlacementChanged = "Pod placed by an older prototype placement"
 	problemNotReadyFmt      = "VM not ready for %s"
+	// problemReservationFmt: the Pod holds another size for its VM than
+	// the VM's launcher Pod asks for (reserve.Stale): its template was
+	// written for an older prototype, or rolled back.
+	problemReservationFmt = "Pod reserves %s, its VM needs %s"
 	problemOlderProtoFmt    = "VM from older prototype generation (%d < %d)"
 )
 
@@ -126,7 +132,18 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 		}
 	}
 
-	p := pairer{now: now, notReadyGrace: notReadyGrace, vmis: vmis, protos: protos, podNames: podNames}
+	launchers := map[types.NamespacedName]*corev1.Pod{}
+	for _, l := range inv.Launchers {
+		for _, r := range l.OwnerReferences {
+			k := types.NamespacedName{Namespace: l.Namespace, Name: r.Name}
+			if r.Kind == "VirtualMachineInstance" && l.DeletionTimestamp == nil &&
+				(launchers[k] == nil || launchers[k].CreationTimestamp.Before(&l.CreationTimestamp)) {
+				launchers[k] = l
+			}
+		}
+	}
+
+	p := pairer{now: now, notReadyGrace: notReadyGrace, vmis: vmis, protos: protos, podNames: podNames, launchers: launchers}
 	var rows []Row
 	shown := map[*kubevirtv1.VirtualMachine]bool{}
 	for _, pod := range inv.Pods {
@@ -174,6 +191,8 @@ type pairer struct {
 	vmis          map[types.NamespacedName]*kubevirtv1.VirtualMachineInstance
 	protos        map[types.NamespacedName]*kubevirtv1.VirtualMachine
 	podNames      map[types.NamespacedName]*corev1.Pod
+	// launchers are the newest launcher Pod of each VM, by the VM's name.
+	launchers map[types.NamespacedName]*corev1.Pod
 }
 
 // podRow is a Pod without VM.
@@ -217,9 +236,10 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	if pod != nil && pod.Spec.NodeName != "" && r.VMINode != "" && pod.Spec.NodeName != r.VMINode {
 		r.Problems = append(r.Problems, ProblemOtherNode)
 	}
+	launcher := p.launchers[types.NamespacedName{Namespace: vm.Namespace, Name: vm.Name}]
 	if drain := drainProblem(vmi); drain != "" {
 		r.Problems = append(r.Problems, drain) // it says why the VM is not ready
-	} else if s, ok := stuck.Of(vm); ok {
+	} else if s, ok := stuck.Of(vm); ok && !handingOver(pod, launcher, s) {
 		r.Problems = append(r.Problems, s.Message)
 	} else if since, ok := notReadySince(vm); ok && p.now.Sub(since) >= p.notReadyGrace {
 		r.Problems = append(r.Problems, fmt.Sprintf(problemNotReadyFmt, duration.HumanDuration(p.now.Sub(since))))
@@ -228,6 +248,12 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	if pod != nil && proto != nil && placement.Stale(pod.Annotations[placement.Annotation], proto) {
 		r.Problems = append(r.Problems, ProblemPlacementChanged)
 	}
+	if pod != nil && launcher != nil {
+		held, need := pod.Annotations[scaffold.ReservationAnnotation], reserve.Counted(launcher)
+		if reserve.Stale(held, need) {
+			r.Problems = append(r.Problems, fmt.Sprintf(problemReservationFmt, held, kube.FormatResources(reserve.Round(need))))
+		}
+	}
 	switch {
 	case proto == nil:
 		r.Problems = append(r.Problems, ProblemProtoMissing)
@@ -235,6 +261,14 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 		r.Problems = append(r.Problems, fmt.Sprintf(problemOlderProtoFmt, o.PrototypeGeneration, proto.Generation))
 	}
 	return r
+}
+
+// handingOver reports whether s, a VM's state, is its agent handing over
+// the room its Pod holds: the VM's launcher Pod waits for it, nominated to
+// the agent Pod's node (the agent's handOver).
+func handingOver(pod, launcher *corev1.Pod, s stuck.Problem) bool {
+	return s.Reason == stuck.ReasonUnschedulable && pod != nil && launcher != nil && launcher.Spec.NodeName == "" &&
+		pod.Spec.NodeName != "" && launcher.Status.NominatedNodeName == pod.Spec.NodeName
 }
 
 func podFields(pod *corev1.Pod) Row {

@@ -257,6 +257,53 @@ func TestPair(t *testing.T) {
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM cannot be scheduled on its node: Insufficient memory"}}},
 	}, {
+		name: "a VM whose launcher Pod waits, nominated to its agent's node, is being handed the room: no problem yet",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, reserving("cpu=106m,memory=559Mi"))),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(10*time.Second), stuckVM(
+				kubevirtv1.VirtualMachineStatusUnschedulable, "PodScheduled", corev1.ConditionFalse,
+				"0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't match Pod's node affinity/selector."))),
+			VMIs:      ptrs(vmi("ns", "web-a", "")),
+			Launchers: ptrs(launcher("ns", "web-a", "", "n1", "106m", "585453824")),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a"}},
+	}, {
+		name: "once the nomination is gone, a VM that cannot be scheduled is a problem",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, reserving("cpu=106m,memory=559Mi"))),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(10*time.Second), stuckVM(
+				kubevirtv1.VirtualMachineStatusUnschedulable, "PodScheduled", corev1.ConditionFalse,
+				"0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't match Pod's node affinity/selector."))),
+			VMIs:      ptrs(vmi("ns", "web-a", "")),
+			Launchers: ptrs(launcher("ns", "web-a", "", "", "106m", "585453824")),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM cannot be scheduled on its node: Insufficient memory"}}},
+	}, {
+		name: "a Pod that reserves less than its VM's launcher Pod asks for (a template rolled back)",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, reserving("cpu=106m,memory=559Mi"))),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)),
+			VMIs:       ptrs(vmi("ns", "web-a", "n1")),
+			Launchers: ptrs(
+				launcher("ns", "web-a", "n1", "", "106m", "854572Ki"),
+				launcher("ns", "web-b", "n1", "", "106m", "1Gi"),
+			),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1", Problems: []string{"Pod reserves cpu=106m,memory=559Mi, its VM needs cpu=106m,memory=835Mi"}}},
+	}, {
+		name: "a Pod that reserves what its VM's launcher Pod asks for, rounded up",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, reserving("cpu=106m,memory=559Mi"))),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)),
+			VMIs:       ptrs(vmi("ns", "web-a", "n1")),
+			Launchers:  ptrs(launcher("ns", "web-a", "n1", "", "106m", "585453824")),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1"}},
+	}, {
 		name: "a VM whose DataVolume the API server refuses is a problem at once, without a VMI",
 		inv: Inventory{
 			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),

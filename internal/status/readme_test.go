@@ -25,6 +25,7 @@ func TestREADMETroubleshooting(t *testing.T) {
 		ProblemEvacuating, ProblemHeldByDrain, ProblemPlacementChanged,
 		strings.TrimSuffix(problemNotReadyFmt, "%s"),
 		strings.TrimSuffix(problemOlderProtoFmt, "(%d < %d)"),
+		strings.TrimSuffix(problemReservationFmt, "%s, its VM needs %s"),
 	}, stuck.Prefixes...) {
 		if !strings.Contains(table, "\n| "+p) {
 			t.Errorf("README.md's troubleshooting table has no row for %q", p)

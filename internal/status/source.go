@@ -1,6 +1,8 @@
 package status
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -10,6 +12,9 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
+
+// launcherSelector selects KubeVirt's launcher Pods.
+const launcherSelector = kubevirtv1.AppLabel + "=virt-launcher"
 
 // role says what a source's objects are to Pair.
 type role int
@@ -26,6 +31,9 @@ const (
 	roleVMIs
 	// rolePrototypes are the VMs that derived VMs name as their prototype.
 	rolePrototypes
+	// roleLaunchers are the derived VMs' launcher Pods, selected by the
+	// labels KubeVirt gives them and copies from the VMI.
+	roleLaunchers
 )
 
 // source is what one paged LIST reads in Load and one informer follows in
@@ -39,7 +47,7 @@ type source struct {
 
 func (s source) resource() string {
 	switch s.role {
-	case roleAgents, roleOwners:
+	case roleAgents, roleOwners, roleLaunchers:
 		return "pods"
 	case roleVMIs:
 		return "virtualmachineinstances"
@@ -69,22 +77,36 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 		if q.Prototype != "" {
 			o.LabelSelector = derive.PrototypeSelector(q.Prototype)
 		}
+	case roleLaunchers:
+		o.LabelSelector = launcherSelector + "," + derive.LabelPrototype
+		if q.Prototype != "" {
+			o.LabelSelector = launcherSelector + "," + derive.PrototypeSelector(q.Prototype)
+		}
 	}
 	return kube.NameOptions(o, s.name)
 }
 
 // needs returns every source an Inventory of q needs, given what inv holds
 // so far: the agents, derived VMs and their instances of q's namespace; the
-// VMs and instances of the namespaces q's agents put their VMs in; and,
+// VMs and instances of the namespaces q's agents put their VMs in; the
+// launcher Pods of those namespaces when an agent Pod holds its VM's room;
+// and,
 // read by name, the Pod each derived VM records (unless a Pod selector
 // narrows what is shown, or an agent Pod already pairs with it) and the
 // prototype it records. Load and Watch read sources until needs asks for
 // no new one.
 func needs(q Query, inv *Inventory) []source {
 	out := []source{{roleDerived, q.Namespace, ""}, {roleVMIs, q.Namespace, ""}, {roleAgents, q.Namespace, ""}}
+	reserving := slices.ContainsFunc(inv.Pods, func(p *corev1.Pod) bool { return p.Annotations[scaffold.ReservationAnnotation] != "" })
+	if reserving {
+		out = append(out, source{roleLaunchers, q.Namespace, ""})
+	}
 	if q.Namespace != "" {
 		for _, ns := range sortedSet(vmNamespacesOf(inv.Pods, q), map[string]bool{q.Namespace: true}) {
 			out = append(out, source{roleDerived, ns, ""}, source{roleVMIs, ns, ""})
+			if reserving {
+				out = append(out, source{roleLaunchers, ns, ""})
+			}
 		}
 	}
 	agents := make(map[types.NamespacedName]bool, len(inv.Pods))
@@ -169,5 +191,7 @@ func (b *builder) add(r role, obj any) {
 		b.inv.VMIs = append(b.inv.VMIs, obj.(*kubevirtv1.VirtualMachineInstance))
 	case rolePrototypes:
 		b.inv.Prototypes = append(b.inv.Prototypes, obj.(*kubevirtv1.VirtualMachine))
+	case roleLaunchers:
+		b.inv.Launchers = append(b.inv.Launchers, obj.(*corev1.Pod))
 	}
 }
