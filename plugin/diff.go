@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/drift"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
 )
 
@@ -64,6 +65,15 @@ Each diff is printed as soon as its VM is compared: VMs are read page by page
 of one LIST selected by vmctl's labels (other VMs are never read), and each
 page's prototypes by name, one LIST narrowed to each (past 50 in a namespace,
 one LIST of that namespace instead).
+
+Then the Deployments, StatefulSets and DaemonSets that scaffold wrote (one
+LIST of each kind) are compared with their prototypes as they are now: where
+a Pod template places its agents by an older placement of the prototype, or
+holds another size for each VM than the prototype's VMs need (a template
+rolled back with kubectl rollout undo, an instancetype or KubeVirt's
+configuration changed), a unified diff shows the template's against what
+kubectl vmctl rollout restart would write, and "N of M workloads hold an
+older placement or reservation" follows the summary.
 
 Exit status: 0 no drift, 1 drift, 2 error (as kubectl diff; a PROTOTYPE that
 is not there, with no VMs derived from it, is an error).`,
@@ -148,16 +158,56 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	if failed > 0 {
 		summary += fmt.Sprintf(", %d could not be compared", failed)
 	}
+	stale, workloads, err := o.diffTemplates(ctx)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if workloads > 0 {
+		summary += fmt.Sprintf("; %d of %d workloads hold an older placement or reservation", stale, workloads)
+	}
 	if _, err := fmt.Fprintln(o.ErrOut, summary+inNamespace(o.namespace)); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
 	switch {
 	case failed > 0:
 		return &ExitError{Code: 2, Err: fmt.Errorf("could not compare %d derived VMs; see the errors above", failed)}
-	case drifted > 0:
+	case drifted > 0 || stale > 0:
 		return &ExitError{Code: 1}
 	}
 	return nil
+}
+
+// diffTemplates prints how each workload's Pod template differs from what
+// its prototype asks for now (rollout.TemplateDrift), and returns how many
+// differ of how many were compared: the workloads scaffold wrote, of
+// o.Prototype or of any.
+func (o *DiffOptions) diffTemplates(ctx context.Context) (stale, compared int, err error) {
+	workloads, err := rollout.Find(ctx, o.clients, o.namespace, o.Prototype)
+	if err != nil {
+		return 0, 0, err
+	}
+	versions, err := rollout.Versions(ctx, o.clients, workloads)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, w := range workloads {
+		v := versions[w.Prototype()]
+		if v.Generation < 0 {
+			continue
+		}
+		compared++
+		diff, err := rollout.TemplateDrift(w, v)
+		if err != nil {
+			return 0, 0, err
+		}
+		if diff != "" {
+			stale++
+			if err := o.printDiff(diff); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	return stale, compared, nil
 }
 
 // printDiff prints one unified diff, "-" lines red and "+" lines green when

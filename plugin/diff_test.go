@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,7 +22,13 @@ import (
 // runDiff runs `kubectl vmctl diff args...` against fakes holding the objects.
 func runDiff(t *testing.T, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
 	t.Helper()
-	kube, virt, log := opFakes(nil, virtObjs)
+	return runDiffWith(t, nil, virtObjs, args...)
+}
+
+// runDiffWith is runDiff with core and apps objects too.
+func runDiffWith(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
+	t.Helper()
+	kube, virt, log := opFakes(kubeObjs, virtObjs)
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewDiffOptions(streams)
 	o.Getenv = func(string) string { return "" }
@@ -58,21 +68,24 @@ func TestDiff(t *testing.T) {
 		golden:     "diff/drift.txt",
 		wantStderr: "1 of 2 derived VMs drifted in vms namespace\n",
 		wantCode:   1,
-		wantCalls:  []string{"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines vms metadata.name=web"},
+		wantCalls: []string{"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines vms metadata.name=web",
+			"list deployments vms", "list statefulsets vms", "list daemonsets vms"},
 	}, {
 		name:       "no drift",
 		args:       []string{"-n", "team2"},
 		golden:     "diff/none.txt",
 		wantStderr: "0 of 1 derived VMs drifted in team2 namespace\n",
 		wantCode:   0,
-		wantCalls:  []string{"list virtualmachines team2 vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines team2 metadata.name=db"},
+		wantCalls: []string{"list virtualmachines team2 vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines team2 metadata.name=db",
+			"list deployments team2", "list statefulsets team2", "list daemonsets team2"},
 	}, {
 		name:       "all namespaces, one prototype",
 		args:       []string{"db", "-A"},
 		golden:     "diff/none.txt",
 		wantStderr: "0 of 1 derived VMs drifted\n",
 		wantCode:   0,
-		wantCalls:  []string{"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype=db", "list virtualmachines team2 metadata.name=db"},
+		wantCalls: []string{"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype=db", "list virtualmachines team2 metadata.name=db",
+			"list deployments ", "list statefulsets ", "list daemonsets "},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,9 +111,68 @@ func TestDiffPrototypeElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatalf("diff: %v\n%s", err, errOut)
 	}
-	want := []string{"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines protos metadata.name=web"}
+	want := []string{"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines protos metadata.name=web",
+		"list deployments vms", "list statefulsets vms", "list daemonsets vms"}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestDiffStaleTemplates: a scaffolded workload whose Pod template holds
+// another size for its VMs than the prototype's VMs need now (it was
+// rolled back) shows as a diff of the template's reservation against the
+// prototype's, and diff exits 1 though every VM is as derived; one that
+// holds what they need does not show. Hand-written workloads (no
+// scaffold label) are not compared.
+func TestDiffStaleTemplates(t *testing.T) {
+	web := opPrototype("vms", "web", 1)
+	need, err := reserve.Launcher(web, reserve.Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := kube.FormatResources(reserve.Round(need))
+	deployment := func(name, held string) *appsv1.Deployment {
+		p := scaffold.Params{Kind: scaffold.KindDeployment, Prototype: "web", Name: name, Namespace: "vms", Replicas: 1,
+			Image: "vmctl", GracePeriodSeconds: scaffold.DefaultGracePeriodSeconds}
+		var err error
+		if p.Reservation, err = kube.ParseResources(held); err != nil {
+			t.Fatal(err)
+		}
+		objs, err := scaffold.Build(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if d, ok := o.(*appsv1.Deployment); ok {
+				return d
+			}
+		}
+		t.Fatal("scaffold wrote no Deployment")
+		return nil
+	}
+	vm := opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
+	handMade := deployment("by-hand", "cpu=1m,memory=1Mi")
+	delete(handMade.Spec.Template.Labels, scaffold.LabelPrototype)
+	out, errOut, _, err := runDiffWith(t, []runtime.Object{deployment("old", "cpu=106m,memory=559Mi"), deployment("current", now), handMade},
+		[]runtime.Object{web, vm})
+	if got := opExitCode(err); got != 1 {
+		t.Errorf("exit code = %d (%v), want 1", got, err)
+	}
+	if want := "0 of 1 derived VMs drifted; 1 of 2 workloads hold an older placement or reservation in vms namespace\n"; errOut != want {
+		t.Errorf("stderr = %q, want %q", errOut, want)
+	}
+	for _, want := range []string{
+		"--- vms/deployment.apps/old (Pod template)",
+		"+++ vms/deployment.apps/old (prototype vms/web now)",
+		"-  " + scaffold.ReservationAnnotation + ": cpu=106m,memory=559Mi",
+		"+  " + scaffold.ReservationAnnotation + ": " + now,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("diff does not hold %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "current") || strings.Contains(out, "by-hand") {
+		t.Errorf("diff shows a workload that holds what its VMs need, or one scaffold did not write:\n%s", out)
 	}
 }
 

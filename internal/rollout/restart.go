@@ -192,6 +192,15 @@ func RestartPatch(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) ([]byt
 // (nodeSelector, affinity, tolerations, topology spread constraints,
 // priorityClassName, schedulerName) are replaced as a whole.
 func ApplyRestart(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) {
+	applyPrototype(tmpl, v)
+	for k, val := range RestartAnnotations(now, v) {
+		tmpl.Annotations[k] = val
+	}
+}
+
+// applyPrototype makes tmpl carry v's placement and reservation where it
+// carries others (see ApplyRestart).
+func applyPrototype(tmpl *corev1.PodTemplateSpec, v Version) {
 	if tmpl.Annotations == nil {
 		tmpl.Annotations = map[string]string{}
 	}
@@ -201,8 +210,5 @@ func ApplyRestart(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) {
 	}
 	if reservationStale(tmpl, v) {
 		scaffold.ApplyReservation(tmpl, v.Reservation)
-	}
-	for k, val := range RestartAnnotations(now, v) {
-		tmpl.Annotations[k] = val
 	}
 }

@@ -93,14 +93,23 @@ func (w Workload) String() string {
 	return fmt.Sprintf("%s in %s namespace", w.Name(), w.Meta().GetNamespace())
 }
 
+// AnyPrototype, as Match's and Select's prototype, matches the workloads
+// that scaffold wrote for any prototype (by its label).
+const AnyPrototype = ""
+
 // Match reports whether a workload in namespace with Pod template tmpl runs
-// agents of the prototype named prototype, and what they derive from. The
+// agents of the prototype named prototype (AnyPrototype: scaffold's
+// workloads of any), and what they derive from. The
 // agent container's arguments decide (scaffold's, and the original design's
 // hand-written manifests alike: the prototype is the first argument);
 // scaffold's label scaffold.LabelPrototype serves where the arguments cannot
 // be read (an agent started through command rather than args).
 func Match(namespace string, tmpl *corev1.PodTemplateSpec, prototype string) (scaffold.Agent, bool) {
 	a, ok := scaffold.ParseAgent(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, Spec: tmpl.Spec})
+	if prototype == AnyPrototype {
+		_, labelled := tmpl.Labels[scaffold.LabelPrototype]
+		return a, ok && labelled
+	}
 	if ok {
 		return a, a.Prototype == prototype
 	}
