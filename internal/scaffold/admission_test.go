@@ -52,8 +52,10 @@ const (
 	ruleOwnVM    = "the VirtualMachine is not this Pod's"
 	ruleOwnVMI   = "may only delete its own Pod's VMI"
 	// The pod policy's.
-	ruleOwnPod  = "may only resize or evict its own Pod"
-	ruleSmaller = "may only make its own Pod smaller"
+	ruleOwnPod      = "may only resize or evict its own Pod"
+	ruleSmaller     = "may only make its own Pod smaller"
+	ruleOwnLauncher = "may only change the status of its own VM's launcher Pod"
+	ruleNomination  = "may only nominate its VM's launcher Pod to its own node"
 )
 
 // ruleOf names the rule whose refusal says message, or "".
@@ -68,7 +70,7 @@ func ruleOf(message string) string {
 
 func allRules() []string {
 	return []string{ruleUID, ruleName, ruleRunsOwned, ruleVolumes, ruleDNSName, ruleHostAccess,
-		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleOwnPod, ruleSmaller}
+		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleOwnPod, ruleSmaller, ruleOwnLauncher, ruleNomination}
 }
 
 // The UIDs of the agents' Pods and of the prototype.
@@ -237,6 +239,19 @@ func resize(pod *corev1.Pod, change func(*corev1.Pod)) request {
 	return request{op: admission.Update, object: resized, oldObject: pod, subresource: "resize"}
 }
 
+// setStatus is a change of pod's status (the pods/status endpoint) to
+// what change makes of it.
+func setStatus(pod *corev1.Pod, change func(*corev1.Pod)) request {
+	changed := pod.DeepCopy()
+	change(changed)
+	return request{op: admission.Update, object: changed, oldObject: pod, subresource: "status"}
+}
+
+// nominateTo sets a Pod's status.nominatedNodeName to node.
+func nominateTo(node string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Status.NominatedNodeName = node }
+}
+
 func create(obj runtime.Object) request { return request{op: admission.Create, object: obj} }
 func del(obj runtime.Object) request    { return request{op: admission.Delete, oldObject: obj} }
 func update(obj runtime.Object) request {
@@ -298,7 +313,7 @@ func (f *fleet) user(tok token) user.Info {
 	case otherPodToken:
 		pod = f.other
 	}
-	agent.Extra = map[string][]string{podNameExtra: {pod.Name}, podUIDExtra: {string(pod.UID)}}
+	agent.Extra = map[string][]string{podNameExtra: {pod.Name}, podUIDExtra: {string(pod.UID)}, nodeNameExtra: {pod.Node}}
 	return agent
 }
 
@@ -399,6 +414,27 @@ func (f *fleet) agentPod(t *testing.T, pod derive.Pod) *corev1.Pod {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Labels: d.Spec.Template.Labels},
 		Spec:       *d.Spec.Template.Spec.DeepCopy(),
+	}
+}
+
+// launcherPod is the launcher Pod KubeVirt makes for the VM of pod's
+// agent, waiting to be scheduled, as the scheduler left it.
+func (f *fleet) launcherPod(pod derive.Pod) *corev1.Pod {
+	vm := derive.Name(f.p.Prototype, pod.Name)
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vm + "-x7k2p", Namespace: f.p.Namespace, UID: "uid-launcher-" + pod.UID,
+			Labels: map[string]string{
+				kubevirtAppLabel: "virt-launcher", derive.LabelPrototype: derive.LabelValue(f.p.Prototype), derive.LabelPod: derive.LabelValue(pod.Name),
+				"kubevirt.io/created-by": "uid-vmi",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vm, UID: "uid-vmi"}},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "quay.io/kubevirt/virt-launcher:v1.7.0"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBurstable, Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: "0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn't match Pod's node affinity/selector.",
+		}}},
 	}
 }
 
@@ -1022,6 +1058,52 @@ func TestAdmissionPolicies(t *testing.T) {
 		}},
 		{name: "evict its own Pod with a token bound to no Pod", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
 			return evict(f.pod, f.pod.UID).as(noPodToken)
+		}},
+		// Its own VM's launcher Pod nominated to its node, and nothing
+		// else of it changed, while it hands over its Pod's room.
+		{name: "nominate its VM's launcher Pod to its node", fleet: reserving, try: func(_ *testing.T, f *fleet) request {
+			return setStatus(f.launcherPod(f.pod), nominateTo(f.pod.Node))
+		}},
+		{name: "nominate its VM's launcher Pod to another node", fleet: reserving, refuse: []string{ruleNomination}, try: func(_ *testing.T, f *fleet) request {
+			return setStatus(f.launcherPod(f.pod), nominateTo("node-2"))
+		}},
+		{name: "nominate its VM's launcher Pod and mark it ready", fleet: reserving, refuse: []string{ruleNomination}, try: func(_ *testing.T, f *fleet) request {
+			return setStatus(f.launcherPod(f.pod), func(p *corev1.Pod) {
+				p.Status.NominatedNodeName = f.pod.Node
+				p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+			})
+		}},
+		{name: "nominate its VM's launcher Pod and give it an address", fleet: reserving, refuse: []string{ruleNomination}, try: func(_ *testing.T, f *fleet) request {
+			return setStatus(f.launcherPod(f.pod), func(p *corev1.Pod) {
+				p.Status.NominatedNodeName = f.pod.Node
+				p.Status.PodIP, p.Status.PodIPs = "10.0.0.9", []corev1.PodIP{{IP: "10.0.0.9"}}
+			})
+		}},
+		{name: "relabel its VM's launcher Pod through its status", fleet: reserving, refuse: []string{ruleNomination}, try: func(_ *testing.T, f *fleet) request {
+			return setStatus(f.launcherPod(f.pod), func(p *corev1.Pod) {
+				p.Status.NominatedNodeName = f.pod.Node
+				p.Labels["app"] = "web"
+			})
+		}},
+		{name: "annotate its VM's launcher Pod through its status", fleet: reserving, refuse: []string{ruleNomination}, try: func(_ *testing.T, f *fleet) request {
+			return setStatus(f.launcherPod(f.pod), func(p *corev1.Pod) {
+				p.Status.NominatedNodeName = f.pod.Node
+				p.Annotations = map[string]string{"kubectl.kubernetes.io/default-container": "compute"}
+			})
+		}},
+		{name: "nominate another agent's VM's launcher Pod", fleet: reserving, refuse: []string{ruleOwnLauncher}, try: func(_ *testing.T, f *fleet) request {
+			return setStatus(f.launcherPod(f.other), nominateTo(f.pod.Node))
+		}},
+		{name: "nominate its own agent Pod", fleet: reserving, refuse: []string{ruleOwnLauncher}, try: func(t *testing.T, f *fleet) request {
+			return setStatus(f.agentPod(t, f.pod), nominateTo(f.pod.Node))
+		}},
+		{name: "nominate its VM's launcher Pod with a token bound to no Pod", fleet: reserving, refuse: []string{ruleNomination, ruleOwnLauncher}, try: func(_ *testing.T, f *fleet) request {
+			return setStatus(f.launcherPod(f.pod), nominateTo(f.pod.Node)).as(noPodToken)
+		}},
+		{name: "a person marks a launcher Pod ready", fleet: reserving, try: func(_ *testing.T, f *fleet) request {
+			return setStatus(f.launcherPod(f.pod), func(p *corev1.Pod) {
+				p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+			}).as(personToken)
 		}},
 		{name: "a person resizes an agent's Pod larger", fleet: reserving, try: func(t *testing.T, f *fleet) request {
 			return resize(f.agentPod(t, f.pod), func(pod *corev1.Pod) {
