@@ -201,6 +201,9 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 	if held, ok := o.LookupEnv(agent.EnvReservation); ok {
 		o.config.Reservation = strings.TrimSpace(held)
 	}
+	if class, ok := o.LookupEnv(agent.EnvLauncherPriorityClass); ok {
+		o.config.LauncherPriorityClass = strings.TrimSpace(class)
+	}
 	if o.config.OwnRequests, err = kube.ParseResources(o.OwnRequests); err != nil {
 		return fmt.Errorf("--own-requests: %w", err)
 	}

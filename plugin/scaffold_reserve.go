@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/version"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // minResizeVersion is the first Kubernetes whose Pods resize in place by
@@ -41,7 +43,7 @@ func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.Vir
 	r, err := reserve.LauncherOf(ctx, o.clients, proto)
 	if err == nil {
 		o.params.Reservation = reserve.Round(r)
-		return nil, nil
+		return o.launcherPriority(ctx, proto), nil
 	}
 	return nil, fmt.Errorf("cannot size the VMs of prototype %s/%s, which each agent Pod holds room for: %w; "+
 		"or pass --reserve=false to scaffold agents that do not hold it (the scheduler then does not see the VMs' size)",
@@ -64,4 +66,24 @@ func (o *ScaffoldOptions) unsized() string {
 		return ""
 	}
 	return "they hold no room for its VMs' CPU and memory either, so the scheduler does not see their size; "
+}
+
+// launcherPriority sets the parameters' launcher priority to the priority
+// of proto's VMs, so that their launcher Pods get a class of it that never
+// preempts; when that cannot be read, or is the system's, it says in a
+// note that the VMs keep the prototype's class.
+func (o *ScaffoldOptions) launcherPriority(ctx context.Context, proto *kubevirtv1.VirtualMachine) []string {
+	keep := "the VMs keep the prototype's priority class, whose launcher Pods preempt: in a burst past the room there is, " +
+		"the scheduler may take a launcher Pod's nomination back, and a Pending agent Pod the room its agent handed over"
+	v, err := reserve.PriorityOf(ctx, o.clients, proto)
+	switch {
+	case apierrors.IsNotFound(err):
+		return []string{fmt.Sprintf("%v: %s; the VMs cannot start either until it exists", err, keep)}
+	case err != nil:
+		return []string{fmt.Sprintf("%v: %s; grant get and list on priorityclasses.scheduling.k8s.io and scaffold again", err, keep)}
+	case v > scaffold.HighestUserPriority:
+		return []string{fmt.Sprintf("the VMs' priority %d is the system's: %s", v, keep)}
+	}
+	o.params.LauncherPriority = &v
+	return nil
 }

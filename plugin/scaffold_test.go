@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	apiversion "k8s.io/apimachinery/pkg/version"
@@ -75,7 +76,8 @@ func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (std
 	o := NewScaffoldOptions(streams)
 	o.Version = "v1.2.3"
 	o.Image = scaffold.DefaultImage(o.Version)
-	kube := kubefake.NewClientset()
+	// The priority class of the prototype in "protos".
+	kube := kubefake.NewClientset(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "vm-high"}, Value: 1000})
 	kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: serverVersion}
 	f := fakeapi.NewFactory(t, "from-kubeconfig", kube, virt)
 	err = opRun(t.Context(), f, newCmdScaffold(f, o), args...)
@@ -159,7 +161,7 @@ func TestScaffoldNamespace(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, doc := range strings.Split(out, "---\n") {
-				if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") {
+				if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") || strings.Contains(doc, "kind: PriorityClass") {
 					continue // cluster-scoped
 				}
 				if !strings.Contains(doc, "\n  namespace: "+tt.want+"\n") {

@@ -65,6 +65,12 @@ type Config struct {
 	// Requests are the container's requests now (EnvRequestsCPU,
 	// EnvRequestsMemory); nil when unknown.
 	Requests corev1.ResourceList
+	// LauncherPriorityClass, for an agent that holds its VM's room, is the
+	// priority class its VM's launcher Pod gets (derive.Options): of the
+	// prototype's priority, never preempting, so that the launcher Pod's
+	// nomination lasts through its failed attempts
+	// (EnvLauncherPriorityClass). Empty: the prototype's.
+	LauncherPriorityClass string
 	// Reservation is the room the Pod's template holds for the VM, as its
 	// vmctl.kubevirt.io/reservation annotation says (EnvReservation):
 	// the agent compares it with what the VM's launcher Pod asks for.

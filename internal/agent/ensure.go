@@ -73,7 +73,8 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 	}
 	want, err := derive.VM(proto, derive.Pod{
 		Name: a.pod.PodName, Namespace: a.pod.PodNamespace, UID: a.pod.PodUID, Node: a.pod.Node,
-	}, derive.Options{Namespace: a.cfg.Namespace, AllowSharedVolumes: a.cfg.AllowSharedVolumes, Subdomain: a.cfg.Subdomain})
+	}, derive.Options{Namespace: a.cfg.Namespace, AllowSharedVolumes: a.cfg.AllowSharedVolumes, Subdomain: a.cfg.Subdomain,
+		LauncherPriorityClass: a.cfg.LauncherPriorityClass})
 	if err != nil {
 		reason := ReasonInvalidPrototype
 		if _, shared := errors.AsType[*derive.SharedVolumeError](err); shared {

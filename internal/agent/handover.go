@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -28,11 +29,17 @@ import (
 //
 // The scheduler clears a nomination when it binds the Pod, and also each
 // time the nominated Pod fails a scheduling attempt and preemption finds
-// nothing to preempt for it (which it never does for a launcher Pod: the
-// only Pods in its way on its one node are of its own priority). The
-// launcher Pod fails its first attempts while the agent holds the room, so
-// the agent nominates it again when it sees the nomination cleared, at
-// most maxNominations times, until the launcher Pod is bound.
+// nothing to preempt for it, unless the Pod never preempts (its
+// preemptionPolicy is Never: then the scheduler does not try). The
+// launcher Pod fails its attempts while the agent holds the room, and
+// while other agents on the node hold theirs beside their nominated
+// launcher Pods, which the scheduler counts twice. So scaffold gives the
+// VMs a priority class of the prototype's priority that never preempts
+// (Config.LauncherPriorityClass): their nominations then last until they
+// are bound. Where the launcher Pod preempts (a workload scaffolded
+// before), the agent nominates it again when it sees the nomination
+// cleared, at most maxNominations times. A nomination still standing
+// when the handover is over, the launcher Pod not bound, is withdrawn.
 
 // Readiness words of the handover.
 const (
@@ -45,6 +52,11 @@ const (
 	// Pod asks for.
 	ReasonReservationStale = "ReservationStale"
 )
+
+// EnvLauncherPriorityClass is the downward-API variable (fieldRef of the
+// Pod's vmctl.kubevirt.io/launcher-priority-class annotation) that names
+// the priority class of the VM's launcher Pod: Config.LauncherPriorityClass.
+const EnvLauncherPriorityClass = "VMCTL_LAUNCHER_PRIORITY_CLASS"
 
 // handoverGrace is how long after giving back the room the agent keeps
 // nominating its VM's launcher Pod, and keeps the VM's unschedulable state
@@ -66,6 +78,8 @@ type handover struct {
 	// server: a ResourceQuota that counts the room the Pod holds as well
 	// as the launcher Pod's refuses it until the room is given back.
 	refused chan struct{}
+	// ready hears observe see the VM ready: the handover is over.
+	ready chan struct{}
 	// checked is the UID of the last launcher Pod whose size the agent
 	// compared with its Pod's reservation.
 	checked string
@@ -85,9 +99,15 @@ func (h *handover) inProgress() bool {
 
 // launcherRefused tells the handover, without waiting, that the launcher
 // Pod was refused.
-func (h *handover) launcherRefused() {
+func (h *handover) launcherRefused() { notify(h.refused) }
+
+// vmReady tells the handover, without waiting, that the VM is ready.
+func (h *handover) vmReady() { notify(h.ready) }
+
+// notify sends on ch unless a value waits there already.
+func notify(ch chan struct{}) {
 	select {
-	case h.refused <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -118,19 +138,30 @@ func (a *Agent) launcherSelector() string {
 	}.String()
 }
 
-// handOver follows vm's launcher Pods until the newest is bound, or
-// handoverGrace after the room was given back: it nominates the launcher
-// Pod to the agent's node, then gives back the room (giveBack), and
-// compares the launcher Pod's size with the Pod's reservation. Where it
+// handOver follows vm's launcher Pods until the newest is bound: it
+// nominates the launcher Pod to the agent's node, then gives back the room
+// (giveBack), and compares the launcher Pod's size with the Pod's
+// reservation. It lasts until the VM is ready, or handoverGrace after the
+// room was given back. Where it
 // cannot read Pods (a Role from before the handover) it gives the room
 // back at once; where it cannot nominate, it gives it back without.
 func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	logger := klog.FromContext(ctx).WithValues("selector", a.launcherSelector())
-	defer a.endHandover(ctx)
+	defer a.endHandover(ctx, vm)
+	// What an earlier VM's handover left unheard is not this one's.
+	for _, ch := range []chan struct{}{a.handover.ready, a.handover.refused} {
+		select {
+		case <-ch:
+		default:
+		}
+	}
 	b := watchBackoff(a.cfg.backoff())
-	f := kube.NewFollower(ctx)
+	fctx, stopFollowing := context.WithCancel(ctx)
+	defer stopFollowing()
+	f := kube.NewFollower(fctx)
 	store := f.Follow(kube.ListWatch(a.pods.podsIn(vm.Namespace), kube.Selector{Label: a.launcherSelector()}), &corev1.Pod{},
 		kube.FollowOptions{Client: a.kube, What: "the VM's launcher Pods", Backoff: &b})
+	following := true
 	var grace <-chan time.Time
 	released := func() {
 		if grace == nil && a.giveBackRetrying(ctx) {
@@ -142,25 +173,34 @@ func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	}
 	canNominate, nominations := true, 0
 	for {
-		if f.Synced() {
+		if following && f.Synced() {
 			launcher := newestLauncher(store.List(), vm.Name)
 			if launcher != nil {
 				a.checkReservation(ctx, launcher)
 			}
 			switch {
 			case launcher != nil && launcher.Spec.NodeName != "":
-				// Bound: beside the room held, or where the room went.
+				// Bound: beside the room held, or where the room went. The
+				// VM's status still says unschedulable until virt-controller
+				// catches up: the handover lasts until the VM is ready.
 				released()
 				logger.V(1).Info("Launcher Pod bound", "pod", klog.KObj(launcher), "nominations", nominations)
-				return
+				stopFollowing()
+				following = false
 			case launcher != nil && launcher.DeletionTimestamp == nil:
 				if canNominate && launcher.Status.NominatedNodeName != a.pod.Node && nominations < maxNominations {
 					nominations++
-					if err := a.pods.nominate(ctx, launcher.Namespace, launcher.Name, a.pod.Node); kube.Refused(err) {
+					err := a.pods.nominate(ctx, launcher.Namespace, launcher.Name, a.pod.Node)
+					switch {
+					case apierrors.IsInvalid(err):
+						// Bound meanwhile: the API server takes no nomination
+						// of a bound Pod, and the watch tells of the binding.
+						logger.V(1).Info("Launcher Pod bound before its nomination", "pod", klog.KObj(launcher))
+					case kube.Refused(err):
 						canNominate = false
 						logger.Info("Cannot nominate the VM's launcher Pod; giving back the room without: a Pending Pod may take it first. "+
 							"Scaffold the workload again for a Role that may patch pods/status", "pod", klog.KObj(launcher), "err", err)
-					} else if err != nil {
+					case err != nil:
 						logger.Info("Nominating the VM's launcher Pod failed", "pod", klog.KObj(launcher), "err", err)
 					}
 				}
@@ -171,8 +211,14 @@ func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 		case <-ctx.Done():
 			return
 		case <-grace:
+			if following && nominations > 0 {
+				a.withdrawNomination(ctx, newestLauncher(store.List(), vm.Name))
+			}
 			return
 		case err := <-f.Errors():
+			if !following {
+				continue
+			}
 			// Not allowed to read Pods: nothing to hand over to.
 			logger.Info("Cannot follow the VM's launcher Pod; giving back the room at once: a Pending Pod may take it first. "+
 				"Scaffold the workload again for a Role that may list and watch pods", "err", err)
@@ -180,9 +226,23 @@ func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 			return
 		case <-a.handover.refused:
 			released()
+		case <-a.handover.ready:
+			return
 		case <-f.Changed():
 		}
 	}
+}
+
+// withdrawNomination clears the nomination of launcher, a launcher Pod the
+// agent nominated that is still not bound when the handover is over: a
+// launcher Pod that never preempts keeps its nomination until it is bound,
+// and would keep the room it cannot use from every Pod of its priority.
+func (a *Agent) withdrawNomination(ctx context.Context, launcher *corev1.Pod) {
+	if launcher == nil || launcher.Spec.NodeName != "" || launcher.Status.NominatedNodeName != a.pod.Node {
+		return
+	}
+	err := a.pods.nominate(ctx, launcher.Namespace, launcher.Name, "")
+	klog.FromContext(ctx).Info("Withdrew the nomination of the VM's launcher Pod, not bound in time", "pod", klog.KObj(launcher), "err", err)
 }
 
 // newestLauncher is the newest of pods that vmName's VMI owns, or nil.
@@ -217,12 +277,13 @@ func (a *Agent) giveBackRetrying(ctx context.Context) bool {
 	}
 }
 
-// endHandover marks the handover over and looks at the VM again: a state
-// kept to itself while it lasted (unschedulable) is said now.
-func (a *Agent) endHandover(ctx context.Context) {
+// endHandover marks the handover of vm over and looks at the VM again, as
+// last seen: a state kept to itself while it lasted (unschedulable) is
+// said now.
+func (a *Agent) endHandover(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	a.handover.set(false)
-	if vm := a.latest.Load(); vm != nil && ctx.Err() == nil {
-		a.observe(ctx, vm)
+	if cur := a.latest.Load(); cur != nil && cur.UID == vm.UID && ctx.Err() == nil {
+		a.observe(ctx, cur)
 	}
 }
 

@@ -92,6 +92,9 @@ func (w *podWrites) watch(h *harness) {
 		if kind == "" {
 			return false, nil, nil
 		}
+		if kind == "nominate" && strings.Contains(string(a.(k8stesting.PatchAction).GetPatch()), `"nominatedNodeName":""`) {
+			kind = "withdraw"
+		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.log = append(w.log, kind)
@@ -383,4 +386,20 @@ func TestReservationStale(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHandOverWithdrawsAnUnusedNomination: a launcher Pod still not bound
+// when the handover is over loses the nomination the agent gave it, which
+// a launcher Pod that never preempts would otherwise keep, and with it the
+// room, from every Pod of its priority.
+func TestHandOverWithdrawsAnUnusedNomination(t *testing.T) {
+	h, w := reservingHarness(t, reservedRequests(), launcherPod(launcherNeeds()))
+	h.start()
+	h.eventually("the handover over", func() bool { return w.count("withdraw") == 1 })
+	if diff := cmp.Diff([]string{"nominate", "resize", "withdraw"}, w.writes()); diff != "" {
+		t.Errorf("writes to Pods (-want +got):\n%s", diff)
+	}
+	if got := h.launcher().Status.NominatedNodeName; got != "" {
+		t.Errorf("launcher Pod still nominated to %q", got)
+	}
 }

@@ -97,6 +97,7 @@ func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Ag
 		metrics: m,
 	}
 	a.handover.refused = make(chan struct{}, 1)
+	a.handover.ready = make(chan struct{}, 1)
 	a.grace = handoverGrace
 	a.move = &mover{after: cfg.MoveAfter, giveUp: a.giveUp}
 	return a
@@ -326,6 +327,7 @@ func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool
 	case ready:
 		a.status.set(true, "")
 		a.metrics.becameReady(time.Now())
+		a.handover.vmReady()
 	case vm.DeletionTimestamp != nil:
 		a.status.set(false, ReadyzVMDeleting)
 	case a.evacuation.Load() != notEvacuated:

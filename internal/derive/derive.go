@@ -34,6 +34,15 @@ type Options struct {
 	// <pod>.<subdomain>.<namespace>.svc names the VM across Pod restarts.
 	// Only for Pods with stable names: a Deployment's change with every Pod.
 	Subdomain string
+	// LauncherPriorityClass, when set, is the VMI's priority class in
+	// place of the prototype's: one of the same value whose
+	// preemptionPolicy is Never, for agents that hold their VM's room. The
+	// agent nominates the VM's launcher Pod to its node, and the scheduler
+	// keeps a nomination through a failed attempt only for a Pod that
+	// does not preempt: it clears it when preemption finds nothing to
+	// preempt. A launcher Pod placed in the room its agent held has no
+	// need to preempt anything.
+	LauncherPriorityClass string
 }
 
 // VM derives the VirtualMachine that pod runs from proto. It never modifies proto.
@@ -78,6 +87,7 @@ func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.Vi
 	templateMeta(vm.Spec.Template, proto.Name, pod.Name)
 	clearIdentity(&vm.Spec.Template.Spec, name)
 	stableIdentity(vm, pod.Name, opts.Subdomain)
+	launcherPriority(vm, opts.LauncherPriorityClass)
 	vm.Spec.Template.Spec.Affinity = pinToNode(vm.Spec.Template.Spec.Affinity, pod.Node)
 
 	// KubeVirt then holds every eviction of the VM's launcher Pod and only

@@ -76,6 +76,7 @@ var (
 	markerAnnotations = []string{
 		AnnotationPodName, AnnotationPodNamespace, AnnotationPodUID, AnnotationNode,
 		AnnotationPrototypeName, AnnotationPrototypeNamespace, AnnotationPrototypeGeneration, AnnotationPrototypeUID,
+		AnnotationLauncherPriorityClass,
 	}
 )
 

@@ -42,6 +42,8 @@ func CheckVM(live, proto *kubevirtv1.VirtualMachine) Check {
 		// VM; diff compares, it does not judge again.
 		AllowSharedVolumes: true,
 		Subdomain:          live.Labels[derive.LabelSubdomain],
+		// The agent's choice, as the VM records it.
+		LauncherPriorityClass: live.Annotations[derive.AnnotationLauncherPriorityClass],
 	})
 	if err != nil {
 		c.Err = fmt.Errorf("derive from prototype %s: %w", c.Prototype, err)

@@ -166,6 +166,9 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 				// What gives a guest the host's devices, another network, the
 				// namespace's secrets or code in its launcher Pod (hook sidecars are
 				// template annotations): all as the prototype has them.
+				// The prototype's priority class, or the workload's launcher
+				// priority class: never one that lets the VM preempt others.
+				{Name: "priorityClass", Expression: p.priorityClassExpression()},
 				{Name: "devices", Expression: `variables.spec.?domain.?devices.orValue({})`},
 				{Name: "protoDevices", Expression: `variables.protoSpec.?domain.?devices.orValue({})`},
 				{Name: "sameHostAccess", Expression: cel(`
@@ -193,6 +196,7 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 				forbid(`variables.ownDNSName`, p.dnsNameMessage()),
 				forbid(`variables.sameHostAccess`,
 					fmt.Sprintf("the VirtualMachine's devices, networks, credentials, instancetype or template annotations are not the prototype's: a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)),
+				forbid(`variables.priorityClass`, p.priorityClassMessage()),
 			},
 		},
 	}
@@ -206,6 +210,26 @@ func podVariables() []admissionregistrationv1.Variable {
 		{Name: "pod", Expression: `request.userInfo.?extra[?'authentication.kubernetes.io/pod-name'][?0].orValue('')`},
 		{Name: "podUID", Expression: `request.userInfo.?extra[?'authentication.kubernetes.io/pod-uid'][?0].orValue('')`},
 	}
+}
+
+// priorityClassExpression holds when the VM's priority class is the
+// prototype's or, where the workload has one, its launcher priority class.
+func (p Params) priorityClassExpression() string {
+	class := `variables.spec.?priorityClassName.orValue('')`
+	expr := class + ` == variables.protoSpec.?priorityClassName.orValue('')`
+	if p.hasLauncherPriorityClass() {
+		expr += ` || ` + class + ` == ` + literal(p.launcherPriorityClassName())
+	}
+	return expr
+}
+
+// priorityClassMessage says what priorityClassExpression allows.
+func (p Params) priorityClassMessage() string {
+	allowed := "the prototype's"
+	if p.hasLauncherPriorityClass() {
+		allowed += " or " + p.launcherPriorityClassName()
+	}
+	return fmt.Sprintf("the VirtualMachine's priority class is not %s: a vmctl agent may only create VMs derived from %s/%s", allowed, p.protoNamespace(), p.Prototype)
 }
 
 // dnsNameMessage says what ownDNSName allows.

@@ -44,6 +44,7 @@ const (
 	ruleVolumes    = "volumes or dataVolumeTemplates are not the prototype's"
 	ruleDNSName    = "hostname or subdomain is not its own"
 	ruleHostAccess = "devices, networks, credentials, instancetype"
+	rulePriority   = "priority class is not"
 	// The guard's.
 	ruleLabelled = "may only create and delete VMs and VMIs labelled"
 	ruleBoundPod = "the request carries no Pod"
@@ -69,7 +70,7 @@ func ruleOf(message string) string {
 }
 
 func allRules() []string {
-	return []string{ruleUID, ruleName, ruleRunsOwned, ruleVolumes, ruleDNSName, ruleHostAccess,
+	return []string{ruleUID, ruleName, ruleRunsOwned, ruleVolumes, ruleDNSName, ruleHostAccess, rulePriority,
 		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleOwnPod, ruleSmaller, ruleOwnLauncher, ruleNomination}
 }
 
@@ -443,6 +444,7 @@ func (f *fleet) launcherPod(pod derive.Pod) *corev1.Pod {
 func reserving(p *Params) {
 	p.MoveAfter = DefaultMoveAfter
 	p.Reservation = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1100m"), corev1.ResourceMemory: resource.MustParse("2Gi")}
+	p.LauncherPriority = ptr.To[int32](0)
 }
 
 // selectedBy reports whether m matches r, as the API server matches a
@@ -572,6 +574,18 @@ func TestAdmissionPolicies(t *testing.T) {
 	}{
 		// Creating the agent's own VM, and what it may not change in it.
 		{name: "create its own Pod's VM", try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
+		// Its priority class: the prototype's, or the workload's launcher
+		// class, which never preempts; never one that would let it
+		// preempt others.
+		{name: "create its own VM with the launcher priority class", fleet: reserving, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.PriorityClassName = f.p.launcherPriorityClassName() }))
+		}},
+		{name: "create its own VM with another priority class", fleet: reserving, refuse: []string{rulePriority}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.PriorityClassName = "system-node-critical" }))
+		}},
+		{name: "create its own VM with a priority class, without a launcher class", refuse: []string{rulePriority}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.PriorityClassName = "vmctl-testvm-launcher.vms" }))
+		}},
 		{name: "create its VM with another Pod's name", refuse: []string{ruleName, ruleDNSName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Name = derive.Name(f.p.Prototype, f.other.Name) }))
 		}},
@@ -1063,6 +1077,11 @@ func TestAdmissionPolicies(t *testing.T) {
 		// else of it changed, while it hands over its Pod's room.
 		{name: "nominate its VM's launcher Pod to its node", fleet: reserving, try: func(_ *testing.T, f *fleet) request {
 			return setStatus(f.launcherPod(f.pod), nominateTo(f.pod.Node))
+		}},
+		{name: "withdraw its VM's launcher Pod's nomination", fleet: reserving, try: func(_ *testing.T, f *fleet) request {
+			nominated := f.launcherPod(f.pod)
+			nominated.Status.NominatedNodeName = f.pod.Node
+			return setStatus(nominated, nominateTo(""))
 		}},
 		{name: "nominate its VM's launcher Pod to another node", fleet: reserving, refuse: []string{ruleNomination}, try: func(_ *testing.T, f *fleet) request {
 			return setStatus(f.launcherPod(f.pod), nominateTo("node-2"))

@@ -36,7 +36,8 @@ const (
 
 // Build returns the objects that run p's agents, in the order
 // `kubectl apply -f -` should create them: ServiceAccount, RBAC, admission
-// policy, workload, Services, PodDisruptionBudget, PodMonitor. Every object
+// policy, the launcher priority class, workload, Services,
+// PodDisruptionBudget, PodMonitor. Every object
 // has its apiVersion and kind set.
 func Build(p Params) ([]runtime.Object, error) {
 	if err := p.Validate(); err != nil {
@@ -49,6 +50,9 @@ func Build(p Params) ([]runtime.Object, error) {
 	}
 	if p.hasPodPolicy() {
 		objs = append(objs, p.podPolicy(), p.podPolicyBinding())
+	}
+	if p.hasLauncherPriorityClass() {
+		objs = append(objs, p.launcherPriorityClass())
 	}
 	switch p.Kind {
 	case KindDeployment:

@@ -125,6 +125,12 @@ type Params struct {
 	// it on top of its own, and gives it back before it makes its VM (see
 	// AgentResources). Empty: the agent asks for its own only.
 	Reservation corev1.ResourceList
+	// LauncherPriority, with a Reservation, is the priority the scheduler
+	// gives the prototype's VMs' Pods (its priority class's value, or the
+	// cluster's default): the workload's launcher priority class has it,
+	// and never preempts (see LauncherPriorityClass). Nil: the VMs keep
+	// the prototype's class.
+	LauncherPriority *int32
 }
 
 // NewParams returns Params with every default set: name "vmctl-<prototype>",

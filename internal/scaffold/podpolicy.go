@@ -25,8 +25,8 @@ func (p Params) hasPodPolicy() bool { return p.AdmissionPolicy && len(p.PodRules
 // eviction of that Pod only, with its UID as precondition (a StatefulSet's
 // later Pod of the same name is another Pod); and a change of the status
 // of its own VM's launcher Pod (by the labels KubeVirt copies onto it from
-// the VMI) that sets status.nominatedNodeName to the token's node and
-// changes nothing else, which the pods/status endpoint would otherwise let
+// the VMI) that sets status.nominatedNodeName to the token's node, or
+// clears it, and changes nothing else, which the pods/status endpoint would otherwise let
 // it (every other status field, labels, annotations and finalizers). The
 // API server checks the rest of a resize: only CPU and memory change, the
 // QoS class stays.
@@ -99,7 +99,7 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 						kubevirtAppLabel, derive.LabelPrototype, derive.LabelValue(p.Prototype), derive.LabelPod)),
 				forbid(`!variables.isStatus || variables.onlyNomination`,
 					"a vmctl agent may only nominate its VM's launcher Pod to its own node: status.nominatedNodeName set to the node its bound token names ("+
-						nodeNameExtra+"), nothing else of the Pod changed"),
+						nodeNameExtra+") or cleared, nothing else of the Pod changed"),
 			},
 		},
 	}
@@ -116,8 +116,8 @@ var podStatusFields = []string{
 }
 
 // onlyNomination is the CEL that holds when a change of a Pod's status
-// sets its nominatedNodeName to the requesting token's node and changes
-// nothing else the pods/status endpoint lets through.
+// sets its nominatedNodeName to the requesting token's node, or clears it,
+// and changes nothing else the pods/status endpoint lets through.
 func onlyNomination() string {
 	same := []string{
 		"object.metadata.?labels == oldObject.metadata.?labels",
@@ -127,7 +127,8 @@ func onlyNomination() string {
 	for _, f := range podStatusFields {
 		same = append(same, "object.status.?"+f+" == oldObject.status.?"+f)
 	}
-	return "variables.node != '' && object.status.?nominatedNodeName.orValue('') == variables.node &&\n" + strings.Join(same, " &&\n")
+	return "variables.node != '' && (object.status.?nominatedNodeName.orValue('') == variables.node || object.status.?nominatedNodeName.orValue('') == '') &&\n" +
+		strings.Join(same, " &&\n")
 }
 
 // podPolicyBinding enforces the pod policy in Namespace, where the agents'

@@ -21,6 +21,9 @@ func (p Params) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 
+	if p.LauncherPriority != nil && *p.LauncherPriority > HighestUserPriority {
+		add("the VMs' priority %d is above %d, the highest a priority class other than the system's may have: no launcher priority class can carry it", *p.LauncherPriority, HighestUserPriority)
+	}
 	switch p.Kind {
 	case KindDeployment, KindDaemonSet, KindStatefulSet:
 	default:

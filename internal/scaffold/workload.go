@@ -112,6 +112,9 @@ func (p Params) podTemplate() corev1.PodTemplateSpec {
 	if p.Reserves() {
 		t.Annotations[ReservationAnnotation] = kube.FormatResources(p.Reservation)
 	}
+	if p.hasLauncherPriorityClass() {
+		t.Annotations[derive.AnnotationLauncherPriorityClass] = p.launcherPriorityClassName()
+	}
 	return t
 }
 
@@ -133,7 +136,7 @@ func (p Params) agentTemplate() corev1.PodTemplateSpec {
 				Name:  ContainerName,
 				Image: p.Image,
 				Args:  p.AgentArgs(),
-				Env:   append(downwardEnv(), p.requestsEnv()...),
+				Env:   append(append(downwardEnv(), p.requestsEnv()...), p.launcherPriorityEnv()...),
 				// /healthz, /readyz and /metrics.
 				Ports: []corev1.ContainerPort{{Name: probePortName, ContainerPort: ProbePort}},
 				// Ready means the derived VM is ready.

@@ -52,7 +52,7 @@ const (
 	// the VM's launcher Pod asks for (reserve.Stale): its template was
 	// written for an older prototype, or rolled back.
 	problemReservationFmt = "Pod reserves %s, its VM needs %s"
-	problemOlderProtoFmt    = "VM from older prototype generation (%d < %d)"
+	problemOlderProtoFmt  = "VM from older prototype generation (%d < %d)"
 )
 
 // Row is one line of `kubectl vmctl status`: an agent Pod with its VM, a Pod
