@@ -32,7 +32,7 @@ IMAGE_ARCHIVE = $(CURDIR)/dist/kubectl-vmctl-image_$(IMAGE_TAG)_linux_$(shell $(
 
 DEMO_TOOLS_MODULES := internal/testcluster/tools internal/testcluster/kubevirt/tools
 
-.PHONY: all build image node-deps test unit e2e bench bench-versus soak lint release-check demo clean
+.PHONY: all build image node-deps test unit e2e bench bench-versus bench-handover soak lint release-check demo clean
 
 all: build
 
@@ -74,6 +74,10 @@ bench: build
 ## bench-versus: KubeVirt's VirtualMachinePool and a vmctl Deployment side by side (BenchmarkVersusPool); VMCTL_VERSUS_VMS=N sizes it (default 100)
 bench-versus: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkVersusPool$$' -benchtime 1x -count=1 -timeout 120m ./internal/e2e/
+
+## bench-handover: the ways an agent can hand its Pod's room to its VM's launcher Pod, side by side on one burst (BenchmarkHandover)
+bench-handover: build
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkHandover$$' -benchtime 1x -count=1 -timeout 60m ./internal/e2e/
 
 ## soak: the chaos soak (TestSoak) at 1,000 operations; VMCTL_SOAK_SEED=N replays a run, VMCTL_SOAK_OPS=N sets its length (make e2e runs 100)
 soak: build
