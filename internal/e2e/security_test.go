@@ -49,6 +49,9 @@ type agentFleet struct {
 	// foreign is a VM vmctl did not make, beside the fleet; protoSibling
 	// one beside the prototype.
 	foreign, protoSibling string
+	// waiting are, by agent Pod, a launcher Pod of its VM that waits to
+	// be scheduled: the API server takes a nomination of no other.
+	waiting map[string]string
 }
 
 // securityRows are the rows of docs/security.md's table: what a stolen agent
@@ -72,10 +75,11 @@ var securityRows = []struct {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Get(t.Context(), f.protoSibling, metav1.GetOptions{})
 		return err
 	}, [3]bool{true, true, false}},
-	{"read Pods or Secrets", func(t *testing.T, f *agentFleet) error {
-		if _, err := f.kube.CoreV1().Pods(f.ns).Get(t.Context(), f.pod.Name, metav1.GetOptions{}); err == nil {
-			return nil
-		}
+	{"read the Pods of its namespace", func(t *testing.T, f *agentFleet) error {
+		_, err := f.kube.CoreV1().Pods(f.ns).List(t.Context(), metav1.ListOptions{})
+		return err
+	}, [3]bool{true, true, true}},
+	{"read Secrets", func(t *testing.T, f *agentFleet) error {
 		_, err := f.kube.CoreV1().Secrets(f.ns).List(t.Context(), metav1.ListOptions{})
 		return err
 	}, [3]bool{false, false, false}},
@@ -108,6 +112,12 @@ var securityRows = []struct {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{})
 		return err
 	}, [3]bool{true, false, false}},
+	{"create its own VM with another priority class", func(t *testing.T, f *agentFleet) error {
+		vm := derivedFor(t, f, f.pod)
+		vm.Spec.Template.Spec.PriorityClassName = "system-cluster-critical"
+		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}, [3]bool{true, false, false}},
 	{"change (patch) the prototype", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Patch(t.Context(), f.proto.Name, types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"stolen":"yes"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
@@ -134,6 +144,18 @@ var securityRows = []struct {
 	{"resize another agent's Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunResize(t, f, f.other, `{"limits":{"cpu":"50m"}}`)
 	}, [3]bool{true, false, false}},
+	{"nominate its VM's launcher Pod to its node", func(t *testing.T, f *agentFleet) error {
+		return dryRunStatus(t, f, f.waiting[f.pod.Name], fmt.Sprintf(`{"nominatedNodeName":%q}`, f.pod.Spec.NodeName))
+	}, [3]bool{true, true, true}},
+	{"nominate its VM's launcher Pod to another node", func(t *testing.T, f *agentFleet) error {
+		return dryRunStatus(t, f, f.waiting[f.pod.Name], `{"nominatedNodeName":"elsewhere"}`)
+	}, [3]bool{true, false, false}},
+	{"mark its VM's launcher Pod not ready", func(t *testing.T, f *agentFleet) error {
+		return dryRunStatus(t, f, launcherOf(t, f, f.pod), `{"conditions":[{"type":"Ready","status":"False"}]}`)
+	}, [3]bool{true, false, false}},
+	{"nominate another agent's VM's launcher Pod", func(t *testing.T, f *agentFleet) error {
+		return dryRunStatus(t, f, f.waiting[f.other.Name], fmt.Sprintf(`{"nominatedNodeName":%q}`, f.pod.Spec.NodeName))
+	}, [3]bool{true, false, false}},
 	{"evict its own Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunEvict(t, f, f.pod)
 	}, [3]bool{true, true, true}},
@@ -149,6 +171,47 @@ func dryRunResize(t *testing.T, f *agentFleet, pod corev1.Pod, resources string)
 	_, err := f.kube.CoreV1().Pods(f.ns).Patch(t.Context(), pod.Name, types.StrategicMergePatchType, []byte(patch),
 		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "resize")
 	return err
+}
+
+// dryRunStatus asks, as a server-side dry run, to merge status (JSON) into
+// the status of Pod name.
+func dryRunStatus(t *testing.T, f *agentFleet, name, status string) error {
+	_, err := f.kube.CoreV1().Pods(f.ns).Patch(t.Context(), name, types.MergePatchType, []byte(`{"status":`+status+`}`),
+		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "status")
+	return err
+}
+
+// waitingLauncher makes, as KubeVirt would for the VM of pod's agent, a
+// launcher Pod that waits to be scheduled (no node has its label) and
+// returns its name: the pod policy judges a launcher Pod by its labels.
+func waitingLauncher(t *testing.T, f *agentFleet, pod corev1.Pod) string {
+	t.Helper()
+	vm := derive.Name(f.proto.Name, pod.Name)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vm + "-waits", Namespace: f.ns, Labels: map[string]string{
+			kubevirtv1.AppLabel: "virt-launcher", derive.LabelPrototype: derive.LabelValue(f.proto.Name), derive.LabelPod: derive.LabelValue(pod.Name),
+		}},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"e2e.vmctl.kubevirt.io/no-such-node": "true"},
+			Containers:   []corev1.Container{{Name: "compute", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	if _, err := e.kube.CoreV1().Pods(f.ns).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return p.Name
+}
+
+// launcherOf names the launcher Pod on which the VM of pod's agent runs.
+func launcherOf(t *testing.T, f *agentFleet, pod corev1.Pod) string {
+	t.Helper()
+	list, err := e.kube.CoreV1().Pods(f.ns).List(t.Context(), metav1.ListOptions{
+		LabelSelector: kubevirtv1.AppLabel + "=virt-launcher," + derive.LabelPod + "=" + derive.LabelValue(pod.Name),
+		FieldSelector: "spec.nodeName!="})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("the launcher Pod of %s's VM: %d found (%v)", pod.Name, len(list.Items), err)
+	}
+	return list.Items[0].Name
 }
 
 // dryRunEvict asks, as a server-side dry run, to evict pod by its UID, as an
@@ -220,6 +283,7 @@ func newAgentFleet(t *testing.T, mode securityMode) *agentFleet {
 	names := sortedKeys(pairs)
 	f.pod, f.other = pods[names[0]], pods[names[1]]
 	f.kube, f.virt = agentClients(t, f.ns, scaffold.DefaultName("testvm"), f.pod)
+	f.waiting = map[string]string{f.pod.Name: waitingLauncher(t, f, f.pod), f.other.Name: waitingLauncher(t, f, f.other)}
 	if mode != policyOff {
 		waitPolicyInForce(t, f)
 	}

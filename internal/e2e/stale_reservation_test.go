@@ -1,0 +1,185 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
+)
+
+// templateReservation is the reservation Deployment name's Pod template
+// holds now.
+func templateReservation(t *testing.T, ns, name string) string {
+	t.Helper()
+	d, err := e.kube.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template.Annotations[scaffold.ReservationAnnotation]
+}
+
+// staleProblems are the PROBLEMs status shows for Pods that reserve
+// another size than their VMs need, by Pod.
+func staleProblems(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, r := range statusRows(t, ns) {
+		for _, p := range r.Problems {
+			if strings.HasPrefix(p, "Pod reserves ") {
+				out[r.Pod] = p
+			}
+		}
+	}
+	return out
+}
+
+// TestRolloutUndoLeavesAStaleReservation: the prototype grows, `vmctl
+// rollout restart` rolls the new size out, then `kubectl rollout undo`
+// brings back the old template, whose Pods reserve the old size while
+// their agents make VMs of the new one. Every signal says so: each agent's
+// ReservationStale Event (both sizes and the fix) and its /readyz warning,
+// status's PROBLEM, and `vmctl diff`, which exits 1 with the template's
+// reservation against the prototype's. `vmctl rollout restart` clears them.
+func TestRolloutUndoLeavesAStaleReservation(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--name", "web", "--replicas", "2")
+	waitPaired(t, ns, "testvm", 2, settle)
+	small := templateReservation(t, ns, "web")
+
+	kubectl(t, nil, "patch", "vm", "testvm", "-n", ns, "--type", "merge", "-p", `{"spec":{"template":{"spec":{"domain":{"memory":{"guest":"512Mi"}}}}}}`)
+	vmctl(t, "rollout", "restart", "testvm", "-n", ns)
+	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "2m")
+	big := templateReservation(t, ns, "web")
+	if big == small {
+		t.Fatalf("rollout restart left the reservation at %s for a prototype of twice the memory", small)
+	}
+
+	kubectl(t, nil, "rollout", "undo", "deployment/web", "-n", ns)
+	kubectl(t, nil, "rollout", "status", "deployment/web", "-n", ns, "--timeout=2m")
+	if got := templateReservation(t, ns, "web"); got != small {
+		t.Fatalf("after the undo the template reserves %s, want %s", got, small)
+	}
+	pairs := waitPaired(t, ns, "testvm", 2, settle)
+	for pod := range pairs {
+		waitPodWarningEvent(t, ns, pod, "the agent's "+agent.ReasonReservationStale+" Event", func(msg string) bool {
+			return strings.Contains(msg, "holds "+small) && strings.Contains(msg, "asks for "+big) &&
+				strings.Contains(msg, "kubectl vmctl rollout restart testvm -n "+ns)
+		})
+		if r := agentReadyz(t, ns, pod); r.code != 200 || r.body != "ok\nwarning: "+agent.ReasonReservationStale+"\n" {
+			t.Errorf("agent %s /readyz: %d %q, want 200 with a %s warning", pod, r.code, r.body, agent.ReasonReservationStale)
+		}
+	}
+	want := fmt.Sprintf("Pod reserves %s, its VM needs %s", small, big)
+	eventually(t, settle, "status to show the stale reservation of both Pods", func(context.Context) (bool, string, error) {
+		got := staleProblems(t, ns)
+		for pod := range pairs {
+			if got[pod] != want {
+				return false, fmt.Sprint(got), nil
+			}
+		}
+		return true, "", nil
+	})
+	out, errOut, code := vmctlCode(t, "diff", "-n", ns)
+	if code != 1 || !strings.Contains(out, "-  "+scaffold.ReservationAnnotation+": "+small+"\n") ||
+		!strings.Contains(out, "+  "+scaffold.ReservationAnnotation+": "+big+"\n") {
+		t.Errorf("vmctl diff exited %d, want 1 with the template's reservation against the prototype's:\n%s%s", code, out, errOut)
+	}
+
+	vmctl(t, "rollout", "restart", "testvm", "-n", ns)
+	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "2m")
+	waitPaired(t, ns, "testvm", 2, settle)
+	eventually(t, settle, "status without a stale reservation", func(context.Context) (bool, string, error) {
+		got := staleProblems(t, ns)
+		return len(got) == 0, fmt.Sprint(got), nil
+	})
+	checkNoProblems(t, ns)
+	if out, errOut, code := vmctlCode(t, "diff", "-n", ns); code != 0 {
+		t.Errorf("vmctl diff after rollout restart exited %d, want 0:\n%s%s", code, out, errOut)
+	}
+}
+
+// TestTooSmallReservationDoesNotMove: a template edited by hand to hold
+// less than its VM needs places its agent where the VM does not fit. The
+// VM cannot be scheduled and the agent says why (ReservationStale on
+// /readyz, in its Event and in status), but it does not move its VM: its
+// replacement, of the same template, would hold as little, and so on
+// without end.
+func TestTooSmallReservationDoesNotMove(t *testing.T) {
+	ns := namespace(t)
+	nodes := addSizedNodes(t, ns, 1)
+	bigPrototype(t, ns)
+	hog(t, ns, nodes[0])
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "0", "--move-after", moveAfter.String())
+	// By hand: the template holds 4Gi for a VM of 12Gi.
+	const edited = "cpu=106m,memory=4Gi"
+	kubectl(t, nil, "patch", "deployment", scaffold.DefaultName("testvm"), "-n", ns, "--type", "json", "-p", `[
+		{"op": "replace", "path": "/spec/template/metadata/annotations/vmctl.kubevirt.io~1reservation", "value": "`+edited+`"},
+		{"op": "replace", "path": "/spec/template/spec/containers/0/resources/requests", "value": {"cpu": "116m", "memory": "4128Mi"}},
+		{"op": "replace", "path": "/spec/template/spec/containers/0/resources/limits", "value": {"cpu": "206m", "memory": "4160Mi"}}]`)
+	scale(t, ns, scaffold.DefaultName("testvm"), 1)
+
+	var pod string
+	eventually(t, settle+handoverGrace, "the VM unschedulable on the full node", func(ctx context.Context) (bool, string, error) {
+		pods, err := agentPods(ctx, ns)
+		if err != nil || len(pods) != 1 {
+			return false, fmt.Sprintf("%d agents", len(pods)), err
+		}
+		for pod = range pods {
+		}
+		vms, err := derivedVMs(ctx, ns)
+		if err != nil {
+			return false, "", err
+		}
+		vm, ok := vms[derive.Name("testvm", pod)]
+		if !ok {
+			return false, "no VM", nil
+		}
+		s, stuckNow := stuck.Of(&vm)
+		return stuckNow && s.Reason == stuck.ReasonUnschedulable, string(vm.Status.PrintableStatus), nil
+	})
+	waitPodWarningEvent(t, ns, pod, "the agent's "+agent.ReasonReservationStale+" Event", func(msg string) bool {
+		return strings.Contains(msg, "holds "+edited) && strings.Contains(msg, "does not move")
+	})
+	eventually(t, settle, "/readyz to say ReservationStale", func(context.Context) (bool, string, error) {
+		r := agentReadyz(t, ns, pod)
+		return r.code == 503 && strings.HasPrefix(r.body, agent.ReasonReservationStale+"\n"), fmt.Sprintf("%d %q", r.code, r.body), nil
+	})
+	if got := staleProblems(t, ns)[pod]; !strings.HasPrefix(got, "Pod reserves "+edited+", its VM needs ") {
+		t.Errorf("status PROBLEM %q, want the Pod's reservation against its VM's need", got)
+	}
+	time.Sleep(3 * moveAfter)
+	if got := evictionsOf(t, ns); got.asked != 0 {
+		t.Errorf("the agent asked to evict its Pod %d times; a replacement would hold as little", got.asked)
+	}
+	pods, err := e.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: agentSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || pods.Items[0].Name != pod {
+		t.Errorf("agent Pods %v, want %s alone", podNames(pods.Items), pod)
+	}
+}
+
+// handoverGrace is how long an agent keeps an unschedulable VM to itself
+// after giving back its Pod's room (the agent's handoverGrace).
+const handoverGrace = 30 * time.Second
+
+func podNames(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
