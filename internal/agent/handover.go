@@ -142,11 +142,10 @@ func (a *Agent) launcherSelector() string {
 // nominates the launcher Pod to the agent's node, then gives back the room
 // (giveBack), and compares the launcher Pod's size with the Pod's
 // reservation. It lasts until the VM is ready, or handoverGrace after the
-// room was given back. Where it
-// cannot read Pods (a Role from before the handover) it gives the room
-// back at once; where it cannot nominate, it gives it back without.
+// room was given back. Where it cannot read Pods (a Role from before the
+// handover) it gives the room back at once; where it cannot nominate, it
+// gives it back without.
 func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
-	logger := klog.FromContext(ctx).WithValues("selector", a.launcherSelector())
 	defer a.endHandover(ctx, vm)
 	// What an earlier VM's handover left unheard is not this one's.
 	for _, ch := range []chan struct{}{a.handover.ready, a.handover.refused} {
@@ -155,77 +154,43 @@ func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 		default:
 		}
 	}
-	b := watchBackoff(a.cfg.backoff())
 	fctx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
+	h := &handoverRun{a: a, vm: vm, logger: klog.FromContext(ctx).WithValues("selector", a.launcherSelector()), canNominate: true}
+	b := watchBackoff(a.cfg.backoff())
 	f := kube.NewFollower(fctx)
 	store := f.Follow(kube.ListWatch(a.pods.podsIn(vm.Namespace), kube.Selector{Label: a.launcherSelector()}), &corev1.Pod{},
 		kube.FollowOptions{Client: a.kube, What: "the VM's launcher Pods", Backoff: &b})
-	following := true
-	var grace <-chan time.Time
-	released := func() {
-		if grace == nil && a.giveBackRetrying(ctx) {
-			grace = time.After(a.grace)
-		}
-	}
 	if !a.holdsRoom() {
-		grace = time.After(a.grace)
+		h.grace = time.After(a.grace)
 	}
-	canNominate, nominations := true, 0
+	following := true
 	for {
-		if following && f.Synced() {
-			launcher := newestLauncher(store.List(), vm.Name)
-			if launcher != nil {
-				a.checkReservation(ctx, launcher)
-			}
-			switch {
-			case launcher != nil && launcher.Spec.NodeName != "":
-				// Bound: beside the room held, or where the room went. The
-				// VM's status still says unschedulable until virt-controller
-				// catches up: the handover lasts until the VM is ready.
-				released()
-				logger.V(1).Info("Launcher Pod bound", "pod", klog.KObj(launcher), "nominations", nominations)
-				stopFollowing()
-				following = false
-			case launcher != nil && launcher.DeletionTimestamp == nil:
-				if canNominate && launcher.Status.NominatedNodeName != a.pod.Node && nominations < maxNominations {
-					nominations++
-					err := a.pods.nominate(ctx, launcher.Namespace, launcher.Name, a.pod.Node)
-					switch {
-					case apierrors.IsInvalid(err):
-						// Bound meanwhile: the API server takes no nomination
-						// of a bound Pod, and the watch tells of the binding.
-						logger.V(1).Info("Launcher Pod bound before its nomination", "pod", klog.KObj(launcher))
-					case kube.Refused(err):
-						canNominate = false
-						logger.Info("Cannot nominate the VM's launcher Pod; giving back the room without: a Pending Pod may take it first. "+
-							"Scaffold the workload again for a Role that may patch pods/status", "pod", klog.KObj(launcher), "err", err)
-					case err != nil:
-						logger.Info("Nominating the VM's launcher Pod failed", "pod", klog.KObj(launcher), "err", err)
-					}
-				}
-				released()
-			}
+		if following && f.Synced() && h.look(ctx, newestLauncher(store.List(), vm.Name)) {
+			// Bound: nothing more to hand over. The VM's status says
+			// unschedulable until virt-controller catches up: the
+			// handover lasts until the VM is ready.
+			stopFollowing()
+			following = false
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-grace:
-			if following && nominations > 0 {
-				a.withdrawNomination(ctx, newestLauncher(store.List(), vm.Name))
+		case <-h.grace:
+			if following {
+				h.withdraw(ctx, newestLauncher(store.List(), vm.Name))
 			}
 			return
 		case err := <-f.Errors():
-			if !following {
-				continue
+			if following {
+				// Not allowed to read Pods: nothing to hand over to.
+				h.logger.Info("Cannot follow the VM's launcher Pod; giving back the room at once: a Pending Pod may take it first. "+
+					"Scaffold the workload again for a Role that may list and watch pods", "err", err)
+				h.release(ctx)
+				return
 			}
-			// Not allowed to read Pods: nothing to hand over to.
-			logger.Info("Cannot follow the VM's launcher Pod; giving back the room at once: a Pending Pod may take it first. "+
-				"Scaffold the workload again for a Role that may list and watch pods", "err", err)
-			released()
-			return
 		case <-a.handover.refused:
-			released()
+			h.release(ctx)
 		case <-a.handover.ready:
 			return
 		case <-f.Changed():
@@ -233,16 +198,75 @@ func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	}
 }
 
-// withdrawNomination clears the nomination of launcher, a launcher Pod the
-// agent nominated that is still not bound when the handover is over: a
-// launcher Pod that never preempts keeps its nomination until it is bound,
-// and would keep the room it cannot use from every Pod of its priority.
-func (a *Agent) withdrawNomination(ctx context.Context, launcher *corev1.Pod) {
-	if launcher == nil || launcher.Spec.NodeName != "" || launcher.Status.NominatedNodeName != a.pod.Node {
+// handoverRun is where one handover stands.
+type handoverRun struct {
+	a      *Agent
+	vm     *kubevirtv1.VirtualMachine
+	logger klog.Logger
+	// grace ends the handover; it starts once the room is given back.
+	grace <-chan time.Time
+	// canNominate is false once the API server refused a nomination for
+	// good; nominations counts them.
+	canNominate bool
+	nominations int
+}
+
+// look acts on launcher, the VM's newest launcher Pod as the watch has it
+// now (nil: none yet): checks its size, nominates it while it waits, and
+// gives back the room. It reports whether the launcher Pod is bound.
+func (h *handoverRun) look(ctx context.Context, launcher *corev1.Pod) (bound bool) {
+	if launcher == nil || launcher.DeletionTimestamp != nil {
+		return false
+	}
+	h.a.checkReservation(ctx, launcher)
+	if launcher.Spec.NodeName != "" {
+		// Beside the room held, or where the room went.
+		h.release(ctx)
+		h.logger.V(1).Info("Launcher Pod bound", "pod", klog.KObj(launcher), "nominations", h.nominations)
+		return true
+	}
+	if h.canNominate && launcher.Status.NominatedNodeName != h.a.pod.Node && h.nominations < maxNominations {
+		h.nominate(ctx, launcher)
+	}
+	h.release(ctx)
+	return false
+}
+
+// nominate nominates launcher to the agent's node.
+func (h *handoverRun) nominate(ctx context.Context, launcher *corev1.Pod) {
+	h.nominations++
+	err := h.a.pods.nominate(ctx, launcher.Namespace, launcher.Name, h.a.pod.Node)
+	switch {
+	case apierrors.IsInvalid(err):
+		// Bound meanwhile: the API server takes no nomination of a bound
+		// Pod, and the watch tells of the binding.
+		h.logger.V(1).Info("Launcher Pod bound before its nomination", "pod", klog.KObj(launcher))
+	case kube.Refused(err):
+		h.canNominate = false
+		h.logger.Info("Cannot nominate the VM's launcher Pod; giving back the room without: a Pending Pod may take it first. "+
+			"Scaffold the workload again for a Role that may patch pods/status", "pod", klog.KObj(launcher), "err", err)
+	case err != nil:
+		h.logger.Info("Nominating the VM's launcher Pod failed", "pod", klog.KObj(launcher), "err", err)
+	}
+}
+
+// release gives back the room, once, and starts the grace.
+func (h *handoverRun) release(ctx context.Context) {
+	if h.grace == nil && h.a.giveBackRetrying(ctx) {
+		h.grace = time.After(h.a.grace)
+	}
+}
+
+// withdraw clears the nomination of launcher, a launcher Pod the agent
+// nominated that is still not bound when the handover is over: a launcher
+// Pod that never preempts keeps its nomination until it is bound, and
+// would keep the room it cannot use from every Pod of its priority.
+func (h *handoverRun) withdraw(ctx context.Context, launcher *corev1.Pod) {
+	if h.nominations == 0 || launcher == nil || launcher.Spec.NodeName != "" || launcher.Status.NominatedNodeName != h.a.pod.Node {
 		return
 	}
-	err := a.pods.nominate(ctx, launcher.Namespace, launcher.Name, "")
-	klog.FromContext(ctx).Info("Withdrew the nomination of the VM's launcher Pod, not bound in time", "pod", klog.KObj(launcher), "err", err)
+	err := h.a.pods.nominate(ctx, launcher.Namespace, launcher.Name, "")
+	h.logger.Info("Withdrew the nomination of the VM's launcher Pod, not bound in time", "pod", klog.KObj(launcher), "err", err)
 }
 
 // newestLauncher is the newest of pods that vmName's VMI owns, or nil.
