@@ -162,7 +162,7 @@ func BenchmarkHandover(b *testing.B) {
 		fmt.Fprintf(&out, "| %s | %d | %d | %d | %d | %d | %d |\n",
 			cand.name, r.state.ready, r.state.unschedulable, r.state.insufficient, r.costs.creates, r.costs.evictions, r.preempted)
 	}
-	b.Log(out.String())
+	fmt.Print(out.String())
 }
 
 // preemptionsSince counts the Pods of ns kube-scheduler deleted to make

@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -271,6 +274,40 @@ func (c burstCase) run(t *testing.T) {
 	}
 	if costs.evictions > 0 {
 		t.Errorf("%d agents evicted themselves, want none", costs.evictions)
+	}
+	if n := preemptionsSince(t, f.ns, mark); n > 0 {
+		t.Errorf("kube-scheduler preempted %d Pods, want none", n)
+	}
+	f.checkLauncherPriority(t)
+}
+
+// checkLauncherPriority checks that the fleet's launcher Pods have its
+// agent Pods' priority, so that a nominated one counts against Pending
+// agents, and never preempt, so that the nomination lasts and no launcher
+// Pod can take a running VM's agent, or anything, off its node.
+func (f roomFleet) checkLauncherPriority(t testing.TB) {
+	t.Helper()
+	pods, err := e.kube.CoreV1().Pods(f.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	priorities := map[string]map[int32]int{}
+	for _, p := range pods.Items {
+		kind := "agent"
+		if p.Labels[kubevirtv1.AppLabel] == "virt-launcher" {
+			kind = "launcher"
+			if p.Spec.PreemptionPolicy == nil || *p.Spec.PreemptionPolicy != corev1.PreemptNever {
+				t.Errorf("launcher Pod %s may preempt (preemptionPolicy %v)", p.Name, p.Spec.PreemptionPolicy)
+			}
+		}
+		if priorities[kind] == nil {
+			priorities[kind] = map[int32]int{}
+		}
+		priorities[kind][ptr.Deref(p.Spec.Priority, 0)]++
+	}
+	agents, launchers := slices.Collect(maps.Keys(priorities["agent"])), slices.Collect(maps.Keys(priorities["launcher"]))
+	if len(agents) != 1 || !slices.Equal(agents, launchers) {
+		t.Errorf("priorities of agent and launcher Pods (priority: Pods): %v, want one, the same", priorities)
 	}
 }
 

@@ -33,7 +33,7 @@ import (
 func namespace(t testing.TB) string {
 	t.Helper()
 	ns := testcluster.Namespace(t, e.kube, func(ns string) { dumpAgentLogs(t, ns) })
-	t.Cleanup(func() { deleteAdmissionPolicies(ns) })
+	t.Cleanup(func() { deleteScaffolded(ns) })
 	return ns
 }
 
@@ -328,10 +328,11 @@ func describe(pods map[string]corev1.Pod, vms map[string]kubevirtv1.VirtualMachi
 	return strings.Join(s, "; ")
 }
 
-// deleteAdmissionPolicies deletes the cluster-scoped admission policies and
-// bindings that scaffold made for workloads in ns ("<name>.<ns>"): the
-// namespace's deletion does not take them.
-func deleteAdmissionPolicies(ns string) {
+// deleteScaffolded deletes the cluster-scoped objects that scaffold made
+// for workloads in ns ("<name>.<ns>"), which the namespace's deletion does
+// not take: admission policies and their bindings, and launcher priority
+// classes.
+func deleteScaffolded(ns string) {
 	ctx := context.Background()
 	ar := e.kube.AdmissionregistrationV1()
 	if list, err := ar.ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{}); err == nil {
@@ -345,6 +346,14 @@ func deleteAdmissionPolicies(ns string) {
 		for _, p := range list.Items {
 			if strings.HasSuffix(p.Name, "."+ns) {
 				_ = ar.ValidatingAdmissionPolicies().Delete(ctx, p.Name, metav1.DeleteOptions{})
+			}
+		}
+	}
+	classes := e.kube.SchedulingV1().PriorityClasses()
+	if list, err := classes.List(ctx, metav1.ListOptions{LabelSelector: scaffold.LabelManagedBy + "=" + scaffold.ManagedBy}); err == nil {
+		for _, c := range list.Items {
+			if strings.HasSuffix(c.Name, "."+ns) {
+				_ = classes.Delete(ctx, c.Name, metav1.DeleteOptions{})
 			}
 		}
 	}

@@ -112,14 +112,16 @@ func otherNode(nodes []string, node string) string {
 }
 
 // hog puts a Pod on node, past the scheduler (spec.nodeName), that takes
-// 20Gi of its 32Gi: what is left holds no 12Gi VM's launcher Pod.
-func hog(t *testing.T, ns, node string) {
+// 20Gi of its 32Gi: what is left holds no 12Gi VM's launcher Pod. It has
+// the priority class given, if any.
+func hog(t *testing.T, ns, node string, priorityClass ...string) {
 	t.Helper()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "hog-" + node, Namespace: ns},
 		Spec: corev1.PodSpec{
-			NodeName:    node,
-			Tolerations: []corev1.Toleration{{Key: sizedKey, Operator: corev1.TolerationOpExists}},
+			PriorityClassName: strings.Join(priorityClass, ""),
+			NodeName:          node,
+			Tolerations:       []corev1.Toleration{{Key: sizedKey, Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{{Name: "hog", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceMemory: apiresource.MustParse("20Gi")},
 			}}},

@@ -260,5 +260,5 @@ func cleanupREADME(t *testing.T) {
 	} {
 		kubectl(t, nil, append(args, "-n", "default")...)
 	}
-	deleteAdmissionPolicies("default")
+	deleteScaffolded("default")
 }

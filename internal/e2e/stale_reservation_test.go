@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
@@ -115,12 +116,14 @@ func TestRolloutUndoLeavesAStaleReservation(t *testing.T) {
 // VM cannot be scheduled and the agent says why (ReservationStale on
 // /readyz, in its Event and in status), but it does not move its VM: its
 // replacement, of the same template, would hold as little, and so on
-// without end.
+// without end. Nor does the VM's launcher Pod preempt the Pod of lower
+// priority that holds the room: launcher Pods never preempt.
 func TestTooSmallReservationDoesNotMove(t *testing.T) {
 	ns := namespace(t)
 	nodes := addSizedNodes(t, ns, 1)
 	bigPrototype(t, ns)
-	hog(t, ns, nodes[0])
+	mark := auditMark(t)
+	hog(t, ns, nodes[0], lowPriority(t, ns))
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "0", "--move-after", moveAfter.String())
 	// By hand: the template holds 4Gi for a VM of 12Gi.
 	const edited = "cpu=106m,memory=4Gi"
@@ -163,6 +166,9 @@ func TestTooSmallReservationDoesNotMove(t *testing.T) {
 	if got := evictionsOf(t, ns); got.asked != 0 {
 		t.Errorf("the agent asked to evict its Pod %d times; a replacement would hold as little", got.asked)
 	}
+	if n := preemptionsSince(t, ns, mark); n != 0 {
+		t.Errorf("kube-scheduler preempted %d Pods; the VM's launcher Pod never preempts", n)
+	}
 	pods, err := e.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: agentSelector})
 	if err != nil {
 		t.Fatal(err)
@@ -182,4 +188,17 @@ func podNames(pods []corev1.Pod) []string {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// lowPriority makes a PriorityClass below the default's, for ns's test.
+func lowPriority(t *testing.T, ns string) string {
+	t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low-" + ns}, Value: -10}
+	if _, err := e.kube.SchedulingV1().PriorityClasses().Create(t.Context(), pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.kube.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
+	})
+	return pc.Name
 }
