@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +14,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // runDiff runs `kubectl vmctl diff args...` against fakes holding the objects.

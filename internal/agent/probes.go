@@ -59,12 +59,6 @@ func (r *readiness) warn(word string) {
 	}
 }
 
-func (r *readiness) get() (bool, string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ready, r.reason
-}
-
 // body is what /readyz answers: "ok" or the reason, then a line
 // "warning: <word>" for each standing warning.
 func (r *readiness) body() (bool, string) {

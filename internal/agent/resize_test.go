@@ -1,15 +1,9 @@
 package agent
 
 import (
-	"sync/atomic"
-
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	k8stesting "k8s.io/client-go/testing"
 )
 
 // The agent's own share and what its Pod asks for with a VM's room held.
@@ -41,26 +35,4 @@ func agentPod(requests corev1.ResourceList) *corev1.Pod {
 			Name: ContainerName, Resources: corev1.ResourceRequirements{Requests: requests},
 		}}},
 	}
-}
-
-// resizes counts the agent's PATCHes of pods/resize and, while fail says
-// so, refuses them; at each it records how many VMs the agent had created.
-type resizes struct {
-	n             atomic.Int32
-	createsBefore atomic.Int32
-	fail          atomic.Bool
-}
-
-func (r *resizes) watch(h *harness) {
-	h.kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "resize" {
-			return false, nil, nil
-		}
-		r.n.Add(1)
-		r.createsBefore.Add(int32(h.api.count("create")))
-		if r.fail.Load() {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/resize"}, testPod, nil)
-		}
-		return false, nil, nil
-	})
 }

@@ -2,9 +2,10 @@ package derive
 
 import kubevirtv1 "kubevirt.io/api/core/v1"
 
-// AnnotationLauncherPriorityClass, on a VM derived with
-// Options.LauncherPriorityClass, names that class: diff derives the VM
-// again with it.
+// AnnotationLauncherPriorityClass names, on a VM derived with
+// Options.LauncherPriorityClass, that class: diff derives the VM again
+// with it. On an agent Pod's template it names the class the agent gives
+// its VM.
 const AnnotationLauncherPriorityClass = "vmctl.kubevirt.io/launcher-priority-class"
 
 // launcherPriority gives vm's launcher Pod the priority class class, when

@@ -139,7 +139,8 @@ func TestTooSmallReservationDoesNotMove(t *testing.T) {
 		if err != nil || len(pods) != 1 {
 			return false, fmt.Sprintf("%d agents", len(pods)), err
 		}
-		for pod = range pods {
+		for name := range pods {
+			pod = name
 		}
 		vms, err := derivedVMs(ctx, ns)
 		if err != nil {

@@ -93,8 +93,9 @@ func (w Workload) String() string {
 	return fmt.Sprintf("%s in %s namespace", w.Name(), w.Meta().GetNamespace())
 }
 
-// AnyPrototype, as Match's and Select's prototype, matches the workloads
-// that scaffold wrote for any prototype (by its label).
+// AnyPrototype is the prototype name that, given to Match or Select,
+// matches the workloads that scaffold wrote for any prototype (by its
+// label).
 const AnyPrototype = ""
 
 // Match reports whether a workload in namespace with Pod template tmpl runs
