@@ -123,7 +123,7 @@ once. /metrics on the probe address serves Prometheus metrics.`,
 	flags.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout,
 		"The shutdown's deadline, from the signal: a create still going on, the VM's deletion and the wait for it to be gone all end by then, and the agent exits 1 if the VM may outlive the Pod. Keep it under the Pod's terminationGracePeriodSeconds.")
 	flags.StringVar(&o.OwnRequests, "own-requests", o.OwnRequests,
-		"The agent container's own requests, as cpu=10m,memory=32Mi, when the Pod asks for more to hold its VM's room: before it makes the VM, "+
+		"The agent container's own requests, as cpu=10m,memory=32Mi, when the Pod asks for more to hold its VM's room: once the VM's launcher Pod waits for the room, "+
 			"the agent resizes its Pod (pods/resize) to these, unless "+agent.EnvRequestsCPU+" and "+agent.EnvRequestsMemory+" (downward API) say it did already.")
 	flags.StringVar(&o.OwnLimits, "own-limits", o.OwnLimits, "The agent container's own limits, as cpu=100m,memory=64Mi, which the resize of --own-requests sets.")
 	flags.DurationVar(&o.MoveAfter, "move-after", o.MoveAfter,

@@ -111,8 +111,11 @@ Each agent Pod asks for its VM's CPU and memory (what the scheduler counts
 for the VM's virt-launcher Pod, computed from the prototype, its
 instancetype and preference, and KubeVirt's configuration) on top of its
 own, so it lands only where its VM fits and quotas count the VM; the agent
-resizes its Pod to its own 10m/32Mi just before it makes the VM, and its
-Role may do that to its own Pod only (docs/reservation.md). This needs
+makes the VM while it holds that room, nominates the VM's launcher Pod to
+its node and then resizes its Pod to its own 10m/32Mi, and its Role may do
+that to its own Pod and its own VM's launcher Pod only; the launcher Pods
+get a priority class NAME-launcher.NAMESPACE of the prototype's priority
+that never preempts, which keeps their nominations (docs/reservation.md). This needs
 Kubernetes 1.35 or later; on an older server, or with --reserve=false,
 scaffold warns and the agents ask for their own only. When the VM's size
 cannot be computed (a missing instancetype), scaffold fails.
@@ -177,7 +180,7 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 	flags.BoolVar(&o.Strict, "strict", o.Strict, "Exit 1 without printing the manifests when the prototype draws a warning.")
 	flags.BoolVar(&o.Reserve, "reserve", o.Reserve,
 		"Have each agent Pod ask for its VM's CPU and memory (its virt-launcher Pod's requests, computed from the prototype) on top of its own, "+
-			"so the scheduler and quotas count the VM where the agent lands, and give them back by resizing itself just before it makes the VM. "+
+			"so the scheduler and quotas count the VM where the agent lands, and hand them to the VM's launcher Pod once it waits for them. "+
 			"Needs Kubernetes 1.35 or later; --reserve=false asks for the agent's own only.")
 	flags.DurationVar(&o.MoveAfter, "move-after", o.MoveAfter,
 		"For a Deployment or StatefulSet whose agents reserve their VM's size: how long a VM may stay unschedulable on its agent's node "+

@@ -59,7 +59,8 @@ type Config struct {
 	PlacementKey string
 	// OwnRequests and OwnLimits are the agent container's own requests and
 	// limits (--own-requests, --own-limits): with a reservation it asks for
-	// more, and resizes itself to these before it makes its VM. Empty: it
+	// more, and resizes itself to these once its VM's launcher Pod waits
+	// for the room (see handOver). Empty: it
 	// holds no reservation and never resizes.
 	OwnRequests, OwnLimits corev1.ResourceList
 	// Requests are the container's requests now (EnvRequestsCPU,

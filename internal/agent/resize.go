@@ -63,9 +63,10 @@ func RequestsFromEnv(lookup func(string) (string, bool)) (corev1.ResourceList, e
 }
 
 // holdsReservation reports whether the container asks for more than its
-// own requests, so it must resize before it makes its VM. Without its own
-// requests (an agent scaffolded without a reservation) it never does;
-// without its requests now (no downward-API env) it assumes it does.
+// own requests, so it must hand the room over to its VM's launcher Pod.
+// Without its own requests (an agent scaffolded without a reservation) it
+// never does; without its requests now (no downward-API env) it assumes it
+// does.
 func (c Config) holdsReservation() bool {
 	if len(c.OwnRequests) == 0 {
 		return false

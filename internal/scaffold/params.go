@@ -122,7 +122,7 @@ type Params struct {
 	PlacementKey string
 	// Reservation is the CPU and memory the scheduler counts for a VM's
 	// virt-launcher Pod (reserve.Launcher): the agent container asks for
-	// it on top of its own, and gives it back before it makes its VM (see
+	// it on top of its own, and hands it to its VM's launcher Pod (see
 	// AgentResources). Empty: the agent asks for its own only.
 	Reservation corev1.ResourceList
 	// LauncherPriority, with a Reservation, is the priority the scheduler

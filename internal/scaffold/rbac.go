@@ -34,7 +34,8 @@ func PrototypeRule(prototype string) rbacv1.PolicyRule {
 }
 
 // VMRules let the agent create, follow and delete its derived VM and record
-// events. It never reads Pods: it learns its own from the downward API.
+// events. It learns its own Pod from the downward API; only an agent that
+// holds its VM's room reads Pods (PodRules).
 // An agent that stops its VM for a drain (a DaemonSet's, see
 // StopsOnEvacuation) also watches its VMI and deletes it.
 func (p Params) VMRules() []rbacv1.PolicyRule {

@@ -14,8 +14,9 @@ import (
 // ResourceQuota and preemption, which count Pods the same way) places the
 // agent only where its VM fits. The agent gives that room back by resizing
 // its own container to its own requests (pods/resize, Kubernetes 1.35 and
-// later) just before it makes the VM, and the scheduler counts the room
-// free once the kubelet has actuated the resize: it counts a Pod being
+// later) once its VM's launcher Pod waits for it, nominated to the node,
+// and the scheduler counts the room free once the kubelet has actuated the
+// resize: it counts a Pod being
 // resized at the largest of its spec, its allocated and its actual
 // resources (k8s.io/component-helpers/resource PodRequests with
 // UseStatusResources).
