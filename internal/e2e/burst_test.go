@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -238,10 +239,26 @@ func (c burstCase) start(t testing.TB) (f roomFleet, fit int) {
 		t.Fatalf("%d of %d VMs fit: no burst past the room", fit, c.replicas)
 	}
 	kubectl(t, []byte(manifests), "apply", "-f", "-")
+	f.scaleDownAtCleanup(t)
 	if c.prepare != nil {
 		c.prepare(t, f)
 	}
 	return f, fit
+}
+
+// scaleDownAtCleanup scales the fleet to 0 when t ends and waits until its
+// VMs and Pods are gone, so that the next test does not share the machine
+// with a hundred agents' shutdowns.
+func (f roomFleet) scaleDownAtCleanup(t testing.TB) {
+	t.Cleanup(func() {
+		if _, _, code := runCode(t, nil, "kubectl", "scale", "deployment", f.name, "-n", f.ns, "--replicas=0"); code != 0 {
+			return
+		}
+		_ = wait.PollUntilContextTimeout(context.Background(), time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			s, err := f.state(ctx)
+			return err == nil && s.vms == 0 && s.running == 0 && s.pending == 0, nil
+		})
+	})
 }
 
 // scaleUp scales the fleet from 0 to replicas in one step, and returns
@@ -344,11 +361,13 @@ func TestRoomThatAppearsLater(t *testing.T) {
 	manifests := scaffoldFleet(t, ns, other.name, others)
 	perNode := perNode(t, manifests, cpu, memory)
 	kubectl(t, []byte(manifests), "apply", "-f", "-")
+	other.scaleDownAtCleanup(t)
 	other.waitSettled(t, others, others, settle)
 
 	f := roomFleet{ns: ns, name: "burst"}
 	fit := nodes*perNode - others
 	kubectl(t, []byte(scaffoldFleet(t, ns, f.name, replicas)), "apply", "-f", "-")
+	f.scaleDownAtCleanup(t)
 	f.waitSettled(t, fit, replicas, burstWindow)
 
 	freed := func(what string, slots int, free func()) {
