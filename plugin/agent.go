@@ -167,10 +167,7 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 			b, err := os.ReadFile(o.PodInfoNameFile)
 			return string(b), err == nil
 		},
-		KubeconfigNamespace: func() (string, error) {
-			ns, _, err := f.ToRawKubeConfigLoader().Namespace()
-			return ns, err
-		},
+		KubeconfigNamespace: func() (string, error) { return contextNamespace(f) },
 	})
 	if err != nil {
 		return err

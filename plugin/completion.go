@@ -163,16 +163,6 @@ func RegisterNamespaceCompletion(cmd *cobra.Command, f kube.Factory) {
 	}
 }
 
-// prototypeNamespace is where PROTOTYPE lives: --proto-namespace if set, else
-// -n, else the kubeconfig context's namespace.
-func prototypeNamespace(cmd *cobra.Command, f kube.Factory) (string, error) {
-	if f := cmd.Flag("proto-namespace"); f != nil && f.Value.String() != "" {
-		return f.Value.String(), nil
-	}
-	namespace, _, err := f.ToRawKubeConfigLoader().Namespace()
-	return namespace, err
-}
-
 // prototypeNames returns the sorted names of the VMs in namespace that start
 // with prefix and that vmctl did not derive: derived VMs are never prototypes.
 func prototypeNames(ctx context.Context, client kubevirt.Interface, namespace, prefix string) ([]string, error) {

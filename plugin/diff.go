@@ -83,20 +83,17 @@ is not there, with no VMs derived from it, is an error).`,
   # Only the VMs of prototype testvm, in all namespaces
   kubectl vmctl diff testvm -A`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.MaximumNArgs(1)(cmd, args); err != nil {
-				return &ExitError{Code: 2, Err: err}
-			}
-			return nil
+			return withExitCode(2, cobra.MaximumNArgs(1)(cmd, args))
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(f, args); err != nil {
-				return &ExitError{Code: 2, Err: err}
+				return withExitCode(2, err)
 			}
 			return o.Run(cmd.Context())
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &ExitError{Code: 2, Err: err}
+		return withExitCode(2, err)
 	})
 	flags := cmd.Flags()
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Diff derived VMs in all namespaces.")
@@ -125,8 +122,12 @@ func (o *DiffOptions) Complete(f kube.Factory, args []string) error {
 }
 
 // Run prints the diffs and the summary, and returns the exit status as an
-// *ExitError when it is not 0.
+// *ExitError when it is not 0: 1 for drift, 2 for errors.
 func (o *DiffOptions) Run(ctx context.Context) error {
+	return withExitCode(2, o.run(ctx))
+}
+
+func (o *DiffOptions) run(ctx context.Context) error {
 	checked, drifted, failed := 0, 0, 0
 	err := drift.Each(ctx, o.clients.KubeVirt, o.namespace, o.Prototype, func(c drift.Check) error {
 		checked++
@@ -143,15 +144,15 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return &ExitError{Code: 2, Err: err}
+		return err
 	}
 	if checked == 0 && o.Prototype != "" {
 		exists, err := kube.PrototypeExists(ctx, o.clients.KubeVirt, o.namespace, o.Prototype)
 		if err != nil {
-			return &ExitError{Code: 2, Err: err}
+			return err
 		}
 		if !exists {
-			return &ExitError{Code: 2, Err: fmt.Errorf("no VMs derived from prototype %s%s, and %s", o.Prototype, inNamespace(o.namespace), noPrototype(o.namespace, o.Prototype))}
+			return fmt.Errorf("no VMs derived from prototype %s%s, and %s", o.Prototype, inNamespace(o.namespace), noPrototype(o.namespace, o.Prototype))
 		}
 	}
 	summary := fmt.Sprintf("%d of %d derived VMs drifted", drifted, checked)
@@ -160,17 +161,17 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	}
 	stale, workloads, err := o.diffTemplates(ctx)
 	if err != nil {
-		return &ExitError{Code: 2, Err: err}
+		return err
 	}
 	if workloads > 0 {
 		summary += fmt.Sprintf("; %d of %d workloads hold an older placement or reservation", stale, workloads)
 	}
 	if _, err := fmt.Fprintln(o.ErrOut, summary+inNamespace(o.namespace)); err != nil {
-		return &ExitError{Code: 2, Err: err}
+		return err
 	}
 	switch {
 	case failed > 0:
-		return &ExitError{Code: 2, Err: fmt.Errorf("could not compare %d derived VMs; see the errors above", failed)}
+		return fmt.Errorf("could not compare %d derived VMs; see the errors above", failed)
 	case drifted > 0 || stale > 0:
 		return &ExitError{Code: 1}
 	}

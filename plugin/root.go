@@ -71,22 +71,6 @@ func verbosityFlag() *pflag.Flag {
 	return v
 }
 
-// ExitError carries a specific exit code, as `kubectl diff` uses 1 for
-// "differences found" and above 1 for errors.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit status %d", e.Code)
-	}
-	return e.Err.Error()
-}
-
-func (e *ExitError) Unwrap() error { return e.Err }
-
 // Execute runs cmd and returns the process exit code: 0 on success, the code of
 // an ExitError, else 1 with the error printed as kubectl prints it.
 func Execute(cmd *cobra.Command, streams genericiooptions.IOStreams) int {

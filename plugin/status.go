@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,48 +18,6 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
 )
-
-// scopeNamespace resolves -n and -A: "" for all namespaces, else -n or the
-// kubeconfig context's namespace.
-func scopeNamespace(f kube.Factory, all bool) (string, error) {
-	if all {
-		return "", nil
-	}
-	ns, _, err := f.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return "", fmt.Errorf("read the kubeconfig for the namespace: %w; check --kubeconfig and --context (`kubectl config get-contexts` lists them)", err)
-	}
-	return ns, nil
-}
-
-// prototypeArg resolves the optional PROTOTYPE argument and --prototype.
-func prototypeArg(args []string, flag string) (string, error) {
-	if len(args) == 0 {
-		return flag, nil
-	}
-	if flag != "" && flag != args[0] {
-		return "", fmt.Errorf("PROTOTYPE %q and --prototype %q differ; give one", args[0], flag)
-	}
-	return args[0], nil
-}
-
-// noPrototype says that there is no prototype name in namespace (any
-// namespace when empty) and what to do, for commands given a PROTOTYPE
-// that find nothing of it.
-func noPrototype(namespace, name string) string {
-	if namespace == "" {
-		return fmt.Sprintf("no VM %s in any namespace: check the prototype's name", name)
-	}
-	return fmt.Sprintf("no VM %s in %s namespace: check the prototype's name, or pass -n or -A", name, namespace)
-}
-
-// inNamespace phrases a scope as kubectl does in "No resources found ...".
-func inNamespace(ns string) string {
-	if ns == "" {
-		return ""
-	}
-	return " in " + ns + " namespace"
-}
 
 // DefaultStatusRefresh is how often `status --watch` recomputes without
 // events, so ages and grace periods move on.
@@ -204,14 +161,10 @@ list or watch what it needs.`,
 
 // exitError makes errors exit 2 under --exit-code, where 1 means problems.
 func (o *StatusOptions) exitError(err error) error {
-	if err == nil || !o.ExitCode {
+	if !o.ExitCode {
 		return err
 	}
-	var exit *ExitError
-	if errors.As(err, &exit) {
-		return err
-	}
-	return &ExitError{Code: 2, Err: err}
+	return withExitCode(2, err)
 }
 
 // Complete resolves the namespace, prototype, output, color and clients.
