@@ -83,7 +83,7 @@ bench-handover: build
 soak: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_SOAK_OPS=$${VMCTL_SOAK_OPS:-1000} VMCTL_SOAK_LOGS=$(CURDIR)/.soak-logs $(GO) test -tags e2e -count=1 -timeout 6h -v -run '^TestSoak$$' ./internal/e2e/
 
-## lint: go vet, gofmt, and golangci-lint (.golangci.yml; hack/tools.sh builds the pinned version once)
+## lint: go vet, gofmt, golangci-lint (.golangci.yml) and deadcode over the commands (hack/tools.sh builds the pinned versions once)
 lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -92,6 +92,8 @@ lint:
 		{ (cd hack/krew-tools && $$lint run --config ../../.golangci.yml ./...); tools=$$?; } && \
 		{ (cd hack/image && $$lint run --config ../../.golangci.yml ./...); image=$$?; } && \
 		exit $$((main | tools | image))
+	@dead=$$(hack/tools.sh deadcode) && out=$$($$dead ./cmd/...) && \
+		if [ -n "$$out" ]; then echo "deadcode: unreachable from ./cmd/... (delete it, or move what only tests use next to them):"; echo "$$out"; exit 1; fi
 
 ## release-check: goreleaser check + snapshot into dist/, archive checks, krew manifest render/validate/install
 release-check:

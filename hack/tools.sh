@@ -5,6 +5,7 @@
 #   goreleaser      github.com/goreleaser/goreleaser/v2 (v2.17+ needs modules
 #                   the proxy refuses here, v2.18+ needs Go 1.27)
 #   golangci-lint   github.com/golangci/golangci-lint/v2
+#   deadcode        golang.org/x/tools/cmd/deadcode
 #   krew            sigs.k8s.io/krew's krew, from hack/krew-tools (go.sum-pinned)
 #   validate-krew-manifest  krew's manifest validator, from hack/krew-tools
 #
@@ -14,6 +15,7 @@ set -euo pipefail
 
 GORELEASER_VERSION=v2.15.4
 GOLANGCI_LINT_VERSION=v2.15.0
+DEADCODE_VERSION=v0.52.0
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 # TOOLS_CACHE lets a scratch clone reuse the tools built in another checkout.
@@ -44,7 +46,7 @@ build() {
 	echo "hack/tools.sh: built $name in $((SECONDS - start))s" >&2
 }
 
-tool=${1:?usage: hack/tools.sh goreleaser|golangci-lint|krew|validate-krew-manifest}
+tool=${1:?usage: hack/tools.sh goreleaser|golangci-lint|deadcode|krew|validate-krew-manifest}
 mkdir -p "$cache"
 case "$tool" in
 goreleaser)
@@ -56,6 +58,11 @@ golangci-lint)
 	dir="$cache/golangci-lint-$GOLANGCI_LINT_VERSION"
 	[[ -x "$dir/golangci-lint" ]] ||
 		build golangci-lint "$dir" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+	;;
+deadcode)
+	dir="$cache/deadcode-$DEADCODE_VERSION"
+	[[ -x "$dir/deadcode" ]] ||
+		build deadcode "$dir" go install "golang.org/x/tools/cmd/deadcode@$DEADCODE_VERSION"
 	;;
 krew | validate-krew-manifest)
 	dir="$cache/krew-$(krew_version)"

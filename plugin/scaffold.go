@@ -207,28 +207,18 @@ func (o *ScaffoldOptions) Complete(f kube.Factory, cmd *cobra.Command, args []st
 	if err != nil {
 		return err
 	}
-	namespace, err := scaffoldNamespace(f, cmd)
+	namespace, err := flagOrContextNamespace(f, cmd)
 	if err != nil {
 		return err
 	}
-	p := scaffold.Params{
-		Kind:               kind,
-		Prototype:          args[1],
-		Name:               o.Name,
-		Namespace:          namespace,
-		ProtoNamespace:     o.ProtoNamespace,
-		Image:              o.Image,
-		Version:            o.Version,
-		Replicas:           o.Replicas,
-		GracePeriodSeconds: o.GracePeriod,
-		AdmissionPolicy:    o.AdmissionPolicy,
-		AllowSharedVolumes: o.AllowSharedVolumes,
-		PodMonitor:         o.PodMonitor,
-		MoveAfter:          o.MoveAfter,
+	p := scaffold.NewParams(kind, args[1], namespace)
+	if o.Name != "" {
+		p.Name = o.Name
 	}
-	if p.Name == "" {
-		p.Name = scaffold.DefaultName(p.Prototype)
-	}
+	p.ProtoNamespace = o.ProtoNamespace
+	p.Image, p.Version = o.Image, o.Version
+	p.Replicas, p.GracePeriodSeconds, p.MoveAfter = o.Replicas, o.GracePeriod, o.MoveAfter
+	p.AdmissionPolicy, p.AllowSharedVolumes, p.PodMonitor = o.AdmissionPolicy, o.AllowSharedVolumes, o.PodMonitor
 	if o.Service != "" {
 		if p.Service, err = scaffold.ParseServicePort(o.Service); err != nil {
 			return fmt.Errorf("--service: %w", err)
@@ -245,22 +235,6 @@ func (o *ScaffoldOptions) Complete(f kube.Factory, cmd *cobra.Command, args []st
 	// check of the prototype.
 	o.clients, o.clientsErr = f.Clients()
 	return nil
-}
-
-// scaffoldNamespace is -n, else the kubeconfig's namespace, else "default". An
-// explicit -n needs no kubeconfig at all.
-func scaffoldNamespace(f kube.Factory, cmd *cobra.Command) (string, error) {
-	if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
-		return ns, nil
-	}
-	ns, _, err := f.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return "", fmt.Errorf("reading the namespace from kubeconfig: %w; fix the kubeconfig or pass -n NAMESPACE", err)
-	}
-	if ns == "" {
-		ns = "default"
-	}
-	return ns, nil
 }
 
 // Validate checks the output format and the resolved parameters.

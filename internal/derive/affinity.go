@@ -51,20 +51,3 @@ func pinToNode(affinity *corev1.Affinity, node string) *corev1.Affinity {
 	}
 	return affinity
 }
-
-// PinnedNode returns the node that a derived VM's required node affinity pins
-// it to (the first metadata.name In [node] requirement), or "" when none does.
-// It is the inverse of the pinning VM applies, for status checks and tests.
-func PinnedNode(affinity *corev1.Affinity) string {
-	if affinity == nil || affinity.NodeAffinity == nil || affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, term := range affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, f := range term.MatchFields {
-			if f.Key == metav1.ObjectNameField && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
-}

@@ -111,18 +111,3 @@ func TestVMPinsToPodNode(t *testing.T) {
 		t.Errorf("nodeSelector (-want +got):\n%s", diff)
 	}
 }
-
-func TestPinnedNodeInvertsPinToNode(t *testing.T) {
-	if got := PinnedNode(nil); got != "" {
-		t.Errorf("PinnedNode(nil) = %q, want \"\"", got)
-	}
-	unpinned := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
-	}}}
-	if got := PinnedNode(unpinned); got != "" {
-		t.Errorf("PinnedNode(expressions only) = %q, want \"\"", got)
-	}
-	if got := PinnedNode(pinToNode(unpinned, "node-7")); got != "node-7" {
-		t.Errorf("PinnedNode(pinToNode(..., node-7)) = %q", got)
-	}
-}

@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // drainTimeout is what a drain of a node with two VMs may take.
@@ -83,12 +84,12 @@ func TestDrainFollowsTheWorkload(t *testing.T) {
 				t.Errorf("at one moment only %d of 4 derived VMs were ready; the budget allows one down", got)
 			}
 			for pod, vm := range after {
-				if n := derive.PinnedNode(vm.Spec.Template.Spec.Affinity); n == node {
+				if n := testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity); n == node {
 					t.Errorf("pod %s's VM is still pinned to the drained node %s", pod, node)
 				}
 			}
 			for pod, vm := range before {
-				if derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != node {
+				if testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) != node {
 					if after[pod].UID != vm.UID {
 						t.Errorf("VM of pod %s on an undrained node was replaced", pod)
 					}
@@ -251,7 +252,7 @@ func daemonSetOn(t *testing.T, ns, node string) (before map[string]kubevirtv1.Vi
 	deploy(t, ns, scaffold.KindDaemonSet, "testvm")
 	before = waitPaired(t, ns, "testvm", len(e.cluster.Nodes), settle)
 	for p, vm := range before {
-		if derive.PinnedNode(vm.Spec.Template.Spec.Affinity) == node {
+		if testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) == node {
 			pod = p
 		}
 	}
@@ -319,7 +320,7 @@ func watchReadyVMs(t *testing.T, ns string) func() int {
 func busiestNode(pairs map[string]kubevirtv1.VirtualMachine) string {
 	count := map[string]int{}
 	for _, vm := range pairs {
-		count[derive.PinnedNode(vm.Spec.Template.Spec.Affinity)]++
+		count[testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity)]++
 	}
 	nodes := make([]string, 0, len(count))
 	for n := range count {

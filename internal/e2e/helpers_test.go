@@ -237,7 +237,7 @@ func waitDerived(t testing.TB, ns, prototype string, want int, timeout time.Dura
 		for name, pod := range pods {
 			vm, ok := vms[derive.Name(prototype, name)]
 			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil ||
-				derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName {
+				testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName {
 				return false, seen, nil
 			}
 			if ready && (vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning || !vm.Status.Ready) {
@@ -322,7 +322,7 @@ func describe(pods map[string]corev1.Pod, vms map[string]kubevirtv1.VirtualMachi
 	}
 	for name, vm := range vms {
 		s = append(s, fmt.Sprintf("vm %s pod-uid=%s node=%s status=%s ready=%v deleting=%v",
-			name, vm.Annotations[derive.AnnotationPodUID], derive.PinnedNode(vm.Spec.Template.Spec.Affinity), vm.Status.PrintableStatus, vm.Status.Ready, vm.DeletionTimestamp != nil))
+			name, vm.Annotations[derive.AnnotationPodUID], testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity), vm.Status.PrintableStatus, vm.Status.Ready, vm.DeletionTimestamp != nil))
 	}
 	sort.Strings(s)
 	return strings.Join(s, "; ")

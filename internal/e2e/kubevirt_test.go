@@ -26,8 +26,8 @@ import (
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // A prototype that takes its size from a VirtualMachineClusterInstancetype
@@ -168,7 +168,7 @@ func TestStatusShowsKubeVirtsVMINode(t *testing.T) {
 		if err != nil || len(launchers.Items) != 1 {
 			t.Fatalf("launcher Pods of VMI %s: %d (%v), want 1", vmi.Name, len(launchers.Items), err)
 		}
-		node := derive.PinnedNode(vm.Spec.Template.Spec.Affinity)
+		node := testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity)
 		if vmi.Status.NodeName != node || launchers.Items[0].Spec.NodeName != node {
 			t.Errorf("VMI %s on %q, its launcher Pod on %q; want both on the pinned node %s", vmi.Name, vmi.Status.NodeName, launchers.Items[0].Spec.NodeName, node)
 		}

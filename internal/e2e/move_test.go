@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // moveAfter is the agents' --move-after in the move test: short, so the
@@ -95,7 +96,7 @@ func TestUnschedulableVMMovesUnderItsBudget(t *testing.T) {
 // when none is, any), its VM's name and the VM's node.
 func pairOn(pairs map[string]kubevirtv1.VirtualMachine, node string) (pod, vm, on string) {
 	for p, v := range pairs {
-		n := derive.PinnedNode(v.Spec.Template.Spec.Affinity)
+		n := testcluster.PinnedNode(v.Spec.Template.Spec.Affinity)
 		if pod == "" || n == node {
 			pod, vm, on = p, v.Name, n
 		}
@@ -150,7 +151,7 @@ func waitMoved(t *testing.T, ns, pod, to string) map[string]kubevirtv1.VirtualMa
 		var where []string
 		for _, vm := range vms {
 			p := derive.OriginOf(&vm).PodName
-			n := derive.PinnedNode(vm.Spec.Template.Spec.Affinity)
+			n := testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity)
 			where = append(where, fmt.Sprintf("%s on %s ready %v", vm.Name, n, vm.Status.Ready))
 			if _, ok := pods[p]; ok && p != pod && n == to && vm.Status.Ready {
 				pairs[p] = vm

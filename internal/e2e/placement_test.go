@@ -17,9 +17,9 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // Labels and taints the placement tests put on the shared cluster's nodes,
@@ -44,7 +44,7 @@ func TestPlacementNodeSelector(t *testing.T) {
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "4")
 	pairs := waitPaired(t, ns, "testvm", 4, placementWait)
 	for pod, vm := range pairs {
-		if node := derive.PinnedNode(vm.Spec.Template.Spec.Affinity); !slices.Contains(pool, node) {
+		if node := testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity); !slices.Contains(pool, node) {
 			t.Errorf("Pod %s and its VM run on %s, outside the prototype's nodes %v", pod, node, pool)
 		}
 	}
@@ -67,7 +67,7 @@ func TestPlacementTaintedDedicatedNodes(t *testing.T) {
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "2")
 	pairs := waitPaired(t, ns, "testvm", 2, placementWait)
 	for pod, vm := range pairs {
-		if node := derive.PinnedNode(vm.Spec.Template.Spec.Affinity); node != dedicated {
+		if node := testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity); node != dedicated {
 			t.Errorf("Pod %s and its VM run on %s, not on the dedicated node %s", pod, node, dedicated)
 		}
 	}
@@ -85,7 +85,7 @@ func TestPlacementChangedAfterScaffold(t *testing.T) {
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
 	pairs := waitPaired(t, ns, "testvm", 1, placementWait)
 	pod := firstKey(pairs)
-	podNode := derive.PinnedNode(pairs[pod].Spec.Template.Spec.Affinity)
+	podNode := testcluster.PinnedNode(pairs[pod].Spec.Template.Spec.Affinity)
 	poolNode := e.cluster.Nodes[0]
 	if poolNode == podNode {
 		poolNode = e.cluster.Nodes[1]
@@ -124,7 +124,7 @@ func TestPlacementChangedAfterScaffold(t *testing.T) {
 	}
 	pairs = waitPaired(t, ns, "testvm", 1, placementWait)
 	for p, vm := range pairs {
-		if node := derive.PinnedNode(vm.Spec.Template.Spec.Affinity); p == pod || node != poolNode {
+		if node := testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity); p == pod || node != poolNode {
 			t.Errorf("after the rollout Pod %s (was %s) and its VM run on %s, want a new Pod on %s", p, pod, node, poolNode)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // checkStep waits until the cluster settles after op (begun at began),
@@ -188,8 +189,8 @@ func (s *soak) pairProblem(proto string, p *corev1.Pod, vm *kubevirtv1.VirtualMa
 		return fmt.Sprintf("VM %s belongs to Pod uid %s, not %s", vm.Name, vm.Annotations[derive.AnnotationPodUID], p.UID)
 	case vm.DeletionTimestamp != nil:
 		return "VM " + vm.Name + " being deleted"
-	case derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != p.Spec.NodeName:
-		return fmt.Sprintf("VM %s pinned to %q, Pod on %s", vm.Name, derive.PinnedNode(vm.Spec.Template.Spec.Affinity), p.Spec.NodeName)
+	case testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) != p.Spec.NodeName:
+		return fmt.Sprintf("VM %s pinned to %q, Pod on %s", vm.Name, testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity), p.Spec.NodeName)
 	case !ownedBy(vm, p):
 		return fmt.Sprintf("VM %s not owned by the Pod: %v", vm.Name, vm.OwnerReferences)
 	case !vm.Status.Ready || vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // settle is the deadline for the cluster to converge after a change: pods
@@ -46,7 +47,7 @@ func TestDaemonSetOneVMPerNode(t *testing.T) {
 	pairs := waitPaired(t, ns, "testvm", nodes, settle)
 	onNode := map[string]string{}
 	for pod, vm := range pairs {
-		node := derive.PinnedNode(vm.Spec.Template.Spec.Affinity)
+		node := testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity)
 		if other, dup := onNode[node]; dup {
 			t.Errorf("node %s has the VMs of pods %s and %s", node, other, pod)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // originalDesign is the original vmctl design's Deployment, unchanged but
@@ -106,8 +107,8 @@ func TestOriginalDesignManifestOnTheRealNode(t *testing.T) {
 		if err != nil {
 			return false, fmt.Sprintf("pod %s phase %s: %v", pod.Name, pod.Status.Phase, err), nil
 		}
-		return vm.Annotations[derive.AnnotationPodUID] == string(pod.UID) && derive.PinnedNode(vm.Spec.Template.Spec.Affinity) == e.node.Name,
-			fmt.Sprintf("VM %s pod-uid %s node %s", vm.Name, vm.Annotations[derive.AnnotationPodUID], derive.PinnedNode(vm.Spec.Template.Spec.Affinity)), nil
+		return vm.Annotations[derive.AnnotationPodUID] == string(pod.UID) && testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) == e.node.Name,
+			fmt.Sprintf("VM %s pod-uid %s node %s", vm.Name, vm.Annotations[derive.AnnotationPodUID], testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity)), nil
 	})
 	// No VM named for the hostname: the name came from the file.
 	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(t.Context(), derive.Name("testvm", "not-the-pod-name"), metav1.GetOptions{}); err == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // waitPaired waits until the workload named instance has exactly want Ready
@@ -66,7 +67,7 @@ func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, wan
 			// The VM must run where its Pod runs: that is what the workload's
 			// placement means for the VMs. The Pod's readiness is the agent
 			// reporting the VM's, so status shows 1/1 once this returns.
-			if !ok || p.Spec.NodeName == "" || derive.PinnedNode(vm.Spec.Template.Spec.Affinity) != p.Spec.NodeName || !podReady(&p) {
+			if !ok || p.Spec.NodeName == "" || testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) != p.Spec.NodeName || !podReady(&p) {
 				unpaired = append(unpaired, p.Name)
 				continue
 			}
