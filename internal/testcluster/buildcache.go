@@ -84,12 +84,14 @@ type Command struct {
 // plane (client-go, k8s.io/api) comes from the Go build cache. The tools
 // module's go.sum is complete, so -mod=readonly; the checksum database lacks
 // k8s.io/kubernetes (GONOSUMDB), and VCS stamps would only make the build
-// depend on git.
-func BuildCommands(ctx context.Context, toolsDir, binDir string, cmds []Command, ldflags string) error {
+// depend on git. flags go to `go build` before the packages, such as
+// -modfile and -tags for a tools module that builds against more than one
+// go.mod.
+func BuildCommands(ctx context.Context, toolsDir, binDir string, cmds []Command, ldflags string, flags ...string) error {
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return fmt.Errorf("create the build directory: %w", err)
 	}
-	args := []string{"build", "-trimpath", "-ldflags", strings.TrimSpace("-s -w " + ldflags), "-o", binDir + string(filepath.Separator)}
+	args := append([]string{"build", "-trimpath", "-ldflags", strings.TrimSpace("-s -w " + ldflags), "-o", binDir + string(filepath.Separator)}, flags...)
 	for _, c := range cmds {
 		args = append(args, c.Pkg)
 	}

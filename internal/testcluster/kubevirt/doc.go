@@ -1,11 +1,13 @@
 // Package kubevirt runs KubeVirt's own control plane, the real virt-api and
-// virt-controller of KubeVirt Version, against a testcluster.Cluster for the
-// end-to-end tests and `make demo`, as virt-operator would install them:
+// virt-controller of a KubeVirt release, against a testcluster.Cluster for
+// the end-to-end tests and `make demo`, as virt-operator would install them:
 //
-//   - EnsureBinaries builds both commands from the tools module beside this
-//     package (internal/testcluster/kubevirt/tools) into
-//     <repo>/.cache/kubevirt once, and has KubeVirt's own functions print its
-//     CRDs, RBAC and webhook configurations there.
+//   - EnsureRelease builds both commands of a Release from the tools module
+//     beside this package (internal/testcluster/kubevirt/tools, whose go.mod
+//     files are the one place the versions are written) into
+//     <repo>/.cache/kubevirt/<version> once, and has KubeVirt's own functions
+//     print its CRDs, RBAC and webhook configurations there. EnsureBinaries
+//     is EnsureRelease of Newest.
 //   - The cluster installs the CRDs (testcluster.Options.CRDs).
 //   - Start installs the RBAC, runs each component as its own KubeVirt
 //     ServiceAccount, registers virt-api's validating and mutating webhooks

@@ -63,11 +63,6 @@ const (
 	HandlerUser    = "system:serviceaccount:" + Namespace + ":" + handlerServiceAccount
 )
 
-// DefaultLauncherImage is the virt-launcher image virt-controller puts in
-// launcher Pods unless Options.LauncherImage says otherwise. kwok's nodes
-// never pull it; a real node would need one it can run.
-const DefaultLauncherImage = "quay.io/kubevirt/virt-launcher:" + Version
-
 // tokenLifetime bounds the ServiceAccount tokens the components use; a
 // cluster kept up longer (vmctl-cluster up) would see them expire.
 const tokenLifetime = 7 * 24 * time.Hour
@@ -77,7 +72,8 @@ type Options struct {
 	// Binaries to run. The zero value means EnsureBinaries(ctx, "", Log).
 	Binaries Binaries
 	// LauncherImage is virt-controller's --launcher-image. Empty means
-	// DefaultLauncherImage.
+	// Binaries.LauncherImage: kwok's nodes never pull it; a real node would
+	// need one it can run.
 	LauncherImage string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
@@ -133,7 +129,7 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *KubeVi
 	}
 	launcherImage := opts.LauncherImage
 	if launcherImage == "" {
-		launcherImage = DefaultLauncherImage
+		launcherImage = bins.LauncherImage()
 	}
 	timeout := opts.Timeout
 	if timeout == 0 {
@@ -217,7 +213,7 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *KubeVi
 		return nil, err
 	}
 	k.StartupTime = time.Since(k.begin)
-	k.logf("virt-controller leading; KubeVirt %s up (launcher image %s)", Version, launcherImage)
+	k.logf("virt-controller leading; KubeVirt %s up (launcher image %s)", bins.Version, launcherImage)
 	return k, nil
 }
 

@@ -79,9 +79,9 @@ func TestKubeVirt(t *testing.T) {
 			t.Errorf("VMI phase %q on node %q, owners %+v; want Running on %s, controlled by the VM", vmi.Status.Phase, vmi.Status.NodeName, vmi.OwnerReferences, node)
 		}
 		pod := launcherPod(t, cs, ns, vmi.UID)
-		if !strings.HasPrefix(pod.Name, "virt-launcher-pinned-") || pod.Spec.NodeName != node || pod.Spec.Containers[0].Image != kubevirt.DefaultLauncherImage {
+		if !strings.HasPrefix(pod.Name, "virt-launcher-pinned-") || pod.Spec.NodeName != node || pod.Spec.Containers[0].Image != bins.LauncherImage() {
 			t.Errorf("launcher Pod %s on node %q with image %q; want virt-launcher-pinned-* on %s with %s",
-				pod.Name, pod.Spec.NodeName, pod.Spec.Containers[0].Image, node, kubevirt.DefaultLauncherImage)
+				pod.Name, pod.Spec.NodeName, pod.Spec.Containers[0].Image, node, bins.LauncherImage())
 		}
 	})
 

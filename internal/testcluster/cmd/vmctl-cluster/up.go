@@ -27,14 +27,14 @@ type UpOptions struct {
 }
 
 func newUpOptions(cmd *cobra.Command) *UpOptions {
-	return &UpOptions{Nodes: 3, LauncherImage: kubevirt.DefaultLauncherImage, Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
+	return &UpOptions{Nodes: 3, Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
 }
 
 func (o *UpOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&o.Nodes, "nodes", o.Nodes, "number of fake nodes")
 	cmd.Flags().StringVar(&o.Dir, "dir", o.Dir, "working directory for data, certificates and logs (default: a temporary directory, removed on exit)")
 	cmd.Flags().StringVar(&o.VmctlBinary, "vmctl-binary", o.VmctlBinary, "kubectl-vmctl binary the kubelet double runs in agent Pods (default: bin/kubectl-vmctl when built)")
-	cmd.Flags().StringVar(&o.LauncherImage, "launcher-image", o.LauncherImage, "virt-launcher image KubeVirt's virt-controller puts in launcher Pods (kwok's fake nodes never pull it)")
+	cmd.Flags().StringVar(&o.LauncherImage, "launcher-image", o.LauncherImage, "virt-launcher image KubeVirt's virt-controller puts in launcher Pods (kwok's fake nodes never pull it); empty means quay.io/kubevirt/virt-launcher of the KubeVirt version run")
 }
 
 func newCmdUp() *cobra.Command {
@@ -111,7 +111,7 @@ func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *t
 		"KubeVirt %s: the real virt-api (webhooks at %s) and virt-controller, up in %s\n"+
 		"kubeconfig: %s\n\n  export KUBECONFIG=%s\n\n",
 		c.StartupTime.Round(10*time.Millisecond), len(c.Nodes), c.Dir,
-		kubevirt.Version, kv.APIURL, kv.StartupTime.Round(10*time.Millisecond),
+		kv.Binaries.Version, kv.APIURL, kv.StartupTime.Round(10*time.Millisecond),
 		c.Kubeconfig, c.Kubeconfig)
 
 	// The doubles log to a file beside the components' logs, so their lines

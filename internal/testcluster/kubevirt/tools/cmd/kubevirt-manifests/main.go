@@ -9,6 +9,10 @@
 // The webhooks point at virt-api's Service, as virt-operator installs them;
 // the test harness (internal/testcluster/kubevirt) points them at virt-api on
 // loopback instead.
+//
+// It builds against the module's go.mod (the newest KubeVirt the harness
+// runs) and, with -tags kubevirt_v1_7, against kubevirt-v1.7.0.mod; the
+// functions whose signatures or lists differ live in kubevirt_v1_*.go.
 package main
 
 import (
@@ -49,7 +53,7 @@ func manifests(what string) ([]runtime.Object, error) {
 		var objs []runtime.Object
 		objs = append(objs, rbac.GetAllCluster()...)
 		objs = append(objs, rbac.GetAllApiServer(namespace)...)
-		objs = append(objs, rbac.GetAllController(namespace)...)
+		objs = append(objs, controllerRBAC(namespace)...)
 		objs = append(objs, rbac.GetAllHandler(namespace)...)
 		return objs, nil
 	case "webhooks":
@@ -62,21 +66,11 @@ func manifests(what string) ([]runtime.Object, error) {
 }
 
 // crds lists the KubeVirt CRD, which KubeVirt's install manifests create with
-// virt-operator, and then the same functions, in the same order, as
-// virt-operator's install.GenerateCurrentInstallStrategy.
+// virt-operator, and then the CRDs of virt-operator's
+// install.GenerateCurrentInstallStrategy, in its order.
 func crds() ([]runtime.Object, error) {
 	var objs []runtime.Object
-	for _, f := range []func() (*extv1.CustomResourceDefinition, error){
-		components.NewKubeVirtCrd,
-		components.NewVirtualMachineInstanceCrd, components.NewPresetCrd, components.NewReplicaSetCrd,
-		components.NewVirtualMachineCrd, components.NewVirtualMachineInstanceMigrationCrd,
-		components.NewVirtualMachineSnapshotCrd, components.NewVirtualMachineSnapshotContentCrd,
-		components.NewVirtualMachineRestoreCrd, components.NewVirtualMachineInstancetypeCrd,
-		components.NewVirtualMachineClusterInstancetypeCrd, components.NewVirtualMachinePoolCrd,
-		components.NewMigrationPolicyCrd, components.NewVirtualMachinePreferenceCrd,
-		components.NewVirtualMachineClusterPreferenceCrd, components.NewVirtualMachineExportCrd,
-		components.NewVirtualMachineCloneCrd,
-	} {
+	for _, f := range append([]func() (*extv1.CustomResourceDefinition, error){components.NewKubeVirtCrd}, installCRDs...) {
 		crd, err := f()
 		if err != nil {
 			return nil, err
