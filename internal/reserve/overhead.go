@@ -8,8 +8,9 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
-// memoryOverhead mirrors GetMemoryOverhead
-// (pkg/virt-controller/services/renderresources.go), plus the network
+// memoryOverhead mirrors GetMemoryOverhead (v1.7:
+// pkg/virt-controller/services/renderresources.go; v1.8:
+// pkg/hypervisor/kvm/hypervisorbackend.go), plus the network
 // binding plugins' compute overhead that VMIResourcePredicates adds to it
 // (netbinding.MemoryCalculator): what virt-controller adds to the guest's
 // memory for QEMU, libvirt and KubeVirt's own processes.
@@ -66,6 +67,11 @@ func memoryOverhead(vmi *kubevirtv1.VirtualMachineInstance, c config) resource.Q
 	}
 	if isDedicated(vmi) || vmi.WantsToHaveQOSGuaranteed() {
 		overhead.Add(resource.MustParse("100Mi"))
+	}
+	// memory.reservedOverhead is v1.8's: v1.7's CRD prunes it, so a VM
+	// read from a v1.7 cluster never has it.
+	if m := domain.Memory; m != nil && m.ReservedOverhead != nil && m.ReservedOverhead.AddedOverhead != nil {
+		overhead.Add(*m.ReservedOverhead.AddedOverhead)
 	}
 	if r := c.overheadRatio; r != nil && *r != "" {
 		// An unparsable ratio is ignored, as KubeVirt does (its webhook

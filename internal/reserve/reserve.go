@@ -3,15 +3,17 @@
 // makes for it, so that an agent Pod can hold that room on its node before
 // the VM exists. It is pure: no clients, no clock.
 //
-// The rule mirrors KubeVirt v1.7.0, function by function, without importing
-// it: how the VM controller makes the VMI (and applies the instancetype and
+// The rule mirrors KubeVirt v1.7.0 and v1.8.0, function by function, without
+// importing it: how the VM controller makes the VMI (and applies the instancetype and
 // preference), what virt-api's mutating webhook defaults, and what
 // virt-controller's TemplateService renders (the compute container's
 // requests, its memory overhead, and the support containers). Each function
-// names the KubeVirt function it mirrors. The e2e test
-// TestLauncherReservationMatchesKubeVirt holds it to the real virt-controller:
-// for every VM of its matrix the figures are equal, to the byte and the
-// millicore, so the rule states no error bound.
+// names the KubeVirt function it mirrors. The two releases render the same
+// launcher Pod but for v1.8's memory.reservedOverhead, a field v1.7's CRD
+// prunes, so one rule serves both. The e2e test
+// TestLauncherReservationMatchesKubeVirt holds it to the real virt-controller
+// of each: for every VM of its matrix the figures are equal, to the byte and
+// the millicore, so the rule states no error bound.
 //
 // What the rule does not see, and where it may then differ from KubeVirt:
 // VirtualMachineInstancePresets (deprecated) that virt-api applies to the

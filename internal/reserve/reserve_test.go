@@ -20,7 +20,7 @@ const (
 	Gi = Mi << 10
 )
 
-// Memory that recurs in the expected figures (KubeVirt v1.7.0, amd64, no
+// Memory that recurs in the expected figures (KubeVirt v1.7.0 and v1.8.0, amd64, no
 // KubeVirt CR):
 //   - fixed: virt-launcher-monitor 25Mi + virt-launcher 100Mi + virtlogd
 //     25Mi + virtqemud 40Mi + QEMU 30Mi = 220Mi, plus 8Mi for the IOThread
@@ -126,6 +126,13 @@ func TestLauncher(t *testing.T) {
 			vm.Spec.Template.Spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("768Mi")}
 		},
 		cpu: 2000 + guarantC, mem: 768*Mi + fixed + 2*perVCPU + vga + qosExtra + guarantM,
+	}, {
+		// memory.reservedOverhead.addedOverhead (KubeVirt v1.8) joins the
+		// overhead.
+		name: "reserved overhead", vm: func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Memory.ReservedOverhead = &kubevirtv1.ReservedOverhead{AddedOverhead: ptr.To(resource.MustParse("300Mi"))}
+		},
+		cpu: 100 + supportC, mem: 256*Mi + oneVCPUOH + 300*Mi + supportM,
 	}, {
 		// overcommitGuestOverhead: the request alone.
 		name: "overcommit guest overhead", vm: func(vm *kubevirtv1.VirtualMachine) {
