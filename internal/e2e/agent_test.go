@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 func TestAgentRecreatesExternallyDeletedVM(t *testing.T) {
@@ -155,16 +156,23 @@ func TestAgentRefusesVMItDidNotMake(t *testing.T) {
 // mutating webhook may add its defaults; TestDiffIgnoresKubeVirtDefaults
 // checks that diff does not take those for drift.
 func TestDerivedVMsSurviveKubeVirtSchema(t *testing.T) {
-	ns := namespace(t)
+	eachKubeVirt(t, derivedVMsSurviveKubeVirtSchema)
+}
+
+func derivedVMsSurviveKubeVirtSchema(t *testing.T, k kubeVirtEnv) {
+	ns := testcluster.Namespace(t, k.kube, nil)
 	for _, file := range []string{"testvm.yaml", "datavolume-vm.yaml", "shared-pvc-vm.yaml"} {
 		t.Run(file, func(t *testing.T) {
-			proto := createPrototype(t, ns, file)
-			pod := derive.Pod{Name: "vmctl-" + proto.Name + "-7d9f8b-x2x9z", Namespace: ns, UID: types.UID("0b5d5c4e-5c84-4bd6-9c3b-0f0e4d7b7d21"), Node: e.cluster.Nodes[0]}
+			proto, err := k.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), readPrototype(t, file, nil), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create prototype %s: %v", file, err)
+			}
+			pod := derive.Pod{Name: "vmctl-" + proto.Name + "-7d9f8b-x2x9z", Namespace: ns, UID: types.UID("0b5d5c4e-5c84-4bd6-9c3b-0f0e4d7b7d21"), Node: k.nodes[0]}
 			want, err := derive.VM(proto, pod, derive.Options{AllowSharedVolumes: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), want, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			got, err := k.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), want, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			if err != nil {
 				t.Fatalf("the API server rejects the derived VM: %v", err)
 			}

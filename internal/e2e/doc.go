@@ -6,4 +6,8 @@
 // agent Pods on kwok's many nodes (package doubles). The agent image on a
 // real kubelet is tested in internal/e2e/realnode. They need the build tag
 // `e2e`.
+//
+// The shared cluster runs the newest KubeVirt the harness builds;
+// VMCTL_KUBEVIRT=v1.7.0 runs every test on that release instead. The tests
+// that hold vmctl to KubeVirt's own rules run on every release (eachKubeVirt).
 package e2e

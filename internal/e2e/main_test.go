@@ -54,7 +54,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build the control plane:", err)
 		return 2
 	}
-	kvBins, err := kvharness.EnsureBinaries(ctx, "", os.Stderr)
+	release := kvharness.Newest
+	if v := os.Getenv("VMCTL_KUBEVIRT"); v != "" {
+		if release, err = kvharness.ReleaseOf(v); err != nil {
+			fmt.Fprintln(os.Stderr, "VMCTL_KUBEVIRT:", err)
+			return 2
+		}
+	}
+	kvBins, err := kvharness.EnsureRelease(ctx, release, "", os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build KubeVirt:", err)
 		return 2
@@ -78,7 +85,7 @@ func run(m *testing.M) int {
 		return 2
 	}
 	fmt.Fprintf(os.Stderr, "e2e: control plane up in %s, KubeVirt %s's virt-api and virt-controller in %s more; kubeconfig %s\n",
-		c.StartupTime.Round(time.Millisecond), kvharness.Version, kv.StartupTime.Round(time.Millisecond), c.Kubeconfig)
+		c.StartupTime.Round(time.Millisecond), kv.Binaries.Version, kv.StartupTime.Round(time.Millisecond), c.Kubeconfig)
 
 	logFile, err := os.Create(filepath.Join(c.Dir, "doubles.log"))
 	if err != nil {
@@ -107,6 +114,7 @@ func run(m *testing.M) int {
 	go func() { running <- e.kubelet.Run(ctx) }()
 
 	code := m.Run()
+	stopOldest()
 	cancel()
 	for range 2 {
 		if err := <-running; err != nil {

@@ -19,9 +19,11 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
+	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // TestLauncherReservationMatchesKubeVirt holds reserve.Launcher to KubeVirt:
@@ -35,9 +37,13 @@ import (
 // annotations of GetConfigFromKubeVirtCR(), which is nil) and the VM
 // controller never gets it created. The unit tests cover that rule.
 func TestLauncherReservationMatchesKubeVirt(t *testing.T) {
-	ns := namespace(t)
+	eachKubeVirt(t, launcherReservationMatches)
+}
+
+func launcherReservationMatches(t *testing.T, k kubeVirtEnv) {
+	ns := testcluster.Namespace(t, k.kube, nil)
 	ctx := context.Background()
-	createSizes(t, ns)
+	createSizes(t, k.virt, ns)
 
 	cases := []struct {
 		name   string
@@ -71,6 +77,9 @@ func TestLauncherReservationMatchesKubeVirt(t *testing.T) {
 			memOf(vm).Guest = nil
 			cpuOf(vm).Cores = 0
 			domainOf(vm).Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse("2"), corev1.ResourceMemory: apiresource.MustParse("768Mi")}
+		}},
+		{"reserved-overhead", func(vm *kubevirtv1.VirtualMachine) {
+			memOf(vm).ReservedOverhead = &kubevirtv1.ReservedOverhead{AddedOverhead: ptr.To(apiresource.MustParse("300Mi"))}
 		}},
 		{"overcommit-guest-overhead", func(vm *kubevirtv1.VirtualMachine) {
 			memOf(vm).Guest = nil
@@ -117,7 +126,7 @@ func TestLauncherReservationMatchesKubeVirt(t *testing.T) {
 		}},
 	}
 
-	vms := e.virt.KubevirtV1().VirtualMachines(ns)
+	vms := k.virt.KubevirtV1().VirtualMachines(ns)
 	for _, c := range cases {
 		vm := reserveVM(c.name)
 		c.change(vm)
@@ -131,8 +140,8 @@ func TestLauncherReservationMatchesKubeVirt(t *testing.T) {
 		}
 	})
 
-	pods := waitLaunchers(t, ns, len(cases), 2*time.Minute)
-	clients := kube.Clients{Kube: e.kube, KubeVirt: e.virt}
+	pods := waitLaunchers(t, k, ns, len(cases), 2*time.Minute)
+	clients := kube.Clients{Kube: k.kube, KubeVirt: k.virt}
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-26s %12s %12s %16s %16s\n", "case", "kubevirt cpu", "ours cpu", "kubevirt memory", "ours memory")
 	for _, c := range cases {
@@ -171,10 +180,10 @@ func TestLauncherReservationMatchesKubeVirt(t *testing.T) {
 
 // createSizes makes the instancetypes and preferences the cases refer to:
 // a cluster-wide pair named after ns, and namespaced ones in ns.
-func createSizes(t *testing.T, ns string) {
+func createSizes(t *testing.T, virt kubevirt.Interface, ns string) {
 	t.Helper()
 	ctx := context.Background()
-	it := e.virt.InstancetypeV1beta1()
+	it := virt.InstancetypeV1beta1()
 	cit, err := it.VirtualMachineClusterInstancetypes().Create(ctx, &instancetypev1beta1.VirtualMachineClusterInstancetype{
 		ObjectMeta: metav1.ObjectMeta{Name: ns},
 		Spec: instancetypev1beta1.VirtualMachineInstancetypeSpec{
@@ -279,12 +288,12 @@ func withSize(vm *kubevirtv1.VirtualMachine, itKind, itName, prefKind, prefName 
 
 // waitLaunchers watches the virt-launcher Pods of ns until there are want of
 // them, and returns them by VM name.
-func waitLaunchers(t *testing.T, ns string, want int, timeout time.Duration) map[string]*corev1.Pod {
+func waitLaunchers(t *testing.T, k kubeVirtEnv, ns string, want int, timeout time.Duration) map[string]*corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	selector := kubevirtv1.AppLabel + "=virt-launcher"
-	lw := cache.NewFilteredListWatchFromClient(e.kube.CoreV1().RESTClient(), "pods", ns,
+	lw := cache.NewFilteredListWatchFromClient(k.kube.CoreV1().RESTClient(), "pods", ns,
 		func(opts *metav1.ListOptions) { opts.LabelSelector = selector })
 	pods := map[string]*corev1.Pod{}
 	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
@@ -294,14 +303,14 @@ func waitLaunchers(t *testing.T, ns string, want int, timeout time.Duration) map
 		return len(pods) >= want, nil
 	})
 	if err != nil {
-		t.Fatalf("virt-launcher Pods in %s: %d of %d within %s: %v; VMs' states: %s", ns, len(pods), want, timeout, err, vmStates(ns))
+		t.Fatalf("virt-launcher Pods in %s: %d of %d within %s: %v; VMs' states: %s", ns, len(pods), want, timeout, err, vmStates(k.virt, ns))
 	}
 	return pods
 }
 
 // vmStates says, for a failure message, what each VM of ns reports.
-func vmStates(ns string) string {
-	list, err := e.virt.KubevirtV1().VirtualMachines(ns).List(context.Background(), metav1.ListOptions{})
+func vmStates(virt kubevirt.Interface, ns string) string {
+	list, err := virt.KubevirtV1().VirtualMachines(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return err.Error()
 	}
