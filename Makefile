@@ -99,7 +99,7 @@ lint:
 release-check:
 	hack/release-check.sh
 
-## demo: a local control plane with 3 fake nodes, KubeVirt v1.7.0's real virt-api and virt-controller, and kubectl-vmctl's agents; Ctrl-C stops it
+## demo: a local control plane with 3 fake nodes, KubeVirt v1.8.0's real virt-api and virt-controller, and kubectl-vmctl's agents; Ctrl-C stops it
 # kubectl-vmctl and the harness (bin/vmctl-cluster) share most packages: one
 # build with the same flags compiles them once. The harness, not `go run`,
 # answers Ctrl-C: on a terminal it takes the Ctrl-C for itself, so make
