@@ -68,8 +68,9 @@ func memoryOverhead(vmi *kubevirtv1.VirtualMachineInstance, c config) resource.Q
 	if isDedicated(vmi) || vmi.WantsToHaveQOSGuaranteed() {
 		overhead.Add(resource.MustParse("100Mi"))
 	}
-	// memory.reservedOverhead is v1.8's: v1.7's CRD prunes it, so a VM
-	// read from a v1.7 cluster never has it.
+	// memory.reservedOverhead is v1.8's, behind the alpha feature gate
+	// ReservedOverheadMemlock: v1.7's CRD prunes it, so a VM read from a
+	// v1.7 cluster never has it.
 	if m := domain.Memory; m != nil && m.ReservedOverhead != nil && m.ReservedOverhead.AddedOverhead != nil {
 		overhead.Add(*m.ReservedOverhead.AddedOverhead)
 	}
