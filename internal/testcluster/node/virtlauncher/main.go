@@ -8,9 +8,11 @@
 // binary that tells what to be by the name it runs as, at the paths where the
 // launcher Pod's containers run them:
 //
-//   - /usr/bin/cp SOURCE TARGET (the init container "container-disk-binary")
-//     copies SOURCE to TARGET, as coreutils' cp does: the launcher image's
-//     /usr/bin/container-disk into the Pod's shared bin volume.
+//   - /usr/bin/cp [--preserve=all] SOURCE TARGET (the init container
+//     "container-disk-binary") copies SOURCE to TARGET, as coreutils' cp
+//     does: the launcher image's /usr/bin/container-disk into the Pod's
+//     shared bin volume. KubeVirt v1.8 passes --preserve=all, v1.7 nothing;
+//     with it, TARGET keeps SOURCE's modification time too.
 //   - /usr/bin/container-disk (each containerDisk volume's init container
 //     and container, run from that volume, so from this binary) does what
 //     KubeVirt's container-disk (cmd/container-disk-v2alpha) does: --no-op
@@ -59,10 +61,14 @@ func run(name string, args []string) error {
 	}
 	switch name {
 	case "cp":
-		if len(args) != 2 {
-			return fmt.Errorf("want SOURCE TARGET, got %q", args)
+		preserve := len(args) == 3 && args[0] == "--preserve=all"
+		if preserve {
+			args = args[1:]
 		}
-		return copyFile(args[0], args[1])
+		if len(args) != 2 {
+			return fmt.Errorf("want [--preserve=all] SOURCE TARGET, got %q", args)
+		}
+		return copyFile(args[0], args[1], preserve)
 	case "container-disk":
 		switch {
 		case len(args) == 1 && args[0] == "--no-op":
@@ -78,8 +84,11 @@ func run(name string, args []string) error {
 	return fmt.Errorf("not a program this stand-in plays (cp, container-disk, virt-launcher-monitor, virt-tail)")
 }
 
-// copyFile copies source's content to target, executable as the source is.
-func copyFile(source, target string) error {
+// copyFile copies source's content to target, executable as the source is,
+// and with preserve as old as the source. Ownership it leaves alone: the
+// launcher's init container runs as non-root, where coreutils' cp keeps the
+// copier's too.
+func copyFile(source, target string, preserve bool) error {
 	in, err := os.Open(source)
 	if err != nil {
 		return err
@@ -97,7 +106,13 @@ func copyFile(source, target string) error {
 		_ = out.Close()
 		return err
 	}
-	return out.Close()
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if preserve {
+		return os.Chtimes(target, info.ModTime(), info.ModTime())
+	}
+	return nil
 }
 
 // serveSocket listens on the unix socket path until wait returns; closing

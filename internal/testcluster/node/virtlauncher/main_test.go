@@ -87,6 +87,30 @@ func TestCpCopiesTheFile(t *testing.T) {
 	}
 }
 
+// TestCpPreserveAll is KubeVirt v1.8's call: the copy keeps the source's
+// modification time.
+func TestCpPreserveAll(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "container-disk"), filepath.Join(dir, "copy")
+	if err := os.WriteFile(src, []byte("program"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(src, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("cp", []string{"--preserve=all", src, dst}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "program" || info.Mode().Perm() != 0o755 || !info.ModTime().Equal(old) {
+		t.Errorf("copy holds %q mode %v modified %v, want %q mode 0755 modified %v", b, info.Mode().Perm(), info.ModTime(), "program", old)
+	}
+}
+
 func TestContainerDiskListensUntilSIGTERM(t *testing.T) {
 	// As the launcher Pod has it: the volume is mounted at the path's parent,
 	// which the container may still have to create.
@@ -119,7 +143,8 @@ func TestRefuses(t *testing.T) {
 		want string
 	}{
 		{"container-disk", nil, "want --no-op or --copy-path PATH"},
-		{"cp", []string{"one"}, "want SOURCE TARGET"},
+		{"cp", []string{"one"}, "want [--preserve=all] SOURCE TARGET"},
+		{"cp", []string{"--recursive", "one", "two"}, "want [--preserve=all] SOURCE TARGET"},
 		{"virt-launcher", nil, "not a program this stand-in plays"},
 	} {
 		if err := run(tc.name, tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
