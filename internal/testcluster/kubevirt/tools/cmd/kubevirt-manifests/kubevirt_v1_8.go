@@ -10,18 +10,10 @@ import (
 	"kubevirt.io/kubevirt/pkg/virt-operator/resource/generate/rbac"
 )
 
-// installCRDs are v1.8.0's install.GenerateCurrentInstallStrategy CRDs: v1.7.0's
-// and the backup CRDs.
-var installCRDs = []func() (*extv1.CustomResourceDefinition, error){
-	components.NewVirtualMachineInstanceCrd, components.NewPresetCrd, components.NewReplicaSetCrd,
-	components.NewVirtualMachineCrd, components.NewVirtualMachineInstanceMigrationCrd,
-	components.NewVirtualMachineSnapshotCrd, components.NewVirtualMachineSnapshotContentCrd,
-	components.NewVirtualMachineRestoreCrd, components.NewVirtualMachineInstancetypeCrd,
-	components.NewVirtualMachineClusterInstancetypeCrd, components.NewVirtualMachinePoolCrd,
-	components.NewMigrationPolicyCrd, components.NewVirtualMachinePreferenceCrd,
-	components.NewVirtualMachineClusterPreferenceCrd, components.NewVirtualMachineExportCrd,
-	components.NewVirtualMachineCloneCrd, components.NewVirtualMachineBackupCrd,
-	components.NewVirtualMachineBackupTrackerCrd,
+// releaseCRDs are v1.8.0's install strategy CRDs beyond installCRDs: the
+// backup CRDs.
+var releaseCRDs = []func() (*extv1.CustomResourceDefinition, error){
+	components.NewVirtualMachineBackupCrd, components.NewVirtualMachineBackupTrackerCrd,
 }
 
 // controllerRBAC is virt-controller's RBAC as a default install has it:

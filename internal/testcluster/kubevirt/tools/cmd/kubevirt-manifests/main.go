@@ -67,10 +67,12 @@ func manifests(what string) ([]runtime.Object, error) {
 
 // crds lists the KubeVirt CRD, which KubeVirt's install manifests create with
 // virt-operator, and then the CRDs of virt-operator's
-// install.GenerateCurrentInstallStrategy, in its order.
+// install.GenerateCurrentInstallStrategy, in its order: those every release
+// has, then the release's own.
 func crds() ([]runtime.Object, error) {
 	var objs []runtime.Object
-	for _, f := range append([]func() (*extv1.CustomResourceDefinition, error){components.NewKubeVirtCrd}, installCRDs...) {
+	all := append([]func() (*extv1.CustomResourceDefinition, error){components.NewKubeVirtCrd}, installCRDs...)
+	for _, f := range append(all, releaseCRDs...) {
 		crd, err := f()
 		if err != nil {
 			return nil, err
@@ -78,6 +80,19 @@ func crds() ([]runtime.Object, error) {
 		objs = append(objs, crd)
 	}
 	return objs, nil
+}
+
+// installCRDs are the install strategy's CRDs in every release the module
+// builds (v1.7.0 and later).
+var installCRDs = []func() (*extv1.CustomResourceDefinition, error){
+	components.NewVirtualMachineInstanceCrd, components.NewPresetCrd, components.NewReplicaSetCrd,
+	components.NewVirtualMachineCrd, components.NewVirtualMachineInstanceMigrationCrd,
+	components.NewVirtualMachineSnapshotCrd, components.NewVirtualMachineSnapshotContentCrd,
+	components.NewVirtualMachineRestoreCrd, components.NewVirtualMachineInstancetypeCrd,
+	components.NewVirtualMachineClusterInstancetypeCrd, components.NewVirtualMachinePoolCrd,
+	components.NewMigrationPolicyCrd, components.NewVirtualMachinePreferenceCrd,
+	components.NewVirtualMachineClusterPreferenceCrd, components.NewVirtualMachineExportCrd,
+	components.NewVirtualMachineCloneCrd,
 }
 
 func printYAML(objs []runtime.Object) error {
