@@ -17,7 +17,7 @@ import (
 func contextNamespace(f kube.Factory) (string, error) {
 	ns, _, err := f.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return "", fmt.Errorf("read the kubeconfig for the namespace: %w; check --kubeconfig and --context (`kubectl config get-contexts` lists them), or pass -n NAMESPACE", err)
+		return "", fmt.Errorf("read the kubeconfig for the namespace: %w; check --kubeconfig and --context (`kubectl config get-contexts` lists them)", err)
 	}
 	if ns == "" {
 		ns = "default"
@@ -31,7 +31,11 @@ func flagOrContextNamespace(f kube.Factory, cmd *cobra.Command) (string, error) 
 	if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
 		return ns, nil
 	}
-	return contextNamespace(f)
+	ns, err := contextNamespace(f)
+	if err != nil {
+		return "", fmt.Errorf("%w, or pass -n NAMESPACE", err)
+	}
+	return ns, nil
 }
 
 // scopeNamespace resolves -n and -A: "" for all namespaces, else

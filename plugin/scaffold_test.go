@@ -102,6 +102,32 @@ func TestScaffoldNeedsNoCluster(t *testing.T) {
 	}
 }
 
+// A broken kubeconfig: scaffold, which -n frees from it, says so; status,
+// which needs the cluster anyway, does not.
+func TestBrokenKubeconfigAdvice(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(bad, []byte("garbage: ["), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args   []string
+		wantN  bool
+		reason string
+	}{
+		{[]string{"scaffold", "ds", "testvm"}, true, "-n frees scaffold from the kubeconfig"},
+		{[]string{"status", "-n", "vms"}, false, "status needs the kubeconfig even with -n"},
+	} {
+		streams, _, _, errOut := genericiooptions.NewTestIOStreams()
+		root := NewCmdVmctl(streams)
+		root.SetArgs(append(tc.args, "--kubeconfig", bad))
+		code := Execute(root, streams)
+		msg := errOut.String()
+		if code == 0 || !strings.Contains(msg, "check --kubeconfig and --context") || strings.Contains(msg, "pass -n NAMESPACE") != tc.wantN {
+			t.Errorf("%v: exit %d, stderr %q; want an error that checks --kubeconfig, advising -n: %v (%s)", tc.args, code, msg, tc.wantN, tc.reason)
+		}
+	}
+}
+
 func TestScaffoldGolden(t *testing.T) {
 	tests := []struct {
 		golden string
