@@ -281,8 +281,13 @@ func killCgroupProcesses() error {
 }
 
 // killByExe SIGKILLs the processes running exe (the node's containerd shims,
-// which outlive containerd by design) and waits for them to go.
+// which outlive containerd by design) and waits for them to go. The kernel
+// names a process's executable by its resolved path, so exe is resolved too:
+// a cache reached through a symlink would otherwise match nothing.
 func killByExe(exe string) error {
+	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = resolved
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var pids []int
