@@ -1,12 +1,11 @@
 # kubectl-vmctl. `make demo` runs it on a local control plane; `make test` runs
 # every test. Both build only what they run, and each build step says what it
 # builds and how long it takes the first time. A first `make demo` in a fresh
-# clone with empty Go caches took 12m3s on a quiet 2-core machine until its
-# VMs were Ready: kubectl-vmctl and the demo's harness 2m50s, the control
-# plane 5m28s, KubeVirt 3m20s (modules from the Go module proxy included),
-# the start and the walkthrough 25 s; later runs reuse the builds and are up
-# in a minute.
-
+# clone with empty Go caches took 13m25s and 14m46s on a quiet 2-core machine
+# until its VMs were Ready: kubectl-vmctl and the demo's harness about 3m20s,
+# the control plane 6-7 minutes, KubeVirt v1.8.0 3m34s to 4m11s (modules from
+# the Go module proxy included), the start and the walkthrough 30 s; later
+# runs reuse the builds and are up in a minute.
 SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
