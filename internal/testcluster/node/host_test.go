@@ -21,15 +21,15 @@ func TestKillByExeFollowsSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real := filepath.Join(t.TempDir(), "bin")
-	if err := os.Mkdir(real, 0o755); err != nil {
+	dir := filepath.Join(t.TempDir(), "bin")
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(real, "shim"), data, 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "shim"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	link := filepath.Join(t.TempDir(), "cache")
-	if err := os.Symlink(real, link); err != nil {
+	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(link, "shim"), "300")
@@ -44,7 +44,8 @@ func TestKillByExeFollowsSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-exited:
+	case err := <-exited:
+		t.Logf("the process ended: %v", err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the process started through the symlink still runs after killByExe")
 	}
