@@ -20,13 +20,17 @@ func TestREADMETroubleshooting(t *testing.T) {
 		t.Fatal("README.md has no Troubleshooting section")
 	}
 	table, _, _ = strings.Cut(table, "\n## ")
-	for _, p := range append([]string{
+	problems := []string{
 		ProblemVMMissing, ProblemOtherNode, ProblemPodGone, ProblemPodReplaced, ProblemProtoMissing,
 		ProblemEvacuating, ProblemHeldByDrain, ProblemPlacementChanged,
 		strings.TrimSuffix(problemNotReadyFmt, "%s"),
 		strings.TrimSuffix(problemOlderProtoFmt, "(%d < %d)"),
 		strings.TrimSuffix(problemReservationFmt, "%s, its VM needs %s"),
-	}, stuck.Prefixes...) {
+	}
+	for _, s := range stuck.States() {
+		problems = append(problems, s.Prefix)
+	}
+	for _, p := range problems {
 		if !strings.Contains(table, "\n| "+p) {
 			t.Errorf("README.md's troubleshooting table has no row for %q", p)
 		}
