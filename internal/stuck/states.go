@@ -23,7 +23,7 @@ type State struct {
 func States() []State {
 	return []State{{
 		Reason: ReasonUnschedulable, Prefix: Unschedulable,
-		Short: "the VM does not fit on its Pod's node (the scheduler's reason follows)",
+		Short: "it does not fit on its Pod's node",
 		Help: "the VM's launcher Pod does not fit on the agent Pod's node, the only one the VM may run on; kube-scheduler's reason follows the colon. " +
 			"A Deployment's or StatefulSet's agent evicts its own Pod after `--move-after` (5m) as the PodDisruptionBudget allows (Events `MovingVM`, `MoveBlocked`), " +
 			"and the new Pod goes where the VM fits ([moves](docs/reservation.md#when-the-vm-cannot-run-on-its-node)); for a DaemonSet's, free room on the node. `kubectl describe vmi <vm>`",
@@ -34,7 +34,7 @@ func States() []State {
 			"create it, or fix the prototype and `kubectl vmctl rollout restart PROTOTYPE`; `kubectl describe vmi <vm>`",
 	}, {
 		Reason: ReasonDataVolume, Prefix: DataVolumeCreate,
-		Short: "the API server refused its DataVolume (is CDI installed?)",
+		Short: "the API server refused it (is CDI installed?)",
 		Help: "the API server refused the DataVolume of the prototype's `dataVolumeTemplates` " +
 			"(the cause follows; \"the server could not find the requested resource\" means CDI is not installed): install CDI or drop the template. " +
 			"There is no VMI yet: `kubectl describe vm <vm>` shows the `FailedDataVolumeCreate` Event",
@@ -59,11 +59,11 @@ func States() []State {
 			"`kubectl describe vmi <vm>`, `kubectl describe quota -n <namespace>`",
 	}, {
 		Reason: ReasonStartFailed, Prefix: StartFailed,
-		Short: "virt-controller could not start it, and says why",
+		Short: "virt-controller says why it cannot start it",
 		Help:  "virt-controller could not start the VM (the cause follows): `kubectl describe vm <vm>`",
 	}, {
 		Reason: ReasonStopped, Prefix: Stopped,
-		Short: "someone stopped it; virtctl start starts it again",
+		Short: "someone stopped it: virtctl start <vm>",
 		Help: "someone stopped the VM (`virtctl stop` sets runStrategy Halted; `kubectl describe vm <vm>` shows it); " +
 			"the agent does not undo that, and its Pod stays not ready: `virtctl start <vm>` " +
 			"(or `kubectl patch vm <vm> --type merge -p '{\"spec\":{\"runStrategy\":\"Always\"}}'`), " +
