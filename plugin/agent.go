@@ -90,7 +90,9 @@ VM if someone deletes it, and deletes it when the Pod gets SIGTERM.
 It learns who it is from the downward API: POD_NAME, POD_NAMESPACE, NODE_NAME
 and POD_UID (the Pod's name also from /etc/podinfo/name, the downward-API file
 of the original vmctl manifests). Without NODE_NAME or POD_UID it GETs its Pod
-once. /metrics on the probe address serves Prometheus metrics.`,
+once. /metrics on the probe address serves Prometheus metrics.
+
+` + stuckReasonsHelp(),
 		Example: `  # The container's entrypoint, with args: ["testvm"]
   kubectl-vmctl agent testvm
 

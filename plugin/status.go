@@ -89,27 +89,10 @@ func newCmdStatus(f kube.Factory, o *StatusOptions) *cobra.Command {
 		DisableFlagsInUseLine: true,
 		Short:                 "Show agent Pods with their derived VMs, and what is wrong",
 		Long: `Show each vmctl agent Pod with its derived VirtualMachine, the VM's status and
-the node its instance runs on, and name what is wrong:
+the node its instance runs on, and name what is wrong (where KubeVirt says
+why, its cause follows a colon):
 
-  VM missing                     the Pod runs (for 15s or more) but has no VM
-  VM on another node             the VM's instance runs elsewhere than its Pod
-  VM cannot be scheduled on its node: Insufficient memory
-                                 KubeVirt cannot start the VM, and says why (also:
-                                 PVC missing, DataVolume, image pull, crash loop,
-                                 launcher Pod refused, stopped by hand)
-  VM not ready for 6m            starting, and not ready for --not-ready-grace
-  orphaned VM (pod gone)         the VM outlived its Pod (see kubectl vmctl gc)
-  orphaned VM (pod replaced)     a new Pod of that name exists; it will not adopt the VM
-  VM from older prototype generation (3 < 5)
-                                 the prototype changed since the VM was derived
-  Pod placed by an older prototype placement
-                                 the Pod's template places it by older rules
-  Pod reserves cpu=106m,memory=559Mi, its VM needs cpu=106m,memory=815Mi
-                                 the Pod's template holds another size than its
-                                 VM's launcher Pod asks for (a template rolled
-                                 back): kubectl vmctl rollout restart PROTOTYPE
-  prototype missing              the VM's prototype no longer exists
-
+` + problemHelp(status.Docs()) + `
 A VM is paired with the Pod it records (namespace, name and UID), so an agent
 run in a Pod without scaffold's labels (say, started by hand) is not taken
 for gone.

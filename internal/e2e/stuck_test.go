@@ -197,12 +197,12 @@ func runTroubleshooting(t *testing.T, ns, vm, problem string) {
 		t.Fatal(err)
 	}
 	var line string
-	for _, prefix := range stuck.Prefixes {
-		if !strings.HasPrefix(problem, prefix) {
+	for _, s := range stuck.States() {
+		if !strings.HasPrefix(problem, s.Prefix) {
 			continue
 		}
 		for l := range strings.SplitSeq(string(readme), "\n") {
-			if strings.HasPrefix(l, "| "+prefix+" |") {
+			if strings.HasPrefix(l, "| "+s.Prefix+" |") {
 				line = l
 			}
 		}

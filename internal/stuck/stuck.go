@@ -37,8 +37,8 @@ const (
 	ReasonStopped         = "VMStopped"
 )
 
-// What each problem's message starts with: the troubleshooting table has a
-// row for each.
+// What each problem's message starts with: States gives each its
+// troubleshooting row.
 const (
 	Unschedulable    = "VM cannot be scheduled on its node"
 	PVCNotFound      = "VM's PVC is missing"
@@ -50,12 +50,6 @@ const (
 	StartFailed      = "VM cannot start"
 	Stopped          = "VM stopped"
 )
-
-// Prefixes lists every problem's leading words, in the order Of tries them.
-var Prefixes = []string{
-	Stopped, Unschedulable, PVCNotFound, DataVolumeFailed, DataVolumeCreate,
-	ImagePull, CrashLoop, LauncherRefused, StartFailed,
-}
 
 // condition types virt-controller copies onto the VM from its VMI.
 const (

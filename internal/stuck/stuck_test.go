@@ -16,13 +16,36 @@ import (
 // processFailureCondition; vmi/lifecycle.go), with messages seen on the
 // e2e cluster.
 func TestOf(t *testing.T) {
+	for _, tt := range ofCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := Of(tt.vm)
+			if tt.want == nil {
+				if ok {
+					t.Fatalf("Of() = %+v; want no problem", got)
+				}
+				return
+			}
+			if !ok {
+				t.Fatalf("Of() found no problem; want %+v", *tt.want)
+			}
+			if diff := cmp.Diff(*tt.want, got); diff != "" {
+				t.Errorf("Of() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// ofCase is a VM and the problem Of finds in it, nil for none.
+type ofCase struct {
+	name string
+	vm   *kubevirtv1.VirtualMachine
+	want *Problem
+}
+
+func ofCases() []ofCase {
 	scheduler := "0/4 nodes are available: 1 Insufficient memory, 3 node(s) didn't match Pod's node affinity/selector. " +
 		"preemption: 0/4 nodes are available: 1 No preemption victims found for incoming pod, 3 Preemption is not helpful for scheduling."
-	tests := []struct {
-		name string
-		vm   *kubevirtv1.VirtualMachine
-		want *Problem
-	}{{
+	return []ofCase{{
 		name: "running",
 		vm:   vm(kubevirtv1.VirtualMachineStatusRunning),
 	}, {
@@ -121,23 +144,6 @@ func TestOf(t *testing.T) {
 			return v
 		}(),
 	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := Of(tt.vm)
-			if tt.want == nil {
-				if ok {
-					t.Fatalf("Of() = %+v; want no problem", got)
-				}
-				return
-			}
-			if !ok {
-				t.Fatalf("Of() found no problem; want %+v", *tt.want)
-			}
-			if diff := cmp.Diff(*tt.want, got); diff != "" {
-				t.Errorf("Of() (-want +got):\n%s", diff)
-			}
-		})
-	}
 }
 
 // TestEveryMessageStartsWithItsPrefix: the troubleshooting table's rows are
@@ -154,14 +160,14 @@ func TestEveryMessageStartsWithItsPrefix(t *testing.T) {
 			continue
 		}
 		if !hasPrefix(p.Message) {
-			t.Errorf("%s: message %q starts with none of %q", s, p.Message, Prefixes)
+			t.Errorf("%s: message %q starts with no State's Prefix", s, p.Message)
 		}
 	}
 }
 
 func hasPrefix(msg string) bool {
-	for _, p := range Prefixes {
-		if strings.HasPrefix(msg, p) {
+	for _, s := range States() {
+		if strings.HasPrefix(msg, s.Prefix) {
 			return true
 		}
 	}

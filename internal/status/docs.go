@@ -1,0 +1,107 @@
+package status
+
+import (
+	"strings"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
+)
+
+// Doc is one problem of the PROBLEM column, as README.md's troubleshooting
+// table and `kubectl vmctl status --help` explain it.
+type Doc struct {
+	// Problem is what the column shows, with capital letters (N, M, X, Y)
+	// for the numbers and sizes it fills in. A problem of package stuck is
+	// followed by ": " and KubeVirt's cause.
+	Problem string
+	// Short is what --help says of it, in a few words.
+	Short string
+	// Help is what it means and what to do: the README row (Markdown, one
+	// line).
+	Help string
+}
+
+// Docs lists every problem status reports, stuck's among them, in the
+// order of the troubleshooting table.
+func Docs() []Doc {
+	docs := []Doc{{
+		Problem: ProblemVMMissing,
+		Short:   "the Pod runs (for 15s or more) but has no VM",
+		Help: "the agent has not made its VM: `kubectl describe pod` shows its Events; `curl` its `/readyz` or read its log for the reason " +
+			"(prototype missing or forbidden, shared volume, a foreign VM holding the name)",
+	}, {
+		Problem: ProblemOtherNode,
+		Short:   "the VM's instance runs elsewhere than its Pod",
+		Help:    "the VMI runs elsewhere than the Pod: someone changed the VM's affinity; delete the VM and the agent recreates it pinned",
+	}, {
+		Problem: fill(problemNotReadyFmt, "N"),
+		Short:   "starting, and not ready for --not-ready-grace",
+		Help: "the VM is starting and has not been ready for `status --not-ready-grace` " +
+			"(5m by default; booting, pulling a containerDisk or importing a disk take minutes): " +
+			"`kubectl describe vm <vm>` shows its conditions and Events, `kubectl get vmi <vm>` whether an instance exists yet",
+	}}
+	for _, s := range stuck.States() {
+		docs = append(docs, Doc{Problem: s.Prefix, Short: s.Short, Help: s.Help})
+	}
+	return append(docs, []Doc{{
+		Problem: ProblemPodGone,
+		Short:   "the VM outlived its Pod (see kubectl vmctl gc)",
+		Help: "no Pod exists of the namespace and name the VM records (status looks it up by that name, whatever its labels): " +
+			"the agent died without cleanup and the garbage collector has not acted (e.g. the VM is in another namespace than the Pod, " +
+			"or its owner was orphaned as in the [tour](docs/tour.md#orphans-gc)): `kubectl vmctl gc`. " +
+			"gc leaves alone a VM that a live agent Pod names as its prototype and says so: someone copied a derived VM to make a prototype; " +
+			"remove vmctl's `vmctl.kubevirt.io/` labels and annotations from it",
+	}, {
+		Problem: ProblemPodReplaced,
+		Short:   "a new Pod of that name has not replaced it yet",
+		Help: "a Pod of the same name exists but with another UID (a StatefulSet recreated it) and its agent has not yet replaced the VM; " +
+			"normally gone within seconds. If it stays, the new Pod's agent is failing: `kubectl describe pod`; `kubectl vmctl gc` deletes the old VM",
+	}, {
+		Problem: fill(problemOlderProtoFmt, "N", "M"),
+		Short:   "the prototype changed since the VM was derived",
+		Help: "the prototype changed after the VM was made: `kubectl vmctl rollout restart PROTOTYPE` re-derives the VMs at the pace the workloads allow " +
+			"(see [Rolling out](docs/agent.md#rolling-out-a-prototype-change)); `kubectl vmctl diff` shows what changed",
+	}, {
+		Problem: ProblemPlacementChanged,
+		Short:   "the Pod's template places it by older rules",
+		Help: "the prototype's nodeSelector, affinity, tolerations, priority class, instancetype or preference changed since its workload was written, " +
+			"so the scheduler placed the agent Pod by the old rules; its VM follows the new ones and is `ErrorUnschedulable` if its node does not meet them. " +
+			"`kubectl vmctl rollout restart PROTOTYPE` writes the new placement into the workload and replaces its Pods; " +
+			"the Pod's `PlacementChanged` Event says more ([Placement](docs/scaffold.md#placement))",
+	}, {
+		Problem: fill(problemReservationFmt, "X", "Y"),
+		Short:   "the Pod's template holds an older size for its VM: kubectl vmctl rollout restart PROTOTYPE",
+		Help: "the Pod's template holds another size for its VM than the VM's launcher Pod asks for: " +
+			"the prototype, its instancetype or KubeVirt's configuration changed since the template was written, " +
+			"or the template was rolled back (`kubectl rollout undo`). The scheduler places the agents by the old size, so VMs may not fit where they land, " +
+			"and such a VM does not move (its replacement would hold as little). `kubectl vmctl rollout restart PROTOTYPE` writes the new size; " +
+			"`kubectl vmctl diff` lists the workloads; the Pod's `ReservationStale` Event says more ([sizes](docs/reservation.md#when-the-size-changes))",
+	}, {
+		Problem: ProblemProtoMissing,
+		Short:   "the VM's prototype no longer exists",
+		Help:    "the prototype VM was deleted or is in another namespace than `--proto-namespace` says",
+	}, {
+		Problem: ProblemEvacuating,
+		Short:   "a drain is moving the VM with its Pod",
+		Help: "a drain tried to evict the VM's launcher Pod; KubeVirt refused (derived VMs have evictionStrategy External) and marked the VMI. " +
+			"A Deployment's or StatefulSet's VM goes with its agent Pod when the PodDisruptionBudget allows; a DaemonSet's agent stops its VM at once. " +
+			"If it stays, the agent Pod's eviction is held by its PDB (`kubectl get pdb`) or the DaemonSet's agents run without `--stop-on-evacuation`: scaffold it again. " +
+			"See [Node maintenance](docs/operations.md#node-maintenance-kubectl-drain)",
+	}, {
+		Problem: ProblemHeldByDrain,
+		Short:   "stopped by a drain; waits for kubectl uncordon",
+		Help: "the VM's node is cordoned and the VM may run only there: " +
+			"a DaemonSet's VM stopped for a drain waits for `kubectl uncordon <node>`, then starts again by itself",
+	}}...)
+}
+
+// fill puts args, in order, in the place of format's verbs (%s, %d).
+func fill(format string, args ...string) string {
+	for _, a := range args {
+		i := strings.IndexByte(format, '%')
+		if i < 0 || i+1 >= len(format) {
+			break
+		}
+		format = format[:i] + a + format[i+2:]
+	}
+	return format
+}
