@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -143,8 +141,8 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("%s: prototype %s not found; nothing to roll out", w, w.Prototype()))
 			continue
 		}
-		if d, ok := w.Object.(*appsv1.Deployment); ok && d.Spec.Paused {
-			errs = append(errs, fmt.Errorf("%s is paused: run kubectl rollout resume deployment/%s -n %s first", w, d.Name, d.Namespace))
+		if err := rollout.Restartable(w); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		var pods []corev1.Pod
@@ -190,22 +188,9 @@ func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload,
 		rollout.ApplyRestart(w.Template(), now, gen)
 		return w.Object, nil
 	}
-	patch, err := rollout.RestartPatch(w.Template(), now, gen)
-	if err != nil {
-		return nil, err
-	}
 	opts := metav1.PatchOptions{FieldManager: rolloutFieldManager}
 	if o.dryRun == cmdutil.DryRunServer {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	apps := o.clients.Kube.AppsV1()
-	ns, name := w.Meta().GetNamespace(), w.Meta().GetName()
-	switch w.Object.(type) {
-	case *appsv1.StatefulSet:
-		return apps.StatefulSets(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, opts)
-	case *appsv1.DaemonSet:
-		return apps.DaemonSets(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, opts)
-	default:
-		return apps.Deployments(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, opts)
-	}
+	return rollout.Restart(ctx, o.clients.Kube, w, now, gen, opts)
 }

@@ -8,6 +8,7 @@
 //
 // A Pod is Ready only while its VM is, so each workload's own strategy
 // (maxUnavailable, maxSurge, partition) paces how many VMs are replaced at
-// once. The decisions and reports are pure functions; find.go and watch.go
-// read the cluster.
+// once. What differs by workload kind is in one table, kinds.go; an object
+// of another kind is refused with an error. The decisions and reports are
+// pure functions; find.go and watch.go read the cluster, patch.go writes it.
 package rollout

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,44 +20,22 @@ import (
 )
 
 // Find lists the workloads of namespace ("" for all) that run agents of the
-// prototype named prototype: one paged LIST per kind. Workloads are matched
-// by their agents' arguments (see Match), so older ones that scaffold did
-// not label are found too.
+// prototype named prototype (AnyPrototype: scaffold's workloads of any):
+// one paged LIST per kind, Deployments first, then StatefulSets and
+// DaemonSets. Workloads are matched by their agents' arguments (see
+// match), so older ones that scaffold did not label are found too.
 func Find(ctx context.Context, c kube.Clients, namespace, prototype string) ([]Workload, error) {
-	apps := c.Kube.AppsV1()
-	var deployments []appsv1.Deployment
-	err := each(ctx, "deployments", namespace, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return apps.Deployments(namespace).List(ctx, opts)
-	}, func(obj runtime.Object) { deployments = append(deployments, *obj.(*appsv1.Deployment)) })
-	if err != nil {
-		return nil, err
+	var objs []runtime.Object
+	for _, k := range kinds {
+		err := kube.EachItem(ctx, k.client(c.Kube, namespace).list, metav1.ListOptions{}, func(obj runtime.Object) error {
+			objs = append(objs, obj.DeepCopyObject())
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", kube.Describe(k.resource.Resource, namespace, ""), err)
+		}
 	}
-	var statefulSets []appsv1.StatefulSet
-	err = each(ctx, "statefulsets", namespace, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return apps.StatefulSets(namespace).List(ctx, opts)
-	}, func(obj runtime.Object) { statefulSets = append(statefulSets, *obj.(*appsv1.StatefulSet)) })
-	if err != nil {
-		return nil, err
-	}
-	var daemonSets []appsv1.DaemonSet
-	err = each(ctx, "daemonsets", namespace, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return apps.DaemonSets(namespace).List(ctx, opts)
-	}, func(obj runtime.Object) { daemonSets = append(daemonSets, *obj.(*appsv1.DaemonSet)) })
-	if err != nil {
-		return nil, err
-	}
-	return Select(deployments, statefulSets, daemonSets, prototype), nil
-}
-
-func each(ctx context.Context, what, namespace string, list kube.ListFunc, add func(runtime.Object)) error {
-	err := kube.EachItem(ctx, list, metav1.ListOptions{}, func(obj runtime.Object) error {
-		add(obj)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("list %s: %w", kube.Describe(what, namespace, ""), err)
-	}
-	return nil
+	return selectWorkloads(objs, prototype)
 }
 
 // Versions GETs each prototype the workloads derive from, once, and
@@ -100,9 +77,9 @@ func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[ty
 
 // Pods lists w's Pods, by its selector.
 func Pods(ctx context.Context, c kube.Clients, w Workload) ([]corev1.Pod, error) {
-	sel, err := metav1.LabelSelectorAsSelector(w.Selector())
+	sel, err := w.selector()
 	if err != nil {
-		return nil, fmt.Errorf("%s has an invalid selector: %w", w, err)
+		return nil, err
 	}
 	return kube.ListPods(ctx, c.Kube, w.Meta().GetNamespace(), sel.String())
 }

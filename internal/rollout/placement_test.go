@@ -35,7 +35,7 @@ func TestRestartRollsThePlacement(t *testing.T) {
 	}
 
 	now := time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)
-	patch, err := RestartPatch(tmpl, now, v)
+	patch, err := restartPatch(tmpl, now, v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,12 @@ type Progress struct {
 // w's Pods; vms the VMs derived from w's prototype.
 func Observe(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.VirtualMachine) Progress {
 	generation := v.Generation
-	msg, done, err := workloadStatus(w)
-	if err != nil || !done {
-		return Progress{Message: msg, Err: err}
+	k, err := kindOf(w.Object)
+	if err != nil {
+		return Progress{Err: err}
+	}
+	if own := k.status(w.Object); own.Err != nil || !own.Done {
+		return Progress{Message: own.Message, Err: own.Err}
 	}
 	proto := w.Prototype()
 	if generation < 0 {
@@ -43,7 +46,7 @@ func Observe(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.VirtualM
 	var older []string
 	for i := range pods {
 		pod := &pods[i]
-		if pod.DeletionTimestamp != nil || !expectsUpdate(w, pod) {
+		if pod.DeletionTimestamp != nil || !expectsUpdate(k.partition(w.Object), pod) {
 			continue
 		}
 		want++
@@ -56,7 +59,7 @@ func Observe(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.VirtualM
 			ok++
 		}
 	}
-	kind := strings.TrimSuffix(w.Resource().Resource, "s")
+	kind := k.singular()
 	if ok < want {
 		m := fmt.Sprintf("Waiting for the VMs of %s %q: %d of %d ready and derived from prototype %s generation %d",
 			kind, w.Meta().GetName(), ok, want, proto, generation)
@@ -70,10 +73,9 @@ func Observe(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.VirtualM
 }
 
 // expectsUpdate reports whether the rollout replaces pod: every Pod, but
-// for a StatefulSet with a partition only those at or above it.
-func expectsUpdate(w Workload, pod *corev1.Pod) bool {
-	sts, ok := w.Object.(*appsv1.StatefulSet)
-	if !ok || sts.Spec.UpdateStrategy.RollingUpdate == nil || sts.Spec.UpdateStrategy.RollingUpdate.Partition == nil {
+// with a partition (a StatefulSet's) only those at or above it.
+func expectsUpdate(partition *int32, pod *corev1.Pod) bool {
+	if partition == nil {
 		return true
 	}
 	ordinal, err := strconv.Atoi(pod.Labels[appsv1.PodIndexLabel])
@@ -83,7 +85,7 @@ func expectsUpdate(w Workload, pod *corev1.Pod) bool {
 			return true
 		}
 	}
-	return int32(ordinal) >= *sts.Spec.UpdateStrategy.RollingUpdate.Partition
+	return int32(ordinal) >= *partition
 }
 
 func dedupe(s []string) []string {
@@ -96,85 +98,4 @@ func dedupe(s []string) []string {
 		}
 	}
 	return out
-}
-
-// workloadStatus is kubectl rollout status's verdict on the workload itself,
-// as k8s.io/kubectl/pkg/polymorphichelpers words it, without its trailing
-// newline. That package is not imported: it links kubectl's describe
-// package and more, 0.7 MB in both kubectl-vmctl and the agent's binary
-// (measured), for these few lines.
-func workloadStatus(w Workload) (string, bool, error) {
-	switch o := w.Object.(type) {
-	case *appsv1.Deployment:
-		return deploymentStatus(o)
-	case *appsv1.StatefulSet:
-		return statefulSetStatus(o)
-	case *appsv1.DaemonSet:
-		return daemonSetStatus(o)
-	}
-	return "", false, fmt.Errorf("%T is no workload", w.Object)
-}
-
-// timedOutReason is the Progressing condition's reason once a Deployment
-// exceeded its progressDeadlineSeconds.
-const timedOutReason = "ProgressDeadlineExceeded"
-
-func deploymentStatus(d *appsv1.Deployment) (string, bool, error) {
-	if d.Generation > d.Status.ObservedGeneration {
-		return "Waiting for deployment spec update to be observed...", false, nil
-	}
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentProgressing && c.Reason == timedOutReason {
-			return "", false, fmt.Errorf("deployment %q exceeded its progress deadline", d.Name)
-		}
-	}
-	if d.Spec.Replicas != nil && d.Status.UpdatedReplicas < *d.Spec.Replicas {
-		return fmt.Sprintf("Waiting for deployment %q rollout to finish: %d out of %d new replicas have been updated...", d.Name, d.Status.UpdatedReplicas, *d.Spec.Replicas), false, nil
-	}
-	if d.Status.Replicas > d.Status.UpdatedReplicas {
-		return fmt.Sprintf("Waiting for deployment %q rollout to finish: %d old replicas are pending termination...", d.Name, d.Status.Replicas-d.Status.UpdatedReplicas), false, nil
-	}
-	if d.Status.AvailableReplicas < d.Status.UpdatedReplicas {
-		return fmt.Sprintf("Waiting for deployment %q rollout to finish: %d of %d updated replicas are available...", d.Name, d.Status.AvailableReplicas, d.Status.UpdatedReplicas), false, nil
-	}
-	return fmt.Sprintf("deployment %q successfully rolled out", d.Name), true, nil
-}
-
-func daemonSetStatus(d *appsv1.DaemonSet) (string, bool, error) {
-	if d.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType {
-		return "", true, fmt.Errorf("rollout status is only available for %s strategy type, and daemon set %q is %s", appsv1.RollingUpdateDaemonSetStrategyType, d.Name, d.Spec.UpdateStrategy.Type)
-	}
-	if d.Generation > d.Status.ObservedGeneration {
-		return "Waiting for daemon set spec update to be observed...", false, nil
-	}
-	if d.Status.UpdatedNumberScheduled < d.Status.DesiredNumberScheduled {
-		return fmt.Sprintf("Waiting for daemon set %q rollout to finish: %d out of %d new pods have been updated...", d.Name, d.Status.UpdatedNumberScheduled, d.Status.DesiredNumberScheduled), false, nil
-	}
-	if d.Status.NumberAvailable < d.Status.DesiredNumberScheduled {
-		return fmt.Sprintf("Waiting for daemon set %q rollout to finish: %d of %d updated pods are available...", d.Name, d.Status.NumberAvailable, d.Status.DesiredNumberScheduled), false, nil
-	}
-	return fmt.Sprintf("daemon set %q successfully rolled out", d.Name), true, nil
-}
-
-func statefulSetStatus(s *appsv1.StatefulSet) (string, bool, error) {
-	if s.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType {
-		return "", true, fmt.Errorf("rollout status is only available for %s strategy type, and statefulset %q is %s", appsv1.RollingUpdateStatefulSetStrategyType, s.Name, s.Spec.UpdateStrategy.Type)
-	}
-	if s.Status.ObservedGeneration == 0 || s.Generation > s.Status.ObservedGeneration {
-		return "Waiting for statefulset spec update to be observed...", false, nil
-	}
-	if s.Spec.Replicas != nil && s.Status.ReadyReplicas < *s.Spec.Replicas {
-		return fmt.Sprintf("Waiting for %d pods to be ready...", *s.Spec.Replicas-s.Status.ReadyReplicas), false, nil
-	}
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-		if s.Spec.Replicas != nil && ru.Partition != nil && s.Status.UpdatedReplicas < *s.Spec.Replicas-*ru.Partition {
-			return fmt.Sprintf("Waiting for partitioned roll out to finish: %d out of %d new pods have been updated...",
-				s.Status.UpdatedReplicas, *s.Spec.Replicas-*ru.Partition), false, nil
-		}
-		return fmt.Sprintf("partitioned roll out complete: %d new pods have been updated...", s.Status.UpdatedReplicas), true, nil
-	}
-	if s.Status.UpdateRevision != s.Status.CurrentRevision {
-		return fmt.Sprintf("waiting for statefulset rolling update to complete %d pods at revision %s...", s.Status.UpdatedReplicas, s.Status.UpdateRevision), false, nil
-	}
-	return fmt.Sprintf("statefulset rolling update complete %d pods at revision %s...", s.Status.CurrentReplicas, s.Status.CurrentRevision), true, nil
 }

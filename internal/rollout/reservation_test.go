@@ -34,7 +34,7 @@ func TestRestartRollsTheReservation(t *testing.T) {
 		t.Errorf("plan = %+v, want a restart for the reservation", got)
 	}
 	now := time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)
-	patch, err := RestartPatch(tmpl, now, v)
+	patch, err := restartPatch(tmpl, now, v)
 	if err != nil {
 		t.Fatal(err)
 	}

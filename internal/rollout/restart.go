@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -79,6 +77,9 @@ type Plan struct {
 func PlanRestart(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.VirtualMachine) Plan {
 	generation := v.Generation
 	proto := w.Prototype()
+	if _, err := kindOf(w.Object); err != nil {
+		return Plan{Why: err.Error()}
+	}
 	if RestartedFor(w, v) {
 		return Plan{Why: fmt.Sprintf("already restarted for prototype %s generation %d", proto, generation)}
 	}
@@ -117,7 +118,11 @@ func PlanRestart(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.Virt
 // PlanRestart needs neither its Pods nor its VMs. A template restarted
 // before vmctl recorded the prototype's UID is judged by its generation.
 func RestartedFor(w Workload, v Version) bool {
-	a := w.Template().Annotations
+	tmpl := w.Template()
+	if tmpl == nil {
+		return false
+	}
+	a := tmpl.Annotations
 	uid := a[AnnotationPrototypeUID]
 	return a[AnnotationGeneration] == strconv.FormatInt(v.Generation, 10) && (uid == "" || v.UID == "" || types.UID(uid) == v.UID)
 }
@@ -161,27 +166,6 @@ func RestartAnnotations(now time.Time, v Version) map[string]string {
 		a[AnnotationPrototypeUID] = string(v.UID)
 	}
 	return a
-}
-
-// RestartPatch is the strategic merge patch that restarts a workload whose
-// Pod template is tmpl, as kubectl rollout restart's does, with the
-// generation recorded beside it: what ApplyRestart changes.
-func RestartPatch(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) ([]byte, error) {
-	restarted := tmpl.DeepCopy()
-	ApplyRestart(restarted, now, v)
-	before, err := json.Marshal(tmpl)
-	if err != nil {
-		return nil, err
-	}
-	after, err := json.Marshal(restarted)
-	if err != nil {
-		return nil, err
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(before, after, corev1.PodTemplateSpec{})
-	if err != nil {
-		return nil, fmt.Errorf("computing the restart's patch: %w", err)
-	}
-	return json.Marshal(map[string]any{"spec": map[string]json.RawMessage{"template": patch}})
 }
 
 // ApplyRestart sets the restart's annotations on tmpl and, when tmpl

@@ -49,7 +49,7 @@ func TestRestartPatchIsApplyRestart(t *testing.T) {
 	now := time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)
 	w := testWorkload()
 	w.Template().Annotations = map[string]string{"keep": "me", AnnotationGeneration: "1"}
-	patch, err := RestartPatch(w.Template(), now, Version{Generation: 2})
+	patch, err := restartPatch(w.Template(), now, Version{Generation: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

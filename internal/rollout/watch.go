@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -37,13 +35,19 @@ func Watch(ctx context.Context, c kube.Clients, workloads []Workload, report fun
 	vmStores := map[string]cache.Store{}
 	protoStores := map[types.NamespacedName]cache.Store{}
 	for _, w := range workloads {
-		sel, err := metav1.LabelSelectorAsSelector(w.Selector())
+		k, err := kindOf(w.Object)
 		if err != nil {
-			return fmt.Errorf("%s has an invalid selector: %w", w, err)
+			return err
 		}
-		pods := c.Kube.CoreV1().Pods(w.Meta().GetNamespace())
+		sel, err := w.selector()
+		if err != nil {
+			return err
+		}
+		ns := w.Meta().GetNamespace()
+		self := k.client(c.Kube, ns).follow(kube.ByName(w.Meta().GetName()))
+		pods := c.Kube.CoreV1().Pods(ns)
 		stores = append(stores, followed{
-			self: f.Follow(workloadListWatch(c, w), w.Object.DeepCopyObject(), kubeSet),
+			self: f.Follow(self, w.Object.DeepCopyObject(), kubeSet),
 			pods: f.Follow(kube.ListWatch(pods, kube.Selector{Label: sel.String()}), &corev1.Pod{}, kubeSet),
 		})
 		if _, ok := vmStores[w.Agent.Namespace]; !ok {
@@ -96,16 +100,4 @@ func Watch(ctx context.Context, c kube.Clients, workloads []Workload, report fun
 		case <-f.Changed():
 		}
 	}
-}
-
-// workloadListWatch follows the one workload w, by name.
-func workloadListWatch(c kube.Clients, w Workload) *cache.ListWatch {
-	ns, byName := w.Meta().GetNamespace(), kube.ByName(w.Meta().GetName())
-	switch w.Object.(type) {
-	case *appsv1.StatefulSet:
-		return kube.ListWatch(c.Kube.AppsV1().StatefulSets(ns), byName)
-	case *appsv1.DaemonSet:
-		return kube.ListWatch(c.Kube.AppsV1().DaemonSets(ns), byName)
-	}
-	return kube.ListWatch(c.Kube.AppsV1().Deployments(ns), byName)
 }

@@ -2,24 +2,15 @@ package rollout
 
 import (
 	"fmt"
-	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
-)
-
-// Kinds of workloads that run agents, as kubectl names their resources.
-var (
-	Deployments  = schema.GroupResource{Group: "apps", Resource: "deployments"}
-	StatefulSets = schema.GroupResource{Group: "apps", Resource: "statefulsets"}
-	DaemonSets   = schema.GroupResource{Group: "apps", Resource: "daemonsets"}
 )
 
 // Workload is a Deployment, StatefulSet or DaemonSet whose Pods run agents
@@ -39,48 +30,37 @@ func (w Workload) Meta() metav1.Object {
 	return m
 }
 
-// Resource is the workload's group and resource, for kubectl's
-// "deployment.apps/web" names.
-func (w Workload) Resource() schema.GroupResource {
-	switch w.Object.(type) {
-	case *appsv1.StatefulSet:
-		return StatefulSets
-	case *appsv1.DaemonSet:
-		return DaemonSets
-	}
-	return Deployments
-}
-
-// Name is the workload as kubectl names it: "deployment.apps/web".
+// Name is the workload as kubectl names it: "deployment.apps/web". An
+// object of no workload kind is named by its Go type.
 func (w Workload) Name() string {
-	r := w.Resource()
-	return strings.TrimSuffix(r.Resource, "s") + "." + r.Group + "/" + w.Meta().GetName()
+	k, err := kindOf(w.Object)
+	if err != nil {
+		return fmt.Sprintf("%T/%s", w.Object, w.Meta().GetName())
+	}
+	return k.singular() + "." + k.resource.Group + "/" + w.Meta().GetName()
 }
 
-// Template is the workload's Pod template.
+// Template is the workload's Pod template: nil for an object of no
+// workload kind.
 func (w Workload) Template() *corev1.PodTemplateSpec {
-	switch o := w.Object.(type) {
-	case *appsv1.Deployment:
-		return &o.Spec.Template
-	case *appsv1.StatefulSet:
-		return &o.Spec.Template
-	case *appsv1.DaemonSet:
-		return &o.Spec.Template
+	k, err := kindOf(w.Object)
+	if err != nil {
+		return nil
 	}
-	return nil
+	return k.spec(w.Object).template
 }
 
-// Selector is the workload's Pod selector.
-func (w Workload) Selector() *metav1.LabelSelector {
-	switch o := w.Object.(type) {
-	case *appsv1.Deployment:
-		return o.Spec.Selector
-	case *appsv1.StatefulSet:
-		return o.Spec.Selector
-	case *appsv1.DaemonSet:
-		return o.Spec.Selector
+// selector is the workload's Pod selector.
+func (w Workload) selector() (labels.Selector, error) {
+	k, err := kindOf(w.Object)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	sel, err := metav1.LabelSelectorAsSelector(k.spec(w.Object).selector)
+	if err != nil {
+		return nil, fmt.Errorf("%s has an invalid selector: %w", w, err)
+	}
+	return sel, nil
 }
 
 // Prototype is the prototype's namespace and name.
@@ -93,19 +73,19 @@ func (w Workload) String() string {
 	return fmt.Sprintf("%s in %s namespace", w.Name(), w.Meta().GetNamespace())
 }
 
-// AnyPrototype is the prototype name that, given to Match or Select,
+// AnyPrototype is the prototype name that, given to Find,
 // matches the workloads that scaffold wrote for any prototype (by its
 // label).
 const AnyPrototype = ""
 
-// Match reports whether a workload in namespace with Pod template tmpl runs
+// match reports whether a workload in namespace with Pod template tmpl runs
 // agents of the prototype named prototype (AnyPrototype: scaffold's
 // workloads of any), and what they derive from. The
 // agent container's arguments decide (scaffold's, and the original design's
 // hand-written manifests alike: the prototype is the first argument);
 // scaffold's label scaffold.LabelPrototype serves where the arguments cannot
 // be read (an agent started through command rather than args).
-func Match(namespace string, tmpl *corev1.PodTemplateSpec, prototype string) (scaffold.Agent, bool) {
+func match(namespace string, tmpl *corev1.PodTemplateSpec, prototype string) (scaffold.Agent, bool) {
 	a, ok := scaffold.ParseAgent(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, Spec: tmpl.Spec})
 	if prototype == AnyPrototype {
 		_, labelled := tmpl.Labels[scaffold.LabelPrototype]
@@ -120,27 +100,18 @@ func Match(namespace string, tmpl *corev1.PodTemplateSpec, prototype string) (sc
 	return scaffold.Agent{Prototype: prototype, PrototypeNamespace: namespace, Namespace: namespace}, true
 }
 
-// Select returns the workloads among deployments, statefulSets and
-// daemonSets that run agents of prototype, in that order of kinds and by
-// namespace and name within each (as the API server lists them).
-func Select(deployments []appsv1.Deployment, statefulSets []appsv1.StatefulSet, daemonSets []appsv1.DaemonSet, prototype string) []Workload {
+// selectWorkloads returns the workloads among objs that run agents of
+// prototype, in the order of objs.
+func selectWorkloads(objs []runtime.Object, prototype string) ([]Workload, error) {
 	var out []Workload
-	add := func(obj runtime.Object, namespace string, tmpl *corev1.PodTemplateSpec) {
-		if a, ok := Match(namespace, tmpl, prototype); ok {
+	for _, obj := range objs {
+		k, err := kindOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		if a, ok := match(obj.(metav1.Object).GetNamespace(), k.spec(obj).template, prototype); ok {
 			out = append(out, Workload{Object: obj, Agent: a})
 		}
 	}
-	for i := range deployments {
-		d := &deployments[i]
-		add(d, d.Namespace, &d.Spec.Template)
-	}
-	for i := range statefulSets {
-		s := &statefulSets[i]
-		add(s, s.Namespace, &s.Spec.Template)
-	}
-	for i := range daemonSets {
-		d := &daemonSets[i]
-		add(d, d.Namespace, &d.Spec.Template)
-	}
-	return out
+	return out, nil
 }

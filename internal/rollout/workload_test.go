@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
@@ -38,7 +39,7 @@ func TestMatch(t *testing.T) {
 		{name: "no args, no label", tmpl: template(nil), prototype: "testvm"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := Match(ns, &tt.tmpl, tt.prototype)
+			got, ok := match(ns, &tt.tmpl, tt.prototype)
 			if ok != tt.match {
 				t.Fatalf("Match() = %v, want %v", ok, tt.match)
 			}
@@ -54,7 +55,10 @@ func TestSelectAndNames(t *testing.T) {
 	other := deployment("other", template(nil, "othervm"))
 	db := appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, Spec: appsv1.StatefulSetSpec{Template: template(nil, "testvm")}}
 	ds := appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "all", Namespace: ns}, Spec: appsv1.DaemonSetSpec{Template: template(nil, "testvm")}}
-	got := Select([]appsv1.Deployment{web, other}, []appsv1.StatefulSet{db}, []appsv1.DaemonSet{ds}, "testvm")
+	got, err := selectWorkloads([]runtime.Object{&web, &other, &db, &ds}, "testvm")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var names []string
 	for _, w := range got {
 		names = append(names, w.Name())
