@@ -187,7 +187,7 @@ func (o *DiffOptions) diffTemplates(ctx context.Context) (stale, compared int, e
 	if err != nil {
 		return 0, 0, err
 	}
-	versions, err := rollout.Versions(ctx, o.clients, workloads)
+	versions, err := rollout.Prototypes(ctx, o.clients, workloads)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -128,7 +128,7 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gens, err := rollout.Versions(ctx, o.clients, workloads)
+	gens, err := rollout.Prototypes(ctx, o.clients, workloads)
 	if err != nil {
 		return err
 	}

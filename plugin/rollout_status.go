@@ -138,7 +138,7 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 
 // once prints where each workload's rollout stands, read with LISTs.
 func (o *RolloutStatusOptions) once(ctx context.Context, workloads []rollout.Workload) error {
-	gens, err := rollout.Versions(ctx, o.clients, workloads)
+	gens, err := rollout.Prototypes(ctx, o.clients, workloads)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
@@ -313,11 +313,11 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 	if msg := o.params.GracePeriodWarning(derive.GuestGracePeriod(proto)); msg != "" {
 		warnings = append(warnings, msg)
 	}
-	p, err := placement.Resolve(ctx, o.clients.KubeVirt, proto)
-	if err != nil {
-		notes = append(notes, fmt.Sprintf("prototype %s/%s: %v", ns, name, err))
+	needs := prototype.Read(ctx, o.clients, proto)
+	if needs.PlacementErr != nil {
+		notes = append(notes, fmt.Sprintf("prototype %s/%s: %v", ns, name, needs.PlacementErr))
 	}
-	o.params.Placement, o.params.PlacementKey = &p, placement.Key(proto)
-	note, err := o.reservation(ctx, proto)
+	o.params.Placement, o.params.PlacementKey = &needs.Placement, needs.PlacementKey
+	note, err := o.reservation(ctx, proto, needs)
 	return warnings, append(notes, note...), err
 }

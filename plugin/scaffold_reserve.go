@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
@@ -22,11 +23,11 @@ const notCounted = "the agent Pods ask for their own 10m CPU and 32Mi only, so t
 	"cluster autoscaler do not see their VMs' size: a node may get more agents than it has room for VMs, " +
 	"and those VMs then stay unschedulable (ErrorUnschedulable) beside a Running Pod"
 
-// reservation sets the parameters' reservation to what the scheduler counts
-// for proto's VMs' launcher Pods, when --reserve and the server allow it;
-// otherwise it says, in a note, what that means. It errs when the
-// reservation cannot be computed.
-func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.VirtualMachine) ([]string, error) {
+// reservation sets the parameters' reservation to needs', what the
+// scheduler counts for proto's VMs' launcher Pods, when --reserve and the
+// server allow it; otherwise it says, in a note, what that means. It errs
+// when the reservation cannot be computed.
+func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.VirtualMachine, needs prototype.PodNeeds) ([]string, error) {
 	if !o.Reserve {
 		return []string{"--reserve=false: " + notCounted + "; drop --reserve=false to have each agent hold its VM's room until it makes it"}, nil
 	}
@@ -40,14 +41,13 @@ func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.Vir
 		return []string{fmt.Sprintf("the server runs Kubernetes %s, older than 1.35, whose Pods cannot resize in place: %s; "+
 			"upgrade the cluster to 1.35 or later and scaffold again", info.GitVersion, notCounted)}, nil
 	}
-	r, err := reserve.LauncherOf(ctx, o.clients, proto)
-	if err == nil {
-		o.params.Reservation = reserve.Round(r)
-		return o.launcherPriority(ctx, proto), nil
+	if needs.ReservationErr != nil {
+		return nil, fmt.Errorf("cannot size the VMs of prototype %s/%s, which each agent Pod holds room for: %w; "+
+			"or pass --reserve=false to scaffold agents that do not hold it (the scheduler then does not see the VMs' size)",
+			proto.Namespace, proto.Name, needs.ReservationErr)
 	}
-	return nil, fmt.Errorf("cannot size the VMs of prototype %s/%s, which each agent Pod holds room for: %w; "+
-		"or pass --reserve=false to scaffold agents that do not hold it (the scheduler then does not see the VMs' size)",
-		proto.Namespace, proto.Name, err)
+	o.params.Reservation = needs.Reservation
+	return o.launcherPriority(ctx, proto), nil
 }
 
 // noReservation says, when --reserve asked for a reservation, that there

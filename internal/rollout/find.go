@@ -15,8 +15,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
 )
 
 // Find lists the workloads of namespace ("" for all) that run agents of the
@@ -38,10 +37,13 @@ func Find(ctx context.Context, c kube.Clients, namespace, prototype string) ([]W
 	return selectWorkloads(objs, prototype)
 }
 
-// Versions GETs each prototype the workloads derive from, once, and
-// returns its UID and metadata.generation, Missing for one that does not
-// exist.
-func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[types.NamespacedName]Version, error) {
+// Prototypes GETs each prototype the workloads derive from, once, and
+// returns what it is now (Missing for one that does not exist): its UID and
+// metadata.generation, and what its agent Pods take from it
+// (prototype.Read). What cannot be read is left nil, and a restart then
+// leaves the template's as it is: a placement without its instancetype or
+// preference would be wrong.
+func Prototypes(ctx context.Context, c kube.Clients, workloads []Workload) (map[types.NamespacedName]Version, error) {
 	out := map[types.NamespacedName]Version{}
 	for _, w := range workloads {
 		k := w.Prototype()
@@ -55,19 +57,15 @@ func Versions(ctx context.Context, c kube.Clients, workloads []Workload) (map[ty
 		case err != nil:
 			return nil, fmt.Errorf("get prototype %s: %w", k, err)
 		default:
-			v := Version{UID: proto.UID, Generation: proto.Generation, PlacementKey: placement.Key(proto)}
-			// Without its instancetype or preference the placement would be
-			// wrong: leave the template's as it is then.
-			if p, err := placement.Resolve(ctx, c.KubeVirt, proto); err == nil {
-				v.Placement = &p
+			needs := prototype.Read(ctx, c, proto)
+			v := Version{UID: proto.UID, Generation: proto.Generation, PlacementKey: needs.PlacementKey, Reservation: needs.Reservation}
+			if needs.PlacementErr == nil {
+				v.Placement = &needs.Placement
 			} else {
-				klog.FromContext(ctx).V(1).Info("Not rolling out the prototype's placement", "prototype", k, "err", err)
+				klog.FromContext(ctx).V(1).Info("Not rolling out the prototype's placement", "prototype", k, "err", needs.PlacementErr)
 			}
-			// Nor the room its VMs need, when that cannot be computed.
-			if r, err := reserve.LauncherOf(ctx, c, proto); err == nil {
-				v.Reservation = reserve.Round(r)
-			} else {
-				klog.FromContext(ctx).V(1).Info("Not rolling out the room the prototype's VMs need", "prototype", k, "err", err)
+			if needs.ReservationErr != nil {
+				klog.FromContext(ctx).V(1).Info("Not rolling out the room the prototype's VMs need", "prototype", k, "err", needs.ReservationErr)
 			}
 			out[k] = v
 		}

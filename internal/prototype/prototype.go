@@ -1,0 +1,47 @@
+// Package prototype reads what the agent Pods of a prototype VirtualMachine
+// take from it: where its VMs may run and the room each holds for its VM.
+// scaffold writes both into the Pod template, and rollout restart writes
+// them again when the prototype changed, so both read them here.
+package prototype
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+)
+
+// PodNeeds is what a prototype's agent Pods take from it.
+type PodNeeds struct {
+	// Placement is the prototype's placement, with its instancetype's and
+	// preference's; without those when PlacementErr says they could not be
+	// read. PlacementKey is placement.Key of the prototype.
+	Placement    placement.Placement
+	PlacementKey string
+	PlacementErr error
+	// Reservation is what each agent Pod holds for its VM: the CPU and
+	// memory the scheduler counts for the VM's launcher Pod, rounded up
+	// (reserve.Round). Nil when ReservationErr says why it cannot be
+	// computed.
+	Reservation    corev1.ResourceList
+	ReservationErr error
+}
+
+// Read reads proto's PodNeeds with c: its instancetype and preference, and
+// what reserve.Load needs. Each caller decides what an error means: scaffold
+// says it, rollout restart leaves the template's value as it is.
+func Read(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine) PodNeeds {
+	var n PodNeeds
+	n.Placement, n.PlacementErr = placement.Resolve(ctx, c.KubeVirt, proto)
+	n.PlacementKey = placement.Key(proto)
+	if r, err := reserve.LauncherOf(ctx, c, proto); err != nil {
+		n.ReservationErr = err
+	} else {
+		n.Reservation = reserve.Round(r)
+	}
+	return n
+}
