@@ -211,13 +211,14 @@ func TestGCFlags(t *testing.T) {
 
 // TestGCSparesPrototypes: someone made prototypes by copying derived VMs
 // whose Pods are gone: web-web-a kept its name, golden was renamed. An
-// agent Pod runs each. gc deletes neither: golden is not a name an agent
-// gives, and web-web-a is a live agent's prototype, which gc says.
+// agent Pod runs each. gc deletes neither: golden lost the ownerReference
+// to its Pod, so it is no agent's VM, and web-web-a is a live agent's
+// prototype, which gc says.
 func TestGCSparesPrototypes(t *testing.T) {
 	web := opPrototype("vms", "web", 5)
 	kept := opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
 	golden := opDerived(t, web, opPod("vms", "web-b", "node-1", "web", time.Hour), time.Hour)
-	golden.Name, golden.UID = "golden", "uid-golden"
+	golden.Name, golden.UID, golden.OwnerReferences = "golden", "uid-golden", nil
 	g0 := opPod("vms", "g-0", "node-1", "web-web-a", time.Hour)
 	g1 := opPod("vms", "g-1", "node-1", "golden", time.Hour)
 	out, errOut, calls, err := runGC(t, []runtime.Object{g0, g1}, []runtime.Object{web, kept, golden}, nil, "--min-age=0s")

@@ -596,7 +596,7 @@ func TestStatusFindsAVMsPodWithoutAgentLabels(t *testing.T) {
 func TestStatusWatchStopsWithStatusError(t *testing.T) {
 	web := opPrototype("vms", "web", 1)
 	vm := opDerived(t, web, opPod("secret", "web-0", "node-1", "web", time.Hour), time.Hour)
-	vm.Namespace = "vms"
+	vm.Namespace, vm.OwnerReferences = "vms", nil // an ownerReference cannot cross namespaces
 	run := func(args ...string) error {
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()

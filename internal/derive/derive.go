@@ -43,11 +43,15 @@ type Options struct {
 	// preempt. A launcher Pod placed in the room its agent held has no
 	// need to preempt anything.
 	LauncherPriorityClass string
+	// Name, when set, is the VM's name in place of Name(proto.Name,
+	// pod.Name): the name an existing VM was given, perhaps by an older
+	// rule, for comparing it with its derivation (diff).
+	Name string
 }
 
 // VM derives the VirtualMachine that pod runs from proto. It never modifies proto.
 //
-// The result is named Name(proto.Name, pod.Name), carries the vmctl labels
+// The result is named Name(proto.Name, pod.Name) (or opts.Name), carries the vmctl labels
 // and annotations, is owned by the Pod when in the Pod's namespace, is
 // pinned to pod.Node, runs with runStrategy Always and evictionStrategy
 // External, and has the prototype's
@@ -65,7 +69,10 @@ func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.Vi
 	if namespace == "" {
 		namespace = pod.Namespace
 	}
-	name := Name(proto.Name, pod.Name)
+	name := opts.Name
+	if name == "" {
+		name = Name(proto.Name, pod.Name)
+	}
 
 	spec := proto.Spec.DeepCopy()
 	if !opts.AllowSharedVolumes {

@@ -43,20 +43,39 @@ func IsDerived(meta metav1.Object) bool {
 }
 
 // IsAgentVM reports whether meta is the VM an agent derived for the Pod it
-// records: IsDerived's marks, the Pod's name and namespace and the
-// prototype's name recorded (without the Pod no one can tell whether it is
-// gone), and the name Name gives them. It is the strict test, which status,
-// diff and gc count derived VMs by: a VM copied from a derived one and
-// renamed, say to serve as a prototype, keeps the marks but not the name,
-// so status does not call it an orphan, diff does not compare it and gc
-// never deletes it.
+// records. It is the strict test, which status, diff and gc count derived
+// VMs by; it never recomputes the name (Name), so that a VM named by an
+// older rule still counts. The rule:
+//
+//   - IsDerived's marks, and the Pod's name and namespace and the
+//     prototype's name recorded: without the Pod no one can tell whether
+//     it is gone.
+//   - In the recorded Pod's namespace, a controller ownerReference to that
+//     very Pod (its name and UID), as an agent sets there. A copy that
+//     lost the reference, as a VM made from a derived one's YAML to serve
+//     as a prototype does, is not the agent's: status does not call it an
+//     orphan, diff does not compare it and gc never deletes it. A copy
+//     that kept the reference counts as the Pod's VM: Kubernetes' garbage
+//     collector deletes it with the Pod all the same.
+//   - In another namespace (the agent's -n), no controller ownerReference:
+//     one across namespaces is invalid. A copy there is told from the
+//     agent's VM by nothing; it cannot serve as a prototype while it keeps
+//     the marks (VM refuses it), and once they are removed it is no
+//     derived VM.
 func IsAgentVM(meta metav1.Object) bool {
 	if !IsDerived(meta) {
 		return false
 	}
 	o := OriginOf(meta)
-	return o.PodName != "" && o.PodNamespace != "" && o.PrototypeName != "" &&
-		meta.GetName() == Name(o.PrototypeName, o.PodName)
+	if o.PodName == "" || o.PodNamespace == "" || o.PrototypeName == "" {
+		return false
+	}
+	owner := metav1.GetControllerOfNoCopy(meta)
+	if meta.GetNamespace() != o.PodNamespace {
+		return owner == nil
+	}
+	return owner != nil && owner.APIVersion == "v1" && owner.Kind == "Pod" &&
+		owner.Name == o.PodName && owner.UID == o.PodUID
 }
 
 // IsDerivedFrom reports whether meta belongs to a VM vmctl derived from the

@@ -62,6 +62,7 @@ func TestIsAgentVM(t *testing.T) {
 	long := strings.Repeat("p", 40)
 	for _, tc := range []struct {
 		name string
+		opts Options
 		mod  func(vm *metav1.ObjectMeta)
 		want bool
 	}{
@@ -69,15 +70,33 @@ func TestIsAgentVM(t *testing.T) {
 		{name: "long names, cut with a hash", mod: func(vm *metav1.ObjectMeta) {
 			vm.Annotations[AnnotationPrototypeName] = long
 			vm.Annotations[AnnotationPodName] = long
+			vm.OwnerReferences[0].Name = long
 			vm.Name = Name(long, long)
 		}, want: true},
-		{name: "copied and renamed", mod: func(vm *metav1.ObjectMeta) { vm.Name = "golden" }},
+		{name: "named by an older rule", mod: func(vm *metav1.ObjectMeta) { vm.Name = "vmctl-web-7c9d-fedora" }, want: true},
+		// Kubernetes' garbage collector deletes this copy with the Pod too.
+		{name: "copied and renamed, keeping the ownerReference", mod: func(vm *metav1.ObjectMeta) { vm.Name = "golden" }, want: true},
+		{name: "copied and renamed without the ownerReference", mod: func(vm *metav1.ObjectMeta) {
+			vm.Name, vm.OwnerReferences = "golden", nil
+		}},
+		{name: "owned by another Pod", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences[0].Name = "web-other" }},
+		{name: "owned by an earlier Pod of the name", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences[0].UID = "pod-uid-0" }},
+		{name: "controlled by something else", mod: func(vm *metav1.ObjectMeta) {
+			vm.OwnerReferences[0].APIVersion, vm.OwnerReferences[0].Kind = "apps/v1", "ReplicaSet"
+		}},
+		{name: "owned but not controlled by the Pod", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences[0].Controller = nil }},
+		{name: "in the VM namespace", opts: Options{Namespace: "elsewhere"}, want: true},
+		{name: "in the VM namespace, named by an older rule", opts: Options{Namespace: "elsewhere"},
+			mod: func(vm *metav1.ObjectMeta) { vm.Name = "old-rule" }, want: true},
+		{name: "in the VM namespace, with a controller", opts: Options{Namespace: "elsewhere"}, mod: func(vm *metav1.ObjectMeta) {
+			vm.OwnerReferences = podOwner(testPod())
+		}},
 		{name: "no prototype recorded", mod: func(vm *metav1.ObjectMeta) { delete(vm.Annotations, AnnotationPrototypeName) }},
 		{name: "no pod namespace recorded", mod: func(vm *metav1.ObjectMeta) { delete(vm.Annotations, AnnotationPodNamespace) }},
 		{name: "no vmctl labels", mod: func(vm *metav1.ObjectMeta) { vm.Labels = nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			vm := mustVM(t, testPrototype(), testPod(), Options{})
+			vm := mustVM(t, testPrototype(), testPod(), tc.opts)
 			if tc.mod != nil {
 				tc.mod(&vm.ObjectMeta)
 			}

@@ -38,6 +38,9 @@ func CheckVM(live, proto *kubevirtv1.VirtualMachine) Check {
 		Name: o.PodName, Namespace: o.PodNamespace, UID: o.PodUID, Node: o.Node,
 	}, derive.Options{
 		Namespace: live.Namespace,
+		// The VM may be named by an older rule than Name's: its data
+		// volumes and hostname follow its own name.
+		Name: live.Name,
 		// The agent already decided about shared volumes when it made the
 		// VM; diff compares, it does not judge again.
 		AllowSharedVolumes: true,

@@ -63,13 +63,13 @@ func TestEach(t *testing.T) {
 	other.Name = "db"
 	otherVM := derivedFor(t, other, "db-0")
 	elsewhere := derivedFor(t, proto, "web-3")
-	elsewhere.Namespace = "elsewhere"
+	elsewhere.Namespace, elsewhere.OwnerReferences = "elsewhere", nil // an ownerReference cannot cross namespaces
 	notOurs := *proto.DeepCopy()
 	notOurs.Name = "hand-made"
 	notOurs.Annotations = map[string]string{derive.AnnotationPodUID: "x", derive.AnnotationPrototypeName: "fedora"}
 
-	copied := ok.DeepCopy() // a derived VM copied and renamed: vmctl's labels, not its name
-	copied.Name = "golden"
+	copied := ok.DeepCopy() // a derived VM copied and renamed: vmctl's labels, not its Pod's ownerReference
+	copied.Name, copied.OwnerReferences = "golden", nil
 	objs := []runtime.Object{proto, &drifted, &ok, &noProto, other, &otherVM, &elsewhere, &notOurs, copied}
 	tests := []struct {
 		name, namespace, prototype string
@@ -204,5 +204,34 @@ func TestCheckVMSeesAPlacementChange(t *testing.T) {
 	if c.Err != nil || !strings.Contains(c.Diff, "+      nodeSelector:") || !strings.Contains(c.Diff, "+        pool: gpu") ||
 		!strings.Contains(c.Diff, "+      tolerations:") {
 		t.Errorf("diff of a prototype with a new placement:\n%s (err %v)", c.Diff, c.Err)
+	}
+}
+
+// TestEachSeesVMsNamedByAnOlderRule: a VM named by an older rule than
+// derive.Name ("<pod>-<prototype>") is still compared, with its data
+// volumes and hostname named after it, so it shows no drift for its name.
+func TestEachSeesVMsNamedByAnOlderRule(t *testing.T) {
+	proto := loadPrototype(t)
+	proto.Spec.Template.Spec.Hostname = "fedora"
+	vm, err := derive.VM(proto, derive.Pod{Name: "web-0", Namespace: proto.Namespace, UID: "uid-web-0", Node: "node-a"},
+		derive.Options{AllowSharedVolumes: true, Name: "web-0-" + proto.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vm.Spec.DataVolumeTemplates) == 0 {
+		t.Fatal("the prototype has no dataVolumeTemplates; the test needs one named after the VM")
+	}
+	virt := kubevirtfake.NewSimpleClientset(proto, asStored(vm))
+	var got []outcome
+	err = Each(t.Context(), virt, "", "", func(c Check) error {
+		got = append(got, outcomes([]Check{c})...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []outcome{{Name: proto.Namespace + "/web-0-" + proto.Name}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Each (-want +got):\n%s", diff)
 	}
 }

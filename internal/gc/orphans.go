@@ -63,8 +63,8 @@ type Spared struct {
 }
 
 // Orphans returns the VMs among vms that vmctl derived (derive.IsAgentVM:
-// vmctl's labels, the Pod's name, namespace and UID recorded, and the name
-// derivation gives) whose Pod is not among pods, or is there with another
+// vmctl's labels, the Pod's name, namespace and UID recorded, and owned
+// by that Pod in its namespace) whose Pod is not among pods, or is there with another
 // UID. pods must hold every Pod of each namespace the VMs name, whatever its
 // labels, or a VM whose Pod was merely not listed would be called an
 // orphan.

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -26,7 +28,8 @@ func agent(ns, name, prototype string, args ...string) corev1.Pod {
 	return p
 }
 
-// vm is a VM derived for Pod podNS/podName (uid), created age ago.
+// vm is a VM derived for Pod podNS/podName (uid), created age ago, owned by
+// the Pod when in its namespace, as an agent makes it.
 func vm(ns, name, podNS, podName, podUID string, age time.Duration, mods ...func(*kubevirtv1.VirtualMachine)) kubevirtv1.VirtualMachine {
 	v := kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{
 		Namespace: ns, Name: name, UID: types.UID("vm-" + name), CreationTimestamp: metav1.NewTime(t0.Add(-age)),
@@ -39,6 +42,9 @@ func vm(ns, name, podNS, podName, podUID string, age time.Duration, mods ...func
 			derive.AnnotationPrototypeNamespace: ns,
 		},
 	}}
+	if ns == podNS {
+		v.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: podName, UID: types.UID(podUID), Controller: ptr.To(true)}}
+	}
 	for _, m := range mods {
 		m(&v)
 	}
@@ -76,6 +82,16 @@ func TestOrphans(t *testing.T) {
 		pods: []corev1.Pod{pod("pods", "a", "uid-a")},
 		vms:  []kubevirtv1.VirtualMachine{vm("vms", "web-a", "pods", "a", "uid-a", time.Hour)},
 	}, {
+		// An older rule named VMs "<pod>-<prototype>": gc finds them by
+		// the Pod they record.
+		name: "VMs named by an older rule",
+		pods: []corev1.Pod{pod("ns", "a", "uid-a")},
+		vms: []kubevirtv1.VirtualMachine{
+			vm("ns", "a-web", "ns", "a", "uid-a", time.Hour),
+			vm("ns", "b-web", "ns", "b", "uid-b", time.Hour),
+		},
+		want: []Orphan{{Namespace: "ns", Name: "b-web", UID: "vm-b-web", PodNamespace: "ns", PodName: "b", PodUID: "uid-b", Reason: PodGone, Age: time.Hour}},
+	}, {
 		name:   "younger than min age",
 		vms:    []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", 59*time.Second)},
 		minAge: time.Minute,
@@ -112,8 +128,10 @@ func TestOrphans(t *testing.T) {
 			{Namespace: "b", Name: "web-a", UID: "vm-web-a", PodNamespace: "b", PodName: "a", PodUID: "uid-1", Reason: PodGone, Age: time.Hour},
 		},
 	}, {
-		name: "never a VM copied from a derived one and renamed",
-		vms:  []kubevirtv1.VirtualMachine{vm("ns", "golden", "ns", "a", "uid-a", time.Hour)},
+		name: "never a VM copied from a derived one and renamed, without the Pod's ownerReference",
+		vms: []kubevirtv1.VirtualMachine{vm("ns", "golden", "ns", "a", "uid-a", time.Hour, func(v *kubevirtv1.VirtualMachine) {
+			v.OwnerReferences = nil
+		})},
 	}, {
 		name: "never a live agent's prototype: named in its arguments",
 		pods: []corev1.Pod{agent("ns", "g-0", "web-a"), agent("other", "g-1", "web-b", "--proto-namespace=ns")},

@@ -48,7 +48,8 @@ func pod(name string, uid types.UID) corev1.Pod {
 	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid}}
 }
 
-// vm is the VM derived from testvm for pod at generation gen.
+// vm is the VM derived from testvm for pod at generation gen, owned by the
+// Pod as an agent makes it.
 func vm(p corev1.Pod, gen int64, ready bool) kubevirtv1.VirtualMachine {
 	return kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{
@@ -59,9 +60,18 @@ func vm(p corev1.Pod, gen int64, ready bool) kubevirtv1.VirtualMachine {
 				derive.AnnotationPrototypeName: "testvm", derive.AnnotationPrototypeNamespace: ns,
 				derive.AnnotationPrototypeGeneration: strconv.FormatInt(gen, 10),
 			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true)}},
 		},
 		Status: kubevirtv1.VirtualMachineStatus{Ready: ready},
 	}
+}
+
+// oldRule names v as an older rule than derive.Name would have:
+// "<pod>-<prototype>".
+func oldRule(v kubevirtv1.VirtualMachine) kubevirtv1.VirtualMachine {
+	o := derive.OriginOf(&v)
+	v.Name = o.PodName + "-" + o.PrototypeName
+	return v
 }
 
 // patchIsApplyRestart checks that patch, applied to w's Deployment as the API

@@ -41,7 +41,7 @@ func Observe(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.VirtualM
 	if generation < 0 {
 		return Progress{Message: fmt.Sprintf("Waiting for prototype %s: not found", proto)}
 	}
-	byName := vmsByName(vms, w)
+	byPod := vmsByPod(vms, w)
 	var want, ok int
 	var older []string
 	for i := range pods {
@@ -50,9 +50,9 @@ func Observe(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.VirtualM
 			continue
 		}
 		want++
-		vm := byName[derive.Name(proto.Name, pod.Name)]
+		vm := byPod[keyOf(pod)]
 		switch {
-		case vm == nil || derive.OriginOf(vm).PodUID != pod.UID || vm.DeletionTimestamp != nil:
+		case vm == nil || vm.DeletionTimestamp != nil:
 		case !v.DerivesFrom(vm):
 			older = append(older, strconv.FormatInt(derive.OriginOf(vm).PrototypeGeneration, 10))
 		case vm.Status.Ready:

@@ -92,11 +92,11 @@ func PlanRestart(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.Virt
 		return Plan{Restart: true, Why: fmt.Sprintf("its Pod template holds room for %s a VM, prototype %s's VMs need %s",
 			w.Template().Annotations[scaffold.ReservationAnnotation], proto, kube.FormatResources(v.Reservation))}
 	}
-	byName := vmsByName(vms, w)
+	byPod := vmsByPod(vms, w)
 	var stale, current int
 	for i := range pods {
-		vm := byName[derive.Name(proto.Name, pods[i].Name)]
-		if vm == nil || derive.OriginOf(vm).PodUID != pods[i].UID {
+		vm := byPod[keyOf(&pods[i])]
+		if vm == nil {
 			continue
 		}
 		if v.DerivesFrom(vm) {
@@ -127,17 +127,32 @@ func RestartedFor(w Workload, v Version) bool {
 	return a[AnnotationGeneration] == strconv.FormatInt(v.Generation, 10) && (uid == "" || v.UID == "" || types.UID(uid) == v.UID)
 }
 
-// vmsByName indexes the VMs derived from w's prototype in w's VM namespace.
-func vmsByName(vms []kubevirtv1.VirtualMachine, w Workload) map[string]*kubevirtv1.VirtualMachine {
+// vmsByPod indexes the agents' VMs (derive.IsAgentVM) derived from w's
+// prototype in w's VM namespace by the Pod they record: namespace, name and
+// UID. It never recomputes the VM's name, which an older rule may have
+// given.
+func vmsByPod(vms []kubevirtv1.VirtualMachine, w Workload) map[podKey]*kubevirtv1.VirtualMachine {
 	proto := w.Prototype()
-	out := map[string]*kubevirtv1.VirtualMachine{}
+	out := map[podKey]*kubevirtv1.VirtualMachine{}
 	for i := range vms {
 		vm := &vms[i]
-		if vm.Namespace == w.Agent.Namespace && derive.IsDerivedFrom(vm, proto.Namespace, proto.Name) {
-			out[vm.Name] = vm
+		if vm.Namespace == w.Agent.Namespace && derive.IsAgentVM(vm) && derive.IsDerivedFrom(vm, proto.Namespace, proto.Name) {
+			o := derive.OriginOf(vm)
+			out[podKey{o.Pod(), o.PodUID}] = vm
 		}
 	}
 	return out
+}
+
+// podKey is a Pod as a derived VM records it.
+type podKey struct {
+	types.NamespacedName
+	UID types.UID
+}
+
+// keyOf is pod's podKey.
+func keyOf(pod *corev1.Pod) podKey {
+	return podKey{types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, pod.UID}
 }
 
 // placementStale reports whether tmpl carries a placement of its prototype

@@ -31,6 +31,8 @@ func TestPlanRestart(t *testing.T) {
 			why: "already restarted for prototype vms/testvm generation 3"},
 		{name: "a VM of an earlier Pod of the name does not count", w: testWorkload(), pods: []corev1.Pod{a}, vms: []kubevirtv1.VirtualMachine{vm(pod("web-a", "dead"), 1, true)},
 			why: "no VMs of prototype vms/testvm to replace"},
+		{name: "VMs named by an older rule", w: testWorkload(), pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{oldRule(vm(a, 3, true)), oldRule(vm(b, 2, true))},
+			restart: true, why: "1 of 2 VMs derive from an older generation of prototype vms/testvm than 3"},
 		{name: "no Pods", w: testWorkload(), why: "no VMs of prototype vms/testvm to replace"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

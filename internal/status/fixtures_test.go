@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
@@ -59,7 +60,8 @@ func prototype(ns, name string, gen int64) kubevirtv1.VirtualMachine {
 }
 
 // derivedVM is a ready VM derived from proto (in ns) at generation gen for
-// the Pod podNS/podName with uid.
+// the Pod podNS/podName with uid, owned by the Pod when in its namespace, as
+// an agent makes it.
 func derivedVM(ns, proto string, gen int64, podNS, podName, uid, node string, age time.Duration, mods ...func(*kubevirtv1.VirtualMachine)) kubevirtv1.VirtualMachine {
 	vm := kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{
@@ -76,6 +78,9 @@ func derivedVM(ns, proto string, gen int64, podNS, podName, uid, node string, ag
 			},
 		},
 		Status: kubevirtv1.VirtualMachineStatus{Ready: true, PrintableStatus: kubevirtv1.VirtualMachineStatusRunning},
+	}
+	if ns == podNS {
+		vm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: podName, UID: types.UID(uid), Controller: ptr.To(true)}}
 	}
 	for _, m := range mods {
 		m(&vm)

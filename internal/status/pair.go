@@ -120,7 +120,7 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 	byPod := map[types.UID][]*kubevirtv1.VirtualMachine{}
 	for _, vm := range inv.VMs {
 		if !derive.IsAgentVM(vm) {
-			continue // no Pod recorded, or not the name an agent gives
+			continue // no Pod recorded, or not owned by it as an agent's VM is
 		}
 		o := derive.OriginOf(vm)
 		if q.Prototype != "" && o.PrototypeName != q.Prototype {

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 // brief is the part of a Row a test case pins down.
@@ -43,6 +45,21 @@ func TestPair(t *testing.T) {
 			VMIs:       ptrs(vmi("ns", "web-a", "n1")),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1"}},
+	}, {
+		// An older rule named VMs "<pod>-<prototype>": status pairs them by
+		// the Pod they record, and calls them orphans once it is gone.
+		name: "VMs named by an older rule, paired and orphaned",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, oldRuleName),
+				derivedVM("ns", "web", 5, "ns", "b", "uid-b", "n1", time.Hour, oldRuleName)),
+			VMIs: ptrs(vmi("ns", "a-web", "n1")),
+		},
+		want: []brief{
+			{Namespace: "ns", Pod: "a", VM: "a-web", VMINode: "n1"},
+			{Namespace: "ns", Pod: "b", VM: "b-web", Problems: []string{"orphaned VM (pod gone)"}},
+		},
 	}, {
 		name: "running pod past the grace without VM",
 		inv: Inventory{
@@ -378,11 +395,18 @@ func TestPairRowFields(t *testing.T) {
 	}
 }
 
+// oldRuleName names vm as an older rule than derive.Name would have:
+// "<pod>-<prototype>".
+func oldRuleName(vm *kubevirtv1.VirtualMachine) {
+	o := derive.OriginOf(vm)
+	vm.Name = o.PodName + "-" + o.PrototypeName
+}
+
 // goldenCopy is ns/golden: the VM derived from web for a Pod long gone,
 // copied, renamed and kept as a prototype (generation 1), vmctl's labels
-// and annotations and all.
+// and annotations and all, but not its Pod's ownerReference.
 func goldenCopy() kubevirtv1.VirtualMachine {
 	vm := derivedVM("ns", "web", 5, "ns", "gone", "uid-gone", "n1", time.Hour)
-	vm.Name, vm.Generation = "golden", 1
+	vm.Name, vm.Generation, vm.OwnerReferences = "golden", 1, nil
 	return vm
 }
