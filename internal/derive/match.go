@@ -44,24 +44,23 @@ func IsDerived(meta metav1.Object) bool {
 
 // IsAgentVM reports whether meta is the VM an agent derived for the Pod it
 // records. It is the strict test, which status, diff and gc count derived
-// VMs by; it never recomputes the name (Name), so that a VM named by an
-// older rule still counts. The rule:
+// VMs by. The rule:
 //
 //   - IsDerived's marks, and the Pod's name and namespace and the
 //     prototype's name recorded: without the Pod no one can tell whether
 //     it is gone.
-//   - In the recorded Pod's namespace, a controller ownerReference to that
-//     very Pod (its name and UID), as an agent sets there. A copy that
-//     lost the reference, as a VM made from a derived one's YAML to serve
-//     as a prototype does, is not the agent's: status does not call it an
-//     orphan, diff does not compare it and gc never deletes it. A copy
-//     that kept the reference counts as the Pod's VM: Kubernetes' garbage
+//   - A controller ownerReference to the recorded Pod (its name and UID),
+//     as an agent sets in its Pod's namespace, makes it the Pod's VM
+//     whatever its name, so that a VM named by an older rule still counts.
+//     A copy that kept the reference counts too: Kubernetes' garbage
 //     collector deletes it with the Pod all the same.
-//   - In another namespace (the agent's -n), no controller ownerReference:
-//     one across namespaces is invalid. A copy there is told from the
-//     agent's VM by nothing; it cannot serve as a prototype while it keeps
-//     the marks (VM refuses it), and once they are removed it is no
-//     derived VM.
+//   - Without one (a VM in another namespace than its Pod, where a
+//     reference is invalid, or one whose reference was removed), only the
+//     name tells the agent's VM from a copy renamed, say, to serve as a
+//     prototype: it must be the name Name gives. So status does not call
+//     such a copy an orphan, diff does not compare it and gc never deletes
+//     it.
+//   - A controller other than the recorded Pod makes it no agent's VM.
 func IsAgentVM(meta metav1.Object) bool {
 	if !IsDerived(meta) {
 		return false
@@ -71,10 +70,10 @@ func IsAgentVM(meta metav1.Object) bool {
 		return false
 	}
 	owner := metav1.GetControllerOfNoCopy(meta)
-	if meta.GetNamespace() != o.PodNamespace {
-		return owner == nil
+	if owner == nil {
+		return meta.GetName() == Name(o.PrototypeName, o.PodName)
 	}
-	return owner != nil && owner.APIVersion == "v1" && owner.Kind == "Pod" &&
+	return meta.GetNamespace() == o.PodNamespace && owner.APIVersion == "v1" && owner.Kind == "Pod" &&
 		owner.Name == o.PodName && owner.UID == o.PodUID
 }
 

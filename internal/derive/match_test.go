@@ -84,10 +84,15 @@ func TestIsAgentVM(t *testing.T) {
 		{name: "controlled by something else", mod: func(vm *metav1.ObjectMeta) {
 			vm.OwnerReferences[0].APIVersion, vm.OwnerReferences[0].Kind = "apps/v1", "ReplicaSet"
 		}},
-		{name: "owned but not controlled by the Pod", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences[0].Controller = nil }},
+		{name: "owned but not controlled by the Pod, judged by its name", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences[0].Controller = nil }, want: true},
+		{name: "owned but not controlled by the Pod, renamed", mod: func(vm *metav1.ObjectMeta) {
+			vm.Name, vm.OwnerReferences[0].Controller = "golden", nil
+		}},
+		{name: "its ownerReference removed, judged by its name", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences = nil }, want: true},
 		{name: "in the VM namespace", opts: Options{Namespace: "elsewhere"}, want: true},
+		// Nothing but the name tells it from a renamed copy there.
 		{name: "in the VM namespace, named by an older rule", opts: Options{Namespace: "elsewhere"},
-			mod: func(vm *metav1.ObjectMeta) { vm.Name = "old-rule" }, want: true},
+			mod: func(vm *metav1.ObjectMeta) { vm.Name = "old-rule" }},
 		{name: "in the VM namespace, with a controller", opts: Options{Namespace: "elsewhere"}, mod: func(vm *metav1.ObjectMeta) {
 			vm.OwnerReferences = podOwner(testPod())
 		}},
