@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
@@ -114,21 +115,21 @@ once. /metrics on the probe address serves Prometheus metrics.
 	})
 
 	flags := cmd.Flags()
-	flags.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM. Defaults to the namespace of the derived VM.")
+	flags.StringVar(&o.ProtoNamespace, contract.FlagProtoNamespace, o.ProtoNamespace, "Namespace of the prototype VM. Defaults to the namespace of the derived VM.")
 	flags.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Pod name to act as, instead of POD_NAME or the hostname. Mainly for running outside a Pod.")
-	flags.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes, "Derive VMs even when they would all write to the prototype's persistentVolumeClaim or dataVolume volumes.")
-	flags.StringVar(&o.Subdomain, "subdomain", o.Subdomain,
+	flags.BoolVar(&o.AllowSharedVolumes, contract.FlagAllowSharedVolumes, o.AllowSharedVolumes, "Derive VMs even when they would all write to the prototype's persistentVolumeClaim or dataVolume volumes.")
+	flags.StringVar(&o.Subdomain, contract.FlagSubdomain, o.Subdomain,
 		"For a StatefulSet's Pods: the headless Service that selects the VMs. The VM gets the Pod's name as hostname and this subdomain, so <pod>.<subdomain>.<namespace>.svc names it as it would the Pod.")
-	flags.BoolVar(&o.StopOnEvacuation, "stop-on-evacuation", o.StopOnEvacuation,
+	flags.BoolVar(&o.StopOnEvacuation, contract.FlagStopOnEvacuation, o.StopOnEvacuation,
 		"Stop the VM (delete its VMI, giving the guest its grace period) when a drain asks KubeVirt to evacuate it; KubeVirt starts it again once the node takes Pods. For agents a drain leaves in place: a DaemonSet's (kubectl drain --ignore-daemonsets). Needs get, list, watch and delete on virtualmachineinstances.")
 	flags.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz, /readyz and /metrics on.")
-	flags.DurationVar(&o.DeleteTimeout, "delete-timeout", o.DeleteTimeout,
+	flags.DurationVar(&o.DeleteTimeout, contract.FlagDeleteTimeout, o.DeleteTimeout,
 		"The shutdown's deadline, from the signal: a create still going on, the VM's deletion and the wait for it to be gone all end by then, and the agent exits 1 if the VM may outlive the Pod. Keep it under the Pod's terminationGracePeriodSeconds.")
-	flags.StringVar(&o.OwnRequests, "own-requests", o.OwnRequests,
+	flags.StringVar(&o.OwnRequests, contract.FlagOwnRequests, o.OwnRequests,
 		"The agent container's own requests, as cpu=10m,memory=32Mi, when the Pod asks for more to hold its VM's room: once the VM's launcher Pod waits for the room, "+
-			"the agent resizes its Pod (pods/resize) to these, unless "+agent.EnvRequestsCPU+" and "+agent.EnvRequestsMemory+" (downward API) say it did already.")
-	flags.StringVar(&o.OwnLimits, "own-limits", o.OwnLimits, "The agent container's own limits, as cpu=100m,memory=64Mi, which the resize of --own-requests sets.")
-	flags.DurationVar(&o.MoveAfter, "move-after", o.MoveAfter,
+			"the agent resizes its Pod (pods/resize) to these, unless "+contract.EnvRequestsCPU+" and "+contract.EnvRequestsMemory+" (downward API) say it did already.")
+	flags.StringVar(&o.OwnLimits, contract.FlagOwnLimits, o.OwnLimits, "The agent container's own limits, as cpu=100m,memory=64Mi, which the resize of --own-requests sets.")
+	flags.DurationVar(&o.MoveAfter, contract.FlagMoveAfter, o.MoveAfter,
 		"How long the VM may stay unschedulable on the Pod's node before the agent evicts its own Pod through the Eviction API, so that the workload's PodDisruptionBudget paces the move and the controller's new Pod is placed where the VM fits. 0 never moves: for a DaemonSet's agent, whose Pod cannot move, and for Pods that do not reserve their VM's size. Needs create on pods/eviction.")
 	flags.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
 	cmd.ValidArgsFunction = CompletePrototypes(f)
@@ -194,20 +195,20 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 		DeleteTimeout:      o.DeleteTimeout,
 		MoveAfter:          o.MoveAfter,
 	}
-	if key, ok := o.LookupEnv(agent.EnvPlacementKey); ok {
+	if key, ok := o.LookupEnv(contract.EnvPlacementKey); ok {
 		o.config.PlacementKey = strings.TrimSpace(key)
 	}
-	if held, ok := o.LookupEnv(agent.EnvReservation); ok {
+	if held, ok := o.LookupEnv(contract.EnvReservation); ok {
 		o.config.Reservation = strings.TrimSpace(held)
 	}
-	if class, ok := o.LookupEnv(agent.EnvLauncherPriorityClass); ok {
+	if class, ok := o.LookupEnv(contract.EnvLauncherPriorityClass); ok {
 		o.config.LauncherPriorityClass = strings.TrimSpace(class)
 	}
 	if o.config.OwnRequests, err = kube.ParseResources(o.OwnRequests); err != nil {
-		return fmt.Errorf("--own-requests: %w", err)
+		return fmt.Errorf("--%s: %w", contract.FlagOwnRequests, err)
 	}
 	if o.config.OwnLimits, err = kube.ParseResources(o.OwnLimits); err != nil {
-		return fmt.Errorf("--own-limits: %w", err)
+		return fmt.Errorf("--%s: %w", contract.FlagOwnLimits, err)
 	}
 	if o.config.Requests, err = agent.RequestsFromEnv(o.LookupEnv); err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
@@ -90,7 +91,7 @@ func TestAgentBadArgumentsAreFatal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, streams := newTestAgentOptions(t, map[string]string{agent.EnvPodName: "vmctl-abc"})
+			o, streams := newTestAgentOptions(t, map[string]string{contract.EnvPodName: "vmctl-abc"})
 			o.TerminationLogPath = filepath.Join(t.TempDir(), "termination-log")
 			if err := os.WriteFile(o.TerminationLogPath, nil, 0o600); err != nil {
 				t.Fatal(err)
@@ -128,7 +129,7 @@ func TestAgentTerminationLogOnlyWhenPresent(t *testing.T) {
 
 func TestAgentComplete(t *testing.T) {
 	kubeconfig := writeAgentKubeconfig(t, "https://127.0.0.1:1")
-	downward := map[string]string{agent.EnvPodName: "vmctl-abc", agent.EnvPodNamespace: "apps", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1"}
+	downward := map[string]string{contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "apps", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1"}
 	tests := []struct {
 		name  string
 		env   map[string]string
@@ -156,19 +157,19 @@ func TestAgentComplete(t *testing.T) {
 			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
 	}, {
 		name: "scaffold's Pod: the placement key its template carries",
-		env: map[string]string{agent.EnvPodName: "vmctl-abc", agent.EnvPodNamespace: "apps", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1",
-			agent.EnvPlacementKey: "0123456789abcdef"},
+		env: map[string]string{contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "apps", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1",
+			contract.EnvPlacementKey: "0123456789abcdef"},
 		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps", PlacementKey: "0123456789abcdef",
 			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
 	}, {
 		name:  "a StatefulSet's agent: --subdomain",
-		env:   map[string]string{agent.EnvPodName: "web-0", agent.EnvPodNamespace: "apps", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1"},
+		env:   map[string]string{contract.EnvPodName: "web-0", contract.EnvPodNamespace: "apps", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1"},
 		flags: []string{"--subdomain", "web"},
 		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps", Subdomain: "web",
 			Pod: agent.Identity{PodName: "web-0", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
 	}, {
 		name:    "the original design's manifests: the name from /etc/podinfo/name, not the hostname",
-		env:     map[string]string{agent.EnvPodNamespace: "apps"},
+		env:     map[string]string{contract.EnvPodNamespace: "apps"},
 		podInfo: "vmctl-5d8f-x2x9z\n",
 		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps",
 			Pod: agent.Identity{PodName: "vmctl-5d8f-x2x9z", PodNamespace: "apps"}},
@@ -235,7 +236,7 @@ func TestAgentRunsAgainstAPIServer(t *testing.T) {
 	_ = ln.Close()
 
 	o, _ := newTestAgentOptions(t, map[string]string{
-		agent.EnvPodName: "vmctl-abc", agent.EnvPodNamespace: "default", agent.EnvNodeName: "node-1", agent.EnvPodUID: "uid-1"})
+		contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "default", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1"})
 	// The Event sender may still log a failed POST just after Run returns.
 	logs := &lockedBuffer{}
 	o.ErrOut = logs

@@ -18,7 +18,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
@@ -32,8 +32,8 @@ func completionVM(namespace, name string, labels, annotations map[string]string)
 // derivedVM is a VM the agent made: both labels and the Pod's UID.
 func derivedVM(namespace, name string) runtime.Object {
 	return completionVM(namespace, name,
-		map[string]string{derive.LabelPrototype: "web", derive.LabelPod: "web-0"},
-		map[string]string{derive.AnnotationPodUID: "uid-1"})
+		map[string]string{contract.LabelPrototype: "web", contract.LabelPod: "web-0"},
+		map[string]string{contract.AnnotationPodUID: "uid-1"})
 }
 
 func completionVMs() []runtime.Object {
@@ -44,7 +44,7 @@ func completionVMs() []runtime.Object {
 		derivedVM("default", "web-web-0"),
 		derivedVM("default", "db-db-0"),
 		// Labels copied without the Pod's UID: not vmctl's, so a prototype.
-		completionVM("default", "web-copy", map[string]string{derive.LabelPrototype: "web", derive.LabelPod: "web-0"}, nil),
+		completionVM("default", "web-copy", map[string]string{contract.LabelPrototype: "web", contract.LabelPod: "web-0"}, nil),
 		completionVM("prod", "web-prod", nil, nil),
 		completionVM("protos", "golden", nil, nil),
 		derivedVM("protos", "golden-x-0"),

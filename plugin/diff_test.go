@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
@@ -153,7 +154,7 @@ func TestDiffStaleTemplates(t *testing.T) {
 	}
 	vm := opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
 	handMade := deployment("by-hand", "cpu=1m,memory=1Mi")
-	delete(handMade.Spec.Template.Labels, scaffold.LabelPrototype)
+	delete(handMade.Spec.Template.Labels, contract.LabelAgentPrototype)
 	out, errOut, _, err := runDiffWith(t, []runtime.Object{deployment("old", "cpu=106m,memory=559Mi"), deployment("current", now), handMade},
 		[]runtime.Object{web, vm})
 	if got := opExitCode(err); got != 1 {
@@ -165,8 +166,8 @@ func TestDiffStaleTemplates(t *testing.T) {
 	for _, want := range []string{
 		"--- vms/deployment.apps/old (Pod template)",
 		"+++ vms/deployment.apps/old (prototype vms/web now)",
-		"-  " + scaffold.ReservationAnnotation + ": cpu=106m,memory=559Mi",
-		"+  " + scaffold.ReservationAnnotation + ": " + now,
+		"-  " + contract.AnnotationReservation + ": cpu=106m,memory=559Mi",
+		"+  " + contract.AnnotationReservation + ": " + now,
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("diff does not hold %q:\n%s", want, out)

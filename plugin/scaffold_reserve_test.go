@@ -12,7 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
@@ -66,7 +66,7 @@ func TestScaffoldReservation(t *testing.T) {
 			if got := errOut.String(); tt.stderr == "" && got != "" || !strings.Contains(got, tt.stderr) {
 				t.Errorf("stderr %q, want %q", got, tt.stderr)
 			}
-			if got := strings.Contains(out.String(), scaffold.ReservationAnnotation); got != tt.reserves {
+			if got := strings.Contains(out.String(), contract.AnnotationReservation); got != tt.reserves {
 				t.Errorf("reserves: %v, want %v:\n%s", got, tt.reserves, out)
 			}
 			if got := strings.Contains(out.String(), "pods/resize"); got != tt.reserves {

@@ -20,8 +20,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
@@ -97,7 +96,7 @@ func TestScaffoldNeedsNoCluster(t *testing.T) {
 		strings.Count(errOut.String(), "\n") != 1 {
 		t.Errorf("stderr %q, want one line starting %q", errOut, want)
 	}
-	if strings.Contains(out.String(), placement.Annotation+":") {
+	if strings.Contains(out.String(), contract.AnnotationPlacement+":") {
 		t.Errorf("wrote a placement it could not read:\n%s", out)
 	}
 }
@@ -293,7 +292,7 @@ func TestScaffoldWarnsWhatTheAgentsWillRefuse(t *testing.T) {
 		}},
 	}
 	copied := &kubevirtv1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: "vms", Labels: map[string]string{derive.LabelPod: "web-1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: "vms", Labels: map[string]string{contract.LabelPod: "web-1"}},
 		Spec:       kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
 	}
 	for _, tt := range []struct {
@@ -305,7 +304,7 @@ func TestScaffoldWarnsWhatTheAgentsWillRefuse(t *testing.T) {
 	}{
 		{"missing", nil, nil, "prototype vms/testvm not found; the agents wait until it exists"},
 		{"shared writable volume", sharedPVC, nil, "prototype vms/testvm: every derived VM would write to the same disk through volume \"data\""},
-		{"vmctl's markers", copied, nil, "prototype vms/testvm carries vmctl's derived-VM markers (label " + derive.LabelPod + ")"},
+		{"vmctl's markers", copied, nil, "prototype vms/testvm carries vmctl's derived-VM markers (label " + contract.LabelPod + ")"},
 		{"shared volume allowed", sharedPVC, []string{"--allow-shared-volumes"}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

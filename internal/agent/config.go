@@ -54,7 +54,7 @@ type Config struct {
 	// DeleteTimeout bounds how long shutdown waits for the VM to be gone.
 	DeleteTimeout time.Duration
 	// PlacementKey is the placement.Key the Pod's template carries
-	// (EnvPlacementKey); empty when it carries none, and then the agent
+	// (contract.EnvPlacementKey); empty when it carries none, and then the agent
 	// does not compare it with its prototype's.
 	PlacementKey string
 	// OwnRequests and OwnLimits are the agent container's own requests and
@@ -63,17 +63,17 @@ type Config struct {
 	// for the room (see handOver). Empty: it
 	// holds no reservation and never resizes.
 	OwnRequests, OwnLimits corev1.ResourceList
-	// Requests are the container's requests now (EnvRequestsCPU,
+	// Requests are the container's requests now (contract.EnvRequestsCPU,
 	// EnvRequestsMemory); nil when unknown.
 	Requests corev1.ResourceList
 	// LauncherPriorityClass, for an agent that holds its VM's room, is the
 	// priority class its VM's launcher Pod gets (derive.Options): of the
 	// prototype's priority, never preempting, so that the launcher Pod's
 	// nomination lasts through its failed attempts
-	// (EnvLauncherPriorityClass). Empty: the prototype's.
+	// (contract.EnvLauncherPriorityClass). Empty: the prototype's.
 	LauncherPriorityClass string
 	// Reservation is the room the Pod's template holds for the VM, as its
-	// vmctl.kubevirt.io/reservation annotation says (EnvReservation):
+	// vmctl.kubevirt.io/reservation annotation says (contract.EnvReservation):
 	// the agent compares it with what the VM's launcher Pod asks for.
 	// Empty when the template holds none or does not pass it on; then,
 	// while the Pod still holds the room, Requests less OwnRequests

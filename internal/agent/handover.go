@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
@@ -52,11 +53,6 @@ const (
 	// Pod asks for.
 	ReasonReservationStale = "ReservationStale"
 )
-
-// EnvLauncherPriorityClass is the downward-API variable (fieldRef of the
-// Pod's vmctl.kubevirt.io/launcher-priority-class annotation) that names
-// the priority class of the VM's launcher Pod: Config.LauncherPriorityClass.
-const EnvLauncherPriorityClass = "VMCTL_LAUNCHER_PRIORITY_CLASS"
 
 // handoverGrace is how long after giving back the room the agent keeps
 // nominating its VM's launcher Pod, and keeps the VM's unschedulable state
@@ -132,9 +128,9 @@ func (a *Agent) holdsRoom() bool {
 // labels, which derive put on the VM's template.
 func (a *Agent) launcherSelector() string {
 	return labels.Set{
-		kubevirtv1.AppLabel:   "virt-launcher",
-		derive.LabelPrototype: derive.LabelValue(a.cfg.Prototype),
-		derive.LabelPod:       derive.LabelValue(a.pod.PodName),
+		kubevirtv1.AppLabel:     "virt-launcher",
+		contract.LabelPrototype: derive.LabelValue(a.cfg.Prototype),
+		contract.LabelPod:       derive.LabelValue(a.pod.PodName),
 	}.String()
 }
 

@@ -19,7 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
@@ -30,7 +30,7 @@ func launcherPod(requests corev1.ResourceList) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "virt-launcher-" + testVM + "-x7k2p", Namespace: testNamespace, UID: "launcher-uid",
 			Labels: map[string]string{
-				kubevirtv1.AppLabel: "virt-launcher", derive.LabelPrototype: testProto, derive.LabelPod: testPod,
+				kubevirtv1.AppLabel: "virt-launcher", contract.LabelPrototype: testProto, contract.LabelPod: testPod,
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: testVM, UID: "vmi-uid", Controller: ptrTrue()}},
 		},

@@ -6,19 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
-)
 
-// Environment variables the agent reads its Pod's identity from; manifests set
-// them through the downward API.
-const (
-	EnvPodName      = "POD_NAME"
-	EnvPodNamespace = "POD_NAMESPACE"
-	EnvNodeName     = "NODE_NAME"
-	EnvPodUID       = "POD_UID"
-	// EnvPlacementKey is the placement.Key of the prototype whose placement
-	// the Pod's template carries (its placement.Annotation); empty or unset
-	// when it carries none, and the agent does not check.
-	EnvPlacementKey = "PLACEMENT_KEY"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // ServiceAccountNamespaceFile holds the Pod's namespace in every Pod that
@@ -86,22 +75,22 @@ func ResolveIdentity(src IdentitySources) (Identity, error) {
 	switch {
 	case src.HostnameOverride != "":
 		id.PodName = src.HostnameOverride
-	case env(EnvPodName) != "":
-		id.PodName = env(EnvPodName)
+	case env(contract.EnvPodName) != "":
+		id.PodName = env(contract.EnvPodName)
 	case podInfoName(src) != "":
 		id.PodName = podInfoName(src)
 	case src.Hostname != nil:
 		h, err := src.Hostname()
 		if err != nil {
-			return Identity{}, fmt.Errorf("cannot tell the Pod's name from the hostname: %w; set %s or --hostname-override", err, EnvPodName)
+			return Identity{}, fmt.Errorf("cannot tell the Pod's name from the hostname: %w; set %s or --hostname-override", err, contract.EnvPodName)
 		}
 		id.PodName = strings.TrimSpace(h)
 	}
 	if id.PodName == "" {
-		return Identity{}, errors.New("cannot tell the Pod's name; set " + EnvPodName + " or --hostname-override")
+		return Identity{}, errors.New("cannot tell the Pod's name; set " + contract.EnvPodName + " or --hostname-override")
 	}
 
-	id.PodNamespace = env(EnvPodNamespace)
+	id.PodNamespace = env(contract.EnvPodNamespace)
 	if id.PodNamespace == "" && src.ServiceAccountNamespace != nil {
 		if ns, ok := src.ServiceAccountNamespace(); ok {
 			id.PodNamespace = strings.TrimSpace(ns)
@@ -110,7 +99,7 @@ func ResolveIdentity(src IdentitySources) (Identity, error) {
 	if id.PodNamespace == "" && src.KubeconfigNamespace != nil {
 		ns, err := src.KubeconfigNamespace()
 		if err != nil {
-			return Identity{}, fmt.Errorf("reading the namespace from the kubeconfig: %w; set %s or fix the kubeconfig", err, EnvPodNamespace)
+			return Identity{}, fmt.Errorf("reading the namespace from the kubeconfig: %w; set %s or fix the kubeconfig", err, contract.EnvPodNamespace)
 		}
 		id.PodNamespace = strings.TrimSpace(ns)
 	}
@@ -118,8 +107,8 @@ func ResolveIdentity(src IdentitySources) (Identity, error) {
 		id.PodNamespace = "default"
 	}
 
-	id.Node = env(EnvNodeName)
-	id.PodUID = types.UID(env(EnvPodUID))
+	id.Node = env(contract.EnvNodeName)
+	id.PodUID = types.UID(env(contract.EnvPodUID))
 	return id, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 func TestResolveIdentity(t *testing.T) {
@@ -22,12 +24,12 @@ func TestResolveIdentity(t *testing.T) {
 		wantErr string
 	}{{
 		name: "downward API gives everything",
-		env:  map[string]string{EnvPodName: "vmctl-abc", EnvPodNamespace: "apps", EnvNodeName: "node-1", EnvPodUID: "uid-1"},
+		env:  map[string]string{contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "apps", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1"},
 		src:  IdentitySources{Hostname: hostname, ServiceAccountNamespace: func() (string, bool) { return "sa-ns", true }, KubeconfigNamespace: kubeconfigNS("kc")},
 		want: Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"},
 	}, {
 		name: "hostname override beats POD_NAME and the hostname",
-		env:  map[string]string{EnvPodName: "vmctl-abc"},
+		env:  map[string]string{contract.EnvPodName: "vmctl-abc"},
 		src:  IdentitySources{HostnameOverride: "override", Hostname: hostname, ServiceAccountNamespace: noSA, KubeconfigNamespace: kubeconfigNS("kc")},
 		want: Identity{PodName: "override", PodNamespace: "kc"},
 	}, {
@@ -41,7 +43,7 @@ func TestResolveIdentity(t *testing.T) {
 		want: Identity{PodName: "vmctl-5d8f-x2x9z", PodNamespace: "kc"},
 	}, {
 		name: "POD_NAME beats /etc/podinfo/name",
-		env:  map[string]string{EnvPodName: "vmctl-abc"},
+		env:  map[string]string{contract.EnvPodName: "vmctl-abc"},
 		src: IdentitySources{PodInfoName: func() (string, bool) { return "from-file", true },
 			Hostname: hostname, ServiceAccountNamespace: noSA, KubeconfigNamespace: kubeconfigNS("kc")},
 		want: Identity{PodName: "vmctl-abc", PodNamespace: "kc"},
@@ -52,12 +54,12 @@ func TestResolveIdentity(t *testing.T) {
 		want: Identity{PodName: "host-pod", PodNamespace: "kc"},
 	}, {
 		name: "empty and blank env values count as unset",
-		env:  map[string]string{EnvPodName: "", EnvPodNamespace: "  ", EnvNodeName: "", EnvPodUID: ""},
+		env:  map[string]string{contract.EnvPodName: "", contract.EnvPodNamespace: "  ", contract.EnvNodeName: "", contract.EnvPodUID: ""},
 		src:  IdentitySources{Hostname: hostname, ServiceAccountNamespace: func() (string, bool) { return "sa-ns\n", true }},
 		want: Identity{PodName: "host-pod", PodNamespace: "sa-ns"},
 	}, {
 		name: "service account namespace beats the kubeconfig",
-		env:  map[string]string{EnvPodName: "p"},
+		env:  map[string]string{contract.EnvPodName: "p"},
 		src: IdentitySources{ServiceAccountNamespace: func() (string, bool) { return "sa-ns", true },
 			KubeconfigNamespace: func() (string, error) {
 				t.Error("kubeconfig read although the service account namespace is known")
@@ -66,12 +68,12 @@ func TestResolveIdentity(t *testing.T) {
 		want: Identity{PodName: "p", PodNamespace: "sa-ns"},
 	}, {
 		name: "kubeconfig namespace outside a Pod",
-		env:  map[string]string{EnvPodName: "p", EnvNodeName: "node-1"},
+		env:  map[string]string{contract.EnvPodName: "p", contract.EnvNodeName: "node-1"},
 		src:  IdentitySources{ServiceAccountNamespace: noSA, KubeconfigNamespace: kubeconfigNS("dev")},
 		want: Identity{PodName: "p", PodNamespace: "dev", Node: "node-1"},
 	}, {
 		name: "default namespace when nothing says",
-		env:  map[string]string{EnvPodName: "p", EnvPodUID: "uid-1"},
+		env:  map[string]string{contract.EnvPodName: "p", contract.EnvPodUID: "uid-1"},
 		src:  IdentitySources{ServiceAccountNamespace: noSA, KubeconfigNamespace: kubeconfigNS("")},
 		want: Identity{PodName: "p", PodNamespace: "default", PodUID: "uid-1"},
 	}, {
@@ -84,7 +86,7 @@ func TestResolveIdentity(t *testing.T) {
 		wantErr: "cannot tell the Pod's name; set POD_NAME or --hostname-override",
 	}, {
 		name: "broken kubeconfig",
-		env:  map[string]string{EnvPodName: "p"},
+		env:  map[string]string{contract.EnvPodName: "p"},
 		src: IdentitySources{ServiceAccountNamespace: noSA,
 			KubeconfigNamespace: func() (string, error) { return "", errors.New("bad yaml") }},
 		wantErr: "reading the namespace from the kubeconfig: bad yaml",

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 func TestJudge(t *testing.T) {
@@ -42,7 +42,7 @@ func TestJudge(t *testing.T) {
 		name: "vmctl labels copied without the Pod UID",
 		existing: func() *kubevirtv1.VirtualMachine {
 			vm := derived(t, testIdentity, "vm-1")
-			delete(vm.Annotations, derive.AnnotationPodUID)
+			delete(vm.Annotations, contract.AnnotationPodUID)
 			return vm
 		},
 		want: refuse,
@@ -60,7 +60,7 @@ func TestJudge(t *testing.T) {
 		name: "made for a Pod of the same name in another namespace",
 		existing: func() *kubevirtv1.VirtualMachine {
 			vm := derived(t, testIdentity, "vm-1")
-			vm.Annotations[derive.AnnotationPodNamespace] = "elsewhere"
+			vm.Annotations[contract.AnnotationPodNamespace] = "elsewhere"
 			return vm
 		},
 		want: refuse,
@@ -69,7 +69,7 @@ func TestJudge(t *testing.T) {
 		name: "derived from another prototype",
 		existing: func() *kubevirtv1.VirtualMachine {
 			vm := derived(t, testIdentity, "vm-1")
-			vm.Annotations[derive.AnnotationPrototypeName] = "testvm-vmctl"
+			vm.Annotations[contract.AnnotationPrototypeName] = "testvm-vmctl"
 			return vm
 		},
 		want: refuse,

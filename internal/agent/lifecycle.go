@@ -18,6 +18,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
@@ -206,9 +207,9 @@ func (a *Agent) resolvePod(ctx context.Context) bool {
 		case err == nil:
 			p.msg = fmt.Sprintf("Pod %s is not scheduled to a node yet", ref)
 		case apierrors.IsNotFound(err):
-			p.msg = fmt.Sprintf("looking up Pod %s for its node and UID: not found; set %s and %s through the downward API, or --hostname-override to the Pod's name", ref, EnvNodeName, EnvPodUID)
+			p.msg = fmt.Sprintf("looking up Pod %s for its node and UID: not found; set %s and %s through the downward API, or --hostname-override to the Pod's name", ref, contract.EnvNodeName, contract.EnvPodUID)
 		default:
-			p.msg = fmt.Sprintf("looking up Pod %s for its node and UID: %v; set %s and %s through the downward API", ref, err, EnvNodeName, EnvPodUID)
+			p.msg = fmt.Sprintf("looking up Pod %s for its node and UID: %v; set %s and %s through the downward API", ref, err, contract.EnvNodeName, contract.EnvPodUID)
 		}
 		a.report.fail(ctx, p)
 		if !sleep(ctx, b.Step()) {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
@@ -31,7 +31,7 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 		t.Fatalf("VM %s not created", testVM)
 	}
 	a := vm.Annotations
-	if a[derive.AnnotationPodUID] != string(testPodUID) || a[derive.AnnotationNode] != testNode || a[derive.AnnotationPodName] != testPod {
+	if a[contract.AnnotationPodUID] != string(testPodUID) || a[contract.AnnotationNode] != testNode || a[contract.AnnotationPodName] != testPod {
 		t.Errorf("VM annotations = %v, want this Pod's name, UID and node", a)
 	}
 	if vm.Spec.RunStrategy == nil || *vm.Spec.RunStrategy != kubevirtv1.RunStrategyAlways {
@@ -208,7 +208,7 @@ func TestGetsPodOnceWithoutDownwardAPI(t *testing.T) {
 	h.watchFollowed()
 
 	a := h.api.object(testVM).Annotations
-	if a[derive.AnnotationPodUID] != "uid-from-get" || a[derive.AnnotationNode] != "node-from-get" {
+	if a[contract.AnnotationPodUID] != "uid-from-get" || a[contract.AnnotationNode] != "node-from-get" {
 		t.Errorf("VM annotations = %v, want the Pod's UID and node from its GET", a)
 	}
 	ev := h.waitEvent(corev1.EventTypeNormal, ReasonCreated)
@@ -240,7 +240,7 @@ func TestPodLookupRetries(t *testing.T) {
 	}
 	h.watchFollowed()
 	a := h.api.object(testVM).Annotations
-	if a[derive.AnnotationPodUID] != "late-uid" || a[derive.AnnotationNode] != testNode {
+	if a[contract.AnnotationPodUID] != "late-uid" || a[contract.AnnotationNode] != testNode {
 		t.Errorf("VM annotations = %v, want UID from the Pod and node from NODE_NAME", a)
 	}
 }
@@ -286,8 +286,8 @@ func TestReplacesVMOfEarlierPod(t *testing.T) {
 	h.watchFollowed() // following the new one
 
 	vm := h.api.object(testVM)
-	if vm.UID == "old-vm-uid" || vm.Annotations[derive.AnnotationPodUID] != string(testPodUID) {
-		t.Errorf("VM uid %s pod-uid %s, want a new VM for this Pod", vm.UID, vm.Annotations[derive.AnnotationPodUID])
+	if vm.UID == "old-vm-uid" || vm.Annotations[contract.AnnotationPodUID] != string(testPodUID) {
+		t.Errorf("VM uid %s pod-uid %s, want a new VM for this Pod", vm.UID, vm.Annotations[contract.AnnotationPodUID])
 	}
 	if len(deletes) != 1 {
 		t.Fatalf("%d DELETEs, want 1 of the old VM", len(deletes))
@@ -331,7 +331,7 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 		name: "derived from another prototype",
 		existing: func(t *testing.T) *kubevirtv1.VirtualMachine {
 			vm := derived(t, testIdentity, "foreign-uid")
-			vm.Annotations[derive.AnnotationPrototypeName] = "other"
+			vm.Annotations[contract.AnnotationPrototypeName] = "other"
 			return vm
 		},
 		event: "was derived from prototype default/other, not default/testvm",
@@ -541,7 +541,7 @@ func TestRefusesPrototypeCopiedFromDerivedVM(t *testing.T) {
 	h.start()
 	h.waitReadyz(503, ReasonInvalidPrototype)
 	ev := h.waitEvent(corev1.EventTypeWarning, ReasonInvalidPrototype)
-	if !strings.Contains(ev.Message, derive.LabelPod) || !strings.Contains(ev.Message, "kubectl label vm testvm") {
+	if !strings.Contains(ev.Message, contract.LabelPod) || !strings.Contains(ev.Message, "kubectl label vm testvm") {
 		t.Errorf("Event %q does not name the markers and how to remove them", ev.Message)
 	}
 	// Like any prototype that cannot be derived, it is watched for a fix.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,30 +15,12 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// ContainerName is the agent's container in the Pods scaffold writes: the
-// one the agent resizes.
-const ContainerName = "agent"
-
-// Downward-API variables that tell the agent its container's requests now
-// (resourceFieldRef requests.cpu in millicores, requests.memory in bytes):
-// after a restart that follows its resize they are its own, and it asks
-// nothing more.
-const (
-	EnvRequestsCPU    = "VMCTL_REQUESTS_CPU"
-	EnvRequestsMemory = "VMCTL_REQUESTS_MEMORY"
-)
-
-// EnvReservation is the downward-API variable (fieldRef of the Pod's
-// vmctl.kubevirt.io/reservation annotation) that tells the agent the room
-// its template holds for the VM: Config.Reservation.
-const EnvReservation = "VMCTL_RESERVATION"
-
 // ReasonResizeFailed is the agent's Event, and /readyz's reason, when it
 // cannot resize its Pod to its own requests to give back the room it held
 // for its VM: it makes no VM until it can.
 const ReasonResizeFailed = "ResizeFailed"
 
-// RequestsFromEnv reads the container's requests now from EnvRequestsCPU
+// RequestsFromEnv reads the container's requests now from contract.EnvRequestsCPU
 // and EnvRequestsMemory; nil when neither is set.
 func RequestsFromEnv(lookup func(string) (string, bool)) (corev1.ResourceList, error) {
 	var out corev1.ResourceList
@@ -45,7 +28,7 @@ func RequestsFromEnv(lookup func(string) (string, bool)) (corev1.ResourceList, e
 		env    string
 		name   corev1.ResourceName
 		suffix string
-	}{{EnvRequestsCPU, corev1.ResourceCPU, "m"}, {EnvRequestsMemory, corev1.ResourceMemory, ""}} {
+	}{{contract.EnvRequestsCPU, corev1.ResourceCPU, "m"}, {contract.EnvRequestsMemory, corev1.ResourceMemory, ""}} {
 		s, ok := lookup(v.env)
 		if s = strings.TrimSpace(s); !ok || s == "" {
 			continue
@@ -102,7 +85,7 @@ func (c Config) heldReservation() string {
 // agent container's requests and limits to its own.
 func (c Config) resizePatch() ([]byte, error) {
 	return json.Marshal(map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
-		"name":      ContainerName,
+		"name":      contract.ContainerName,
 		"resources": corev1.ResourceRequirements{Requests: c.OwnRequests, Limits: c.OwnLimits},
 	}}}})
 }

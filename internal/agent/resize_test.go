@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // The agent's own share and what its Pod asks for with a VM's room held.
@@ -32,7 +34,7 @@ func agentPod(requests corev1.ResourceList) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: testPod, Namespace: testNamespace, UID: testPodUID},
 		Spec: corev1.PodSpec{NodeName: testNode, Containers: []corev1.Container{{
-			Name: ContainerName, Resources: corev1.ResourceRequirements{Requests: requests},
+			Name: contract.ContainerName, Resources: corev1.ResourceRequirements{Requests: requests},
 		}}},
 	}
 }

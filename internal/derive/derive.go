@@ -30,7 +30,7 @@ type Options struct {
 	// Subdomain, when set, gives the VM a StatefulSet Pod's stable DNS name:
 	// the VMI's spec.hostname is the Pod's name and spec.subdomain is
 	// Subdomain, the headless Service that selects the VMs (by
-	// LabelSubdomain, which the VM and its VMI template then carry), so
+	// contract.LabelSubdomain, which the VM and its VMI template then carry), so
 	// <pod>.<subdomain>.<namespace>.svc names the VM across Pod restarts.
 	// Only for Pods with stable names: a Deployment's change with every Pod.
 	Subdomain string

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // clearIdentity removes what makes a machine one particular machine, so
@@ -41,7 +43,7 @@ func clearRevisions(spec *kubevirtv1.VirtualMachineSpec) {
 
 // stableIdentity gives vm the DNS identity of its StatefulSet Pod when
 // subdomain is set: hostname the Pod's name, subdomain the headless Service
-// that selects the VMs by LabelSubdomain. KubeVirt puts both on the VM's
+// that selects the VMs by contract.LabelSubdomain. KubeVirt puts both on the VM's
 // launcher Pod, and the EndpointSlice controller then names the launcher
 // Pod's address <pod>.<subdomain>.<namespace>.svc, as it does for a
 // StatefulSet's own Pods.
@@ -52,8 +54,8 @@ func stableIdentity(vm *kubevirtv1.VirtualMachine, pod, subdomain string) {
 	spec := &vm.Spec.Template.Spec
 	spec.Hostname = pod
 	spec.Subdomain = subdomain
-	vm.Labels[LabelSubdomain] = subdomain
-	vm.Spec.Template.ObjectMeta.Labels[LabelSubdomain] = subdomain
+	vm.Labels[contract.LabelSubdomain] = subdomain
+	vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain] = subdomain
 }
 
 // validateSubdomain checks that a subdomain and the Pod's name can make a

@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 func TestVMClearsIdentity(t *testing.T) {
@@ -149,13 +151,13 @@ func TestVMStatefulSetIdentity(t *testing.T) {
 			if spec.Hostname != tc.wantHost || spec.Subdomain != tc.wantSub {
 				t.Errorf("hostname %q subdomain %q, want %q and %q", spec.Hostname, spec.Subdomain, tc.wantHost, tc.wantSub)
 			}
-			if got, ok := vm.Labels[LabelSubdomain]; ok != tc.wantLabel || (ok && got != tc.subdomain) {
-				t.Errorf("VM label %s = %q (present %v), want present %v", LabelSubdomain, got, ok, tc.wantLabel)
+			if got, ok := vm.Labels[contract.LabelSubdomain]; ok != tc.wantLabel || (ok && got != tc.subdomain) {
+				t.Errorf("VM label %s = %q (present %v), want present %v", contract.LabelSubdomain, got, ok, tc.wantLabel)
 			}
-			if got, ok := vm.Spec.Template.ObjectMeta.Labels[LabelSubdomain]; ok != tc.wantTemplate || (ok && got != tc.subdomain) {
-				t.Errorf("VMI template label %s = %q (present %v), want present %v", LabelSubdomain, got, ok, tc.wantTemplate)
+			if got, ok := vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain]; ok != tc.wantTemplate || (ok && got != tc.subdomain) {
+				t.Errorf("VMI template label %s = %q (present %v), want present %v", contract.LabelSubdomain, got, ok, tc.wantTemplate)
 			}
-			if proto.Spec.Template.Spec.Hostname != tc.protoHost || proto.Labels[LabelSubdomain] != "" {
+			if proto.Spec.Template.Spec.Hostname != tc.protoHost || proto.Labels[contract.LabelSubdomain] != "" {
 				t.Error("the prototype was modified")
 			}
 		})

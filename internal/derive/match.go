@@ -6,11 +6,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // DerivedSelector is a label selector matching every VM vmctl made. Confirm
 // each match with IsDerived or IsAgentVM: labels alone are easy to copy.
-const DerivedSelector = LabelPrototype + "," + LabelPod
+const DerivedSelector = contract.LabelPrototype + "," + contract.LabelPod
 
 // Selector is the label selector of the VMs derived from the prototype
 // named prototype, or of every derived VM when prototype is empty. Confirm
@@ -19,14 +21,14 @@ func Selector(prototype string) string {
 	if prototype == "" {
 		return DerivedSelector
 	}
-	return PrototypeSelector(prototype) + "," + LabelPod
+	return PrototypeSelector(prototype) + "," + contract.LabelPod
 }
 
 // PrototypeSelector returns a label selector matching the VMs derived from
 // the prototype named prototype, in any namespace the prototype's VMs live
 // in. Confirm each match with IsDerivedFrom: the label holds only the name.
 func PrototypeSelector(prototype string) string {
-	return labels.Set{LabelPrototype: LabelValue(prototype)}.String()
+	return labels.Set{contract.LabelPrototype: LabelValue(prototype)}.String()
 }
 
 // IsDerived reports whether meta carries vmctl's marks: both vmctl labels
@@ -39,7 +41,7 @@ func IsDerived(meta metav1.Object) bool {
 		return false
 	}
 	l, a := meta.GetLabels(), meta.GetAnnotations()
-	return l[LabelPrototype] != "" && l[LabelPod] != "" && a[AnnotationPodUID] != ""
+	return l[contract.LabelPrototype] != "" && l[contract.LabelPod] != "" && a[contract.AnnotationPodUID] != ""
 }
 
 // IsAgentVM reports whether meta is the VM an agent derived for the Pod it
@@ -84,17 +86,17 @@ func IsDerivedFrom(meta metav1.Object, namespace, name string) bool {
 		return false
 	}
 	a := meta.GetAnnotations()
-	return a[AnnotationPrototypeName] == name && a[AnnotationPrototypeNamespace] == namespace
+	return a[contract.AnnotationPrototypeName] == name && a[contract.AnnotationPrototypeNamespace] == namespace
 }
 
 // markerLabels and markerAnnotations are what vmctl writes on every derived
 // VM, and what a prototype must not carry.
 var (
-	markerLabels      = []string{LabelPrototype, LabelPod, LabelSubdomain}
+	markerLabels      = []string{contract.LabelPrototype, contract.LabelPod, contract.LabelSubdomain}
 	markerAnnotations = []string{
-		AnnotationPodName, AnnotationPodNamespace, AnnotationPodUID, AnnotationNode,
-		AnnotationPrototypeName, AnnotationPrototypeNamespace, AnnotationPrototypeGeneration, AnnotationPrototypeUID,
-		AnnotationLauncherPriorityClass,
+		contract.AnnotationPodName, contract.AnnotationPodNamespace, contract.AnnotationPodUID, contract.AnnotationNode,
+		contract.AnnotationPrototypeName, contract.AnnotationPrototypeNamespace, contract.AnnotationPrototypeGeneration, contract.AnnotationPrototypeUID,
+		contract.AnnotationLauncherPriorityClass,
 	}
 )
 

@@ -8,12 +8,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 func TestIsDerived(t *testing.T) {
 	derived := mustVM(t, testPrototype(), testPod(), Options{})
-	both := map[string]string{LabelPrototype: "fedora", LabelPod: "web-7c9d"}
-	uid := map[string]string{AnnotationPodUID: "pod-uid-1"}
+	both := map[string]string{contract.LabelPrototype: "fedora", contract.LabelPod: "web-7c9d"}
+	uid := map[string]string{contract.AnnotationPodUID: "pod-uid-1"}
 
 	for _, tc := range []struct {
 		name string
@@ -25,9 +27,9 @@ func TestIsDerived(t *testing.T) {
 		{name: "the prototype", meta: testPrototype(), want: false},
 		{name: "labels and uid", meta: &metav1.ObjectMeta{Labels: both, Annotations: uid}, want: true},
 		{name: "no pod uid", meta: &metav1.ObjectMeta{Labels: both}, want: false},
-		{name: "empty pod uid", meta: &metav1.ObjectMeta{Labels: both, Annotations: map[string]string{AnnotationPodUID: ""}}, want: false},
-		{name: "no pod label", meta: &metav1.ObjectMeta{Labels: map[string]string{LabelPrototype: "fedora"}, Annotations: uid}, want: false},
-		{name: "no prototype label", meta: &metav1.ObjectMeta{Labels: map[string]string{LabelPod: "web"}, Annotations: uid}, want: false},
+		{name: "empty pod uid", meta: &metav1.ObjectMeta{Labels: both, Annotations: map[string]string{contract.AnnotationPodUID: ""}}, want: false},
+		{name: "no pod label", meta: &metav1.ObjectMeta{Labels: map[string]string{contract.LabelPrototype: "fedora"}, Annotations: uid}, want: false},
+		{name: "no prototype label", meta: &metav1.ObjectMeta{Labels: map[string]string{contract.LabelPod: "web"}, Annotations: uid}, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, IsDerived(tc.meta)); diff != "" {
@@ -68,8 +70,8 @@ func TestIsAgentVM(t *testing.T) {
 	}{
 		{name: "as an agent makes it", want: true},
 		{name: "long names, cut with a hash", mod: func(vm *metav1.ObjectMeta) {
-			vm.Annotations[AnnotationPrototypeName] = long
-			vm.Annotations[AnnotationPodName] = long
+			vm.Annotations[contract.AnnotationPrototypeName] = long
+			vm.Annotations[contract.AnnotationPodName] = long
 			vm.OwnerReferences[0].Name = long
 			vm.Name = Name(long, long)
 		}, want: true},
@@ -96,8 +98,8 @@ func TestIsAgentVM(t *testing.T) {
 		{name: "in the VM namespace, with a controller", opts: Options{Namespace: "elsewhere"}, mod: func(vm *metav1.ObjectMeta) {
 			vm.OwnerReferences = podOwner(testPod())
 		}},
-		{name: "no prototype recorded", mod: func(vm *metav1.ObjectMeta) { delete(vm.Annotations, AnnotationPrototypeName) }},
-		{name: "no pod namespace recorded", mod: func(vm *metav1.ObjectMeta) { delete(vm.Annotations, AnnotationPodNamespace) }},
+		{name: "no prototype recorded", mod: func(vm *metav1.ObjectMeta) { delete(vm.Annotations, contract.AnnotationPrototypeName) }},
+		{name: "no pod namespace recorded", mod: func(vm *metav1.ObjectMeta) { delete(vm.Annotations, contract.AnnotationPodNamespace) }},
 		{name: "no vmctl labels", mod: func(vm *metav1.ObjectMeta) { vm.Labels = nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,7 +135,7 @@ func TestOriginOf(t *testing.T) {
 
 func TestSelectors(t *testing.T) {
 	derived := labels.Set(mustVM(t, testPrototype(), testPod(), Options{}).Labels)
-	other := labels.Set{LabelPrototype: "ubuntu", LabelPod: "web-7c9d"}
+	other := labels.Set{contract.LabelPrototype: "ubuntu", contract.LabelPod: "web-7c9d"}
 	plain := labels.Set{"app": "fedora"}
 
 	for _, tc := range []struct {
@@ -148,7 +150,7 @@ func TestSelectors(t *testing.T) {
 		{name: "another prototype's VM does not match", selector: PrototypeSelector("fedora"), set: other, want: false},
 		{name: "Selector of none matches all derived", selector: Selector(""), set: derived, want: true},
 		{name: "Selector of a prototype matches its VMs", selector: Selector("fedora"), set: derived, want: true},
-		{name: "Selector of a prototype needs the pod label too", selector: Selector("fedora"), set: labels.Set{LabelPrototype: derived[LabelPrototype]}, want: false},
+		{name: "Selector of a prototype needs the pod label too", selector: Selector("fedora"), set: labels.Set{contract.LabelPrototype: derived[contract.LabelPrototype]}, want: false},
 		{name: "Selector of another prototype", selector: Selector("ubuntu"), set: derived, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,14 +199,14 @@ func TestVMRefusesPrototypeWithMarkers(t *testing.T) {
 // has no subdomain label, and the fix must not name it.
 func TestMarkersFixRemovesOnlyThosePresent(t *testing.T) {
 	proto := testPrototype()
-	proto.Labels = map[string]string{"app": "fedora", LabelPrototype: "p", LabelPod: "q"}
-	proto.Annotations = map[string]string{AnnotationPodUID: "u", AnnotationNode: "n", "keep": "me"}
+	proto.Labels = map[string]string{"app": "fedora", contract.LabelPrototype: "p", contract.LabelPod: "q"}
+	proto.Annotations = map[string]string{contract.AnnotationPodUID: "u", contract.AnnotationNode: "n", "keep": "me"}
 	_, err := VM(proto, testPod(), Options{})
 	if err == nil {
 		t.Fatal("VM() derived from a copy of a derived VM; want an error")
 	}
-	want := "kubectl label vm fedora -n vms " + LabelPrototype + "- " + LabelPod + "- && " +
-		"kubectl annotate vm fedora -n vms " + AnnotationPodUID + "- " + AnnotationNode + "-"
+	want := "kubectl label vm fedora -n vms " + contract.LabelPrototype + "- " + contract.LabelPod + "- && " +
+		"kubectl annotate vm fedora -n vms " + contract.AnnotationPodUID + "- " + contract.AnnotationNode + "-"
 	if !strings.HasSuffix(err.Error(), ": "+want) {
 		t.Errorf("error %q\ndoes not end with the fix\n%q", err, want)
 	}

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // objectMeta builds the derived VM's metadata from scratch, so nothing that
@@ -32,15 +34,15 @@ func objectMeta(proto *kubevirtv1.VirtualMachine, pod Pod, name, namespace strin
 	}
 	maps.Copy(meta.Labels, derivedLabels(proto.Name, pod.Name))
 
-	meta.Annotations[AnnotationPodName] = pod.Name
-	meta.Annotations[AnnotationPodNamespace] = pod.Namespace
-	meta.Annotations[AnnotationPodUID] = string(pod.UID)
-	meta.Annotations[AnnotationNode] = pod.Node
-	meta.Annotations[AnnotationPrototypeName] = proto.Name
-	meta.Annotations[AnnotationPrototypeNamespace] = proto.Namespace
-	meta.Annotations[AnnotationPrototypeGeneration] = strconv.FormatInt(proto.Generation, 10)
+	meta.Annotations[contract.AnnotationPodName] = pod.Name
+	meta.Annotations[contract.AnnotationPodNamespace] = pod.Namespace
+	meta.Annotations[contract.AnnotationPodUID] = string(pod.UID)
+	meta.Annotations[contract.AnnotationNode] = pod.Node
+	meta.Annotations[contract.AnnotationPrototypeName] = proto.Name
+	meta.Annotations[contract.AnnotationPrototypeNamespace] = proto.Namespace
+	meta.Annotations[contract.AnnotationPrototypeGeneration] = strconv.FormatInt(proto.Generation, 10)
 	if proto.UID != "" {
-		meta.Annotations[AnnotationPrototypeUID] = string(proto.UID)
+		meta.Annotations[contract.AnnotationPrototypeUID] = string(proto.UID)
 	}
 
 	// An ownerReference across namespaces is invalid: the garbage collector
@@ -61,8 +63,8 @@ func objectMeta(proto *kubevirtv1.VirtualMachine, pod Pod, name, namespace strin
 // derivedLabels are the labels every derived VM and its VMI template carry.
 func derivedLabels(prototype, pod string) map[string]string {
 	return map[string]string{
-		LabelPrototype: LabelValue(prototype),
-		LabelPod:       LabelValue(pod),
+		contract.LabelPrototype: LabelValue(prototype),
+		contract.LabelPod:       LabelValue(pod),
 	}
 }
 

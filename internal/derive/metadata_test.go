@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 func podOwner(p Pod) []metav1.OwnerReference {
@@ -34,11 +36,11 @@ func TestVMObjectMeta(t *testing.T) {
 			pod:  pod,
 			want: metav1.ObjectMeta{
 				Name: "fedora-web-7c9d", Namespace: "vms",
-				Labels: map[string]string{LabelPrototype: "fedora", LabelPod: "web-7c9d"},
+				Labels: map[string]string{contract.LabelPrototype: "fedora", contract.LabelPod: "web-7c9d"},
 				Annotations: map[string]string{
-					AnnotationPodName: "web-7c9d", AnnotationPodNamespace: "vms", AnnotationPodUID: "pod-uid-1",
-					AnnotationNode: "node-a", AnnotationPrototypeName: "fedora", AnnotationPrototypeNamespace: "vms",
-					AnnotationPrototypeGeneration: "1",
+					contract.AnnotationPodName: "web-7c9d", contract.AnnotationPodNamespace: "vms", contract.AnnotationPodUID: "pod-uid-1",
+					contract.AnnotationNode: "node-a", contract.AnnotationPrototypeName: "fedora", contract.AnnotationPrototypeNamespace: "vms",
+					contract.AnnotationPrototypeGeneration: "1",
 				},
 				OwnerReferences: podOwner(pod),
 			},
@@ -68,12 +70,12 @@ func TestVMObjectMeta(t *testing.T) {
 			pod: pod,
 			want: metav1.ObjectMeta{
 				Name: "fedora-web-7c9d", Namespace: "vms",
-				Labels: map[string]string{"app": "fedora", LabelPrototype: "fedora", LabelPod: "web-7c9d"},
+				Labels: map[string]string{"app": "fedora", contract.LabelPrototype: "fedora", contract.LabelPod: "web-7c9d"},
 				Annotations: map[string]string{
-					"description":     "worker",
-					AnnotationPodName: "web-7c9d", AnnotationPodNamespace: "vms", AnnotationPodUID: "pod-uid-1",
-					AnnotationNode: "node-a", AnnotationPrototypeName: "fedora", AnnotationPrototypeNamespace: "vms",
-					AnnotationPrototypeGeneration: "7", AnnotationPrototypeUID: "proto-uid",
+					"description":              "worker",
+					contract.AnnotationPodName: "web-7c9d", contract.AnnotationPodNamespace: "vms", contract.AnnotationPodUID: "pod-uid-1",
+					contract.AnnotationNode: "node-a", contract.AnnotationPrototypeName: "fedora", contract.AnnotationPrototypeNamespace: "vms",
+					contract.AnnotationPrototypeGeneration: "7", contract.AnnotationPrototypeUID: "proto-uid",
 				},
 				OwnerReferences: podOwner(pod),
 			},
@@ -84,11 +86,11 @@ func TestVMObjectMeta(t *testing.T) {
 			opts: Options{Namespace: "elsewhere"},
 			want: metav1.ObjectMeta{
 				Name: "fedora-web-7c9d", Namespace: "elsewhere",
-				Labels: map[string]string{LabelPrototype: "fedora", LabelPod: "web-7c9d"},
+				Labels: map[string]string{contract.LabelPrototype: "fedora", contract.LabelPod: "web-7c9d"},
 				Annotations: map[string]string{
-					AnnotationPodName: "web-7c9d", AnnotationPodNamespace: "vms", AnnotationPodUID: "pod-uid-1",
-					AnnotationNode: "node-a", AnnotationPrototypeName: "fedora", AnnotationPrototypeNamespace: "vms",
-					AnnotationPrototypeGeneration: "1",
+					contract.AnnotationPodName: "web-7c9d", contract.AnnotationPodNamespace: "vms", contract.AnnotationPodUID: "pod-uid-1",
+					contract.AnnotationNode: "node-a", contract.AnnotationPrototypeName: "fedora", contract.AnnotationPrototypeNamespace: "vms",
+					contract.AnnotationPrototypeGeneration: "1",
 				},
 			},
 		},
@@ -98,11 +100,11 @@ func TestVMObjectMeta(t *testing.T) {
 			opts: Options{Namespace: "vms"},
 			want: metav1.ObjectMeta{
 				Name: "fedora-web-7c9d", Namespace: "vms",
-				Labels: map[string]string{LabelPrototype: "fedora", LabelPod: "web-7c9d"},
+				Labels: map[string]string{contract.LabelPrototype: "fedora", contract.LabelPod: "web-7c9d"},
 				Annotations: map[string]string{
-					AnnotationPodName: "web-7c9d", AnnotationPodNamespace: "vms", AnnotationPodUID: "pod-uid-1",
-					AnnotationNode: "node-a", AnnotationPrototypeName: "fedora", AnnotationPrototypeNamespace: "vms",
-					AnnotationPrototypeGeneration: "1",
+					contract.AnnotationPodName: "web-7c9d", contract.AnnotationPodNamespace: "vms", contract.AnnotationPodUID: "pod-uid-1",
+					contract.AnnotationNode: "node-a", contract.AnnotationPrototypeName: "fedora", contract.AnnotationPrototypeNamespace: "vms",
+					contract.AnnotationPrototypeGeneration: "1",
 				},
 				OwnerReferences: podOwner(pod),
 			},
@@ -112,11 +114,11 @@ func TestVMObjectMeta(t *testing.T) {
 			pod:  longPod,
 			want: metav1.ObjectMeta{
 				Name: Name("fedora", longPod.Name), Namespace: "vms",
-				Labels: map[string]string{LabelPrototype: "fedora", LabelPod: LabelValue(longPod.Name)},
+				Labels: map[string]string{contract.LabelPrototype: "fedora", contract.LabelPod: LabelValue(longPod.Name)},
 				Annotations: map[string]string{
-					AnnotationPodName: longPod.Name, AnnotationPodNamespace: "vms", AnnotationPodUID: "pod-uid-1",
-					AnnotationNode: "node-a", AnnotationPrototypeName: "fedora", AnnotationPrototypeNamespace: "vms",
-					AnnotationPrototypeGeneration: "1",
+					contract.AnnotationPodName: longPod.Name, contract.AnnotationPodNamespace: "vms", contract.AnnotationPodUID: "pod-uid-1",
+					contract.AnnotationNode: "node-a", contract.AnnotationPrototypeName: "fedora", contract.AnnotationPrototypeNamespace: "vms",
+					contract.AnnotationPrototypeGeneration: "1",
 				},
 				OwnerReferences: podOwner(longPod),
 			},
@@ -143,7 +145,7 @@ func TestVMObjectMeta(t *testing.T) {
 }
 
 func TestVMTemplateMeta(t *testing.T) {
-	vmctl := map[string]string{LabelPrototype: "fedora", LabelPod: "web-7c9d"}
+	vmctl := map[string]string{contract.LabelPrototype: "fedora", contract.LabelPod: "web-7c9d"}
 	for _, tc := range []struct {
 		name string
 		in   metav1.ObjectMeta
@@ -160,7 +162,7 @@ func TestVMTemplateMeta(t *testing.T) {
 				Annotations: map[string]string{"vm.kubevirt.io/flavor": "small"},
 			},
 			want: metav1.ObjectMeta{
-				Labels:      map[string]string{"app": "fedora", "kubevirt.io/domain": "fedora", LabelPrototype: "fedora", LabelPod: "web-7c9d"},
+				Labels:      map[string]string{"app": "fedora", "kubevirt.io/domain": "fedora", contract.LabelPrototype: "fedora", contract.LabelPod: "web-7c9d"},
 				Annotations: map[string]string{"vm.kubevirt.io/flavor": "small"},
 			},
 		},

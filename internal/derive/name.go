@@ -5,16 +5,7 @@ import (
 	"encoding/base32"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-)
-
-const (
-	// maxLength is both a DNS label's and a label value's limit. Keeping the
-	// VM name a DNS label keeps the VMI's default hostname valid too.
-	maxLength = validation.DNS1123LabelMaxLength
-	// hashLength base32 characters carry 50 bits: collisions among one
-	// prototype's VMs are out of reach.
-	hashLength = 10
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // Name returns the derived VM's name for a prototype and a Pod:
@@ -24,7 +15,7 @@ const (
 // differ past the cut still get different names.
 func Name(prototype, pod string) string {
 	name := prototype + "-" + pod
-	if len(name) <= maxLength {
+	if len(name) <= contract.MaxNameLength {
 		return name
 	}
 	return cut(name, hash(prototype, pod))
@@ -32,26 +23,28 @@ func Name(prototype, pod string) string {
 
 // LabelValue returns s when it fits a label value (63 characters), and
 // otherwise s cut with a stable hash suffix, as Name does. It is the value of
-// LabelPrototype and LabelPod; compare label values with LabelValue(name),
+// contract.LabelPrototype and contract.LabelPod; compare label values with LabelValue(name),
 // never with the raw name.
 func LabelValue(s string) string {
-	if len(s) <= maxLength {
+	if len(s) <= contract.MaxNameLength {
 		return s
 	}
 	return cut(s, hash(s))
 }
 
-// cut shortens s so that s, "-" and suffix fit maxLength, and trims what
-// would make the result end in a character names and label values reject.
+// cut shortens s so that s, "-" and suffix fit contract.MaxNameLength, and
+// trims what would make the result end in a character names and label
+// values reject (contract.CutTrim).
 func cut(s, suffix string) string {
-	keep := strings.TrimRight(s[:maxLength-1-len(suffix)], "-._")
+	keep := strings.TrimRight(s[:contract.MaxNameLength-1-len(suffix)], contract.CutTrim)
 	if keep == "" {
 		return suffix
 	}
 	return keep + "-" + suffix
 }
 
-// hash returns a short, lower-case, DNS-safe digest of parts. The NUL
+// hash returns a digest of parts in contract.HashLength characters of
+// contract.HashAlphabet: short and DNS-safe. The NUL
 // separator keeps ("a-b", "c") and ("a", "b-c") apart.
 func hash(parts ...string) string {
 	h := sha256.New()
@@ -61,8 +54,8 @@ func hash(parts ...string) string {
 		}
 		h.Write([]byte(p))
 	}
-	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil))
-	return strings.ToLower(enc[:hashLength])
+	enc := base32.NewEncoding(contract.HashAlphabet).WithPadding(base32.NoPadding)
+	return enc.EncodeToString(h.Sum(nil))[:contract.HashLength]
 }
 
 // hostname turns a VM name into a DNS label for spec.hostname: VM names may

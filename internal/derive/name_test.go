@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // The hashed names below are pinned on purpose: agents find their VM by
@@ -50,8 +52,8 @@ func TestName(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Name(%q, %q) (-want +got):\n%s", tc.prototype, tc.pod, diff)
 			}
-			if len(got) > maxLength {
-				t.Errorf("Name(%q, %q) = %q is %d characters, want at most %d", tc.prototype, tc.pod, got, len(got), maxLength)
+			if len(got) > contract.MaxNameLength {
+				t.Errorf("Name(%q, %q) = %q is %d characters, want at most %d", tc.prototype, tc.pod, got, len(got), contract.MaxNameLength)
 			}
 		})
 	}
@@ -154,8 +156,8 @@ func FuzzName(f *testing.F) {
 func checkName(t *testing.T, prototype, pod, other string) {
 	t.Helper()
 	got := Name(prototype, pod)
-	if len(got) > maxLength {
-		t.Fatalf("Name(%q, %q) = %q is %d characters, want at most %d", prototype, pod, got, len(got), maxLength)
+	if len(got) > contract.MaxNameLength {
+		t.Fatalf("Name(%q, %q) = %q is %d characters, want at most %d", prototype, pod, got, len(got), contract.MaxNameLength)
 	}
 	if again := Name(prototype, pod); again != got {
 		t.Fatalf("Name(%q, %q) gave %q then %q", prototype, pod, got, again)
@@ -165,7 +167,7 @@ func checkName(t *testing.T, prototype, pod, other string) {
 			t.Fatalf("Name(%q, %q) and Name(%q, %q) are both %q", prototype, pod, prototype, other, got)
 		}
 	}
-	if lv := LabelValue(pod); len(lv) > maxLength {
+	if lv := LabelValue(pod); len(lv) > contract.MaxNameLength {
 		t.Fatalf("LabelValue(%q) = %q is %d characters", pod, lv, len(lv))
 	}
 }

@@ -5,6 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // Origin is what a derived VM's annotations record about how it was made.
@@ -27,15 +29,15 @@ type Origin struct {
 func OriginOf(meta metav1.Object) Origin {
 	a := meta.GetAnnotations()
 	o := Origin{
-		PodName:            a[AnnotationPodName],
-		PodNamespace:       a[AnnotationPodNamespace],
-		PodUID:             types.UID(a[AnnotationPodUID]),
-		Node:               a[AnnotationNode],
-		PrototypeName:      a[AnnotationPrototypeName],
-		PrototypeNamespace: a[AnnotationPrototypeNamespace],
-		PrototypeUID:       types.UID(a[AnnotationPrototypeUID]),
+		PodName:            a[contract.AnnotationPodName],
+		PodNamespace:       a[contract.AnnotationPodNamespace],
+		PodUID:             types.UID(a[contract.AnnotationPodUID]),
+		Node:               a[contract.AnnotationNode],
+		PrototypeName:      a[contract.AnnotationPrototypeName],
+		PrototypeNamespace: a[contract.AnnotationPrototypeNamespace],
+		PrototypeUID:       types.UID(a[contract.AnnotationPrototypeUID]),
 	}
-	if g, err := strconv.ParseInt(a[AnnotationPrototypeGeneration], 10, 64); err == nil {
+	if g, err := strconv.ParseInt(a[contract.AnnotationPrototypeGeneration], 10, 64); err == nil {
 		o.PrototypeGeneration, o.HasGeneration = g, true
 	}
 	return o

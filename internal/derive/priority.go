@@ -1,12 +1,10 @@
 package derive
 
-import kubevirtv1 "kubevirt.io/api/core/v1"
+import (
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
-// AnnotationLauncherPriorityClass names, on a VM derived with
-// Options.LauncherPriorityClass, that class: diff derives the VM again
-// with it. On an agent Pod's template it names the class the agent gives
-// its VM.
-const AnnotationLauncherPriorityClass = "vmctl.kubevirt.io/launcher-priority-class"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+)
 
 // launcherPriority gives vm's launcher Pod the priority class class, when
 // set, in place of the prototype's: one of the prototype's priority value
@@ -16,5 +14,5 @@ func launcherPriority(vm *kubevirtv1.VirtualMachine, class string) {
 		return
 	}
 	vm.Spec.Template.Spec.PriorityClassName = class
-	vm.Annotations[AnnotationLauncherPriorityClass] = class
+	vm.Annotations[contract.AnnotationLauncherPriorityClass] = class
 }

@@ -1,6 +1,10 @@
 package derive
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+)
 
 // TestVMLauncherPriorityClass: with a launcher priority class the VMI
 // takes it in place of the prototype's, and the VM records it for diff;
@@ -21,8 +25,8 @@ func TestVMLauncherPriorityClass(t *testing.T) {
 			if got := vm.Spec.Template.Spec.PriorityClassName; got != tc.want {
 				t.Errorf("priorityClassName = %q, want %q", got, tc.want)
 			}
-			if got := vm.Annotations[AnnotationLauncherPriorityClass]; got != tc.option {
-				t.Errorf("annotation %s = %q, want %q", AnnotationLauncherPriorityClass, got, tc.option)
+			if got := vm.Annotations[contract.AnnotationLauncherPriorityClass]; got != tc.option {
+				t.Errorf("annotation %s = %q, want %q", contract.AnnotationLauncherPriorityClass, got, tc.option)
 			}
 			if proto.Spec.Template.Spec.PriorityClassName != tc.proto {
 				t.Errorf("the prototype changed")

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -44,9 +45,9 @@ func CheckVM(live, proto *kubevirtv1.VirtualMachine) Check {
 		// The agent already decided about shared volumes when it made the
 		// VM; diff compares, it does not judge again.
 		AllowSharedVolumes: true,
-		Subdomain:          live.Labels[derive.LabelSubdomain],
+		Subdomain:          live.Labels[contract.LabelSubdomain],
 		// The agent's choice, as the VM records it.
-		LauncherPriorityClass: live.Annotations[derive.AnnotationLauncherPriorityClass],
+		LauncherPriorityClass: live.Annotations[contract.AnnotationLauncherPriorityClass],
 	})
 	if err != nil {
 		c.Err = fmt.Errorf("derive from prototype %s: %w", c.Prototype, err)

@@ -16,6 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -66,7 +67,7 @@ func TestEach(t *testing.T) {
 	elsewhere.Namespace, elsewhere.OwnerReferences = "elsewhere", nil // an ownerReference cannot cross namespaces
 	notOurs := *proto.DeepCopy()
 	notOurs.Name = "hand-made"
-	notOurs.Annotations = map[string]string{derive.AnnotationPodUID: "x", derive.AnnotationPrototypeName: "fedora"}
+	notOurs.Annotations = map[string]string{contract.AnnotationPodUID: "x", contract.AnnotationPrototypeName: "fedora"}
 
 	copied := ok.DeepCopy() // a derived VM copied and renamed: vmctl's labels, not its Pod's ownerReference
 	copied.Name, copied.OwnerReferences = "golden", nil

@@ -12,6 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -138,7 +139,7 @@ func TestCompareReportsDrift(t *testing.T) {
 		wantLines: []string{"-    owner: bob"},
 	}, {
 		name:      "vmctl annotation tampered with",
-		editLive:  func(vm *kubevirtv1.VirtualMachine) { vm.Annotations[derive.AnnotationNode] = "node-b" },
+		editLive:  func(vm *kubevirtv1.VirtualMachine) { vm.Annotations[contract.AnnotationNode] = "node-b" },
 		wantLines: []string{"-    vmctl.kubevirt.io/node: node-b", "+    vmctl.kubevirt.io/node: node-a"},
 	}}
 	for _, tt := range tests {

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // ignoredAnnotations are bookkeeping, not derivation: kubectl's and
@@ -22,8 +22,8 @@ var ignoredAnnotations = []string{
 	corev1.LastAppliedConfigAnnotation,
 	kubevirtv1.ControllerAPILatestVersionObservedAnnotation,
 	kubevirtv1.ControllerAPIStorageVersionObservedAnnotation,
-	derive.AnnotationPrototypeGeneration,
-	derive.AnnotationPrototypeUID,
+	contract.AnnotationPrototypeGeneration,
+	contract.AnnotationPrototypeUID,
 }
 
 // controlled returns the part of vm the derivation controls, as JSON

@@ -34,9 +34,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	vmkube "github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 )
 
@@ -84,7 +84,7 @@ func BenchmarkStatusAndGC(b *testing.B) {
 		pod, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   fmt.Sprintf("p-%05d", i),
-				Labels: map[string]string{scaffold.LabelName: scaffold.AppName, scaffold.LabelComponent: scaffold.ComponentAgent},
+				Labels: map[string]string{contract.LabelName: contract.AppName, contract.LabelComponent: contract.ComponentAgent},
 			},
 			Spec: corev1.PodSpec{
 				SchedulingGates: []corev1.PodSchedulingGate{{Name: "vmctl.bench/hold"}},

@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
@@ -59,7 +59,7 @@ func (s roomState) settledAt(fit, replicas int) bool {
 // state reads the fleet's Pods and VMs.
 func (f roomFleet) state(ctx context.Context) (roomState, error) {
 	var s roomState
-	pods, err := e.kube.CoreV1().Pods(f.ns).List(ctx, metav1.ListOptions{LabelSelector: scaffold.LabelInstance + "=" + f.name})
+	pods, err := e.kube.CoreV1().Pods(f.ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelInstance + "=" + f.name})
 	if err != nil {
 		return s, err
 	}
@@ -98,7 +98,7 @@ func (f roomFleet) state(ctx context.Context) (roomState, error) {
 
 // owns reports whether vm was made for one of the fleet's Pods.
 func (f roomFleet) owns(vm *kubevirtv1.VirtualMachine) bool {
-	return strings.HasPrefix(vm.Annotations[derive.AnnotationPodName], f.name+"-")
+	return strings.HasPrefix(vm.Annotations[contract.AnnotationPodName], f.name+"-")
 }
 
 // serviceAccount is the user the fleet's agents act as.
@@ -174,7 +174,7 @@ func perNode(t testing.TB, manifests, cpu, memory string) int {
 func reservationsOf(t testing.TB, manifests string) corev1.ResourceList {
 	t.Helper()
 	for line := range strings.SplitSeq(manifests, "\n") {
-		if _, value, ok := strings.Cut(line, scaffold.ReservationAnnotation+": "); ok {
+		if _, value, ok := strings.Cut(line, contract.AnnotationReservation+": "); ok {
 			list, err := parseResources(value)
 			if err != nil {
 				t.Fatal(err)
@@ -182,7 +182,7 @@ func reservationsOf(t testing.TB, manifests string) corev1.ResourceList {
 			return list
 		}
 	}
-	t.Fatalf("no %s in the manifests:\n%s", scaffold.ReservationAnnotation, manifests)
+	t.Fatalf("no %s in the manifests:\n%s", contract.AnnotationReservation, manifests)
 	return nil
 }
 
@@ -432,7 +432,7 @@ func (f roomFleet) explainLosses(t testing.TB, mark int) {
 		if p, ok := stuck.Of(&vm); !ok || p.Reason != stuck.ReasonUnschedulable || !f.owns(&vm) {
 			continue
 		}
-		pod := vm.Annotations[derive.AnnotationPodName]
+		pod := vm.Annotations[contract.AnnotationPodName]
 		var asked []string
 		for _, ev := range events[mark:] {
 			if ev.Pod() == pod && ev.ObjectRef.Resource == "pods" && ev.ObjectRef.Subresource != "" {
@@ -440,6 +440,6 @@ func (f roomFleet) explainLosses(t testing.TB, mark int) {
 					ev.Received.Format("15:04:05.000")))
 			}
 		}
-		t.Logf("VM %s unschedulable on %s; its agent asked: %s", vm.Name, vm.Annotations[derive.AnnotationNode], strings.Join(asked, "; "))
+		t.Logf("VM %s unschedulable on %s; its agent asked: %s", vm.Name, vm.Annotations[contract.AnnotationNode], strings.Join(asked, "; "))
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
@@ -63,7 +64,7 @@ func TestDrainFollowsTheWorkload(t *testing.T) {
 			deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "4")
 			pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "agents"}, Spec: tc.pdb}
 			pdb.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{
-				scaffold.LabelName: scaffold.AppName, scaffold.LabelInstance: scaffold.DefaultName("testvm")}}
+				contract.LabelName: contract.AppName, contract.LabelInstance: scaffold.DefaultName("testvm")}}
 			if _, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Create(t.Context(), pdb, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}

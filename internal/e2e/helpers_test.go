@@ -23,6 +23,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
@@ -175,7 +176,7 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 }
 
 // agentSelector selects the Pods scaffold labels as agents.
-var agentSelector = scaffold.LabelName + "=" + scaffold.AppName + "," + scaffold.LabelComponent + "=" + scaffold.ComponentAgent
+var agentSelector = contract.LabelName + "=" + contract.AppName + "," + contract.LabelComponent + "=" + contract.ComponentAgent
 
 // agentPods lists the Running agent pods in ns by name.
 func agentPods(ctx context.Context, ns string) (map[string]corev1.Pod, error) {
@@ -236,7 +237,7 @@ func waitDerived(t testing.TB, ns, prototype string, want int, timeout time.Dura
 		pairs = map[string]kubevirtv1.VirtualMachine{}
 		for name, pod := range pods {
 			vm, ok := vms[derive.Name(prototype, name)]
-			if !ok || vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil ||
+			if !ok || vm.Annotations[contract.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil ||
 				testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName {
 				return false, seen, nil
 			}
@@ -322,7 +323,7 @@ func describe(pods map[string]corev1.Pod, vms map[string]kubevirtv1.VirtualMachi
 	}
 	for name, vm := range vms {
 		s = append(s, fmt.Sprintf("vm %s pod-uid=%s node=%s status=%s ready=%v deleting=%v",
-			name, vm.Annotations[derive.AnnotationPodUID], testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity), vm.Status.PrintableStatus, vm.Status.Ready, vm.DeletionTimestamp != nil))
+			name, vm.Annotations[contract.AnnotationPodUID], testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity), vm.Status.PrintableStatus, vm.Status.Ready, vm.DeletionTimestamp != nil))
 	}
 	sort.Strings(s)
 	return strings.Join(s, "; ")
@@ -350,7 +351,7 @@ func deleteScaffolded(ns string) {
 		}
 	}
 	classes := e.kube.SchedulingV1().PriorityClasses()
-	if list, err := classes.List(ctx, metav1.ListOptions{LabelSelector: scaffold.LabelManagedBy + "=" + scaffold.ManagedBy}); err == nil {
+	if list, err := classes.List(ctx, metav1.ListOptions{LabelSelector: contract.LabelManagedBy + "=" + contract.ManagedBy}); err == nil {
 		for _, c := range list.Items {
 			if strings.HasSuffix(c.Name, "."+ns) {
 				_ = classes.Delete(ctx, c.Name, metav1.DeleteOptions{})

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
@@ -33,11 +33,11 @@ func TestFixedPrototypeIsPickedUpAtOnce(t *testing.T) {
 	copied := func(vm *kubevirtv1.VirtualMachine) {
 		// A prototype copied from a derived VM of a Deployment: its markers
 		// but no subdomain label, which only a StatefulSet's VMs carry.
-		vm.Labels[derive.LabelPrototype] = "testvm"
-		vm.Labels[derive.LabelPod] = "web-7d9f-abcde"
+		vm.Labels[contract.LabelPrototype] = "testvm"
+		vm.Labels[contract.LabelPod] = "web-7d9f-abcde"
 		vm.Annotations = map[string]string{
-			derive.AnnotationPodName: "web-7d9f-abcde", derive.AnnotationPodUID: "0b1c",
-			derive.AnnotationNode: "node-1", derive.AnnotationPrototypeGeneration: "3",
+			contract.AnnotationPodName: "web-7d9f-abcde", contract.AnnotationPodUID: "0b1c",
+			contract.AnnotationNode: "node-1", contract.AnnotationPrototypeGeneration: "3",
 		}
 	}
 	t.Run("labels and annotations, by the Event's command", func(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // TestREADME runs the ```console blocks of README.md and of each page under
@@ -251,7 +251,7 @@ func runREADMECommand(t *testing.T, command string) string {
 // namespace: Pods first, so their agents delete their VMs, then the rest.
 func cleanupREADME(t *testing.T) {
 	t.Helper()
-	scaffolded := scaffold.LabelManagedBy + "=" + scaffold.ManagedBy
+	scaffolded := contract.LabelManagedBy + "=" + contract.ManagedBy
 	for _, args := range [][]string{
 		{"delete", "statefulset,deployment,daemonset", "-l", scaffolded, "--ignore-not-found", "--wait=true"},
 		{"delete", "pods", "-l", scaffolded, "--ignore-not-found", "--wait=true"},

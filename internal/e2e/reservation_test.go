@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
@@ -120,7 +121,7 @@ func checkResized(t *testing.T, ns string) {
 // pendingAgents returns the agent Pods of Deployment name in ns that the
 // scheduler could not place, with its message.
 func pendingAgents(ctx context.Context, ns, name string) (map[string]string, error) {
-	list, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: scaffold.LabelInstance + "=" + name})
+	list, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelInstance + "=" + name})
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +276,7 @@ func TestReservationQuota(t *testing.T) {
 func reservationOf(t *testing.T, manifests string) apiresource.Quantity {
 	t.Helper()
 	for line := range strings.SplitSeq(manifests, "\n") {
-		_, value, ok := strings.Cut(line, scaffold.ReservationAnnotation+": ")
+		_, value, ok := strings.Cut(line, contract.AnnotationReservation+": ")
 		if !ok {
 			continue
 		}
@@ -285,7 +286,7 @@ func reservationOf(t *testing.T, manifests string) apiresource.Quantity {
 		}
 		return *list.Memory()
 	}
-	t.Fatalf("no %s in the manifests:\n%s", scaffold.ReservationAnnotation, manifests)
+	t.Fatalf("no %s in the manifests:\n%s", contract.AnnotationReservation, manifests)
 	return apiresource.Quantity{}
 }
 

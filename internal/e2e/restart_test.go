@@ -25,6 +25,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
@@ -378,7 +379,7 @@ func waitOthersGone(t *testing.T, ns string) {
 	t.Helper()
 	eventually(t, 3*time.Minute, "agent and launcher Pods of other tests gone", func(ctx context.Context) (bool, string, error) {
 		var left []string
-		for _, selector := range []string{scaffold.LabelName + "=" + scaffold.AppName, "kubevirt.io=virt-launcher"} {
+		for _, selector := range []string{contract.LabelName + "=" + contract.AppName, "kubevirt.io=virt-launcher"} {
 			pods, err := e.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 				LabelSelector: selector,
 				FieldSelector: fields.OneTermNotEqualSelector("metadata.namespace", ns).String(),

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
@@ -74,8 +75,8 @@ func watchFleet(t *testing.T, ns string, gen int64) *fleetWatch {
 			if ev.Type == watch.Deleted {
 				delete(f.vms, vm.Name)
 			} else {
-				if _, seen := f.vms[vm.Name]; (!seen || f.vms[vm.Name].UID != vm.UID) && vm.Annotations[derive.AnnotationPrototypeGeneration] == f.gen {
-					f.firstOf = append(f.firstOf, vm.Annotations[derive.AnnotationPodName])
+				if _, seen := f.vms[vm.Name]; (!seen || f.vms[vm.Name].UID != vm.UID) && vm.Annotations[contract.AnnotationPrototypeGeneration] == f.gen {
+					f.firstOf = append(f.firstOf, vm.Annotations[contract.AnnotationPodName])
 				}
 				f.vms[vm.Name] = vm
 			}
@@ -119,7 +120,7 @@ func (f *fleetWatch) settled(t *testing.T, want int) map[string]*kubevirtv1.Virt
 		var seen []string
 		ok := len(f.vms) == want
 		for name, vm := range f.vms {
-			g := vm.Annotations[derive.AnnotationPrototypeGeneration]
+			g := vm.Annotations[contract.AnnotationPrototypeGeneration]
 			seen = append(seen, fmt.Sprintf("%s gen=%s ready=%v deleting=%v", name, g, vm.Status.Ready, vm.DeletionTimestamp != nil))
 			ok = ok && g == f.gen && vm.Status.Ready && vm.DeletionTimestamp == nil
 		}
@@ -214,7 +215,7 @@ func TestRolloutRestart(t *testing.T) {
 				if got := vm.Spec.Template.Spec.Domain.Memory.Guest.String(); got != "512Mi" {
 					t.Errorf("VM %s has guest memory %s, want the new prototype's 512Mi", name, got)
 				}
-				if b, ok := before[vm.Annotations[derive.AnnotationPodName]]; ok && b.UID == vm.UID {
+				if b, ok := before[vm.Annotations[contract.AnnotationPodName]]; ok && b.UID == vm.UID {
 					t.Errorf("VM %s was not replaced", name)
 				}
 			}

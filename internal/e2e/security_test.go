@@ -20,7 +20,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
@@ -167,7 +167,7 @@ var securityRows = []struct {
 // dryRunResize asks, as a server-side dry run, to set the agent container's
 // resources of pod as resources (JSON) says.
 func dryRunResize(t *testing.T, f *agentFleet, pod corev1.Pod, resources string) error {
-	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":%q,"resources":%s}]}}`, agent.ContainerName, resources)
+	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":%q,"resources":%s}]}}`, contract.ContainerName, resources)
 	_, err := f.kube.CoreV1().Pods(f.ns).Patch(t.Context(), pod.Name, types.StrategicMergePatchType, []byte(patch),
 		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "resize")
 	return err
@@ -189,7 +189,7 @@ func waitingLauncher(t *testing.T, f *agentFleet, pod corev1.Pod) string {
 	vm := derive.Name(f.proto.Name, pod.Name)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vm + "-waits", Namespace: f.ns, Labels: map[string]string{
-			kubevirtv1.AppLabel: "virt-launcher", derive.LabelPrototype: derive.LabelValue(f.proto.Name), derive.LabelPod: derive.LabelValue(pod.Name),
+			kubevirtv1.AppLabel: "virt-launcher", contract.LabelPrototype: derive.LabelValue(f.proto.Name), contract.LabelPod: derive.LabelValue(pod.Name),
 		}},
 		Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{"e2e.vmctl.kubevirt.io/no-such-node": "true"},
@@ -206,7 +206,7 @@ func waitingLauncher(t *testing.T, f *agentFleet, pod corev1.Pod) string {
 func launcherOf(t *testing.T, f *agentFleet, pod corev1.Pod) string {
 	t.Helper()
 	list, err := e.kube.CoreV1().Pods(f.ns).List(t.Context(), metav1.ListOptions{
-		LabelSelector: kubevirtv1.AppLabel + "=virt-launcher," + derive.LabelPod + "=" + derive.LabelValue(pod.Name),
+		LabelSelector: kubevirtv1.AppLabel + "=virt-launcher," + contract.LabelPod + "=" + derive.LabelValue(pod.Name),
 		FieldSelector: "spec.nodeName!="})
 	if err != nil || len(list.Items) != 1 {
 		t.Fatalf("the launcher Pod of %s's VM: %d found (%v)", pod.Name, len(list.Items), err)

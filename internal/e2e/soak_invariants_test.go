@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
@@ -56,7 +57,7 @@ func (s *soak) checkStep(op string, began time.Time) (settled time.Duration) {
 		}
 		pods := map[string]string{} // Pod UID by derived VM name, before gc
 		for _, vm := range s.obs.derivedVMs() {
-			pods[vm.Name] = vm.Annotations[derive.AnnotationPodUID]
+			pods[vm.Name] = vm.Annotations[contract.AnnotationPodUID]
 		}
 		deleted, err := s.gc()
 		if err != nil {
@@ -151,13 +152,13 @@ func (s *soak) settled() (bool, string, map[string]bool) {
 	}
 	for _, vm := range vms {
 		switch {
-		case live[vm.Annotations[derive.AnnotationPodUID]] != nil:
+		case live[vm.Annotations[contract.AnnotationPodUID]] != nil:
 		case vm.DeletionTimestamp != nil:
 			problems = append(problems, fmt.Sprintf("VM %s of a gone Pod being deleted", vm.Name))
 		case len(vm.OwnerReferences) == 0:
 			forGC[vm.Name] = true
 		default:
-			problems = append(problems, fmt.Sprintf("VM %s outlives its Pod %s (uid %s)", vm.Name, vm.Annotations[derive.AnnotationPodName], vm.Annotations[derive.AnnotationPodUID]))
+			problems = append(problems, fmt.Sprintf("VM %s outlives its Pod %s (uid %s)", vm.Name, vm.Annotations[contract.AnnotationPodName], vm.Annotations[contract.AnnotationPodUID]))
 		}
 	}
 	sort.Strings(problems)
@@ -185,8 +186,8 @@ func (s *soak) pairProblem(proto string, p *corev1.Pod, vm *kubevirtv1.VirtualMa
 		return "not Ready"
 	case vm == nil:
 		return "no VM " + derive.Name(proto, p.Name)
-	case vm.Annotations[derive.AnnotationPodUID] != string(p.UID):
-		return fmt.Sprintf("VM %s belongs to Pod uid %s, not %s", vm.Name, vm.Annotations[derive.AnnotationPodUID], p.UID)
+	case vm.Annotations[contract.AnnotationPodUID] != string(p.UID):
+		return fmt.Sprintf("VM %s belongs to Pod uid %s, not %s", vm.Name, vm.Annotations[contract.AnnotationPodUID], p.UID)
 	case vm.DeletionTimestamp != nil:
 		return "VM " + vm.Name + " being deleted"
 	case testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) != p.Spec.NodeName:

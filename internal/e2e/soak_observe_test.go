@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -96,7 +97,7 @@ func (o *soakObserver) vm(vm *kubevirtv1.VirtualMachine, deleted bool) {
 	if !derive.IsDerived(vm) {
 		return
 	}
-	pod := types.UID(vm.Annotations[derive.AnnotationPodUID])
+	pod := types.UID(vm.Annotations[contract.AnnotationPodUID])
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if deleted {
@@ -114,11 +115,11 @@ func (o *soakObserver) vm(vm *kubevirtv1.VirtualMachine, deleted bool) {
 	now := time.Now().Format("15:04:05.000")
 	if len(o.alive[pod]) > 1 {
 		o.violations = append(o.violations, fmt.Sprintf("%s: %d VMs at once for Pod %s (%s): %v",
-			now, len(o.alive[pod]), vm.Annotations[derive.AnnotationPodName], pod, o.alive[pod]))
+			now, len(o.alive[pod]), vm.Annotations[contract.AnnotationPodName], pod, o.alive[pod]))
 	}
 	if len(o.made[pod]) > 1+o.handDeleted[pod] {
 		o.violations = append(o.violations, fmt.Sprintf("%s: %d VMs made for Pod %s (%s) and %d deleted by hand: %v",
-			now, len(o.made[pod]), vm.Annotations[derive.AnnotationPodName], pod, o.handDeleted[pod], o.made[pod]))
+			now, len(o.made[pod]), vm.Annotations[contract.AnnotationPodName], pod, o.handDeleted[pod], o.made[pod]))
 	}
 }
 

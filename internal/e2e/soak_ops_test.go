@@ -18,6 +18,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
@@ -243,7 +244,7 @@ func (s *soak) deleteVMOf(p *corev1.Pod) error {
 // vmOf is p's VM as the informer has it, or nil.
 func (s *soak) vmOf(p *corev1.Pod) *kubevirtv1.VirtualMachine {
 	for _, vm := range s.obs.derivedVMs() {
-		if vm.Annotations[derive.AnnotationPodUID] == string(p.UID) {
+		if vm.Annotations[contract.AnnotationPodUID] == string(p.UID) {
 			return vm
 		}
 	}

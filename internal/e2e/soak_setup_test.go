@@ -19,6 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
@@ -31,7 +32,7 @@ const (
 
 const (
 	// soakInstanceLabel tells the workloads' Pods apart.
-	soakInstanceLabel = scaffold.LabelInstance
+	soakInstanceLabel = contract.LabelInstance
 	// soakNodeLabel marks the nodes the soak adds and removes; its
 	// DaemonSet runs only there, so node churn is the soak's own.
 	soakNodeLabel = "soak.vmctl.test/namespace"

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
@@ -27,7 +28,7 @@ func templateReservation(t *testing.T, ns, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.Spec.Template.Annotations[scaffold.ReservationAnnotation]
+	return d.Spec.Template.Annotations[contract.AnnotationReservation]
 }
 
 // staleProblems are the PROBLEMs status shows for Pods that reserve
@@ -93,8 +94,8 @@ func TestRolloutUndoLeavesAStaleReservation(t *testing.T) {
 		return true, "", nil
 	})
 	out, errOut, code := vmctlCode(t, "diff", "-n", ns)
-	if code != 1 || !strings.Contains(out, "-  "+scaffold.ReservationAnnotation+": "+small+"\n") ||
-		!strings.Contains(out, "+  "+scaffold.ReservationAnnotation+": "+big+"\n") {
+	if code != 1 || !strings.Contains(out, "-  "+contract.AnnotationReservation+": "+small+"\n") ||
+		!strings.Contains(out, "+  "+contract.AnnotationReservation+": "+big+"\n") {
 		t.Errorf("vmctl diff exited %d, want 1 with the template's reservation against the prototype's:\n%s%s", code, out, errOut)
 	}
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
@@ -82,8 +83,8 @@ func checkDNSIdentity(t *testing.T, ns, pod string, vm kubevirtv1.VirtualMachine
 	if spec.Hostname != pod || spec.Subdomain != "web" {
 		t.Errorf("VM %s: hostname %q subdomain %q, want %q and web", vm.Name, spec.Hostname, spec.Subdomain, pod)
 	}
-	if got := vm.Spec.Template.ObjectMeta.Labels[derive.LabelSubdomain]; got != "web" {
-		t.Errorf("VM %s: VMI template label %s = %q, want web", vm.Name, derive.LabelSubdomain, got)
+	if got := vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain]; got != "web" {
+		t.Errorf("VM %s: VMI template label %s = %q, want web", vm.Name, contract.LabelSubdomain, got)
 	}
 	eventually(t, settle, "the VMI of "+vm.Name, func(ctx context.Context) (bool, string, error) {
 		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, vm.Name, metav1.GetOptions{})
@@ -202,7 +203,7 @@ func TestStatefulSetAgentTokenTakesNoOtherDNSName(t *testing.T) {
 		{"another Pod's hostname", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Hostname = "web-1" }, false},
 		{"another subdomain", func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Subdomain = "db"
-			vm.Spec.Template.ObjectMeta.Labels[derive.LabelSubdomain] = "db"
+			vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain] = "db"
 		}, false},
 		{"the Service's label on another subdomain", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Subdomain = "" }, false},
 	} {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
@@ -99,7 +100,7 @@ func versusDrain(b *testing.B, t *versusTable) {
 	for i, c := range []*contender{newPool(b, onSized(key, "")), newAgents(b, onSized(key, ""))} {
 		selector := map[string]string{"kubevirt.io": "virt-launcher", "app": "testvm"}
 		if c.agents {
-			selector = map[string]string{scaffold.LabelName: scaffold.AppName, scaffold.LabelInstance: scaffold.DefaultName("testvm")}
+			selector = map[string]string{contract.LabelName: contract.AppName, contract.LabelInstance: scaffold.DefaultName("testvm")}
 		}
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "vms"}, Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: selector}}}
@@ -189,7 +190,7 @@ func noRoomState(b *testing.B, c *contender) string {
 				msg, _, _ = strings.Cut(cond.Message, ". ")
 			}
 		}
-		parts = append(parts, fmt.Sprintf("Pod %s Pending: %s", p.Labels["kubevirt.io"]+p.Labels[scaffold.LabelComponent], msg))
+		parts = append(parts, fmt.Sprintf("Pod %s Pending: %s", p.Labels["kubevirt.io"]+p.Labels[contract.LabelComponent], msg))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, "; ")

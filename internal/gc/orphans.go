@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // Reason says why a VM is an orphan.
@@ -81,7 +81,7 @@ func Orphans(pods []corev1.Pod, vms []kubevirtv1.VirtualMachine, now time.Time, 
 	for i := range pods {
 		p := &pods[i]
 		byName[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
-		if a, ok := scaffold.ParseAgent(p); ok {
+		if a, ok := contract.ParseAgent(p); ok {
 			prototypes[types.NamespacedName{Namespace: a.PrototypeNamespace, Name: a.Prototype}] = types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -33,13 +33,13 @@ func agent(ns, name, prototype string, args ...string) corev1.Pod {
 func vm(ns, name, podNS, podName, podUID string, age time.Duration, mods ...func(*kubevirtv1.VirtualMachine)) kubevirtv1.VirtualMachine {
 	v := kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{
 		Namespace: ns, Name: name, UID: types.UID("vm-" + name), CreationTimestamp: metav1.NewTime(t0.Add(-age)),
-		Labels: map[string]string{derive.LabelPrototype: "web", derive.LabelPod: podName},
+		Labels: map[string]string{contract.LabelPrototype: "web", contract.LabelPod: podName},
 		Annotations: map[string]string{
-			derive.AnnotationPodName:            podName,
-			derive.AnnotationPodNamespace:       podNS,
-			derive.AnnotationPodUID:             podUID,
-			derive.AnnotationPrototypeName:      "web",
-			derive.AnnotationPrototypeNamespace: ns,
+			contract.AnnotationPodName:            podName,
+			contract.AnnotationPodNamespace:       podNS,
+			contract.AnnotationPodUID:             podUID,
+			contract.AnnotationPrototypeName:      "web",
+			contract.AnnotationPrototypeNamespace: ns,
 		},
 	}}
 	if ns == podNS {
@@ -110,7 +110,7 @@ func TestOrphans(t *testing.T) {
 		name: "never a VM without vmctl's labels, or without the pod recorded",
 		vms: []kubevirtv1.VirtualMachine{
 			vm("ns", "no-labels", "ns", "a", "uid-a", time.Hour, func(v *kubevirtv1.VirtualMachine) { v.Labels = nil }),
-			vm("ns", "one-label", "ns", "a", "uid-a", time.Hour, func(v *kubevirtv1.VirtualMachine) { delete(v.Labels, derive.LabelPod) }),
+			vm("ns", "one-label", "ns", "a", "uid-a", time.Hour, func(v *kubevirtv1.VirtualMachine) { delete(v.Labels, contract.LabelPod) }),
 			vm("ns", "no-uid", "ns", "a", "", time.Hour),
 			vm("ns", "no-pod-name", "ns", "", "uid-a", time.Hour),
 			vm("ns", "no-pod-namespace", "", "a", "uid-a", time.Hour),
@@ -151,7 +151,7 @@ func TestOrphans(t *testing.T) {
 		vms: []kubevirtv1.VirtualMachine{
 			vm("ns", "web-a", "ns", "a", "uid-a", time.Hour),
 			vm("ns", "web-a-x", "ns", "x", "uid-x", time.Hour, func(v *kubevirtv1.VirtualMachine) {
-				v.Annotations[derive.AnnotationPrototypeName] = "web-a"
+				v.Annotations[contract.AnnotationPrototypeName] = "web-a"
 			}),
 		},
 		wantSpared: []Spared{{Namespace: "ns", Name: "web-a", Pod: types.NamespacedName{Namespace: "ns", Name: "x"}}},

@@ -10,11 +10,6 @@ import (
 	instancetypeapi "kubevirt.io/api/instancetype"
 )
 
-// Annotation is the Key of the prototype whose placement a workload's Pod
-// template carries, on the template and so on its Pods. The agent reads it
-// through the downward API (PLACEMENT_KEY).
-const Annotation = "vmctl.kubevirt.io/placement"
-
 // keyInput is what Key hashes.
 type keyInput struct {
 	Placement    Placement `json:"placement"`

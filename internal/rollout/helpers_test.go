@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 const ns = "vms"
@@ -41,7 +41,7 @@ func deployment(name string, tmpl corev1.PodTemplateSpec) appsv1.Deployment {
 // testWorkload is a Deployment "web" of agents of testvm in ns.
 func testWorkload() Workload {
 	d := deployment("web", template(nil, "testvm"))
-	return Workload{Object: &d, Agent: scaffold.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}}
+	return Workload{Object: &d, Agent: contract.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}}
 }
 
 func pod(name string, uid types.UID) corev1.Pod {
@@ -54,11 +54,11 @@ func vm(p corev1.Pod, gen int64, ready bool) kubevirtv1.VirtualMachine {
 	return kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: derive.Name("testvm", p.Name), Namespace: ns,
-			Labels: map[string]string{derive.LabelPrototype: "testvm", derive.LabelPod: p.Name},
+			Labels: map[string]string{contract.LabelPrototype: "testvm", contract.LabelPod: p.Name},
 			Annotations: map[string]string{
-				derive.AnnotationPodName: p.Name, derive.AnnotationPodNamespace: ns, derive.AnnotationPodUID: string(p.UID),
-				derive.AnnotationPrototypeName: "testvm", derive.AnnotationPrototypeNamespace: ns,
-				derive.AnnotationPrototypeGeneration: strconv.FormatInt(gen, 10),
+				contract.AnnotationPodName: p.Name, contract.AnnotationPodNamespace: ns, contract.AnnotationPodUID: string(p.UID),
+				contract.AnnotationPrototypeName: "testvm", contract.AnnotationPrototypeNamespace: ns,
+				contract.AnnotationPrototypeGeneration: strconv.FormatInt(gen, 10),
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true)}},
 		},

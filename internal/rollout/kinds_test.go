@@ -12,11 +12,11 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
-var agent = scaffold.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}
+var agent = contract.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}
 
 // TestUnknownKind: an object of no workload kind is refused with an error
 // at every verb, never taken for a Deployment.

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestRestartRollsThePlacement(t *testing.T) {
 	w := testWorkload()
 	tmpl := w.Template()
-	tmpl.Annotations = map[string]string{placement.Annotation: "old", "keep": "me"}
+	tmpl.Annotations = map[string]string{contract.AnnotationPlacement: "old", "keep": "me"}
 	tmpl.Spec.NodeSelector = map[string]string{"pool": "old"}
 	tmpl.Spec.Tolerations = []corev1.Toleration{{Key: "old", Operator: corev1.TolerationOpExists}}
 	tmpl.Spec.PriorityClassName = "old"
@@ -43,7 +44,7 @@ func TestRestartRollsThePlacement(t *testing.T) {
 	if got := placement.FromPodSpec(&viaPatch.Spec.Template.Spec); !got.Equal(want) {
 		t.Errorf("placement after the restart (-want +got):\n%s", cmp.Diff(want, got))
 	}
-	if a := viaPatch.Spec.Template.Annotations; a[placement.Annotation] != "new" || a["keep"] != "me" {
+	if a := viaPatch.Spec.Template.Annotations; a[contract.AnnotationPlacement] != "new" || a["keep"] != "me" {
 		t.Errorf("annotations after the restart: %v", a)
 	}
 	if got := PlanRestart(Workload{Object: viaPatch, Agent: w.Agent}, v, nil, nil); got.Restart {
@@ -65,11 +66,11 @@ func TestRestartLeavesAnUnknownPlacementAlone(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := testWorkload()
-			w.Template().Annotations = map[string]string{placement.Annotation: tt.key}
+			w.Template().Annotations = map[string]string{contract.AnnotationPlacement: tt.key}
 			w.Template().Spec.NodeSelector = map[string]string{"pool": "old"}
 			ApplyRestart(w.Template(), time.Now(), tt.v)
-			if got := w.Template().Spec.NodeSelector["pool"]; got != "old" || w.Template().Annotations[placement.Annotation] != tt.key {
-				t.Errorf("after the restart: nodeSelector pool=%q, key %q", got, w.Template().Annotations[placement.Annotation])
+			if got := w.Template().Spec.NodeSelector["pool"]; got != "old" || w.Template().Annotations[contract.AnnotationPlacement] != tt.key {
+				t.Errorf("after the restart: nodeSelector pool=%q, key %q", got, w.Template().Annotations[contract.AnnotationPlacement])
 			}
 		})
 	}

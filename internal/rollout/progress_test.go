@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // rolledOut is testWorkload's Deployment with its rollout done.
@@ -68,7 +68,7 @@ func TestObserveStatefulSetPartition(t *testing.T) {
 			Type: appsv1.RollingUpdateStatefulSetStrategyType, RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](2)}}},
 		Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, ReadyReplicas: 3, UpdatedReplicas: 1},
 	}
-	w := Workload{Object: sts, Agent: scaffold.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}}
+	w := Workload{Object: sts, Agent: contract.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}}
 	p0, p1, p2 := pod("web-0", "u0"), pod("web-1", "u1"), pod("web-2", "u2")
 	// Below the partition the VMs stay as they are; web-2's is rolled.
 	got := Observe(w, Version{Generation: 2}, []corev1.Pod{p0, p1, p2}, []kubevirtv1.VirtualMachine{vm(p0, 1, true), vm(p1, 1, true), vm(p2, 2, true)})

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
@@ -24,7 +25,7 @@ func TestRestartRollsTheReservation(t *testing.T) {
 	w := testWorkload()
 	tmpl := w.Template()
 	tmpl.Spec.Containers = []corev1.Container{{Name: "agent", Resources: scaffold.AgentResources(old)}}
-	tmpl.Annotations = map[string]string{scaffold.ReservationAnnotation: kube.FormatResources(old)}
+	tmpl.Annotations = map[string]string{contract.AnnotationReservation: kube.FormatResources(old)}
 	a := pod("web-a", "uid-a")
 	current := []kubevirtv1.VirtualMachine{vm(a, 2, true)}
 

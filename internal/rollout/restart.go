@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
@@ -90,7 +91,7 @@ func PlanRestart(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.Virt
 	}
 	if reservationStale(w.Template(), v) {
 		return Plan{Restart: true, Why: fmt.Sprintf("its Pod template holds room for %s a VM, prototype %s's VMs need %s",
-			w.Template().Annotations[scaffold.ReservationAnnotation], proto, kube.FormatResources(v.Reservation))}
+			w.Template().Annotations[contract.AnnotationReservation], proto, kube.FormatResources(v.Reservation))}
 	}
 	byPod := vmsByPod(vms, w)
 	var stale, current int
@@ -156,18 +157,18 @@ func keyOf(pod *corev1.Pod) podKey {
 }
 
 // placementStale reports whether tmpl carries a placement of its prototype
-// (scaffold's placement.Annotation) other than v's, which is known.
+// (contract.AnnotationPlacement) other than v's, which is known.
 func placementStale(tmpl *corev1.PodTemplateSpec, v Version) bool {
-	key := tmpl.Annotations[placement.Annotation]
+	key := tmpl.Annotations[contract.AnnotationPlacement]
 	return key != "" && v.Placement != nil && v.PlacementKey != "" && key != v.PlacementKey
 }
 
 // reservationStale reports whether tmpl holds room for its prototype's VMs
-// (scaffold's ReservationAnnotation) other than v's, which is known. A
+// (contract.AnnotationReservation) other than v's, which is known. A
 // template that holds none (scaffolded with --reserve=false, or on a
 // server without in-place resize) is left so.
 func reservationStale(tmpl *corev1.PodTemplateSpec, v Version) bool {
-	return v.Reservation != nil && reserve.Stale(tmpl.Annotations[scaffold.ReservationAnnotation], v.Reservation)
+	return v.Reservation != nil && reserve.Stale(tmpl.Annotations[contract.AnnotationReservation], v.Reservation)
 }
 
 // RestartAnnotations are what a restart at now for v sets on the Pod
@@ -205,7 +206,7 @@ func applyPrototype(tmpl *corev1.PodTemplateSpec, v Version) {
 	}
 	if placementStale(tmpl, v) {
 		v.Placement.Apply(&tmpl.Spec)
-		tmpl.Annotations[placement.Annotation] = v.PlacementKey
+		tmpl.Annotations[contract.AnnotationPlacement] = v.PlacementKey
 	}
 	if reservationStale(tmpl, v) {
 		scaffold.ApplyReservation(tmpl, v.Reservation)

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 func TestPlanRestart(t *testing.T) {
@@ -72,7 +72,7 @@ func TestPrototypeMadeAgain(t *testing.T) {
 	a := pod("web-a", "uid-a")
 	now := Version{UID: "new", Generation: 2}
 	old := vm(a, 2, true)
-	old.Annotations[derive.AnnotationPrototypeUID] = "old"
+	old.Annotations[contract.AnnotationPrototypeUID] = "old"
 	if now.DerivesFrom(&old) {
 		t.Error("a VM of the old prototype's generation 2 derives from the new prototype's generation 2")
 	}
@@ -96,7 +96,7 @@ func TestPrototypeMadeAgain(t *testing.T) {
 		t.Error("a VM that records no prototype UID is judged by more than its generation")
 	}
 	current := vm(a, 2, true)
-	current.Annotations[derive.AnnotationPrototypeUID] = "new"
+	current.Annotations[contract.AnnotationPrototypeUID] = "new"
 	if !now.DerivesFrom(&current) {
 		t.Error("a VM of the new prototype's generation 2 does not derive from it")
 	}

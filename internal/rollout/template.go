@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // templateOfPrototype is what a workload's Pod template holds of its
@@ -22,13 +22,13 @@ type templateOfPrototype struct {
 
 func ofPrototype(tmpl *corev1.PodTemplateSpec) templateOfPrototype {
 	out := templateOfPrototype{Annotations: map[string]string{}, Placement: placement.FromPodSpec(&tmpl.Spec)}
-	for _, k := range []string{placement.Annotation, scaffold.ReservationAnnotation} {
+	for _, k := range []string{contract.AnnotationPlacement, contract.AnnotationReservation} {
 		if v, ok := tmpl.Annotations[k]; ok {
 			out.Annotations[k] = v
 		}
 	}
 	for _, c := range tmpl.Spec.Containers {
-		if c.Name == scaffold.ContainerName {
+		if c.Name == contract.ContainerName {
 			out.Resources = c.Resources
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // Workload is a Deployment, StatefulSet or DaemonSet whose Pods run agents
@@ -21,7 +21,7 @@ type Workload struct {
 	Object runtime.Object
 	// Agent is what the agent container's arguments say: the prototype, its
 	// namespace, and where the VMs are made.
-	Agent scaffold.Agent
+	Agent contract.Agent
 }
 
 // Meta is the workload's object metadata.
@@ -83,21 +83,21 @@ const AnyPrototype = ""
 // workloads of any), and what they derive from. The
 // agent container's arguments decide (scaffold's, and the original design's
 // hand-written manifests alike: the prototype is the first argument);
-// scaffold's label scaffold.LabelPrototype serves where the arguments cannot
+// scaffold's label contract.LabelAgentPrototype serves where the arguments cannot
 // be read (an agent started through command rather than args).
-func match(namespace string, tmpl *corev1.PodTemplateSpec, prototype string) (scaffold.Agent, bool) {
-	a, ok := scaffold.ParseAgent(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, Spec: tmpl.Spec})
+func match(namespace string, tmpl *corev1.PodTemplateSpec, prototype string) (contract.Agent, bool) {
+	a, ok := contract.ParseAgent(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, Spec: tmpl.Spec})
 	if prototype == AnyPrototype {
-		_, labelled := tmpl.Labels[scaffold.LabelPrototype]
+		_, labelled := tmpl.Labels[contract.LabelAgentPrototype]
 		return a, ok && labelled
 	}
 	if ok {
 		return a, a.Prototype == prototype
 	}
-	if tmpl.Labels[scaffold.LabelPrototype] != derive.LabelValue(prototype) {
-		return scaffold.Agent{}, false
+	if tmpl.Labels[contract.LabelAgentPrototype] != derive.LabelValue(prototype) {
+		return contract.Agent{}, false
 	}
-	return scaffold.Agent{Prototype: prototype, PrototypeNamespace: namespace, Namespace: namespace}, true
+	return contract.Agent{Prototype: prototype, PrototypeNamespace: namespace, Namespace: namespace}, true
 }
 
 // selectWorkloads returns the workloads among objs that run agents of

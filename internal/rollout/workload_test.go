@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 func TestMatch(t *testing.T) {
@@ -20,22 +20,22 @@ func TestMatch(t *testing.T) {
 		name      string
 		tmpl      corev1.PodTemplateSpec
 		prototype string
-		want      scaffold.Agent
+		want      contract.Agent
 		match     bool
 	}{
 		{name: "scaffold's args", tmpl: template(nil, "testvm", "--delete-timeout=50s"), prototype: "testvm",
-			want: scaffold.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}, match: true},
+			want: contract.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}, match: true},
 		{name: "another prototype's args", tmpl: template(nil, "other"), prototype: "testvm"},
 		{name: "the args win over a label that disagrees",
-			tmpl: template(map[string]string{scaffold.LabelPrototype: "testvm"}, "other"), prototype: "testvm"},
+			tmpl: template(map[string]string{contract.LabelAgentPrototype: "testvm"}, "other"), prototype: "testvm"},
 		{name: "a prototype elsewhere", tmpl: template(nil, "testvm", "--proto-namespace=protos"), prototype: "testvm",
-			want: scaffold.Agent{Prototype: "testvm", PrototypeNamespace: "protos", Namespace: ns}, match: true},
+			want: contract.Agent{Prototype: "testvm", PrototypeNamespace: "protos", Namespace: ns}, match: true},
 		{name: "the original design's args", tmpl: template(map[string]string{"app": "vmctl"}, "testvm"), prototype: "testvm",
-			want: scaffold.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}, match: true},
-		{name: "no args, the label", tmpl: template(map[string]string{scaffold.LabelPrototype: "testvm"}), prototype: "testvm",
-			want: scaffold.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}, match: true},
-		{name: "no args, a long name's hashed label", tmpl: template(map[string]string{scaffold.LabelPrototype: derive.LabelValue(long)}), prototype: long,
-			want: scaffold.Agent{Prototype: long, PrototypeNamespace: ns, Namespace: ns}, match: true},
+			want: contract.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}, match: true},
+		{name: "no args, the label", tmpl: template(map[string]string{contract.LabelAgentPrototype: "testvm"}), prototype: "testvm",
+			want: contract.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}, match: true},
+		{name: "no args, a long name's hashed label", tmpl: template(map[string]string{contract.LabelAgentPrototype: derive.LabelValue(long)}), prototype: long,
+			want: contract.Agent{Prototype: long, PrototypeNamespace: ns, Namespace: ns}, match: true},
 		{name: "no args, no label", tmpl: template(nil), prototype: "testvm"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -186,7 +187,7 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 			}...),
 			Validations: []admissionregistrationv1.Validation{
 				forbid(`object.metadata.?annotations['vmctl.kubevirt.io/pod-uid'].orValue('') == variables.podUID`,
-					fmt.Sprintf("annotation %s does not hold the requesting Pod's UID: a vmctl agent may only create its own Pod's VM", derive.AnnotationPodUID)),
+					fmt.Sprintf("annotation %s does not hold the requesting Pod's UID: a vmctl agent may only create its own Pod's VM", contract.AnnotationPodUID)),
 				forbid(`variables.nameIsDerived`,
 					fmt.Sprintf("the VirtualMachine's name is not %s-<pod>: a vmctl agent may only create the one VM named for its own Pod", p.Prototype)),
 				forbid(`object.spec.?runStrategy.orValue('') == 'Always' && variables.ownedByItsPodOrNothing`,
@@ -239,7 +240,7 @@ func (p Params) dnsNameMessage() string {
 		sub += " or " + s
 	}
 	return fmt.Sprintf("the VirtualMachine's hostname or subdomain is not its own: a vmctl agent may only create a VM whose hostname is unset, "+
-		"its own name or its Pod's, with %s subdomain, and label %s only with that subdomain", sub, derive.LabelSubdomain)
+		"its own name or its Pod's, with %s subdomain, and label %s only with that subdomain", sub, contract.LabelSubdomain)
 }
 
 // admissionPolicyBinding enforces the policy in Namespace, where the VMs go,
@@ -304,7 +305,7 @@ func (p Params) agentOnly() []admissionregistrationv1.MatchCondition {
 
 // derivedSelector selects the VMs and VMIs derived from the prototype.
 func (p Params) derivedSelector() *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchLabels: map[string]string{derive.LabelPrototype: derive.LabelValue(p.Prototype)}}
+	return &metav1.LabelSelector{MatchLabels: map[string]string{contract.LabelPrototype: derive.LabelValue(p.Prototype)}}
 }
 
 // namespaceSelector selects Namespace, where the VMs go.
@@ -362,7 +363,7 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 			Validations: []admissionregistrationv1.Validation{
 				forbid(`variables.prototypeOfVM == variables.prototypeLabel`,
 					fmt.Sprintf("a vmctl agent may only create and delete VMs and VMIs labelled %s=%s, derived from its prototype %s/%s",
-						derive.LabelPrototype, derive.LabelValue(p.Prototype), p.protoNamespace(), p.Prototype)),
+						contract.LabelPrototype, derive.LabelValue(p.Prototype), p.protoNamespace(), p.Prototype)),
 				forbid(`variables.pod != '' && variables.podUID != ''`,
 					fmt.Sprintf("the request carries no Pod (%s, %s): the agent must use its Pod's bound ServiceAccount token, so keep automountServiceAccountToken true", podNameExtra, podUIDExtra)),
 				forbid(`request.operation != 'UPDATE'`,
@@ -371,10 +372,10 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 					fmt.Sprintf("a vmctl agent may never change or delete its prototype %s/%s", p.protoNamespace(), p.Prototype)),
 				forbid(`variables.isVMI || variables.ownPodsVM`,
 					fmt.Sprintf("the VirtualMachine is not this Pod's: a vmctl agent may only create and delete the VM derived from prototype %s/%s for its own Pod (labels %s and %s, annotations %s, %s and %s)",
-						p.protoNamespace(), p.Prototype, derive.LabelPrototype, derive.LabelPod, derive.AnnotationPodName, derive.AnnotationPodNamespace, derive.AnnotationPrototypeName)),
+						p.protoNamespace(), p.Prototype, contract.LabelPrototype, contract.LabelPod, contract.AnnotationPodName, contract.AnnotationPodNamespace, contract.AnnotationPrototypeName)),
 				forbid(`!variables.isVMI || (request.operation == 'DELETE' && variables.ownPodsVMI)`,
 					fmt.Sprintf("a vmctl agent may only delete its own Pod's VMI (labels %s=%s and %s=<its Pod>), to stop its VM for a drain",
-						derive.LabelPrototype, derive.LabelValue(p.Prototype), derive.LabelPod)),
+						contract.LabelPrototype, derive.LabelValue(p.Prototype), contract.LabelPod)),
 			},
 		},
 	}

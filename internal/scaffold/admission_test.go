@@ -31,6 +31,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -426,7 +427,7 @@ func (f *fleet) launcherPod(pod derive.Pod) *corev1.Pod {
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vm + "-x7k2p", Namespace: f.p.Namespace, UID: "uid-launcher-" + pod.UID,
 			Labels: map[string]string{
-				kubevirtAppLabel: "virt-launcher", derive.LabelPrototype: derive.LabelValue(f.p.Prototype), derive.LabelPod: derive.LabelValue(pod.Name),
+				kubevirtAppLabel: "virt-launcher", contract.LabelPrototype: derive.LabelValue(f.p.Prototype), contract.LabelPod: derive.LabelValue(pod.Name),
 				"kubevirt.io/created-by": "uid-vmi",
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vm, UID: "uid-vmi"}},
@@ -596,10 +597,10 @@ func TestAdmissionPolicies(t *testing.T) {
 			return create(f.vm(t, f.other, nil))
 		}},
 		{name: "create its VM with another Pod's UID", refuse: []string{ruleUID}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPodUID] = string(otherPodUID) }))
+			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPodUID] = string(otherPodUID) }))
 		}},
 		{name: "create its VM without its Pod's UID", refuse: []string{ruleUID}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { delete(vm.Annotations, derive.AnnotationPodUID) }))
+			return create(f.own(t, func(vm *vm) { delete(vm.Annotations, contract.AnnotationPodUID) }))
 		}},
 		{name: "create its VM halted", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyHalted) }))
@@ -816,7 +817,7 @@ func TestAdmissionPolicies(t *testing.T) {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Subdomain = f.p.Name }))
 		}},
 		{name: "create its VM labelled for a subdomain it is not in", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels[derive.LabelSubdomain] = "db" }))
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain] = "db" }))
 		}},
 
 		// What reaches beyond the guest: all as the prototype has it.
@@ -898,19 +899,19 @@ func TestAdmissionPolicies(t *testing.T) {
 			return create(vm)
 		}},
 		{name: "delete its VM relabelled for another prototype", refuse: []string{ruleLabelled, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
-			return del(f.own(t, func(vm *vm) { vm.Labels[derive.LabelPrototype] = "db" }))
+			return del(f.own(t, func(vm *vm) { vm.Labels[contract.LabelPrototype] = "db" }))
 		}},
 		{name: "create its VM without the Pod label", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { delete(vm.Labels, derive.LabelPod) }))
+			return create(f.own(t, func(vm *vm) { delete(vm.Labels, contract.LabelPod) }))
 		}},
 		{name: "create its VM for a Pod of another namespace", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPodNamespace] = "other" }))
+			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPodNamespace] = "other" }))
 		}},
 		{name: "create its VM for another prototype name", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPrototypeName] = "db" }))
+			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPrototypeName] = "db" }))
 		}},
 		{name: "create its VM for a prototype in another namespace", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPrototypeNamespace] = "other" }))
+			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPrototypeNamespace] = "other" }))
 		}},
 
 		// The token: an agent's Pod's bound one.
@@ -945,7 +946,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		}},
 		{name: "delete a VMI of its Pod for another prototype", refuse: []string{ruleLabelled, ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
 			vmi := vmi(f.own(t, nil))
-			vmi.Labels = map[string]string{derive.LabelPrototype: "db", derive.LabelPod: f.pod.Name}
+			vmi.Labels = map[string]string{contract.LabelPrototype: "db", contract.LabelPod: f.pod.Name}
 			return del(vmi)
 		}},
 		{name: "create its own VMI", refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request { return create(vmi(f.own(t, nil))) }},
@@ -959,7 +960,7 @@ func TestAdmissionPolicies(t *testing.T) {
 			return create(f.own(t, nil))
 		}},
 		{name: "create its VM for a prototype beside it", fleet: prototypeElsewhere, refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Annotations[derive.AnnotationPrototypeNamespace] = f.p.Namespace }))
+			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPrototypeNamespace] = f.p.Namespace }))
 		}},
 		{name: "delete its VM named as the prototype, beside another namespace's prototype", fleet: prototypeElsewhere, try: func(t *testing.T, f *fleet) request {
 			return del(f.own(t, func(vm *vm) { vm.Name = f.p.Prototype }))
@@ -971,14 +972,14 @@ func TestAdmissionPolicies(t *testing.T) {
 		{name: "create a StatefulSet Pod's VM in the prototype's subdomain", fleet: statefulSet, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.Spec.Template.Spec.Subdomain = ""
-				delete(vm.Spec.Template.ObjectMeta.Labels, derive.LabelSubdomain)
+				delete(vm.Spec.Template.ObjectMeta.Labels, contract.LabelSubdomain)
 			}))
 		}},
 		{name: "create a StatefulSet Pod's VM with another Pod's hostname", fleet: statefulSet, refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Hostname = f.other.Name }))
 		}},
 		{name: "create a StatefulSet Pod's VM labelled for another subdomain", fleet: statefulSet, refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels[derive.LabelSubdomain] = "db" }))
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain] = "db" }))
 		}},
 
 		// Names past 63 characters are cut and hashed; CEL checks the cut.
@@ -1007,7 +1008,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		}},
 		{name: "delete a VMI with no Pod label, as a Pod whose name is cut in labels", fleet: longPrototype, refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
 			vmi := vmi(f.own(t, nil))
-			vmi.Labels = map[string]string{derive.LabelPrototype: derive.LabelValue(f.p.Prototype)}
+			vmi.Labels = map[string]string{contract.LabelPrototype: derive.LabelValue(f.p.Prototype)}
 			return del(vmi)
 		}},
 		{name: "delete its own VMI, of a Pod whose name is cut in labels", fleet: longPrototype, try: func(t *testing.T, f *fleet) request {

@@ -3,31 +3,12 @@ package scaffold
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
-// Recommended labels (app.kubernetes.io/...) that scaffold puts on every object.
+// Values of contract.LabelComponent on what serves other than the agents.
 const (
-	LabelName      = "app.kubernetes.io/name"
-	LabelInstance  = "app.kubernetes.io/instance"
-	LabelComponent = "app.kubernetes.io/component"
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	LabelVersion   = "app.kubernetes.io/version"
-
-	// LabelPrototype, on a workload and its Pod template, names the
-	// prototype its agents derive their VMs from (derive.LabelValue of the
-	// name; the agent's arguments say its namespace), so that `kubectl vmctl
-	// rollout` and `kubectl get -l` find the workloads of a prototype. It is
-	// not derive.LabelPrototype: Services select VMs' launcher Pods by that,
-	// and must not select the agents.
-	LabelPrototype = "vmctl.kubevirt.io/agent-prototype"
-
-	// AppName is the value of LabelName.
-	AppName = "vmctl"
-	// ManagedBy is the value of LabelManagedBy.
-	ManagedBy = "kubectl-vmctl"
-	// ComponentAgent is the LabelComponent of the agent Pods and what serves them.
-	ComponentAgent = "agent"
 	// ComponentVMs is the LabelComponent of the Service in front of the VMs.
 	ComponentVMs = "vms"
 	// ComponentAdmission is the LabelComponent of the admission policy.
@@ -77,16 +58,16 @@ func Build(p Params) ([]runtime.Object, error) {
 // selectorLabels select the agent Pods. Selectors are immutable, so they hold
 // only what never changes for a scaffolded workload.
 func (p Params) selectorLabels() map[string]string {
-	return map[string]string{LabelName: AppName, LabelInstance: p.Name}
+	return map[string]string{contract.LabelName: contract.AppName, contract.LabelInstance: p.Name}
 }
 
 // labels are put on the objects of a component.
 func (p Params) labels(component string) map[string]string {
 	l := p.selectorLabels()
-	l[LabelComponent] = component
-	l[LabelManagedBy] = ManagedBy
+	l[contract.LabelComponent] = component
+	l[contract.LabelManagedBy] = contract.ManagedBy
 	if v := sanitize(p.Version, 63); v != "" {
-		l[LabelVersion] = v
+		l[contract.LabelVersion] = v
 	}
 	return l
 }
@@ -94,8 +75,8 @@ func (p Params) labels(component string) map[string]string {
 // workloadLabels are the labels of the workload and its Pod template: the
 // agent's, and the prototype's name.
 func (p Params) workloadLabels() map[string]string {
-	l := p.labels(ComponentAgent)
-	l[LabelPrototype] = derive.LabelValue(p.Prototype)
+	l := p.labels(contract.ComponentAgent)
+	l[contract.LabelAgentPrototype] = derive.LabelValue(p.Prototype)
 	return l
 }
 

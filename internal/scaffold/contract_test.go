@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // TestAgentContract checks the scaffolded Pod against what the agent reads:
@@ -35,11 +35,11 @@ func TestAgentContract(t *testing.T) {
 		env[e.Name] = e.ValueFrom.FieldRef.FieldPath
 	}
 	for name, path := range map[string]string{
-		agent.EnvPodName:      "metadata.name",
-		agent.EnvPodNamespace: "metadata.namespace",
-		agent.EnvPodUID:       "metadata.uid",
-		agent.EnvNodeName:     "spec.nodeName",
-		agent.EnvPlacementKey: "metadata.annotations['" + placement.Annotation + "']",
+		contract.EnvPodName:      "metadata.name",
+		contract.EnvPodNamespace: "metadata.namespace",
+		contract.EnvPodUID:       "metadata.uid",
+		contract.EnvNodeName:     "spec.nodeName",
+		contract.EnvPlacementKey: "metadata.annotations['" + contract.AnnotationPlacement + "']",
 	} {
 		if env[name] != path {
 			t.Errorf("env %s = %q, want fieldRef %s", name, env[name], path)
@@ -55,8 +55,8 @@ func TestAgentContractReservation(t *testing.T) {
 	p := validParams(KindDeployment)
 	p.Reservation = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 	c := find[*appsv1.Deployment](t, mustBuild(t, p), "vms", "vmctl-testvm").Spec.Template.Spec.Containers[0]
-	if c.Name != agent.ContainerName {
-		t.Errorf("container %q, but the agent resizes %q", c.Name, agent.ContainerName)
+	if c.Name != contract.ContainerName {
+		t.Errorf("container %q, but the agent resizes %q", c.Name, contract.ContainerName)
 	}
 	refs := map[string]string{}
 	for _, e := range c.Env {
@@ -64,7 +64,7 @@ func TestAgentContractReservation(t *testing.T) {
 			refs[e.Name] = e.ValueFrom.ResourceFieldRef.Resource + "/" + e.ValueFrom.ResourceFieldRef.Divisor.String()
 		}
 	}
-	if diff := cmp.Diff(map[string]string{agent.EnvRequestsCPU: "requests.cpu/1m", agent.EnvRequestsMemory: "requests.memory/1"}, refs); diff != "" {
+	if diff := cmp.Diff(map[string]string{contract.EnvRequestsCPU: "requests.cpu/1m", contract.EnvRequestsMemory: "requests.memory/1"}, refs); diff != "" {
 		t.Errorf("resource env (-want +got):\n%s", diff)
 	}
 	flags := map[string]string{}

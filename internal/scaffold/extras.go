@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -26,7 +27,7 @@ func (p Params) vmService() *corev1.Service {
 			Labels:    p.labels(ComponentVMs),
 		},
 		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{derive.LabelPrototype: derive.LabelValue(p.Prototype)},
+			Selector: map[string]string{contract.LabelPrototype: derive.LabelValue(p.Prototype)},
 			Ports: []corev1.ServicePort{{
 				Protocol:   corev1.ProtocolTCP,
 				Port:       p.Service.Port,
@@ -41,7 +42,7 @@ func (p Params) vmService() *corev1.Service {
 func (p Params) podDisruptionBudget() *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
-		ObjectMeta: p.objectMeta(ComponentAgent),
+		ObjectMeta: p.objectMeta(contract.ComponentAgent),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: p.PDBMinAvailable,
 			Selector:     &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
@@ -54,7 +55,7 @@ func (p Params) podDisruptionBudget() *policyv1.PodDisruptionBudget {
 // module for one small object.
 func (p Params) podMonitor() *unstructured.Unstructured {
 	labels := map[string]any{}
-	for k, v := range p.labels(ComponentAgent) {
+	for k, v := range p.labels(contract.ComponentAgent) {
 		labels[k] = v
 	}
 	selector := map[string]any{}

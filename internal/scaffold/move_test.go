@@ -7,6 +7,8 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // TestOnlyMovableReservingAgentsMayEvict: a Deployment's and a StatefulSet's
@@ -37,7 +39,7 @@ func TestOnlyMovableReservingAgentsMayEvict(t *testing.T) {
 			if got := p.Moves(); got != tc.want {
 				t.Errorf("Moves() = %v, want %v", got, tc.want)
 			}
-			flag := "--move-after=" + tc.after.String()
+			flag := "--" + contract.FlagMoveAfter + "=" + tc.after.String()
 			if got := slices.Contains(p.AgentArgs(), flag); got != tc.want {
 				t.Errorf("agent args %q contain %s: %v, want %v", p.AgentArgs(), flag, got, tc.want)
 			}

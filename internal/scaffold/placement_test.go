@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
@@ -26,11 +27,11 @@ func TestPlacementGoesOnEveryKind(t *testing.T) {
 		if got := placement.FromPodSpec(&tmpl.Spec); !got.Equal(want) {
 			t.Errorf("%s: placement (-want +got):\n%s", kind, cmp.Diff(want, got))
 		}
-		if got := tmpl.Annotations[placement.Annotation]; got != "abc" {
-			t.Errorf("%s: %s = %q, want abc", kind, placement.Annotation, got)
+		if got := tmpl.Annotations[contract.AnnotationPlacement]; got != "abc" {
+			t.Errorf("%s: %s = %q, want abc", kind, contract.AnnotationPlacement, got)
 		}
-		if got := placement.FromPodSpec(&bare.Spec); !got.IsZero() || bare.Annotations[placement.Annotation] != "" {
-			t.Errorf("%s: without a placement the Pods carry %+v, key %q", kind, got, bare.Annotations[placement.Annotation])
+		if got := placement.FromPodSpec(&bare.Spec); !got.IsZero() || bare.Annotations[contract.AnnotationPlacement] != "" {
+			t.Errorf("%s: without a placement the Pods carry %+v, key %q", kind, got, bare.Annotations[contract.AnnotationPlacement])
 		}
 	}
 }

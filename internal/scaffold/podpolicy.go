@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -67,8 +68,8 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 				// past 63 characters is hashed in its label.
 				{Name: "launcherOfOwnVM", Expression: cel(`
 					object.metadata.?labels['` + kubevirtAppLabel + `'].orValue('') == 'virt-launcher' &&
-					object.metadata.?labels['` + derive.LabelPrototype + `'].orValue('') == ` + literal(derive.LabelValue(p.Prototype)) + ` &&
-					(size(variables.pod) > 63 || object.metadata.?labels['` + derive.LabelPod + `'].orValue('') == variables.pod)`)},
+					object.metadata.?labels['` + contract.LabelPrototype + `'].orValue('') == ` + literal(derive.LabelValue(p.Prototype)) + ` &&
+					(size(variables.pod) > 63 || object.metadata.?labels['` + contract.LabelPod + `'].orValue('') == variables.pod)`)},
 				{Name: "onlyNomination", Expression: onlyNomination()},
 				{Name: "ownPod", Expression: cel(`
 					variables.pod != '' && variables.podUID != '' && request.name == variables.pod &&
@@ -96,7 +97,7 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 					"a vmctl agent may only make its own Pod smaller: no container's request or limit larger, init containers and Pod-level resources unchanged"),
 				forbid(`!variables.isStatus || variables.launcherOfOwnVM`,
 					fmt.Sprintf("a vmctl agent may only change the status of its own VM's launcher Pod (labels %s=virt-launcher, %s=%s and %s=<its Pod>)",
-						kubevirtAppLabel, derive.LabelPrototype, derive.LabelValue(p.Prototype), derive.LabelPod)),
+						kubevirtAppLabel, contract.LabelPrototype, derive.LabelValue(p.Prototype), contract.LabelPod)),
 				forbid(`!variables.isStatus || variables.onlyNomination`,
 					"a vmctl agent may only nominate its VM's launcher Pod to its own node: status.nominatedNodeName set to the node its bound token names ("+
 						nodeNameExtra+") or cleared, nothing else of the Pod changed"),

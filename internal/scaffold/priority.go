@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // HighestUserPriority is the highest value a PriorityClass other than the
@@ -51,7 +51,7 @@ func (p Params) launcherPriorityEnv() []corev1.EnvVar {
 	if !p.hasLauncherPriorityClass() {
 		return nil
 	}
-	return []corev1.EnvVar{{Name: "VMCTL_LAUNCHER_PRIORITY_CLASS", ValueFrom: &corev1.EnvVarSource{
-		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + derive.AnnotationLauncherPriorityClass + "']"},
+	return []corev1.EnvVar{{Name: contract.EnvLauncherPriorityClass, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + contract.AnnotationLauncherPriorityClass + "']"},
 	}}}
 }

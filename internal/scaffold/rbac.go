@@ -5,6 +5,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // KubeVirt's API group and the resource the agent manages.
@@ -17,7 +19,7 @@ const (
 func (p Params) serviceAccount() *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.labels(ComponentAgent)},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.labels(contract.ComponentAgent)},
 	}
 }
 
@@ -110,7 +112,7 @@ func (p Params) rbac() []runtime.Object {
 func (p Params) role(name, namespace string, rules []rbacv1.PolicyRule) *rbacv1.Role {
 	return &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: p.labels(ComponentAgent)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: p.labels(contract.ComponentAgent)},
 		Rules:      rules,
 	}
 }
@@ -119,7 +121,7 @@ func (p Params) role(name, namespace string, rules []rbacv1.PolicyRule) *rbacv1.
 func (p Params) roleBinding(name, namespace string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: p.labels(ComponentAgent)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: p.labels(contract.ComponentAgent)},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 		Subjects: []rbacv1.Subject{{
 			Kind:      rbacv1.ServiceAccountKind,

@@ -1,6 +1,7 @@
 package scaffold
 
 import (
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,11 +28,6 @@ import (
 // class). Only CPU and memory can be resized in place, so only they are
 // reserved.
 
-// ReservationAnnotation is the reservation a workload's Pod template holds,
-// as kube.FormatResources writes it: `rollout restart` compares it with the
-// prototype's reservation now and writes the new one when it differs.
-const ReservationAnnotation = "vmctl.kubevirt.io/reservation"
-
 // OwnRequests and OwnLimits are what the agent itself needs.
 func OwnRequests() corev1.ResourceList {
 	return corev1.ResourceList{
@@ -55,9 +51,9 @@ func ApplyReservation(tmpl *corev1.PodTemplateSpec, reservation corev1.ResourceL
 	if tmpl.Annotations == nil {
 		tmpl.Annotations = map[string]string{}
 	}
-	tmpl.Annotations[ReservationAnnotation] = kube.FormatResources(reservation)
+	tmpl.Annotations[contract.AnnotationReservation] = kube.FormatResources(reservation)
 	for i := range tmpl.Spec.Containers {
-		if tmpl.Spec.Containers[i].Name == ContainerName {
+		if tmpl.Spec.Containers[i].Name == contract.ContainerName {
 			tmpl.Spec.Containers[i].Resources = AgentResources(reservation)
 		}
 	}
@@ -114,12 +110,12 @@ func (p Params) requestsEnv() []corev1.EnvVar {
 		}}
 	}
 	return []corev1.EnvVar{
-		env("VMCTL_REQUESTS_CPU", "requests.cpu", "1m"),
-		env("VMCTL_REQUESTS_MEMORY", "requests.memory", "1"),
+		env(contract.EnvRequestsCPU, "requests.cpu", "1m"),
+		env(contract.EnvRequestsMemory, "requests.memory", "1"),
 		// The room the template holds, which the agent compares with what
 		// its VM's launcher Pod asks for.
-		{Name: "VMCTL_RESERVATION", ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + ReservationAnnotation + "']"},
+		{Name: contract.EnvReservation, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + contract.AnnotationReservation + "']"},
 		}},
 	}
 }
@@ -139,9 +135,9 @@ func (p Params) reserveArgs() []string {
 	if !p.Reserves() {
 		return nil
 	}
-	args := []string{"--own-requests=" + kube.FormatResources(OwnRequests()), "--own-limits=" + kube.FormatResources(OwnLimits())}
+	args := []string{"--" + contract.FlagOwnRequests + "=" + kube.FormatResources(OwnRequests()), "--" + contract.FlagOwnLimits + "=" + kube.FormatResources(OwnLimits())}
 	if p.Moves() {
-		args = append(args, "--move-after="+p.MoveAfter.String())
+		args = append(args, "--"+contract.FlagMoveAfter+"="+p.MoveAfter.String())
 	}
 	return args
 }

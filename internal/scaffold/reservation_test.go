@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // TestReservation checks what a reservation adds to the manifests: the
@@ -72,8 +74,8 @@ func TestReservation(t *testing.T) {
 			if diff := cmp.Diff(tt.want, c.Resources, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 				t.Errorf("resources (-want +got):\n%s", diff)
 			}
-			if got := tmpl.Annotations[ReservationAnnotation]; got != tt.annotation {
-				t.Errorf("annotation %s = %q, want %q", ReservationAnnotation, got, tt.annotation)
+			if got := tmpl.Annotations[contract.AnnotationReservation]; got != tt.annotation {
+				t.Errorf("annotation %s = %q, want %q", contract.AnnotationReservation, got, tt.annotation)
 			}
 			if diff := cmp.Diff(tt.args, c.Args); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)

@@ -13,13 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
-
-// ContainerName is the agent's container in the Pod template: the one the
-// agent resizes, and whose requests carry the reservation.
-const ContainerName = "agent"
 
 // Agent container settings.
 const (
@@ -82,13 +78,13 @@ func downwardEnv() []corev1.EnvVar {
 		}}
 	}
 	return []corev1.EnvVar{
-		env("POD_NAME", "metadata.name"),
-		env("POD_NAMESPACE", "metadata.namespace"),
-		env("POD_UID", "metadata.uid"),
-		env("NODE_NAME", "spec.nodeName"),
+		env(contract.EnvPodName, "metadata.name"),
+		env(contract.EnvPodNamespace, "metadata.namespace"),
+		env(contract.EnvPodUID, "metadata.uid"),
+		env(contract.EnvNodeName, "spec.nodeName"),
 		// The placement the template carries, to compare with the
 		// prototype's; empty when scaffold could not read the prototype.
-		env("PLACEMENT_KEY", "metadata.annotations['"+placement.Annotation+"']"),
+		env(contract.EnvPlacementKey, "metadata.annotations['"+contract.AnnotationPlacement+"']"),
 	}
 }
 
@@ -107,13 +103,13 @@ func (p Params) podTemplate() corev1.PodTemplateSpec {
 	t := p.agentTemplate()
 	if p.Placement != nil {
 		p.Placement.Apply(&t.Spec)
-		t.Annotations[placement.Annotation] = p.PlacementKey
+		t.Annotations[contract.AnnotationPlacement] = p.PlacementKey
 	}
 	if p.Reserves() {
-		t.Annotations[ReservationAnnotation] = kube.FormatResources(p.Reservation)
+		t.Annotations[contract.AnnotationReservation] = kube.FormatResources(p.Reservation)
 	}
 	if p.hasLauncherPriorityClass() {
-		t.Annotations[derive.AnnotationLauncherPriorityClass] = p.launcherPriorityClassName()
+		t.Annotations[contract.AnnotationLauncherPriorityClass] = p.launcherPriorityClassName()
 	}
 	return t
 }
@@ -133,7 +129,7 @@ func (p Params) agentTemplate() corev1.PodTemplateSpec {
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{{
-				Name:  ContainerName,
+				Name:  contract.ContainerName,
 				Image: p.Image,
 				Args:  p.AgentArgs(),
 				Env:   append(append(downwardEnv(), p.requestsEnv()...), p.launcherPriorityEnv()...),
@@ -214,8 +210,8 @@ func (p Params) headlessService() *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
 			Selector: map[string]string{
-				derive.LabelPrototype: derive.LabelValue(p.Prototype),
-				derive.LabelSubdomain: p.subdomain(),
+				contract.LabelPrototype: derive.LabelValue(p.Prototype),
+				contract.LabelSubdomain: p.subdomain(),
 			},
 		},
 	}

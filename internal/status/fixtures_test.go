@@ -14,8 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
@@ -66,15 +65,15 @@ func derivedVM(ns, proto string, gen int64, podNS, podName, uid, node string, ag
 	vm := kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: proto + "-" + podName, CreationTimestamp: ago(age),
-			Labels: map[string]string{derive.LabelPrototype: proto, derive.LabelPod: podName},
+			Labels: map[string]string{contract.LabelPrototype: proto, contract.LabelPod: podName},
 			Annotations: map[string]string{
-				derive.AnnotationPodName:             podName,
-				derive.AnnotationPodNamespace:        podNS,
-				derive.AnnotationPodUID:              uid,
-				derive.AnnotationNode:                node,
-				derive.AnnotationPrototypeName:       proto,
-				derive.AnnotationPrototypeNamespace:  ns,
-				derive.AnnotationPrototypeGeneration: strconv.FormatInt(gen, 10),
+				contract.AnnotationPodName:             podName,
+				contract.AnnotationPodNamespace:        podNS,
+				contract.AnnotationPodUID:              uid,
+				contract.AnnotationNode:                node,
+				contract.AnnotationPrototypeName:       proto,
+				contract.AnnotationPrototypeNamespace:  ns,
+				contract.AnnotationPrototypeGeneration: strconv.FormatInt(gen, 10),
 			},
 		},
 		Status: kubevirtv1.VirtualMachineStatus{Ready: true, PrintableStatus: kubevirtv1.VirtualMachineStatusRunning},
@@ -156,7 +155,7 @@ func reserving(held string) func(*corev1.Pod) {
 		if p.Annotations == nil {
 			p.Annotations = map[string]string{}
 		}
-		p.Annotations[scaffold.ReservationAnnotation] = held
+		p.Annotations[contract.AnnotationReservation] = held
 	}
 }
 

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // Query says what status shows.
@@ -50,7 +50,7 @@ type Inventory struct {
 	Prototypes []*kubevirtv1.VirtualMachine
 	VMIs       []*kubevirtv1.VirtualMachineInstance
 	// Launchers are the VMs' launcher Pods, read when an agent Pod holds
-	// its VM's room (scaffold.ReservationAnnotation), matched to VMs by
+	// its VM's room (contract.AnnotationReservation), matched to VMs by
 	// their owner VMI's name.
 	Launchers []*corev1.Pod
 }
@@ -94,7 +94,7 @@ func vmNamespacesOf(pods []*corev1.Pod, q Query) []string {
 		if !q.InScope(p.Namespace) {
 			continue
 		}
-		if a, ok := scaffold.ParseAgent(p); ok {
+		if a, ok := contract.ParseAgent(p); ok {
 			out = append(out, a.Namespace)
 		}
 	}

@@ -13,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
@@ -150,7 +150,7 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 		if !q.InScope(pod.Namespace) {
 			continue
 		}
-		agent, _ := scaffold.ParseAgent(pod)
+		agent, _ := contract.ParseAgent(pod)
 		if q.Prototype != "" && agent.Prototype != q.Prototype && len(byPod[pod.UID]) == 0 {
 			continue
 		}
@@ -196,7 +196,7 @@ type pairer struct {
 }
 
 // podRow is a Pod without VM.
-func (p pairer) podRow(pod *corev1.Pod, agent scaffold.Agent) Row {
+func (p pairer) podRow(pod *corev1.Pod, agent contract.Agent) Row {
 	r := podFields(pod)
 	r.Prototype, r.PrototypeNamespace = agent.Prototype, agent.PrototypeNamespace
 	if vmExpected(pod, p.now) {
@@ -245,11 +245,11 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 		r.Problems = append(r.Problems, fmt.Sprintf(problemNotReadyFmt, duration.HumanDuration(p.now.Sub(since))))
 	}
 	proto := p.protos[o.Prototype()]
-	if pod != nil && proto != nil && placement.Stale(pod.Annotations[placement.Annotation], proto) {
+	if pod != nil && proto != nil && placement.Stale(pod.Annotations[contract.AnnotationPlacement], proto) {
 		r.Problems = append(r.Problems, ProblemPlacementChanged)
 	}
 	if pod != nil && launcher != nil {
-		held, need := pod.Annotations[scaffold.ReservationAnnotation], reserve.Counted(launcher)
+		held, need := pod.Annotations[contract.AnnotationReservation], reserve.Counted(launcher)
 		if reserve.Stale(held, need) {
 			r.Problems = append(r.Problems, fmt.Sprintf(problemReservationFmt, held, kube.FormatResources(reserve.Round(need))))
 		}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
@@ -28,7 +29,7 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 			p.Spec.Containers[0].Args = []string{"web", "--proto-namespace=ns"}
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_NAME", Value: "a"}}
 			p.Spec.Volumes = []corev1.Volume{{Name: "token"}}
-			p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", placement.Annotation: scaffolded}
+			p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", contract.AnnotationPlacement: scaffolded}
 		})
 		running := vmi("ns", "web-a", "n2")
 		running.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{

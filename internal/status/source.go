@@ -8,9 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // launcherSelector selects KubeVirt's launcher Pods.
@@ -66,19 +66,19 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 	var o metav1.ListOptions
 	switch s.role {
 	case roleAgents:
-		o.LabelSelector = scaffold.AgentSelector
+		o.LabelSelector = contract.AgentSelector
 		if q.PodSelector != "" {
 			o.LabelSelector += "," + q.PodSelector
 		}
 	case roleDerived:
 		o.LabelSelector = derive.Selector(q.Prototype)
 	case roleVMIs:
-		o.LabelSelector = derive.LabelPrototype
+		o.LabelSelector = contract.LabelPrototype
 		if q.Prototype != "" {
 			o.LabelSelector = derive.PrototypeSelector(q.Prototype)
 		}
 	case roleLaunchers:
-		o.LabelSelector = launcherSelector + "," + derive.LabelPrototype
+		o.LabelSelector = launcherSelector + "," + contract.LabelPrototype
 		if q.Prototype != "" {
 			o.LabelSelector = launcherSelector + "," + derive.PrototypeSelector(q.Prototype)
 		}
@@ -97,7 +97,7 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 // no new one.
 func needs(q Query, inv *Inventory) []source {
 	out := []source{{roleDerived, q.Namespace, ""}, {roleVMIs, q.Namespace, ""}, {roleAgents, q.Namespace, ""}}
-	reserving := slices.ContainsFunc(inv.Pods, func(p *corev1.Pod) bool { return p.Annotations[scaffold.ReservationAnnotation] != "" })
+	reserving := slices.ContainsFunc(inv.Pods, func(p *corev1.Pod) bool { return p.Annotations[contract.AnnotationReservation] != "" })
 	if reserving {
 		out = append(out, source{roleLaunchers, q.Namespace, ""})
 	}

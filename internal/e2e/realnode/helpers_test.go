@@ -21,6 +21,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
@@ -140,7 +141,7 @@ func readyAgentPod(t *testing.T, ns string, skip ...string) *corev1.Pod {
 	t.Helper()
 	var ready *corev1.Pod
 	eventually(t, settle, "an agent Pod Ready in "+ns, func(ctx context.Context) (bool, string, error) {
-		list, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: scaffold.LabelComponent + "=" + scaffold.ComponentAgent})
+		list, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelComponent + "=" + contract.ComponentAgent})
 		if err != nil {
 			return false, "", err
 		}

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
@@ -107,8 +108,8 @@ func TestOriginalDesignManifestOnTheRealNode(t *testing.T) {
 		if err != nil {
 			return false, fmt.Sprintf("pod %s phase %s: %v", pod.Name, pod.Status.Phase, err), nil
 		}
-		return vm.Annotations[derive.AnnotationPodUID] == string(pod.UID) && testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) == e.node.Name,
-			fmt.Sprintf("VM %s pod-uid %s node %s", vm.Name, vm.Annotations[derive.AnnotationPodUID], testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity)), nil
+		return vm.Annotations[contract.AnnotationPodUID] == string(pod.UID) && testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) == e.node.Name,
+			fmt.Sprintf("VM %s pod-uid %s node %s", vm.Name, vm.Annotations[contract.AnnotationPodUID], testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity)), nil
 	})
 	// No VM named for the hostname: the name came from the file.
 	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(t.Context(), derive.Name("testvm", "not-the-pod-name"), metav1.GetOptions{}); err == nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
@@ -36,9 +37,9 @@ func pairedVM(t *testing.T, ns string, pod *corev1.Pod) *kubevirtv1.VirtualMachi
 	if err != nil {
 		t.Fatalf("the VM of Ready pod %s: %v", pod.Name, err)
 	}
-	if vm.Annotations[derive.AnnotationPodUID] != string(pod.UID) || testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) != e.node.Name || !vm.Status.Ready {
+	if vm.Annotations[contract.AnnotationPodUID] != string(pod.UID) || testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) != e.node.Name || !vm.Status.Ready {
 		t.Fatalf("VM %s: pod-uid %s (pod %s), pinned to %q, ready %v; want the pod's, the real node, ready",
-			vm.Name, vm.Annotations[derive.AnnotationPodUID], pod.UID, testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity), vm.Status.Ready)
+			vm.Name, vm.Annotations[contract.AnnotationPodUID], pod.UID, testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity), vm.Status.Ready)
 	}
 	for _, c := range vm.Status.Conditions {
 		if c.Type != kubevirtv1.VirtualMachineReady {

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
@@ -25,9 +25,9 @@ import (
 func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, want int) error {
 	r.printf("\nwaiting for %d agent Pods of %s, each with a ready VM derived from %s...\n", want, instance, proto)
 	podSelector := labels.Set{
-		scaffold.LabelName:      scaffold.AppName,
-		scaffold.LabelInstance:  instance,
-		scaffold.LabelComponent: scaffold.ComponentAgent,
+		contract.LabelName:      contract.AppName,
+		contract.LabelInstance:  instance,
+		contract.LabelComponent: contract.ComponentAgent,
 	}.String()
 	begin := time.Now()
 	// missing is what the last successful look found lacking; listErr is the
@@ -51,7 +51,7 @@ func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, wan
 		for i := range vms.Items {
 			vm := &vms.Items[i]
 			if derive.IsDerivedFrom(vm, demoNamespace, proto) && vm.DeletionTimestamp == nil && vm.Status.Ready {
-				ready[vm.Annotations[derive.AnnotationPodUID]] = vm
+				ready[vm.Annotations[contract.AnnotationPodUID]] = vm
 			}
 		}
 		var live []corev1.Pod

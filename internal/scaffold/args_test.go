@@ -8,44 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
-func TestParseAgent(t *testing.T) {
-	tests := []struct {
-		name   string
-		args   []string
-		want   Agent
-		wantOK bool
-	}{
-		{name: "prototype only", args: []string{"web"}, want: Agent{Prototype: "web", Namespace: "pods", PrototypeNamespace: "pods"}, wantOK: true},
-		{name: "scaffold flags", args: []string{"web", "--proto-namespace=protos", "--allow-shared-volumes", "--delete-timeout=60s"},
-			want: Agent{Prototype: "web", Namespace: "pods", PrototypeNamespace: "protos"}, wantOK: true},
-		{name: "separate values", args: []string{"web", "-n", "vms", "--proto-namespace", "protos"},
-			want: Agent{Prototype: "web", Namespace: "vms", PrototypeNamespace: "protos"}, wantOK: true},
-		{name: "prototype namespace defaults to the VM namespace", args: []string{"web", "--namespace=vms"},
-			want: Agent{Prototype: "web", Namespace: "vms", PrototypeNamespace: "vms"}, wantOK: true},
-		{name: "dangling flag", args: []string{"web", "-n"}, want: Agent{Prototype: "web", Namespace: "pods", PrototypeNamespace: "pods"}, wantOK: true},
-		{name: "no args", args: nil, want: Agent{Namespace: "pods"}},
-		{name: "flag first", args: []string{"--namespace=x", "web"}, want: Agent{Namespace: "pods"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "pods", Name: "p"},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Args: tt.args}}},
-			}
-			got, ok := ParseAgent(pod)
-			if ok != tt.wantOK {
-				t.Errorf("ok = %v, want %v", ok, tt.wantOK)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("ParseAgent (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// TestParseAgentReadsAgentArgs holds ParseAgent to AgentArgs: the arguments
+// TestParseAgentReadsAgentArgs holds contract.ParseAgent to AgentArgs: the arguments
 // Build writes into each kind's Pod template read back as the prototype and
 // namespaces scaffold was given, whatever flags AgentArgs adds.
 func TestParseAgentReadsAgentArgs(t *testing.T) {
@@ -87,8 +54,8 @@ func TestParseAgentReadsAgentArgs(t *testing.T) {
 			if diff := cmp.Diff(p.AgentArgs(), pod.Spec.Containers[0].Args); diff != "" {
 				t.Fatalf("the Pod's args are not AgentArgs (-want +got):\n%s", diff)
 			}
-			got, ok := ParseAgent(pod)
-			want := Agent{Prototype: "testvm", Namespace: "vms", PrototypeNamespace: "vms"}
+			got, ok := contract.ParseAgent(pod)
+			want := contract.Agent{Prototype: "testvm", Namespace: "vms", PrototypeNamespace: "vms"}
 			if p.ProtoNamespace != "" {
 				want.PrototypeNamespace = p.ProtoNamespace
 			}

@@ -1,36 +1,10 @@
-package scaffold
+package contract
 
 import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
-
-// AgentSelector is the label selector of vmctl agent Pods, as Build labels
-// them.
-const AgentSelector = LabelName + "=" + AppName + "," + LabelComponent + "=" + ComponentAgent
-
-// AgentArgs returns the agent's arguments: the prototype, then only the flags
-// whose value differs from the agent's default.
-func (p Params) AgentArgs() []string {
-	args := []string{p.Prototype}
-	if p.crossNamespace() {
-		args = append(args, "--proto-namespace="+p.protoNamespace())
-	}
-	if p.AllowSharedVolumes {
-		args = append(args, "--allow-shared-volumes")
-	}
-	if p.GracePeriodSeconds != DefaultGracePeriodSeconds {
-		args = append(args, "--delete-timeout="+p.deleteTimeout().String())
-	}
-	if s := p.subdomain(); s != "" {
-		args = append(args, "--subdomain="+s)
-	}
-	if p.StopsOnEvacuation() {
-		args = append(args, "--stop-on-evacuation")
-	}
-	return append(args, p.reserveArgs()...)
-}
 
 // Agent is what an agent Pod's arguments say about the VM it runs.
 type Agent struct {
@@ -44,10 +18,10 @@ type Agent struct {
 }
 
 // ParseAgent reads the arguments of pod's first container, which are
-// `PROTOTYPE [flags]`: the inverse of AgentArgs. It reports false when there
+// `PROTOTYPE [flags]`: the inverse of scaffold's Params.AgentArgs. It reports false when there
 // is no prototype argument. Flags other than -n/--namespace and
 // --proto-namespace are skipped; they must use the --flag=value form, as
-// AgentArgs writes them.
+// scaffold writes them.
 func ParseAgent(pod *corev1.Pod) (Agent, bool) {
 	a := Agent{Namespace: pod.Namespace}
 	if len(pod.Spec.Containers) == 0 {
@@ -64,7 +38,7 @@ func ParseAgent(pod *corev1.Pod) (Agent, bool) {
 		switch name {
 		case "-n", "--namespace":
 			dst = &a.Namespace
-		case "--proto-namespace":
+		case "--" + FlagProtoNamespace:
 			dst = &a.PrototypeNamespace
 		default:
 			continue

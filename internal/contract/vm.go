@@ -1,17 +1,15 @@
-// Package derive turns a prototype VirtualMachine into the VM that one agent Pod
-// owns. It is pure: no clients, no clock, no randomness.
-package derive
+package contract
 
-// Labels and annotations that mark a VirtualMachine as made by vmctl. The
+// Labels and annotations that mark a VirtualMachine as derived by vmctl. The
 // agent, status, diff and gc all find derived VMs by these and nothing else.
 const (
 	// LabelPrototype holds the prototype VM's name (hashed to fit a label value).
 	LabelPrototype = "vmctl.kubevirt.io/prototype"
 	// LabelPod holds the owning Pod's name (hashed to fit a label value).
 	LabelPod = "vmctl.kubevirt.io/pod"
-	// LabelSubdomain, on VMs derived with Options.Subdomain (a
-	// StatefulSet's), holds that subdomain: the headless Service of that
-	// name selects the VMs by it.
+	// LabelSubdomain, on VMs derived with a subdomain (a StatefulSet's),
+	// holds that subdomain: the headless Service of that name selects the
+	// VMs by it.
 	LabelSubdomain = "vmctl.kubevirt.io/subdomain"
 
 	// AnnotationPodName holds the owning Pod's full name.
@@ -34,4 +32,9 @@ const (
 	// prototype deleted and made again starts again at generation 1, so the
 	// generation alone does not say which prototype a VM derives from.
 	AnnotationPrototypeUID = "vmctl.kubevirt.io/prototype-uid"
+	// AnnotationLauncherPriorityClass names, on a VM derived with a launcher
+	// priority class, that class: diff derives the VM again with it. On an
+	// agent Pod's template it names the class the agent gives its VM
+	// (EnvLauncherPriorityClass).
+	AnnotationLauncherPriorityClass = "vmctl.kubevirt.io/launcher-priority-class"
 )

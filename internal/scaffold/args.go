@@ -1,0 +1,25 @@
+package scaffold
+
+import "github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+
+// AgentArgs returns the agent's arguments: the prototype, then only the flags
+// whose value differs from the agent's default.
+func (p Params) AgentArgs() []string {
+	args := []string{p.Prototype}
+	if p.crossNamespace() {
+		args = append(args, "--"+contract.FlagProtoNamespace+"="+p.protoNamespace())
+	}
+	if p.AllowSharedVolumes {
+		args = append(args, "--"+contract.FlagAllowSharedVolumes)
+	}
+	if p.GracePeriodSeconds != DefaultGracePeriodSeconds {
+		args = append(args, "--"+contract.FlagDeleteTimeout+"="+p.deleteTimeout().String())
+	}
+	if s := p.subdomain(); s != "" {
+		args = append(args, "--"+contract.FlagSubdomain+"="+s)
+	}
+	if p.StopsOnEvacuation() {
+		args = append(args, "--"+contract.FlagStopOnEvacuation)
+	}
+	return append(args, p.reserveArgs()...)
+}
