@@ -84,16 +84,10 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 				// holds an optional finds nothing.
 				{Name: "spec", Expression: `object.spec.?template.?spec.orValue({})`},
 				{Name: "protoSpec", Expression: `params.spec.?template.?spec.orValue({})`},
-				// derive.Name: "<prototype>-<pod>", or past 63 characters its first
-				// 52 trimmed of "-", "." and "_", then "-" and a 10-character hash,
-				// which CEL cannot compute: there only the hash's length and alphabet
-				// are checked.
+				// derive.Name: "<prototype>-<pod>", or that cut with a hash, of
+				// which only the length and alphabet are checked (nameRule).
 				{Name: "fullName", Expression: `params.metadata.name + '-' + variables.pod`},
-				{Name: "nameIsDerived", Expression: cel(`
-					size(variables.fullName) <= 63 ?
-						object.metadata.name == variables.fullName :
-						object.metadata.name.matches('-[a-z2-7]{10}$') &&
-							object.metadata.name.substring(0, size(object.metadata.name) - 10) == variables.fullName.substring(0, 52).find('^.*[^-._]') + '-'`)},
+				{Name: "nameIsDerived", Expression: nameRule("object.metadata.name", "variables.fullName", "")},
 				{Name: "ownedByItsPodOrNothing", Expression: `object.metadata.?ownerReferences.orValue([]).all(r, r.kind == 'Pod' && r.name == variables.pod && r.uid == variables.podUID)`},
 				{Name: "volumes", Expression: `variables.spec.?volumes.orValue([])`},
 				{Name: "protoVolumes", Expression: `variables.protoSpec.?volumes.orValue([])`},
@@ -115,20 +109,16 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 						'fullName': dyn(t.metadata.?name.orValue('') + '-' + object.metadata.name)})`)},
 				// Each of the VM's templates with the names of the prototype's it is
 				// derived from: the same spec, labels and annotations, and the name
-				// derive.Name gives it, "<template>-<VM>", or past 63 characters its
-				// first 52 trimmed of "-", "." and "_", then "-" and a 10-character
-				// hash of both names, which CEL cannot compute: there only the hash's
-				// length and alphabet are checked. Else a template could take the
+				// derive.Name gives it, "<template>-<VM>", or that cut with a hash of
+				// both names, of which only the length and alphabet are checked
+				// (nameRule). Else a template could take the
 				// name of another app's PersistentVolumeClaim, which CDI then adopts
 				// into the VM's DataVolume: KubeVirt marks every DataVolume it makes
 				// from a template cdi.kubevirt.io/allowClaimAdoption.
 				{Name: "templateOrigins", Expression: cel(`
 					variables.templates.map(t, {'name': t.name, 'from': dyn(variables.protoTemplates.filter(p,
 						p.spec == t.spec && p.labels == t.labels && p.annotations == t.annotations &&
-						(size(p.fullName) <= 63 ?
-							t.name == p.fullName :
-							t.name.matches('-[a-z2-7]{10}$') &&
-								t.name.substring(0, size(t.name) - 10) == p.fullName.substring(0, 52).find('^.*[^-._]') + '-')
+						(` + nameRule("t.name", "p.fullName", "  ") + `)
 					).map(p, p.name))})`)},
 				// Every volume is the prototype's volume of that name, except that a
 				// claim the prototype makes from a dataVolumeTemplate (through a
@@ -158,7 +148,7 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 				// dyn, which params and optional fields are.)
 				{Name: "hostname", Expression: `variables.spec.?hostname.orValue('')`},
 				{Name: "subdomain", Expression: `variables.spec.?subdomain.orValue('')`},
-				{Name: "subdomainLabel", Expression: `object.spec.template.?metadata.?labels['vmctl.kubevirt.io/subdomain'].orValue('')`},
+				{Name: "subdomainLabel", Expression: metaValue("object.spec.template.?metadata", "labels", contract.LabelSubdomain)},
 				{Name: "ownDNSName", Expression: cel(`
 					(variables.hostname == '' || variables.hostname == object.metadata.name.replace('.', '-') || variables.hostname == variables.pod) &&
 					(variables.subdomain == variables.protoSpec.?subdomain.orValue('') ||
@@ -186,7 +176,7 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 					object.spec.?preference.?kind == params.spec.?preference.?kind`)},
 			}...),
 			Validations: []admissionregistrationv1.Validation{
-				forbid(`object.metadata.?annotations['vmctl.kubevirt.io/pod-uid'].orValue('') == variables.podUID`,
+				forbid(metaValue("object.metadata", "annotations", contract.AnnotationPodUID)+` == variables.podUID`,
 					fmt.Sprintf("annotation %s does not hold the requesting Pod's UID: a vmctl agent may only create its own Pod's VM", contract.AnnotationPodUID)),
 				forbid(`variables.nameIsDerived`,
 					fmt.Sprintf("the VirtualMachine's name is not %s-<pod>: a vmctl agent may only create the one VM named for its own Pod", p.Prototype)),
@@ -344,21 +334,23 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 				{Name: "isVMI", Expression: `request.resource.resource == 'virtualmachineinstances'`},
 				{Name: "isPrototype", Expression: `variables.vm.metadata.name == variables.prototype && variables.vm.metadata.namespace == variables.prototypeNamespace`},
 				// The vmctl labels; a VMI carries those derive puts on the VM's
-				// template. A Pod's name past 63 characters is hashed in its label.
-				{Name: "prototypeOfVM", Expression: `variables.vm.metadata.?labels['vmctl.kubevirt.io/prototype'].orValue('')`},
-				{Name: "podOfVM", Expression: `variables.vm.metadata.?labels['vmctl.kubevirt.io/pod'].orValue('')`},
-				{Name: "ownPodsVMI", Expression: cel(`
+				// template. A Pod's name too long for a label value is hashed in it.
+				{Name: "prototypeOfVM", Expression: metaValue("variables.vm.metadata", "labels", contract.LabelPrototype)},
+				{Name: "podOfVM", Expression: metaValue("variables.vm.metadata", "labels", contract.LabelPod)},
+				{Name: "ownPodsVMI", Expression: cel(fmt.Sprintf(`
 					variables.prototypeOfVM == variables.prototypeLabel && variables.podOfVM != '' &&
-					(size(variables.pod) > 63 || variables.podOfVM == variables.pod)`)},
+					(size(variables.pod) > %d || variables.podOfVM == variables.pod)`, contract.MaxNameLength))},
 				// Derived from this prototype for the requesting Pod, by name: a
 				// StatefulSet Pod's agent replaces the VM of an earlier Pod of its
 				// name, so deletion does not ask for the UID.
-				{Name: "ownPodsVM", Expression: cel(`
+				{Name: "ownPodsVM", Expression: cel(fmt.Sprintf(`
 					variables.prototypeOfVM == variables.prototypeLabel && variables.podOfVM != '' &&
-					variables.vm.metadata.?annotations['vmctl.kubevirt.io/pod-name'].orValue('') == variables.pod &&
-					variables.vm.metadata.?annotations['vmctl.kubevirt.io/pod-namespace'].orValue('') == variables.podNamespace &&
-					variables.vm.metadata.?annotations['vmctl.kubevirt.io/prototype-name'].orValue('') == variables.prototype &&
-					variables.vm.metadata.?annotations['vmctl.kubevirt.io/prototype-namespace'].orValue('') == variables.prototypeNamespace`)},
+					variables.vm.metadata.?annotations[%s].orValue('') == variables.pod &&
+					variables.vm.metadata.?annotations[%s].orValue('') == variables.podNamespace &&
+					variables.vm.metadata.?annotations[%s].orValue('') == variables.prototype &&
+					variables.vm.metadata.?annotations[%s].orValue('') == variables.prototypeNamespace`,
+					literal(contract.AnnotationPodName), literal(contract.AnnotationPodNamespace),
+					literal(contract.AnnotationPrototypeName), literal(contract.AnnotationPrototypeNamespace)))},
 			}...),
 			Validations: []admissionregistrationv1.Validation{
 				forbid(`variables.prototypeOfVM == variables.prototypeLabel`,

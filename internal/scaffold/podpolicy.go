@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -65,11 +66,11 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 				{Name: "node", Expression: `request.userInfo.?extra[?'` + nodeNameExtra + `'][?0].orValue('')`},
 				// The labels KubeVirt gives its launcher Pods and copies from
 				// the VMI, which derive put on the VM's template. A Pod's name
-				// past 63 characters is hashed in its label.
+				// too long for a label value is hashed in it.
 				{Name: "launcherOfOwnVM", Expression: cel(`
 					object.metadata.?labels['` + kubevirtAppLabel + `'].orValue('') == 'virt-launcher' &&
 					object.metadata.?labels['` + contract.LabelPrototype + `'].orValue('') == ` + literal(derive.LabelValue(p.Prototype)) + ` &&
-					(size(variables.pod) > 63 || object.metadata.?labels['` + contract.LabelPod + `'].orValue('') == variables.pod)`)},
+					(size(variables.pod) > ` + strconv.Itoa(contract.MaxNameLength) + ` || object.metadata.?labels['` + contract.LabelPod + `'].orValue('') == variables.pod)`)},
 				{Name: "onlyNomination", Expression: onlyNomination()},
 				{Name: "ownPod", Expression: cel(`
 					variables.pod != '' && variables.podUID != '' && request.name == variables.pod &&
