@@ -302,8 +302,8 @@ func (a *Agent) giveBackRetrying(ctx context.Context) bool {
 // said now.
 func (a *Agent) endHandover(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	a.handover.set(false)
-	if cur := a.latest.Load(); cur != nil && cur.UID == vm.UID && ctx.Err() == nil {
-		a.observe(ctx, cur)
+	if ctx.Err() == nil {
+		a.observeAgain(ctx, vm.UID)
 	}
 }
 

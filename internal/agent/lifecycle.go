@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -298,6 +299,23 @@ const (
 func (a *Agent) observe(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool {
 	a.observing.Lock()
 	defer a.observing.Unlock()
+	return a.observeLocked(ctx, vm)
+}
+
+// observeAgain looks again at the VM as observe last saw it, if it is the
+// VM of uid. It reads that VM under observe's lock: read before, it could
+// be older than one the watch observes meanwhile, and its state would
+// then overwrite the newer one's.
+func (a *Agent) observeAgain(ctx context.Context, uid types.UID) {
+	a.observing.Lock()
+	defer a.observing.Unlock()
+	if cur := a.latest.Load(); cur != nil && cur.UID == uid {
+		a.observeLocked(ctx, cur)
+	}
+}
+
+// observeLocked is observe, with its lock held.
+func (a *Agent) observeLocked(ctx context.Context, vm *kubevirtv1.VirtualMachine) bool {
 	a.latest.Store(vm)
 	ready := vm.Status.Ready && vm.DeletionTimestamp == nil
 	switch a.evacuation.Load() {
