@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -41,6 +42,18 @@ func watchScene(vmGen int64) (Workload, *kubefake.Clientset, virtFake) {
 
 func TestWatchFollowsUntilDone(t *testing.T) {
 	w, kc, virt := watchScene(1)
+	// A fake clientset's watch sees only what happens after it is made,
+	// which is after its informer's list: the VMs change once both VM
+	// watches (the derived VMs', the prototype's) are made.
+	vmsWatched := make(chan struct{}, 2)
+	virt.PrependWatchReactor("virtualmachines", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		wi, err := virt.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		select {
+		case vmsWatched <- struct{}{}:
+		default: // a watch made again later
+		}
+		return true, wi, err
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	reports := make(chan string, 100)
@@ -59,6 +72,13 @@ func TestWatchFollowsUntilDone(t *testing.T) {
 		}
 	case err := <-done:
 		t.Fatalf("Watch() = %v before its first report", err)
+	}
+	for range 2 {
+		select {
+		case <-vmsWatched:
+		case <-ctx.Done():
+			t.Fatal("Watch() never watched the VMs")
+		}
 	}
 	// The rollout happens: each Pod's VM is made again at generation 2.
 	for _, p := range []corev1.Pod{pod("web-a", "uid-a"), pod("web-b", "uid-b")} {
