@@ -19,15 +19,17 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
-// vmAPI is all the agent asks of KubeVirt: one VM at a time, by name.
+// vmAPI is all the agent asks of KubeVirt: one VM at a time, by name, and
+// the VMs labelled for its Pod.
 type vmAPI interface {
 	get(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error)
 	create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error)
 	delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
-	// list and watch serve an informer on the one VM namespace/name: they
-	// narrow opts to it with a field selector.
-	list(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error)
-	watch(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error)
+	// list and watch serve a Reflector on the VMs of namespace that sel
+	// selects: one prototype by name (kube.ByName), or the VMs labelled for
+	// the agent's Pod (podVMs).
+	list(ctx context.Context, namespace string, sel kube.Selector, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error)
+	watch(ctx context.Context, namespace string, sel kube.Selector, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // vmiAPI is what an agent that stops its VM when a drain asks for it needs
@@ -70,27 +72,27 @@ func (c kubevirtVMs) delete(ctx context.Context, namespace, name string, opts me
 	return c.cs.KubevirtV1().VirtualMachines(namespace).Delete(ctx, name, opts)
 }
 
-func (c kubevirtVMs) list(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error) {
+func (c kubevirtVMs) list(ctx context.Context, namespace string, sel kube.Selector, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error) {
 	list := &kubevirtv1.VirtualMachineList{}
-	return list, c.listWatch(namespace, "virtualmachines", name, opts).Do(ctx).Into(list)
+	return list, c.listWatch(namespace, "virtualmachines", sel, opts).Do(ctx).Into(list)
 }
 
-func (c kubevirtVMs) watch(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
+func (c kubevirtVMs) watch(ctx context.Context, namespace string, sel kube.Selector, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return c.listWatch(namespace, "virtualmachines", name, opts).Watch(ctx)
+	return c.listWatch(namespace, "virtualmachines", sel, opts).Watch(ctx)
 }
 
 func (c kubevirtVMs) listVMI(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineInstanceList, error) {
 	list := &kubevirtv1.VirtualMachineInstanceList{}
-	return list, c.listWatch(namespace, "virtualmachineinstances", name, opts).Do(ctx).Into(list)
+	return list, c.listWatch(namespace, "virtualmachineinstances", kube.ByName(name), opts).Do(ctx).Into(list)
 }
 
 func (c kubevirtVMs) watchVMI(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return c.listWatch(namespace, "virtualmachineinstances", name, opts).Watch(ctx)
+	return c.listWatch(namespace, "virtualmachineinstances", kube.ByName(name), opts).Watch(ctx)
 }
 
-// listWatch is the typed client's list or watch of the one object name, as
+// listWatch is the typed client's list or watch of what sel selects, as
 // a request that client-go does not retry by itself: the reflector that
 // asks retries it with the agent's jittered backoff. client-go retries a 429
 // that carries Retry-After up to ten times within the one call, after
@@ -102,8 +104,8 @@ func (c kubevirtVMs) watchVMI(ctx context.Context, namespace, name string, opts 
 // compaction in the fleet benchmark. The agent's other requests keep
 // client-go's retries: their 429s come from API Priority and Fairness, whose
 // Retry-After paces a herd better than a retry of the whole step would.
-func (c kubevirtVMs) listWatch(namespace, resource, name string, opts metav1.ListOptions) *rest.Request {
-	opts = byName(opts, name)
+func (c kubevirtVMs) listWatch(namespace, resource string, sel kube.Selector, opts metav1.ListOptions) *rest.Request {
+	opts.LabelSelector, opts.FieldSelector = sel.Label, sel.Field
 	var timeout time.Duration
 	if opts.TimeoutSeconds != nil {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
@@ -114,13 +116,6 @@ func (c kubevirtVMs) listWatch(namespace, resource, name string, opts metav1.Lis
 
 func (c kubevirtVMs) deleteVMI(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
 	return c.cs.KubevirtV1().VirtualMachineInstances(namespace).Delete(ctx, name, opts)
-}
-
-// byName narrows opts to one object (see kube.ByName): never a list or
-// watch of every VM in the namespace.
-func byName(opts metav1.ListOptions, name string) metav1.ListOptions {
-	opts.FieldSelector = kube.ByName(name).Field
-	return opts
 }
 
 type kubePods struct{ cs kubernetes.Interface }

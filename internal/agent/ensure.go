@@ -87,6 +87,9 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 	a.checkEvictionStrategy(ctx, proto)
 	a.checkPlacement(ctx, proto, protoRef)
 
+	if mine, err := a.madeBefore(ctx, want); mine != nil || err != nil {
+		return mine, nil, err
+	}
 	created, err := a.create(ctx, want)
 	if err == nil {
 		a.report.done(ctx, ReasonCreated, fmt.Sprintf("Created VM %s from prototype %s on node %s", ref, protoRef, a.pod.Node))
@@ -126,6 +129,30 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 		ref, a.pod.PodName, derive.OriginOf(existing).PodUID))
 	a.took(MetricReplaced)
 	return created, nil, nil
+}
+
+// madeBefore adopts the VM an agent already made for this Pod, under
+// whatever name (a restarted agent container), as the Pod's VM watch first
+// lists it; nil when there is none. It waits for that list, saying on
+// /readyz and in an Event when the API server refuses it, and returns an
+// error only when ctx ends first.
+func (a *Agent) madeBefore(ctx context.Context, want *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	ref := want.Namespace + "/" + want.Name
+	var mine *kubevirtv1.VirtualMachine
+	err := a.podVMs(ctx).wait(ctx, func(err error) bool {
+		a.report.fail(ctx, watchProblem(ref, err))
+		return false // the reflector retries
+	}, func() bool {
+		mine = a.own.made(a.pod, a.cfg.PrototypeNamespace, a.cfg.Prototype, want.Name)
+		return true
+	})
+	if err != nil || mine == nil {
+		return nil, err
+	}
+	_, why := judge(mine, a.pod, a.cfg.PrototypeNamespace, a.cfg.Prototype)
+	a.report.done(ctx, ReasonAdopted, why)
+	a.took(MetricAdopted)
+	return mine.DeepCopy(), nil
 }
 
 // took counts the VM the agent now holds by reason; a VM made after someone

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -17,10 +18,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // fakeAPI stands in for the API server's VirtualMachine endpoints in unit
@@ -160,36 +164,38 @@ func (f *fakeAPI) delete(_ context.Context, _, name string, opts metav1.DeleteOp
 	return nil
 }
 
-func (f *fakeAPI) list(_ context.Context, _, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error) {
+func (f *fakeAPI) list(_ context.Context, _ string, sel kube.Selector, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.record(fmt.Sprintf("list %s rv=%s", name, opts.ResourceVersion)); err != nil {
+	what, matches := f.selection(sel)
+	if err := f.record(fmt.Sprintf("list %s rv=%s", what, opts.ResourceVersion)); err != nil {
 		return nil, err
 	}
 	list := &kubevirtv1.VirtualMachineList{ListMeta: metav1.ListMeta{ResourceVersion: f.version()}}
-	if vm, ok := f.vms[name]; ok {
+	for _, vm := range f.selected(matches) {
 		list.Items = append(list.Items, *vm.DeepCopy())
 	}
 	return list, nil
 }
 
-func (f *fakeAPI) watch(_ context.Context, _, name string, opts metav1.ListOptions) (watch.Interface, error) {
+func (f *fakeAPI) watch(_ context.Context, _ string, sel kube.Selector, opts metav1.ListOptions) (watch.Interface, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	what, matches := f.selection(sel)
 	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	req := fmt.Sprintf("watch %s rv=%s", name, opts.ResourceVersion)
+	req := fmt.Sprintf("watch %s rv=%s", what, opts.ResourceVersion)
 	if initial {
 		req += " initial"
 	}
 	if err := f.record(req); err != nil {
 		return nil, err
 	}
-	w := &fakeWatch{name: name, ch: make(chan watch.Event, 1000), bookmarks: opts.AllowWatchBookmarks}
+	w := &fakeWatch{name: what, matches: matches, ch: make(chan watch.Event, 1000), bookmarks: opts.AllowWatchBookmarks}
 	rv, _ := strconv.ParseInt(opts.ResourceVersion, 10, 64)
 	switch {
 	case initial:
 		// A streaming list: the state now, then the bookmark that ends it.
-		if vm, ok := f.vms[name]; ok {
+		for _, vm := range f.selected(matches) {
 			w.send(watch.Event{Type: watch.Added, Object: vm.DeepCopy()})
 		}
 		w.send(watch.Event{Type: watch.Bookmark, Object: &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{
@@ -197,7 +203,7 @@ func (f *fakeAPI) watch(_ context.Context, _, name string, opts metav1.ListOptio
 			Annotations:     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
 		}}})
 	case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
-		if vm, ok := f.vms[name]; ok {
+		for _, vm := range f.selected(matches) {
 			w.send(watch.Event{Type: watch.Added, Object: vm.DeepCopy()})
 		}
 	case rv < f.cacheStart:
@@ -215,6 +221,33 @@ func (f *fakeAPI) watch(_ context.Context, _, name string, opts metav1.ListOptio
 	}
 	f.watches[w] = true
 	return w, nil
+}
+
+// selection names what sel selects in the request log (a VM's name, or the
+// label selector as written) and matches the VMs it selects: by name, or by
+// labels. A VM relabelled out of a label selection is not reported as
+// deleted, as the API server would; no test relabels one.
+func (f *fakeAPI) selection(sel kube.Selector) (string, func(*kubevirtv1.VirtualMachine) bool) {
+	if name, ok := strings.CutPrefix(sel.Field, "metadata.name="); ok && sel.Label == "" {
+		return name, func(vm *kubevirtv1.VirtualMachine) bool { return vm.Name == name }
+	}
+	ls, err := labels.Parse(sel.Label)
+	if err != nil || sel.Field != "" {
+		f.t.Errorf("fakeAPI: selector %+v is neither one name nor labels", sel)
+		return sel.Label, func(*kubevirtv1.VirtualMachine) bool { return false }
+	}
+	return sel.Label, func(vm *kubevirtv1.VirtualMachine) bool { return ls.Matches(labels.Set(vm.Labels)) }
+}
+
+// selected returns the stored VMs that matches selects, by name.
+func (f *fakeAPI) selected(matches func(*kubevirtv1.VirtualMachine) bool) []*kubevirtv1.VirtualMachine {
+	var out []*kubevirtv1.VirtualMachine
+	for _, name := range slices.Sorted(maps.Keys(f.vms)) {
+		if vm := f.vms[name]; matches(vm) {
+			out = append(out, vm)
+		}
+	}
+	return out
 }
 
 // put stores vm as it is (a create or an update by someone else, such as
@@ -487,10 +520,11 @@ func objectRV(obj runtime.Object) int64 {
 	return rv
 }
 
-// fakeWatch is one watch on one VM (or VMI) name.
+// fakeWatch is one watch on the VMs a selection selects, or on one VMI.
 type fakeWatch struct {
-	name      string
-	vmi       bool // watches the VMI of that name, not the VM
+	name      string // the selection's name in the request log
+	matches   func(*kubevirtv1.VirtualMachine) bool
+	vmi       bool // watches the VMI called name, not VMs
 	bookmarks bool
 	ch        chan watch.Event
 
@@ -503,7 +537,7 @@ func (w *fakeWatch) wants(ev watch.Event) bool {
 		return w.vmi && vmi.Name == w.name
 	}
 	vm, ok := ev.Object.(*kubevirtv1.VirtualMachine)
-	return ok && !w.vmi && vm.Name == w.name
+	return ok && !w.vmi && w.matches(vm)
 }
 
 // send delivers a copy of ev unless the watch ended.

@@ -21,12 +21,13 @@ import (
 // watchVM follows the one VM namespace/name: see watchOne.
 func (a *Agent) watchVM(ctx context.Context, namespace, name string,
 	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachine) (done bool)) error {
+	sel := kube.ByName(name)
 	return watchOne(ctx, a, namespace, name, &kubevirtv1.VirtualMachine{}, onDenied, check,
 		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return a.vms.list(ctx, namespace, name, opts)
+			return a.vms.list(ctx, namespace, sel, opts)
 		},
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return a.vms.watch(ctx, namespace, name, opts)
+			return a.vms.watch(ctx, namespace, sel, opts)
 		})
 }
 
@@ -47,34 +48,48 @@ func (a *Agent) watchVMI(ctx context.Context, namespace, name string,
 // zero T, nil, when it does not exist) once the first list is in and again
 // after every change, always from this goroutine.
 //
-// It follows with a kube.Follower, through list and watch, which the
-// agent's API narrows to the name and asks once each (see byName and
-// kubevirtVMs.listWatch), and the agent's own policy around them (see
-// listWatch), retried after the agent's backoff capped at 10 s.
-//
-// onDenied hears every list or watch the API server refused (kube.Refused).
-// When it returns true, watchOne stops and returns that error; otherwise the
-// Reflector keeps retrying. watchOne returns nil when check said done and
-// ctx's cause when ctx ended.
+// It follows with followSet, through list and watch, which the agent's API
+// narrows to the name (kube.ByName). watchOne returns nil when check said
+// done and ctx's cause when ctx ended, or the refusal onDenied stopped on
+// (see waitFollowed).
 func watchOne[T runtime.Object](ctx context.Context, a *Agent, namespace, name string, expected T,
 	onDenied func(error) (stop bool), check func(T) (done bool),
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	f, store := a.followSet(ctx, expected, list, watchFn)
+	key := namespace + "/" + name
+	return waitFollowed(ctx, f, onDenied, func() bool {
+		var current T
+		if obj, exists, _ := store.GetByKey(key); exists {
+			current = obj.(T)
+		}
+		return check(current)
+	})
+}
+
+// followSet starts a kube.Follower on what list and watchFn serve, objects of
+// expected's type, with the agent's own policy around them (see listWatch),
+// retried after the agent's backoff capped at 10 s. It follows until ctx
+// ends.
+func (a *Agent) followSet(ctx context.Context, expected runtime.Object,
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) (*kube.Follower, *kube.Store) {
 	b := watchBackoff(a.cfg.backoff())
 	f := kube.NewFollower(ctx)
-	store := f.Follow(listWatch(b, a.metrics.watchRestarts.Inc, list, watchFn), expected, kube.FollowOptions{Backoff: &b})
-	key := namespace + "/" + name
+	return f, f.Follow(listWatch(b, a.metrics.watchRestarts.Inc, list, watchFn), expected, kube.FollowOptions{Backoff: &b})
+}
+
+// waitFollowed calls check once f's first list is in and again after every
+// change, always from this goroutine, until check reports done (it returns
+// nil) or ctx ends (ctx's cause). onDenied hears every list or watch the
+// API server refused (kube.Refused): when it returns true, waitFollowed
+// stops and returns that error; otherwise the Reflector keeps retrying.
+func waitFollowed(ctx context.Context, f *kube.Follower, onDenied func(error) (stop bool), check func() (done bool)) error {
 	for {
-		if f.Synced() {
-			var current T
-			if obj, exists, _ := store.GetByKey(key); exists {
-				current = obj.(T)
-			}
-			if check(current) {
-				return nil
-			}
+		if f.Synced() && check() {
+			return nil
 		}
 		select {
 		case <-ctx.Done():

@@ -83,10 +83,18 @@ func (h *harness) start() {
 	})
 }
 
-// watchFollowed waits until the agent watches its VM.
-func (h *harness) watchFollowed() string {
+// watchFollowed waits until the agent's watch of its Pod's VMs is open and
+// the VM it follows exists.
+func (h *harness) watchFollowed() {
 	h.t.Helper()
-	return h.api.next("watch " + testVM)
+	h.eventually("the agent follows its VM", func() bool {
+		followed := h.agent.latest.Load()
+		if followed == nil || !h.api.watching(testPodVMs) {
+			return false
+		}
+		cur := h.api.object(followed.Name)
+		return cur != nil && cur.UID == followed.UID
+	})
 }
 
 // sigterm asks the agent to stop, as the signal handler would, and waits for Run.

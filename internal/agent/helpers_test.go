@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -20,6 +21,9 @@ const (
 	testNode      = "node-1"
 	testPodUID    = types.UID("pod-uid-1")
 	testVM        = "testvm-vmctl-abc"
+	// testPodVMs selects the VMs labelled for testPod: what the agent
+	// follows its VM by.
+	testPodVMs = contract.LabelPod + "=" + testPod
 )
 
 var testIdentity = Identity{PodName: testPod, PodNamespace: testNamespace, Node: testNode, PodUID: testPodUID}

@@ -77,6 +77,9 @@ type Agent struct {
 	observing sync.Mutex
 	// move gives up the node when the VM cannot be scheduled on it.
 	move *mover
+	// own follows the VMs labelled for the Pod, from the first attempt to
+	// make one until the agent stops (podVMs).
+	own *podVMs
 }
 
 // New returns an Agent for cfg, which must have passed Validate.
@@ -263,13 +266,18 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 		defer stop()
 		go a.stopOnEvacuation(ectx, vm)
 	}
-	_ = a.watchVM(ctx, vm.Namespace, vm.Name, func(err error) bool {
+	_ = a.podVMs(ctx).wait(ctx, func(err error) bool {
 		a.report.fail(ctx, watchProblem(ref, err))
 		return false // the reflector retries; readiness returns with the VM
-	}, func(cur *kubevirtv1.VirtualMachine) bool {
-		if cur == nil || cur.UID != vm.UID {
-			// Deleted, or deleted and its name taken by another VM while
-			// the watch was down.
+	}, func() bool {
+		cur, reached := a.own.byUID(vm.UID, vm.ResourceVersion)
+		switch {
+		case !reached || cur == latest:
+			// Not yet in, or another VM of the Pod's label changed.
+			return false
+		case cur == nil:
+			// Deleted, and perhaps its name taken by another VM while the
+			// watch was down.
 			gone = true
 			return true
 		}

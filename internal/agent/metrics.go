@@ -180,14 +180,14 @@ func (c countingVMs) delete(ctx context.Context, namespace, name string, opts me
 	return err
 }
 
-func (c countingVMs) list(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error) {
-	list, err := c.vmAPI.list(ctx, namespace, name, opts)
+func (c countingVMs) list(ctx context.Context, namespace string, sel kube.Selector, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error) {
+	list, err := c.vmAPI.list(ctx, namespace, sel, opts)
 	c.m.apiError("list", err)
 	return list, err
 }
 
-func (c countingVMs) watch(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
-	w, err := c.vmAPI.watch(ctx, namespace, name, opts)
+func (c countingVMs) watch(ctx context.Context, namespace string, sel kube.Selector, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := c.vmAPI.watch(ctx, namespace, sel, opts)
 	c.m.apiError("watch", err)
 	return w, err
 }

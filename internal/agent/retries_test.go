@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // reinitializing is an API server whose watch cache is filling: it answers
@@ -39,11 +41,11 @@ func TestListAndWatchLeaveRetriesToTheReflector(t *testing.T) {
 	t.Parallel()
 	for name, call := range map[string]func(context.Context, kubevirtVMs) error{
 		"list VM": func(ctx context.Context, c kubevirtVMs) error {
-			_, err := c.list(ctx, testNamespace, testVM, metav1.ListOptions{})
+			_, err := c.list(ctx, testNamespace, kube.ByName(testVM), metav1.ListOptions{})
 			return err
 		},
 		"watch VM": func(ctx context.Context, c kubevirtVMs) error {
-			_, err := c.watch(ctx, testNamespace, testVM, metav1.ListOptions{})
+			_, err := c.watch(ctx, testNamespace, kube.ByName(testVM), metav1.ListOptions{})
 			return err
 		},
 		"list VMI": func(ctx context.Context, c kubevirtVMs) error {
@@ -80,7 +82,7 @@ func TestClientGoObeysRetryAfter(t *testing.T) {
 	cs, requests := reinitializing(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 	defer cancel()
-	_, _ = cs.KubevirtV1().VirtualMachines(testNamespace).Watch(ctx, byName(metav1.ListOptions{}, testVM))
+	_, _ = cs.KubevirtV1().VirtualMachines(testNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: kube.ByName(testVM).Field})
 	if n := requests.Load(); n < 2 {
 		t.Errorf("client-go made %d requests in 1.5 s, want 2 (it retries after Retry-After: 1)", n)
 	}

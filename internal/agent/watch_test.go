@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,14 +82,14 @@ func TestFollowSurvivesAPIServerRestart(t *testing.T) {
 			n := len(h.api.requestLog())
 
 			h.api.restart(300*time.Millisecond, nil)
-			h.watchesBack(testVM)
+			h.watchesBack(testPodVMs)
 			h.expectQuiet("after the restart")
 			after := h.requestsAfter(n)
 			if len(after) > tt.budget {
 				t.Errorf("%d requests to recover, want at most %d: %q", len(after), tt.budget, after)
 			}
 			for _, r := range after {
-				if !strings.HasPrefix(r, "watch "+testVM) {
+				if !strings.HasPrefix(r, "watch "+testPodVMs) {
 					t.Errorf("request %q after the restart; want only watches of the VM", r)
 				}
 			}
@@ -113,9 +112,8 @@ func TestDeletedWhileAPIServerDownIsRecreatedOnce(t *testing.T) {
 	h.api.restart(300*time.Millisecond, func() { h.api.removeVM(testVM) })
 
 	h.eventually("the VM is recreated and followed", func() bool {
-		reqs := h.api.requestLog()
-		created := slices.Index(reqs[n:], "create "+testVM)
-		return created >= 0 && slices.Contains(reqs[n+created:], "watch "+testVM+" rv= initial") && h.api.watching(testVM)
+		again, followed := h.api.object(testVM), h.agent.latest.Load()
+		return again != nil && again.UID != vm.UID && followed != nil && followed.UID == again.UID && h.api.watching(testPodVMs)
 	})
 	h.expectQuiet("after the recreate")
 	if again := h.api.object(testVM); again == nil || again.UID == vm.UID {
@@ -125,8 +123,8 @@ func TestDeletedWhileAPIServerDownIsRecreatedOnce(t *testing.T) {
 		t.Errorf("%d creates in all, want 2: the first, and one after the restart", got)
 	}
 	h.waitEvent(corev1.EventTypeWarning, ReasonVMDeleted)
-	if after := h.requestsAfter(n); len(after) > 6 {
-		t.Errorf("%d requests to notice and recreate, want at most 6 (410, streaming list, GET prototype, POST, streaming list): %q", len(after), after)
+	if after := h.requestsAfter(n); len(after) > 3 {
+		t.Errorf("%d requests to notice and recreate, want at most 3 (streaming list, GET prototype, POST): %q", len(after), after)
 	}
 }
 
@@ -142,9 +140,7 @@ func TestAdoptAfterChurnOpensFromNow(t *testing.T) {
 	h.expectQuiet("after adopting")
 	want := []string{
 		"get testvm",
-		"create testvm-vmctl-abc",
-		"get testvm-vmctl-abc",
-		"watch testvm-vmctl-abc rv= initial",
+		"watch " + testPodVMs + " rv= initial",
 	}
 	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
@@ -207,12 +203,12 @@ func TestReplaceWaitsOnTerminatingVMAfterChurn(t *testing.T) {
 	}
 	want := []string{
 		"get testvm",
+		"watch " + testPodVMs + " rv= initial",
 		"create testvm-vmctl-abc",
 		"get testvm-vmctl-abc",
 		"delete testvm-vmctl-abc",
 		"watch testvm-vmctl-abc rv= initial",
 		"create testvm-vmctl-abc",
-		"watch testvm-vmctl-abc rv= initial",
 	}
 	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
@@ -264,7 +260,7 @@ func TestWatchRefusedWhileCacheFillsWaitsACap(t *testing.T) {
 	h.api.mu.Unlock()
 	n := len(h.api.requestLog())
 	h.api.closeWatches()
-	h.watchesBack(testVM)
+	h.watchesBack(testPodVMs)
 	h.expectQuiet("after the cache filled")
 	// Without the wait: 1, 2, 4, ... 64 ms, then 100 ms apart, about 9
 	// tries in 400 ms. With it: at most one per cap, and the one that opens.
@@ -294,7 +290,7 @@ func TestWatchNotFoundIsRetried(t *testing.T) {
 	}
 	h.api.mu.Unlock()
 	h.api.closeWatches()
-	h.watchesBack(testVM)
+	h.watchesBack(testPodVMs)
 	h.expectQuiet("once VMs are served again")
 	for _, e := range h.events() {
 		if e.Reason == ReasonWatchDenied {

@@ -31,6 +31,13 @@ func PrototypeSelector(prototype string) string {
 	return labels.Set{contract.LabelPrototype: LabelValue(prototype)}.String()
 }
 
+// PodSelector returns a label selector matching the VMs derived for Pods
+// named pod. Confirm each match with the Pod's UID (OriginOf): the label
+// holds only the name, and a Pod of the same name may have come before.
+func PodSelector(pod string) string {
+	return labels.Set{contract.LabelPod: LabelValue(pod)}.String()
+}
+
 // IsDerived reports whether meta carries vmctl's marks: both vmctl labels
 // and the owning Pod's UID. Never change or delete a VM for which it is
 // false. It is the loose test: a copy of a derived VM keeps the marks, so

@@ -152,6 +152,9 @@ func TestSelectors(t *testing.T) {
 		{name: "Selector of a prototype matches its VMs", selector: Selector("fedora"), set: derived, want: true},
 		{name: "Selector of a prototype needs the pod label too", selector: Selector("fedora"), set: labels.Set{contract.LabelPrototype: derived[contract.LabelPrototype]}, want: false},
 		{name: "Selector of another prototype", selector: Selector("ubuntu"), set: derived, want: false},
+		{name: "derived matches its Pod", selector: PodSelector(testPod().Name), set: derived, want: true},
+		{name: "another Pod's VM does not match", selector: PodSelector(testPod().Name), set: labels.Set{contract.LabelPrototype: "fedora", contract.LabelPod: "web-5f2b"}, want: false},
+		{name: "a long Pod name matches as hashed", selector: PodSelector(strings.Repeat("p", 80)), set: labels.Set{contract.LabelPod: LabelValue(strings.Repeat("p", 80))}, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sel, err := labels.Parse(tc.selector)

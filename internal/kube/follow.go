@@ -7,9 +7,11 @@ import (
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -116,7 +118,7 @@ type Follower struct {
 	errs    chan error
 
 	mu   sync.Mutex
-	sets []*store
+	sets []*Store
 }
 
 // NewFollower returns a Follower whose Reflectors run until ctx ends.
@@ -151,8 +153,8 @@ func (f *Follower) Synced() bool {
 // Follow starts following what lw lists and watches, objects of obj's
 // type, and returns the Store that keeps them. Read the Store; only its
 // Reflector writes it.
-func (f *Follower) Follow(lw *cache.ListWatch, obj runtime.Object, opts FollowOptions) cache.Store {
-	s := &store{
+func (f *Follower) Follow(lw *cache.ListWatch, obj runtime.Object, opts FollowOptions) *Store {
+	s := &Store{
 		Store:     cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.WithTransformer(opts.Transform)),
 		transform: opts.Transform,
 		changed:   f.signal,
@@ -207,36 +209,77 @@ func (f *Follower) signal() {
 	}
 }
 
-// store is a Store that signals every write and notes its first Replace,
-// which the Reflector makes once the first list is in.
-type store struct {
+// Store keeps what a Follower follows of one set: a client-go Store that
+// signals every write, notes its first Replace (which the Reflector makes
+// once the first list is in), and knows how far the set's watch has come.
+type Store struct {
 	cache.Store
 	transform cache.TransformFunc
 	changed   func()
 	synced    atomic.Bool
+
+	mu sync.Mutex
+	// rv is the resourceVersion of the newest write or bookmark seen.
+	rv string
 }
 
-func (s *store) Add(obj any) error {
-	defer s.changed()
+// Reached reports whether the Store holds the set as of resourceVersion rv
+// or later, so that an object written at rv and absent from it is gone.
+// resourceVersions compare as apimachinery's CompareResourceVersion says;
+// one that does not parse counts as reached, so a caller acts on what the
+// Store holds rather than waiting for a version it cannot tell.
+func (s *Store) Reached(rv string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rv == "" {
+		// Nothing seen yet, or a server (a fake clientset) that sets no
+		// resourceVersions: once synced, the Store is all there is to go by.
+		return rv == "" || s.synced.Load()
+	}
+	c, err := resourceversion.CompareResourceVersion(s.rv, rv)
+	return err != nil || c >= 0
+}
+
+func (s *Store) Add(obj any) error {
+	defer s.wrote(obj)
 	return s.Store.Add(obj)
 }
 
-func (s *store) Update(obj any) error {
-	defer s.changed()
+func (s *Store) Update(obj any) error {
+	defer s.wrote(obj)
 	return s.Store.Update(obj)
 }
 
-func (s *store) Delete(obj any) error {
-	defer s.changed()
+func (s *Store) Delete(obj any) error {
+	defer s.wrote(obj)
 	return s.Store.Delete(obj)
 }
 
-func (s *store) Replace(list []any, resourceVersion string) error {
+func (s *Store) Replace(list []any, resourceVersion string) error {
 	defer s.changed()
 	defer s.synced.Store(true)
+	defer s.UpdateResourceVersion(resourceVersion)
 	return s.Store.Replace(list, resourceVersion)
+}
+
+// UpdateResourceVersion hears the Reflector's bookmarks
+// (cache.ResourceVersionUpdater).
+func (s *Store) UpdateResourceVersion(rv string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rv != "" {
+		s.rv = rv
+	}
+}
+
+// wrote notes obj's resourceVersion and signals the change.
+func (s *Store) wrote(obj any) {
+	if m, err := meta.Accessor(obj); err == nil {
+		s.UpdateResourceVersion(m.GetResourceVersion())
+	}
+	s.changed()
 }
 
 // Transformer has the Reflector transform a streaming list's objects as
 // they come (cache.TransformingStore), not only once the list is whole.
-func (s *store) Transformer() cache.TransformFunc { return s.transform }
+func (s *Store) Transformer() cache.TransformFunc { return s.transform }

@@ -276,3 +276,37 @@ func TestFollowErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestStoreReached(t *testing.T) {
+	s := &Store{Store: cache.NewStore(cache.MetaNamespaceKeyFunc), changed: func() {}}
+	at := func(name, rv string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	}
+	check := func(when, rv string, want bool) {
+		t.Helper()
+		if got := s.Reached(rv); got != want {
+			t.Errorf("%s: Reached(%q) = %v, want %v", when, rv, got, want)
+		}
+	}
+	check("before the first list", "7", false)
+	check("before the first list", "", true)
+	if err := s.Replace([]any{at("a", "3")}, "7"); err != nil {
+		t.Fatal(err)
+	}
+	check("after a list at 7", "7", true)
+	check("after a list at 7", "8", false)
+	check("after a list at 7", "10", false) // compared as numbers, not strings
+	if err := s.Add(at("b", "12")); err != nil {
+		t.Fatal(err)
+	}
+	check("after an add at 12", "10", true)
+	check("after an add at 12", "13", false)
+	if err := s.Delete(at("b", "13")); err != nil {
+		t.Fatal(err)
+	}
+	check("after the delete at 13", "13", true)
+	s.UpdateResourceVersion("20")
+	check("after a bookmark at 20", "19", true)
+	check("after a bookmark at 20", "21", false)
+	check("a version that does not parse", "x", true)
+}
