@@ -1,4 +1,4 @@
-package table
+package styled
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ func TestWritePlain(t *testing.T) {
 		{Text("pod-a"), {Text: "1/1", Tone: Good}, {Text: "", Tone: Bad}},
 		{Text("evil\x1b[31m\rpod"), {Text: "0/1", Tone: Warn}, {Text: "VM missing", Tone: Bad}},
 	}
-	if err := Write(&out, []string{"POD", "READY", "PROBLEM"}, rows, false); err != nil {
+	if err := WriteTable(&out, []string{"POD", "READY", "PROBLEM"}, rows, false); err != nil {
 		t.Fatal(err)
 	}
 	want := "" +
@@ -30,7 +30,7 @@ func TestWritePlain(t *testing.T) {
 func TestWriteColor(t *testing.T) {
 	var out bytes.Buffer
 	rows := [][]Cell{{Text("evil\x1b]0;title\x07"), {Text: "VM missing", Tone: Bad}}}
-	if err := Write(&out, []string{"POD", "PROBLEM"}, rows, true); err != nil {
+	if err := WriteTable(&out, []string{"POD", "PROBLEM"}, rows, true); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

@@ -1,4 +1,4 @@
-package table
+package styled
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ const (
 	Faint      // grey: absent values such as <none>
 )
 
-// Cell is one table cell. Text may come from the cluster; Write escapes it.
+// Cell is one table cell. Text may come from the cluster; WriteTable escapes it.
 type Cell struct {
 	Text string
 	Tone Tone
@@ -31,12 +31,12 @@ type Cell struct {
 // Text returns a Plain cell.
 func Text(s string) Cell { return Cell{Text: s} }
 
-// Write prints headers and rows to w: as a lipgloss table with colored
+// WriteTable prints headers and rows to w: as a lipgloss table with colored
 // cells when color is true, else as kubectl-style tab-aligned columns with no
 // ANSI codes at all. Every cell is passed through printers.EscapeTerminal so
 // names and messages from the cluster cannot move the cursor or recolor the
 // terminal.
-func Write(w io.Writer, headers []string, rows [][]Cell, color bool) error {
+func WriteTable(w io.Writer, headers []string, rows [][]Cell, color bool) error {
 	if color {
 		return writeColor(w, headers, rows)
 	}
