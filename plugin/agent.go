@@ -204,10 +204,10 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 	if class, ok := o.LookupEnv(contract.EnvLauncherPriorityClass); ok {
 		o.config.LauncherPriorityClass = strings.TrimSpace(class)
 	}
-	if o.config.OwnRequests, err = kube.ParseResources(o.OwnRequests); err != nil {
+	if o.config.OwnRequests, err = contract.ParseResources(o.OwnRequests); err != nil {
 		return fmt.Errorf("--%s: %w", contract.FlagOwnRequests, err)
 	}
-	if o.config.OwnLimits, err = kube.ParseResources(o.OwnLimits); err != nil {
+	if o.config.OwnLimits, err = contract.ParseResources(o.OwnLimits); err != nil {
 		return fmt.Errorf("--%s: %w", contract.FlagOwnLimits, err)
 	}
 	if o.config.Requests, err = agent.RequestsFromEnv(o.LookupEnv); err != nil {

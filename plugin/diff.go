@@ -13,7 +13,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/drift"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/styled"
 )
 
 // DiffOptions are the options of `kubectl vmctl diff`.
@@ -34,7 +34,7 @@ type DiffOptions struct {
 // NewDiffOptions returns DiffOptions with their defaults.
 func NewDiffOptions(streams genericiooptions.IOStreams) *DiffOptions {
 	return &DiffOptions{
-		Color:     string(table.ColorAuto),
+		Color:     string(styled.ColorAuto),
 		Getenv:    os.Getenv,
 		IOStreams: streams,
 	}
@@ -112,11 +112,11 @@ func (o *DiffOptions) Complete(f kube.Factory, args []string) error {
 	if o.Prototype, err = prototypeArg(args, o.Prototype); err != nil {
 		return err
 	}
-	mode, err := table.ParseColorMode(o.Color)
+	mode, err := styled.ParseColorMode(o.Color)
 	if err != nil {
 		return err
 	}
-	o.color = table.UseColor(mode, table.IsTerminal(o.Out), o.Getenv)
+	o.color = styled.UseColor(mode, styled.IsTerminal(o.Out), o.Getenv)
 	o.clients, err = f.Clients()
 	return err
 }
@@ -219,18 +219,18 @@ func (o *DiffOptions) printDiff(diff string) error {
 			continue
 		}
 		text := printers.EscapeTerminal(strings.TrimSuffix(line, "\n"))
-		tone := table.Plain
+		tone := styled.Plain
 		switch {
 		case strings.HasPrefix(line, "---"), strings.HasPrefix(line, "+++"):
-			tone = table.Plain
+			tone = styled.Plain
 		case strings.HasPrefix(line, "@@"):
-			tone = table.Faint
+			tone = styled.Faint
 		case strings.HasPrefix(line, "-"):
-			tone = table.Bad
+			tone = styled.Bad
 		case strings.HasPrefix(line, "+"):
-			tone = table.Good
+			tone = styled.Good
 		}
-		if _, err := fmt.Fprintln(o.Out, table.Paint(text, tone, o.color)); err != nil {
+		if _, err := fmt.Fprintln(o.Out, styled.Paint(text, tone, o.color)); err != nil {
 			return err
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
@@ -132,12 +131,12 @@ func TestDiffStaleTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := kube.FormatResources(reserve.Round(need))
+	now := contract.FormatResources(reserve.Round(need))
 	deployment := func(name, held string) *appsv1.Deployment {
 		p := scaffold.Params{Kind: scaffold.KindDeployment, Prototype: "web", Name: name, Namespace: "vms", Replicas: 1,
 			Image: "vmctl", GracePeriodSeconds: scaffold.DefaultGracePeriodSeconds}
 		var err error
-		if p.Reservation, err = kube.ParseResources(held); err != nil {
+		if p.Reservation, err = contract.ParseResources(held); err != nil {
 			t.Fatal(err)
 		}
 		objs, err := scaffold.Build(p)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/styled"
 )
 
 // DefaultStatusRefresh is how often `status --watch` recomputes without
@@ -48,7 +48,7 @@ type StatusOptions struct {
 	// MinRedraw is the least time between two redraws of --watch.
 	MinRedraw time.Duration
 	// Now, Getenv and IsTerminal are time.Now, os.Getenv and
-	// table.IsTerminal outside tests.
+	// styled.IsTerminal outside tests.
 	Now        func() time.Time
 	Getenv     func(string) string
 	IsTerminal func(io.Writer) bool
@@ -67,13 +67,13 @@ type StatusOptions struct {
 func NewStatusOptions(streams genericiooptions.IOStreams) *StatusOptions {
 	return &StatusOptions{
 		PrintFlags:    genericclioptions.NewPrintFlags(""),
-		Color:         string(table.ColorAuto),
+		Color:         string(styled.ColorAuto),
 		Refresh:       DefaultStatusRefresh,
 		MinRedraw:     DefaultStatusMinRedraw,
 		NotReadyGrace: status.NotReadyGrace,
 		Now:           time.Now,
 		Getenv:        os.Getenv,
-		IsTerminal:    table.IsTerminal,
+		IsTerminal:    styled.IsTerminal,
 		IOStreams:     streams,
 	}
 }
@@ -170,12 +170,12 @@ func (o *StatusOptions) Complete(f kube.Factory, args []string) error {
 			return err
 		}
 	}
-	mode, err := table.ParseColorMode(o.Color)
+	mode, err := styled.ParseColorMode(o.Color)
 	if err != nil {
 		return err
 	}
 	o.terminal = o.IsTerminal(o.Out)
-	o.color = table.UseColor(mode, o.terminal, o.Getenv)
+	o.color = styled.UseColor(mode, o.terminal, o.Getenv)
 
 	o.clients, err = f.Clients()
 	return err

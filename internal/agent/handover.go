@@ -332,7 +332,7 @@ func (a *Agent) checkReservation(ctx context.Context, launcher *corev1.Pod) {
 	msg := fmt.Sprintf("the Pod holds %s for its VM, but the VM's launcher Pod %s asks for %s: prototype %s/%s, its instancetype or KubeVirt's configuration "+
 		"changed since the Pod's template was written, or the template was rolled back (kubectl rollout undo); %s; "+
 		"roll the new size out with `kubectl vmctl rollout restart %s -n %s`",
-		held, launcher.Name, kube.FormatResources(reserve.Round(need)), a.cfg.PrototypeNamespace, a.cfg.Prototype, effect, a.cfg.Prototype, a.pod.PodNamespace)
+		held, launcher.Name, contract.FormatResources(reserve.Round(need)), a.cfg.PrototypeNamespace, a.cfg.Prototype, effect, a.cfg.Prototype, a.pod.PodNamespace)
 	klog.FromContext(ctx).Info("Reservation stale", "message", msg)
 	a.report.event(corev1.EventTypeWarning, ReasonReservationStale, msg)
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,7 +65,7 @@ func (c Config) holdsReservation() bool {
 }
 
 // heldReservation is the room the Pod's template holds for the VM, as
-// kube.FormatResources writes it: Reservation, or else, while the Pod
+// contract.FormatResources writes it: Reservation, or else, while the Pod
 // still holds it, its requests beyond the agent's own; "" when unknown.
 func (c Config) heldReservation() string {
 	if c.Reservation != "" || !c.holdsReservation() || c.Requests == nil {
@@ -78,7 +77,7 @@ func (c Config) heldReservation() string {
 		q.Sub(c.OwnRequests[name])
 		held[name] = q
 	}
-	return kube.FormatResources(held)
+	return contract.FormatResources(held)
 }
 
 // resizePatch is the strategic merge patch of pods/resize that sets the
@@ -108,7 +107,7 @@ func (a *Agent) giveBack(ctx context.Context) *problem {
 	if err := a.pods.resize(rctx, a.pod.PodNamespace, a.pod.PodName, patch); err != nil {
 		p := &problem{reason: ReasonResizeFailed, err: err, msg: fmt.Sprintf(
 			"resizing Pod %s to its own requests (%s) to give back the room it holds for its VM, whose launcher Pod waits for it: %v",
-			ref, kube.FormatResources(a.cfg.OwnRequests), err)}
+			ref, contract.FormatResources(a.cfg.OwnRequests), err)}
 		if apierrors.IsNotFound(err) {
 			p.msg += "; unless the Pod is going, the API server lacks pods/resize (Kubernetes 1.35 and later have it): scaffold again with --reserve=false"
 		} else {
@@ -117,6 +116,6 @@ func (a *Agent) giveBack(ctx context.Context) *problem {
 		return p
 	}
 	a.resized.Store(true)
-	klog.FromContext(ctx).Info("Gave back the room held for the VM", "pod", ref, "requests", kube.FormatResources(a.cfg.OwnRequests))
+	klog.FromContext(ctx).Info("Gave back the room held for the VM", "pod", ref, "requests", contract.FormatResources(a.cfg.OwnRequests))
 	return nil
 }

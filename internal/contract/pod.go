@@ -40,7 +40,7 @@ const (
 	// placement the template carries (EnvPlacementKey).
 	AnnotationPlacement = "vmctl.kubevirt.io/placement"
 	// AnnotationReservation is the reservation the template holds, as
-	// kube.FormatResources writes it (EnvReservation): `rollout restart`
+	// contract.FormatResources writes it (EnvReservation): `rollout restart`
 	// compares it with the prototype's reservation now and writes the new
 	// one when it differs.
 	AnnotationReservation = "vmctl.kubevirt.io/reservation"

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,7 +111,7 @@ func checkResized(t *testing.T, ns string) {
 	for name, pod := range pods {
 		got := pod.Spec.Containers[0].Resources.Requests
 		if got.Memory().Cmp(*own.Memory()) != 0 || got.Cpu().Cmp(*own.Cpu()) != 0 {
-			t.Errorf("Pod %s asks for %s after making its VM, want its own %s", name, kube.FormatResources(got), kube.FormatResources(own))
+			t.Errorf("Pod %s asks for %s after making its VM, want its own %s", name, contract.FormatResources(got), contract.FormatResources(own))
 		}
 	}
 }

@@ -1,6 +1,7 @@
-// Package kube is how vmctl talks to the API server: the clientsets, built
-// once from kubectl's flags, and the paged lists and narrowed watches the
-// commands and the agent read through.
+// Package kube is how vmctl reads and writes the API server: the
+// clientsets, built once from kubectl's flags (Factory); paged lists,
+// trimmed to what the commands read (Slim); narrowed watches (Follower);
+// and lookups by name (VMFinder).
 package kube
 
 import (

@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // Counted returns the CPU and memory the scheduler counts for pod: the
@@ -36,7 +36,7 @@ func Round(r corev1.ResourceList) corev1.ResourceList {
 	return out
 }
 
-// Stale reports whether held, a reservation as kube.FormatResources
+// Stale reports whether held, a reservation as contract.FormatResources
 // writes it (the vmctl.kubevirt.io/reservation annotation of an agent
 // Pod's template), is not the CPU and memory that a VM whose launcher Pod
 // counts need takes: Round(need). Either way it is wrong: too little lets
@@ -62,7 +62,7 @@ func compare(held string, need corev1.ResourceList, off func(int) bool) bool {
 	if held == "" {
 		return false
 	}
-	h, err := kube.ParseResources(held)
+	h, err := contract.ParseResources(held)
 	if err != nil {
 		return true
 	}

@@ -63,14 +63,9 @@ var kinds = []kind{{
 	spec: as(func(s *appsv1.StatefulSet) podSpec {
 		return podSpec{&s.Spec.Template, s.Spec.Selector}
 	}),
-	status: as(statefulSetStatus),
-	partition: as(func(s *appsv1.StatefulSet) *int32 {
-		if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-			return ru.Partition
-		}
-		return nil
-	}),
-	paused: func(runtime.Object) bool { return false },
+	status:    as(statefulSetStatus),
+	partition: as(statefulSetPartition),
+	paused:    func(runtime.Object) bool { return false },
 	client: func(c kubernetes.Interface, ns string) client {
 		return clientOf(c.AppsV1().StatefulSets(ns))
 	},
@@ -87,6 +82,15 @@ var kinds = []kind{{
 		return clientOf(c.AppsV1().DaemonSets(ns))
 	},
 }}
+
+// statefulSetPartition is a StatefulSet's partition, nil when it sets none:
+// the kind table and statefulSetStatus both read it here, so they agree.
+func statefulSetPartition(s *appsv1.StatefulSet) *int32 {
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		return ru.Partition
+	}
+	return nil
+}
 
 // kindOf is the kind of obj, or an error that says which kinds rollout
 // knows.

@@ -63,10 +63,12 @@ func statefulSetStatus(s *appsv1.StatefulSet) Progress {
 	if s.Spec.Replicas != nil && s.Status.ReadyReplicas < *s.Spec.Replicas {
 		return Progress{Message: fmt.Sprintf("Waiting for %d pods to be ready...", *s.Spec.Replicas-s.Status.ReadyReplicas)}
 	}
-	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-		if s.Spec.Replicas != nil && ru.Partition != nil && s.Status.UpdatedReplicas < *s.Spec.Replicas-*ru.Partition {
+	// kubectl calls any rollout with a RollingUpdate block partitioned, with
+	// or without a partition in it (the API server defaults one to 0).
+	if s.Spec.UpdateStrategy.RollingUpdate != nil {
+		if p := statefulSetPartition(s); s.Spec.Replicas != nil && p != nil && s.Status.UpdatedReplicas < *s.Spec.Replicas-*p {
 			return Progress{Message: fmt.Sprintf("Waiting for partitioned roll out to finish: %d out of %d new pods have been updated...",
-				s.Status.UpdatedReplicas, *s.Spec.Replicas-*ru.Partition)}
+				s.Status.UpdatedReplicas, *s.Spec.Replicas-*p)}
 		}
 		return Progress{Message: fmt.Sprintf("partitioned roll out complete: %d new pods have been updated...", s.Status.UpdatedReplicas), Done: true}
 	}

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,7 +23,7 @@ func TestRestartRollsTheReservation(t *testing.T) {
 	w := testWorkload()
 	tmpl := w.Template()
 	tmpl.Spec.Containers = []corev1.Container{{Name: "agent", Resources: scaffold.AgentResources(old)}}
-	tmpl.Annotations = map[string]string{contract.AnnotationReservation: kube.FormatResources(old)}
+	tmpl.Annotations = map[string]string{contract.AnnotationReservation: contract.FormatResources(old)}
 	a := pod("web-a", "uid-a")
 	current := []kubevirtv1.VirtualMachine{vm(a, 2, true)}
 

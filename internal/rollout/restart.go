@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -91,7 +89,7 @@ func PlanRestart(w Workload, v Version, pods []corev1.Pod, vms []kubevirtv1.Virt
 	}
 	if reservationStale(w.Template(), v) {
 		return Plan{Restart: true, Why: fmt.Sprintf("its Pod template holds room for %s a VM, prototype %s's VMs need %s",
-			w.Template().Annotations[contract.AnnotationReservation], proto, kube.FormatResources(v.Reservation))}
+			w.Template().Annotations[contract.AnnotationReservation], proto, contract.FormatResources(v.Reservation))}
 	}
 	byPod := vmsByPod(vms, w)
 	var stale, current int

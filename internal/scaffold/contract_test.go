@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,11 +70,11 @@ func TestAgentContractReservation(t *testing.T) {
 		name, value, _ := strings.Cut(a, "=")
 		flags[name] = value
 	}
-	own, err := kube.ParseResources(flags["--own-requests"])
+	own, err := contract.ParseResources(flags["--own-requests"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	limits, err := kube.ParseResources(flags["--own-limits"])
+	limits, err := contract.ParseResources(flags["--own-limits"])
 	if err != nil {
 		t.Fatal(err)
 	}

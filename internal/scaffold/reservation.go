@@ -2,7 +2,6 @@ package scaffold
 
 import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -51,7 +50,7 @@ func ApplyReservation(tmpl *corev1.PodTemplateSpec, reservation corev1.ResourceL
 	if tmpl.Annotations == nil {
 		tmpl.Annotations = map[string]string{}
 	}
-	tmpl.Annotations[contract.AnnotationReservation] = kube.FormatResources(reservation)
+	tmpl.Annotations[contract.AnnotationReservation] = contract.FormatResources(reservation)
 	for i := range tmpl.Spec.Containers {
 		if tmpl.Spec.Containers[i].Name == contract.ContainerName {
 			tmpl.Spec.Containers[i].Resources = AgentResources(reservation)
@@ -135,7 +134,7 @@ func (p Params) reserveArgs() []string {
 	if !p.Reserves() {
 		return nil
 	}
-	args := []string{"--" + contract.FlagOwnRequests + "=" + kube.FormatResources(OwnRequests()), "--" + contract.FlagOwnLimits + "=" + kube.FormatResources(OwnLimits())}
+	args := []string{"--" + contract.FlagOwnRequests + "=" + contract.FormatResources(OwnRequests()), "--" + contract.FlagOwnLimits + "=" + contract.FormatResources(OwnLimits())}
 	if p.Moves() {
 		args = append(args, "--"+contract.FlagMoveAfter+"="+p.MoveAfter.String())
 	}

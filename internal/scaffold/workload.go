@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,7 +104,7 @@ func (p Params) podTemplate() corev1.PodTemplateSpec {
 		t.Annotations[contract.AnnotationPlacement] = p.PlacementKey
 	}
 	if p.Reserves() {
-		t.Annotations[contract.AnnotationReservation] = kube.FormatResources(p.Reservation)
+		t.Annotations[contract.AnnotationReservation] = contract.FormatResources(p.Reservation)
 	}
 	if p.hasLauncherPriorityClass() {
 		t.Annotations[contract.AnnotationLauncherPriorityClass] = p.launcherPriorityClassName()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
@@ -251,7 +250,7 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	if pod != nil && launcher != nil {
 		held, need := pod.Annotations[contract.AnnotationReservation], reserve.Counted(launcher)
 		if reserve.Stale(held, need) {
-			r.Problems = append(r.Problems, fmt.Sprintf(problemReservationFmt, held, kube.FormatResources(reserve.Round(need))))
+			r.Problems = append(r.Problems, fmt.Sprintf(problemReservationFmt, held, contract.FormatResources(reserve.Round(need))))
 		}
 	}
 	switch {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/table"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/styled"
 )
 
 // ListAPIVersion and ListKind head `status -o json|yaml`: a List-like
@@ -40,37 +40,37 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, opts TableOptions) error
 	if withNS {
 		headers = append([]string{"NAMESPACE"}, headers...)
 	}
-	cells := make([][]table.Cell, 0, len(rows))
+	cells := make([][]styled.Cell, 0, len(rows))
 	for _, r := range rows {
 		c := rowCells(r, now)
 		if opts.Wide {
-			c = append(c, orNone(r.VMIP), table.Text(r.prototypeRef()), orNone(string(r.PodUID)))
+			c = append(c, orNone(r.VMIP), styled.Text(r.prototypeRef()), orNone(string(r.PodUID)))
 		}
 		if withNS {
-			c = append([]table.Cell{table.Text(r.Namespace)}, c...)
+			c = append([]styled.Cell{styled.Text(r.Namespace)}, c...)
 		}
 		cells = append(cells, c)
 	}
-	return table.Write(w, headers, cells, opts.Color)
+	return styled.WriteTable(w, headers, cells, opts.Color)
 }
 
-func rowCells(r Row, now time.Time) []table.Cell {
+func rowCells(r Row, now time.Time) []styled.Cell {
 	pod := orNone(r.Pod)
 	if r.PodUID == "" && r.Pod != "" {
-		pod = table.Cell{Text: r.Pod, Tone: table.Faint} // a Pod that is gone
+		pod = styled.Cell{Text: r.Pod, Tone: styled.Faint} // a Pod that is gone
 	}
 	ready := orNone(r.Ready)
 	if r.Ready != "" {
-		ready.Tone = table.Warn
+		ready.Tone = styled.Warn
 		if r.PodReady {
-			ready.Tone = table.Good
+			ready.Tone = styled.Good
 		}
 	}
 	vmStatus := orNone(r.VMStatus)
 	if r.VM != "" {
-		vmStatus.Tone = table.Warn
+		vmStatus.Tone = styled.Warn
 		if r.VMReady {
-			vmStatus.Tone = table.Good
+			vmStatus.Tone = styled.Good
 		}
 	}
 	vm := r.VM
@@ -81,15 +81,15 @@ func rowCells(r Row, now time.Time) []table.Cell {
 	if !r.Created.IsZero() {
 		age = duration.HumanDuration(now.Sub(r.Created.Time))
 	}
-	return []table.Cell{
+	return []styled.Cell{
 		pod,
 		orNone(r.Node),
 		ready,
 		orNone(vm),
 		vmStatus,
 		orNone(r.VMINode),
-		table.Text(age),
-		{Text: strings.Join(r.Problems, ", "), Tone: table.Bad},
+		styled.Text(age),
+		{Text: strings.Join(r.Problems, ", "), Tone: styled.Bad},
 	}
 }
 
@@ -103,11 +103,11 @@ func (r Row) prototypeRef() string {
 	return r.Prototype
 }
 
-func orNone(s string) table.Cell {
+func orNone(s string) styled.Cell {
 	if s == "" {
-		return table.Cell{Text: "<none>", Tone: table.Faint}
+		return styled.Cell{Text: "<none>", Tone: styled.Faint}
 	}
-	return table.Text(s)
+	return styled.Text(s)
 }
 
 // WriteNames prints the VM of each row as kubectl's -o name does:

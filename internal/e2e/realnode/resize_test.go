@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
@@ -40,7 +39,7 @@ func TestKubeletGivesTheReservationBack(t *testing.T) {
 	reserved := template.Spec.Template.Spec.Containers[0].Resources.Requests
 	own, ownLimits := scaffold.OwnRequests(), scaffold.OwnLimits()
 	if reserved.Memory().Cmp(*own.Memory()) <= 0 {
-		t.Fatalf("the Deployment's agent asks for %s, no more than its own %s: scaffold reserved nothing", kube.FormatResources(reserved), kube.FormatResources(own))
+		t.Fatalf("the Deployment's agent asks for %s, no more than its own %s: scaffold reserved nothing", contract.FormatResources(reserved), contract.FormatResources(own))
 	}
 
 	var status corev1.ContainerStatus
@@ -61,10 +60,10 @@ func TestKubeletGivesTheReservationBack(t *testing.T) {
 		}
 		done := len(pending) == 0 && sameCPUMemory(status.AllocatedResources, own) && sameCPUMemory(status.Resources.Requests, own) &&
 			sameCPUMemory(status.Resources.Limits, ownLimits)
-		return done, fmt.Sprintf("allocated %s, requests %s, limits %s, %v", kube.FormatResources(status.AllocatedResources),
-			kube.FormatResources(status.Resources.Requests), kube.FormatResources(status.Resources.Limits), pending), nil
+		return done, fmt.Sprintf("allocated %s, requests %s, limits %s, %v", contract.FormatResources(status.AllocatedResources),
+			contract.FormatResources(status.Resources.Requests), contract.FormatResources(status.Resources.Limits), pending), nil
 	})
-	t.Logf("agent Pod %s: template asks for %s; the kubelet allocated %s", pod.Name, kube.FormatResources(reserved), kube.FormatResources(status.AllocatedResources))
+	t.Logf("agent Pod %s: template asks for %s; the kubelet allocated %s", pod.Name, contract.FormatResources(reserved), contract.FormatResources(status.AllocatedResources))
 
 	memMax := cgroupMemoryMax(t, pod.UID, status.ContainerID)
 	if want := ownLimits.Memory().Value(); memMax != want {

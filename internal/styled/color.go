@@ -1,7 +1,9 @@
-// Package table prints the human output of vmctl's operator commands: a
-// colored lipgloss table on a terminal, plain aligned columns (as kubectl's
-// printers.GetNewTabWriter makes them) anywhere else.
-package table
+// Package styled is the human output of vmctl's operator commands, styled
+// on a terminal and plain in a pipe: tables (a colored lipgloss table, or
+// aligned columns as kubectl's printers.GetNewTabWriter makes them), lines
+// painted in a Tone such as diff's, and the --color choice that decides
+// between the two.
+package styled
 
 import (
 	"fmt"

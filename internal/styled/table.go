@@ -1,4 +1,4 @@
-package table
+package styled
 
 import (
 	"fmt"
@@ -10,19 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 )
 
-// Tone is the meaning of a cell, which sets its color on a terminal.
-type Tone int
-
-// The tones a cell can have.
-const (
-	Plain Tone = iota
-	Good       // green: ready, in place
-	Warn       // yellow: not there yet
-	Bad        // red: something is wrong
-	Faint      // grey: absent values such as <none>
-)
-
-// Cell is one table cell. Text may come from the cluster; Write escapes it.
+// Cell is one table cell. Text may come from the cluster; WriteTable escapes it.
 type Cell struct {
 	Text string
 	Tone Tone
@@ -31,12 +19,12 @@ type Cell struct {
 // Text returns a Plain cell.
 func Text(s string) Cell { return Cell{Text: s} }
 
-// Write prints headers and rows to w: as a lipgloss table with colored
+// WriteTable prints headers and rows to w: as a lipgloss table with colored
 // cells when color is true, else as kubectl-style tab-aligned columns with no
 // ANSI codes at all. Every cell is passed through printers.EscapeTerminal so
 // names and messages from the cluster cannot move the cursor or recolor the
 // terminal.
-func Write(w io.Writer, headers []string, rows [][]Cell, color bool) error {
+func WriteTable(w io.Writer, headers []string, rows [][]Cell, color bool) error {
 	if color {
 		return writeColor(w, headers, rows)
 	}
@@ -89,33 +77,10 @@ func writeColor(w io.Writer, headers []string, rows [][]Cell) error {
 	return err
 }
 
-func toneStyle(s lipgloss.Style, t Tone) lipgloss.Style {
-	switch t {
-	case Good:
-		return s.Foreground(lipgloss.Green)
-	case Warn:
-		return s.Foreground(lipgloss.Yellow)
-	case Bad:
-		return s.Foreground(lipgloss.Red)
-	case Faint:
-		return s.Foreground(lipgloss.BrightBlack)
-	}
-	return s
-}
-
 func escapeAll(in []string) []string {
 	out := make([]string, len(in))
 	for i, s := range in {
 		out[i] = printers.EscapeTerminal(s)
 	}
 	return out
-}
-
-// Paint renders s in the color of tone when color is true, for output that
-// is not a table, such as diff lines. It does not escape s.
-func Paint(s string, tone Tone, color bool) string {
-	if !color || tone == Plain {
-		return s
-	}
-	return toneStyle(lipgloss.NewStyle(), tone).Render(s)
 }

@@ -1,4 +1,4 @@
-package kube
+package contract
 
 import (
 	"fmt"
@@ -10,8 +10,8 @@ import (
 )
 
 // FormatResources writes list as "cpu=10m,memory=32Mi", by name: how the
-// agent's --own-requests and --own-limits and scaffold's reservation
-// annotation carry resources, and how messages show them.
+// agent's flags FlagOwnRequests and FlagOwnLimits and the Pod annotation
+// AnnotationReservation carry resources, and how messages show them.
 func FormatResources(list corev1.ResourceList) string {
 	out := make([]string, 0, len(list))
 	for name, q := range list {
