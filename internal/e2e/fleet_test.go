@@ -315,8 +315,8 @@ func (r apiRequests) since(before apiRequests) string {
 	return fmt.Sprintf("%.0f (most: %s)", total, strings.Join(top, " "))
 }
 
-// openAgentWatches is how many watches on one VM by name (the agents') are
-// open now, by the API server's own count.
+// openAgentWatches is how many agents' watches on their Pods' VMs
+// (agentVMWatches) are open now, by the API server's own count.
 func openAgentWatches(b *testing.B) int {
 	b.Helper()
 	m, err := scrapeAPIServer(context.Background())
