@@ -119,6 +119,21 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * clockTick, nil
 }
 
+// reapedCPUTime is the user + system CPU time of a process's children that
+// exited and were waited for (cutime + cstime).
+func reapedCPUTime(pid int) (time.Duration, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	cutime, err1 := strconv.ParseInt(f[13], 10, 64)
+	cstime, err2 := strconv.ParseInt(f[14], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %q %q", pid, f[13], f[14])
+	}
+	return time.Duration(cutime+cstime) * clockTick, nil
+}
+
 // startTime is when a process started, after the machine's boot.
 func startTime(pid int) (time.Duration, error) {
 	f, err := statFields(pid)
@@ -134,7 +149,7 @@ func startTime(pid int) (time.Duration, error) {
 
 // statFields are the fields of /proc/<pid>/stat after the command name
 // (which may hold spaces): f[0] is field 3 (state), f[11] and f[12] utime
-// and stime, f[19] starttime.
+// and stime, f[13] and f[14] cutime and cstime, f[19] starttime.
 func statFields(pid int) ([]string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

@@ -179,6 +179,7 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		upThrottled, downThrottled   componentRequests
 		podsPerVM                    float64
 		controllerGrowth, agentsAnon int // KiB
+		cpuUp, cpuDown               clusterCPU
 	}
 	var got [2]figures
 	for i, c := range []*contender{newPool(b, nil), newAgents(b, nil)} {
@@ -186,6 +187,7 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		procs := clusterProcesses()
 		_, rss0 := procs.usage()
 		mark := auditMark(b)
+		cpu0 := markCPU(procs, 0)
 		t0 := time.Now()
 		c.scale(b, n)
 		f.created = c.watch.until(b, t0, versusTimeout, c.name+": VMs created", func(s nsNow) bool { return s.vms >= n })
@@ -196,19 +198,26 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		f.up, f.upThrottled = requestsIn(b, c.ns, mark)
 		_, rss1 := procs.usage()
 		f.controllerGrowth = rss1["virt-controller"] - rss0["virt-controller"]
+		var agentsCPU time.Duration
 		if c.agents {
-			f.agentsAnon = agentProcesses(b, c.ns).anonSum
+			a := agentProcesses(b, c.ns)
+			f.agentsAnon, agentsCPU = a.anonSum, a.cpuSum
 		}
-		fmt.Printf("versus: %s: scale 0 → %d: VMs created after %s, VMIs Running and Ready after %s; %.1f Pods per VM; requests per VM: %s; of them answered 429: %s\n",
-			c.name, n, f.created.Round(time.Millisecond), f.ready.Round(time.Millisecond), f.podsPerVM, f.up.perVM(n), f.upThrottled.perVM(n))
+		f.cpuUp = cpuSince(procs, cpu0, agentsCPU)
+		fmt.Printf("versus: %s: scale 0 → %d: VMs created after %s, VMIs Running and Ready after %s; %.1f Pods per VM; requests per VM: %s; of them answered 429: %s; CPU seconds per VM: %s\n",
+			c.name, n, f.created.Round(time.Millisecond), f.ready.Round(time.Millisecond), f.podsPerVM, f.up.perVM(n), f.upThrottled.perVM(n), f.cpuUp.perVM(n))
 
 		mark = auditMark(b)
+		cpu1 := markCPU(procs, agentsCPU)
 		t1 := time.Now()
 		c.scale(b, 0)
 		f.gone = c.watch.until(b, t1, versusTimeout, c.name+": all gone", nsNow.empty)
 		f.down, f.downThrottled = requestsIn(b, c.ns, mark)
-		fmt.Printf("versus: %s: scale %d → 0: all VMs, VMIs and Pods gone after %s; requests per VM: %s; of them answered 429: %s\n",
-			c.name, n, f.gone.Round(time.Millisecond), f.down.perVM(n), f.downThrottled.perVM(n))
+		// The agents exit and are reaped: their CPU since cpu1 is in
+		// cpuReaped.
+		f.cpuDown = cpuSince(procs, cpu1, 0)
+		fmt.Printf("versus: %s: scale %d → 0: all VMs, VMIs and Pods gone after %s; requests per VM: %s; of them answered 429: %s; CPU seconds per VM: %s\n",
+			c.name, n, f.gone.Round(time.Millisecond), f.down.perVM(n), f.downThrottled.perVM(n), f.cpuDown.perVM(n))
 	}
 	pool, agents := got[0], got[1]
 	scaleCase := fmt.Sprintf("scale 0 → %d → 0", n)
@@ -223,6 +232,12 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 	t.numbers(scaleCase, "… of them answered 429 (API Priority and Fairness), retried", perVM(pool.upThrottled.total()+pool.downThrottled.total(), n),
 		perVM(agents.upThrottled.total()+agents.downThrottled.total(), n), "%.1f")
 	t.numbers(scaleCase, "Pods per VM", pool.podsPerVM, agents.podsPerVM, "%.0f")
+	for _, who := range cpuRows(pool.cpuUp, pool.cpuDown, agents.cpuUp, agents.cpuDown) {
+		t.numbers(scaleCase, "CPU seconds per VM, up and down: "+who,
+			(pool.cpuUp[who] + pool.cpuDown[who]).Seconds()/float64(n), (agents.cpuUp[who] + agents.cpuDown[who]).Seconds()/float64(n), "%.3f")
+	}
+	t.numbers(scaleCase, "CPU seconds per VM, up and down: all",
+		(pool.cpuUp.total() + pool.cpuDown.total()).Seconds()/float64(n), (agents.cpuUp.total() + agents.cpuDown.total()).Seconds()/float64(n), "%.3f")
 	t.numbers(scaleCase, "virt-controller's RSS growth, MiB", float64(pool.controllerGrowth)/1024, float64(agents.controllerGrowth)/1024, "%.0f")
 	t.numbers(scaleCase, "agents' RssAnon in all, MiB", 0, float64(agents.agentsAnon)/1024, "%.0f")
 }
