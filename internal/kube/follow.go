@@ -240,21 +240,26 @@ func (s *Store) Reached(rv string) bool {
 	return err != nil || c >= 0
 }
 
+// Add stores obj and notes its resourceVersion, as the Reflector writes it.
 func (s *Store) Add(obj any) error {
 	defer s.wrote(obj)
 	return s.Store.Add(obj)
 }
 
+// Update stores obj and notes its resourceVersion.
 func (s *Store) Update(obj any) error {
 	defer s.wrote(obj)
 	return s.Store.Update(obj)
 }
 
+// Delete removes obj and notes the resourceVersion of its deletion.
 func (s *Store) Delete(obj any) error {
 	defer s.wrote(obj)
 	return s.Store.Delete(obj)
 }
 
+// Replace stores the Reflector's list, made at resourceVersion, and marks
+// the set synced.
 func (s *Store) Replace(list []any, resourceVersion string) error {
 	defer s.changed()
 	defer s.synced.Store(true)
