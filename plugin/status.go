@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
@@ -216,9 +217,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return err
 	}
 	rows := status.Pair(inv, o.Now(), o.NotReadyGrace)
-	if err := o.warn(status.Warnings(inv, rows), nil); err != nil {
-		return err
-	}
+	warn(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{}), status.Warnings(inv, rows))
 	if err := o.print(ctx, rows); err != nil {
 		return err
 	}
@@ -258,23 +257,14 @@ func (o *StatusOptions) print(ctx context.Context, rows []status.Row) error {
 	return o.printer.PrintObj(list, o.Out)
 }
 
-// warn prints each warning on ErrOut, as kubectl prints a server's warnings
-// before the output they came with, so that -o json|yaml|name stays
-// machine-readable. It skips and adds to said, when not nil, the warnings
-// already printed.
-func (o *StatusOptions) warn(warnings []status.Warning, said map[status.Warning]bool) error {
+// warn hands warnings to h as the API server's Warning headers reach
+// kubectl (warn-code 299): h, client-go's warning writer on ErrOut, prints
+// them as kubectl does, before the output they come with, and leaves
+// -o json|yaml|name machine-readable.
+func warn(h rest.WarningHandler, warnings []status.Warning) {
 	for _, w := range warnings {
-		if said[w] {
-			continue
-		}
-		if said != nil {
-			said[w] = true
-		}
-		if _, err := fmt.Fprintf(o.ErrOut, "Warning: %s\n", w); err != nil {
-			return err
-		}
+		h.HandleWarningHeader(299, "", w.String())
 	}
-	return nil
 }
 
 // noneFound says that status found nothing for q, without a full stop.
@@ -297,16 +287,14 @@ func (o *StatusOptions) tableOptions() status.TableOptions {
 // shows the table.
 func (o *StatusOptions) watch(ctx context.Context) error {
 	var last string
-	said := map[status.Warning]bool{}
+	once := rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
 	opts := status.WatchOptions{Refresh: o.Refresh, MinInterval: o.MinRedraw}
 	return status.Watch(ctx, o.clients, o.query, opts, func(inv *status.Inventory) error {
 		now := o.Now()
 		rows := status.Pair(inv, now, o.NotReadyGrace)
 		warnings := status.Warnings(inv, rows)
 		if !o.terminal {
-			if err := o.warn(warnings, said); err != nil {
-				return err
-			}
+			warn(once, warnings)
 		}
 		var buf bytes.Buffer
 		if len(rows) == 0 {
@@ -332,9 +320,7 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 		case o.terminal:
 			// Home the cursor and clear the screen, as watch(1) does.
 			if _, err = fmt.Fprint(o.Out, "\x1b[H\x1b[2J"); err == nil {
-				err = o.warn(warnings, nil)
-			}
-			if err == nil {
+				warn(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{}), warnings)
 				_, err = o.Out.Write(buf.Bytes())
 			}
 		case first:
