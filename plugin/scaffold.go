@@ -282,13 +282,14 @@ const prototypeLookupTimeout = 3 * time.Second
 
 // checkPrototype reads the prototype and says, in the agents' words, what
 // they will refuse, and whether its guest may take longer to shut down than
-// the agent waits for it. It copies the prototype's placement, with its
-// instancetype's and preference's, into the parameters, so the agent Pods
-// go where their VMs may run. Without a cluster, or without leave to read
-// the prototype, it copies none and says so in a note (logging why at
-// -v=2): notes are not the prototype's fault, and --strict ignores them.
-// It computes the reservation too (see reservation), and errs when it
-// cannot.
+// the agent waits for it; in a note, that its VMs run with another
+// evictionStrategy than it asks for. It copies the prototype's placement,
+// with its instancetype's and preference's, into the parameters, so the
+// agent Pods go where their VMs may run. Without a cluster, or without
+// leave to read the prototype, it copies none and says so in a note
+// (logging why at -v=2): notes are not the prototype's fault, and --strict
+// ignores them. It computes the reservation too (see reservation), and
+// errs when it cannot.
 func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes []string, err error) {
 	ns, name := o.params.PrototypeNamespace(), o.params.Prototype
 	err = o.clientsErr
@@ -310,8 +311,13 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 	if err := derive.Refusal(proto, o.params.Namespace, o.params.DeriveOptions()); err != nil {
 		warnings = append(warnings, err.Error())
 	}
-	if msg := o.params.GracePeriodWarning(derive.GuestGracePeriod(proto)); msg != "" {
-		warnings = append(warnings, msg)
+	if msg := derive.GracePeriodTooShort(proto, o.params.DeleteTimeout()); msg != "" {
+		warnings = append(warnings, fmt.Sprintf("prototype %s/%s: %s", ns, name, msg))
+	}
+	// Every derived VM gets External on purpose: nothing to fix in the
+	// prototype, so a note, which --strict lets pass.
+	if msg := derive.EvictionStrategyOverridden(proto); msg != "" {
+		notes = append(notes, fmt.Sprintf("prototype %s/%s: %s", ns, name, msg))
 	}
 	needs := prototype.Read(ctx, o.clients, proto)
 	if needs.PlacementErr != nil {

@@ -257,7 +257,9 @@ func TestScaffoldWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
 		warn string
 	}{
 		// 300s for the guest, 10s for KubeVirt, 10s margin: 320s.
-		{[]string{"deployment", "testvm", "-n", "default"}, "Warning: prototype default/testvm gives its guest 5m0s to shut down (spec.template.spec.terminationGracePeriodSeconds), but with --grace-period 180 the agent waits only 2m50s for the VM to go, so it may outlive its Pod; use --grace-period 320 or more, or shorten the guest's\n"},
+		{[]string{"deployment", "testvm", "-n", "default"}, "Warning: prototype default/testvm: its guest gets 5m0s to shut down (spec.template.spec.terminationGracePeriodSeconds), " +
+			"but the agent waits at most 2m50s for the VM to go (--delete-timeout, the Pod's grace period less 10s), so the VM may outlive its Pod; " +
+			"give the agent Pods a grace period of 320s or more (kubectl vmctl scaffold --grace-period 320), or shorten the guest's\n"},
 		{[]string{"deployment", "testvm", "-n", "default", "--grace-period", "320"}, ""},
 		{[]string{"deployment", "testvm", "-n", "elsewhere"}, "Warning: prototype elsewhere/testvm not found; the agents wait until it exists\n" +
 			"Warning: prototype elsewhere/testvm is not there to size its VMs: " + notCounted + "; scaffold again once it exists\n"},
@@ -272,6 +274,38 @@ func TestScaffoldWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
 			}
 			if !strings.Contains(out, "kind: Deployment") {
 				t.Errorf("no manifests on stdout with the warning")
+			}
+		})
+	}
+}
+
+// TestScaffoldNotesEvictionStrategyOverride: a prototype asking for another
+// evictionStrategy than External is said once, by scaffold, as a note:
+// vmctl overrides it on purpose, so --strict lets it pass.
+func TestScaffoldNotesEvictionStrategyOverride(t *testing.T) {
+	for _, s := range []kubevirtv1.EvictionStrategy{kubevirtv1.EvictionStrategyLiveMigrate,
+		kubevirtv1.EvictionStrategyLiveMigrateIfPossible, kubevirtv1.EvictionStrategyNone, kubevirtv1.EvictionStrategyExternal} {
+		t.Run(string(s), func(t *testing.T) {
+			proto := &kubevirtv1.VirtualMachine{
+				ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: "default"},
+				Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+					Spec: kubevirtv1.VirtualMachineInstanceSpec{EvictionStrategy: ptr.To(s)},
+				}},
+			}
+			want := ""
+			if s != kubevirtv1.EvictionStrategyExternal {
+				want = "Warning: prototype default/testvm: it asks for evictionStrategy " + string(s) + ", but its VMs run with External, " +
+					"so that a drain waits for their agent Pods (a VM pinned to its Pod's node cannot migrate)\n"
+			}
+			out, stderr, err := runScaffoldWith(t, []runtime.Object{proto}, "deployment", "testvm", "-n", "default", "--strict")
+			if err != nil {
+				t.Fatalf("--strict: %v; an override vmctl makes on purpose is a note, not a warning", err)
+			}
+			if stderr != want {
+				t.Errorf("stderr %q, want %q", stderr, want)
+			}
+			if !strings.Contains(out, "kind: Deployment") {
+				t.Errorf("no manifests on stdout with the note")
 			}
 		})
 	}

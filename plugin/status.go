@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
@@ -96,6 +97,11 @@ why, its cause follows a colon):
 A VM is paired with the Pod it records (namespace, name and UID), so an agent
 run in a Pod without scaffold's labels (say, started by hand) is not taken
 for gone.
+
+What holds for a whole prototype, not for one row, is said on stderr, once per
+prototype, before the table: a guest that may take longer to shut down than
+one of its agents waits (--delete-timeout), and an evictionStrategy its VMs
+do not run with. --watch says each once, or with each frame on a terminal.
 
 Reads, at once, one paged LIST each of derived VMs, their VMIs and agent Pods,
 selected by vmctl's and scaffold's labels (other VMs are never read), then one
@@ -211,6 +217,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return err
 	}
 	rows := status.Pair(inv, o.Now(), o.NotReadyGrace)
+	warn(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{}), status.Warnings(inv, rows))
 	if err := o.print(ctx, rows); err != nil {
 		return err
 	}
@@ -250,6 +257,16 @@ func (o *StatusOptions) print(ctx context.Context, rows []status.Row) error {
 	return o.printer.PrintObj(list, o.Out)
 }
 
+// warn hands warnings to h as the API server's Warning headers reach
+// kubectl (warn-code 299): h, client-go's warning writer on ErrOut, prints
+// them as kubectl does, before the output they come with, and leaves
+// -o json|yaml|name machine-readable.
+func warn(h rest.WarningHandler, warnings []status.Warning) {
+	for _, w := range warnings {
+		h.HandleWarningHeader(299, "", w.String())
+	}
+}
+
 // noneFound says that status found nothing for q, without a full stop.
 func noneFound(q status.Query) string {
 	if q.Prototype == "" {
@@ -264,20 +281,28 @@ func (o *StatusOptions) tableOptions() status.TableOptions {
 
 // watch redraws the table in place on a terminal; elsewhere it prints a new
 // table, after a blank line, whenever a row changes (ages alone do not
-// count), so logs stay readable.
+// count), so logs stay readable. Elsewhere it says each distinct warning
+// once, before the first table it comes with; on a terminal, where a
+// redraw clears the screen, each frame shows the warnings that hold, as it
+// shows the table.
 func (o *StatusOptions) watch(ctx context.Context) error {
 	var last string
+	once := rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
 	opts := status.WatchOptions{Refresh: o.Refresh, MinInterval: o.MinRedraw}
 	return status.Watch(ctx, o.clients, o.query, opts, func(inv *status.Inventory) error {
 		now := o.Now()
 		rows := status.Pair(inv, now, o.NotReadyGrace)
+		warnings := status.Warnings(inv, rows)
+		if !o.terminal {
+			warn(once, warnings)
+		}
 		var buf bytes.Buffer
 		if len(rows) == 0 {
 			buf.WriteString(noneFound(inv.Query) + ".\n")
 		} else if err := status.WriteTable(&buf, rows, now, o.tableOptions()); err != nil {
 			return err
 		}
-		key := buf.String()
+		key := buf.String() + fmt.Sprint(warnings) // what a terminal's frame shows
 		if !o.terminal {
 			b, err := json.Marshal(rows)
 			if err != nil {
@@ -294,7 +319,10 @@ func (o *StatusOptions) watch(ctx context.Context) error {
 		switch {
 		case o.terminal:
 			// Home the cursor and clear the screen, as watch(1) does.
-			_, err = fmt.Fprint(o.Out, "\x1b[H\x1b[2J"+buf.String())
+			if _, err = fmt.Fprint(o.Out, "\x1b[H\x1b[2J"); err == nil {
+				warn(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{}), warnings)
+				_, err = o.Out.Write(buf.Bytes())
+			}
 		case first:
 			_, err = o.Out.Write(buf.Bytes())
 		default:

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // Defaults of the agent's knobs.
@@ -17,7 +19,9 @@ const (
 	DefaultProbeAddress = ":8080"
 	// DefaultDeleteTimeout is how long shutdown waits for the VM to be gone:
 	// just under the 180s grace period `kubectl vmctl scaffold` gives the Pod.
-	DefaultDeleteTimeout = 170 * time.Second
+	// It is the contract's, which status assumes of an agent Pod whose
+	// arguments give none.
+	DefaultDeleteTimeout = contract.DefaultDeleteTimeout
 )
 
 // DefaultBackoff paces retries of failed steps: 200ms doubling to a 30s cap,

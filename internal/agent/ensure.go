@@ -265,21 +265,18 @@ func watchProblem(ref string, err error) *problem {
 	return p
 }
 
-// checkGracePeriod warns, once, when the guest may take longer to shut down
-// than the agent waits for it on shutdown: the VM would outlive the Pod.
+// checkGracePeriod logs, once, when the guest may take longer to shut down
+// than the agent waits for it on shutdown: the VM would outlive the Pod. It
+// records no Event: the warning holds for every agent of the prototype, and
+// scaffold and status say it once for all of them.
 func (a *Agent) checkGracePeriod(ctx context.Context, vm *kubevirtv1.VirtualMachine, protoRef string) {
-	guest := derive.GuestGracePeriod(vm)
-	if a.warnedGrace || guest+derive.ShutdownSlack <= a.cfg.DeleteTimeout {
+	if a.warnedGrace {
 		return
 	}
-	a.warnedGrace = true
-	msg := fmt.Sprintf("the VM's guest gets %v to shut down (terminationGracePeriodSeconds of prototype %s), "+
-		"but the agent waits at most %v for the VM to go on shutdown (--delete-timeout, the Pod's grace period less 10s): "+
-		"the VM may outlive the Pod; give the Pod a terminationGracePeriodSeconds of at least %d "+
-		"(kubectl vmctl scaffold --grace-period %[4]d) or shorten the guest's",
-		guest, protoRef, a.cfg.DeleteTimeout, int64((guest+derive.ShutdownSlack+10*time.Second)/time.Second))
-	klog.FromContext(ctx).Info("Grace period too short", "message", msg)
-	a.report.event(corev1.EventTypeWarning, ReasonGracePeriod, msg)
+	if msg := derive.GracePeriodTooShort(vm, a.cfg.DeleteTimeout); msg != "" {
+		a.warnedGrace = true
+		klog.FromContext(ctx).Info("Grace period too short", "prototype", protoRef, "message", msg)
+	}
 }
 
 // checkPlacement compares the placement the Pod's template carries with

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 // stopOnEvacuation watches vm's VMI until ctx ends and stops the VM when
@@ -58,17 +59,15 @@ func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMach
 		})
 }
 
-// checkEvictionStrategy records, once, that the prototype asked for another
-// eviction strategy than the External one every derived VM gets.
+// checkEvictionStrategy logs, once, that the prototype asked for another
+// eviction strategy than the External one every derived VM gets. Like
+// checkGracePeriod, it records no Event.
 func (a *Agent) checkEvictionStrategy(ctx context.Context, proto *kubevirtv1.VirtualMachine) {
-	s := proto.Spec.Template.Spec.EvictionStrategy
-	if a.warnedEviction || s == nil || *s == kubevirtv1.EvictionStrategyExternal {
+	if a.warnedEviction {
 		return
 	}
-	a.warnedEviction = true
-	msg := fmt.Sprintf("prototype %s/%s asks for evictionStrategy %s; the VM runs with External instead, "+
-		"so a drain takes it down only with this Pod, as the workload's PodDisruptionBudget allows (a VM pinned to its node cannot migrate)",
-		proto.Namespace, proto.Name, *s)
-	klog.FromContext(ctx).Info("Eviction strategy overridden", "message", msg)
-	a.report.event(corev1.EventTypeNormal, ReasonEvictionStrategy, msg)
+	if msg := derive.EvictionStrategyOverridden(proto); msg != "" {
+		a.warnedEviction = true
+		klog.FromContext(ctx).Info("Eviction strategy overridden", "prototype", klog.KObj(proto), "message", msg)
+	}
 }

@@ -80,15 +80,23 @@ func TestLeavesEvacuationToItsOwnEviction(t *testing.T) {
 	}
 }
 
-func TestRecordsEvictionStrategyOverride(t *testing.T) {
+// TestLogsEvictionStrategyOverride: the VM runs with External whatever the
+// prototype asks, and the agent logs the override once, without an Event:
+// it holds for the whole prototype, and scaffold and status say it.
+func TestLogsEvictionStrategyOverride(t *testing.T) {
 	proto := prototype(testProto)
 	proto.Spec.Template.Spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyLiveMigrate)
 	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{proto})
 	h.start()
 	h.watchFollowed()
-	ev := h.waitEvent(corev1.EventTypeNormal, ReasonEvictionStrategy)
-	if !strings.Contains(ev.Message, "LiveMigrate") || !strings.Contains(ev.Message, "External") {
-		t.Errorf("Event %q does not name both strategies", ev.Message)
+	// The check runs before the create, so its Event would come first.
+	h.waitEvent(corev1.EventTypeNormal, ReasonCreated)
+	if got := h.eventStrings(); len(got) != 1 {
+		t.Errorf("Events %q, want only Normal Created", got)
+	}
+	logs := h.logs.String()
+	if n := strings.Count(logs, "Eviction strategy overridden"); n != 1 || !strings.Contains(logs, "evictionStrategy LiveMigrate, but its VMs run with External") {
+		t.Errorf("logged the override %d times, want once naming both strategies:\n%s", n, logs)
 	}
 	vm := h.api.object(testVM)
 	if s := vm.Spec.Template.Spec.EvictionStrategy; s == nil || *s != kubevirtv1.EvictionStrategyExternal {

@@ -24,8 +24,6 @@ const (
 	ReasonVMDeleted            = "VMDeleted"
 	ReasonDeleteFailed         = "DeleteFailed"
 	ReasonWatchDenied          = "WatchDenied"
-	ReasonGracePeriod          = "GracePeriodTooShort"
-	ReasonEvictionStrategy     = "EvictionStrategyOverridden"
 	ReasonEvacuated            = "Evacuated"
 	ReasonPodUnknown           = "PodUnknown"
 	// ReasonPlacementChanged is also what /readyz says while the VM is not

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -49,6 +50,7 @@ type harness struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when Run returns
 	err    error         // what Run returned
+	logs   ktesting.Buffer
 }
 
 func newHarness(t *testing.T, cfg Config, vms []*kubevirtv1.VirtualMachine, kubeObjs ...runtime.Object) *harness {
@@ -70,8 +72,10 @@ func testConfig() Config {
 }
 
 func (h *harness) start() {
-	_, ctx := ktesting.NewTestContext(h.t)
-	ctx, h.cancel = context.WithCancelCause(ctx)
+	logger := ktesting.NewLogger(h.t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	h.logs = logger.GetSink().(ktesting.Underlier).GetBuffer()
+	ctx, cancel := context.WithCancelCause(klog.NewContext(context.Background(), logger))
+	h.cancel = cancel
 	h.done = make(chan struct{})
 	go func() {
 		defer close(h.done)

@@ -165,16 +165,27 @@ func TestShutdownDeadlineCoversCreateInFlight(t *testing.T) {
 	}
 }
 
-func TestWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
+// TestLogsWhenGuestGracePeriodDoesNotFit: the agent logs, once, that its
+// VM may outlive the Pod, but records no Event: the warning holds for the
+// whole prototype, and scaffold and status say it.
+func TestLogsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
 	proto := prototype(testProto)
 	proto.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
 	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{proto})
 	h.start()
 	h.watchFollowed()
-	ev := h.waitEvent(corev1.EventTypeWarning, ReasonGracePeriod)
-	for _, want := range []string{"10m0s", "10s", "--grace-period 620", "may outlive the Pod"} {
-		if !strings.Contains(ev.Message, want) {
-			t.Errorf("Event %q does not say %q", ev.Message, want)
+	// The check runs before the create, so its Event would come first.
+	h.waitEvent(corev1.EventTypeNormal, ReasonCreated)
+	if diff := cmp.Diff([]string{"Normal Created"}, h.eventStrings()); diff != "" {
+		t.Errorf("Events (-want +got):\n%s", diff)
+	}
+	logs := h.logs.String()
+	if n := strings.Count(logs, "Grace period too short"); n != 1 {
+		t.Errorf("logged the grace period %d times, want once:\n%s", n, logs)
+	}
+	for _, want := range []string{"10m0s", "10s", "--grace-period 620", "may outlive its Pod"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log does not say %q:\n%s", want, logs)
 		}
 	}
 	if h.api.object(testVM) == nil {

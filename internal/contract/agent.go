@@ -2,8 +2,21 @@ package contract
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+)
+
+// Delete timeouts of the agent (FlagDeleteTimeout).
+const (
+	// DefaultDeleteTimeout is the agent's --delete-timeout when its
+	// arguments give none: the 180s grace period scaffold gives a Pod by
+	// default, less DeleteMargin.
+	DefaultDeleteTimeout = 170 * time.Second
+	// DeleteMargin is how much of its Pod's grace period scaffold leaves
+	// the agent unused (--delete-timeout is the rest), so the agent reports
+	// a VM it could not delete before the kubelet kills it.
+	DeleteMargin = 10 * time.Second
 )
 
 // Agent is what an agent Pod's arguments say about the VM it runs.
@@ -56,4 +69,22 @@ func ParseAgent(pod *corev1.Pod) (Agent, bool) {
 		a.PrototypeNamespace = a.Namespace
 	}
 	return a, true
+}
+
+// DeleteTimeout is how long pod's agent waits for its VM to go on shutdown:
+// the --delete-timeout=DURATION its first container's arguments give, as
+// scaffold writes it, else DefaultDeleteTimeout. A value the agent could
+// not parse counts as the default.
+func DeleteTimeout(pod *corev1.Pod) time.Duration {
+	d := DefaultDeleteTimeout
+	if len(pod.Spec.Containers) == 0 {
+		return d
+	}
+	for _, arg := range pod.Spec.Containers[0].Args {
+		v, ok := strings.CutPrefix(arg, "--"+FlagDeleteTimeout+"=")
+		if parsed, err := time.ParseDuration(v); ok && err == nil {
+			d = parsed
+		}
+	}
+	return d
 }

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -40,5 +41,31 @@ func TestParseAgent(t *testing.T) {
 				t.Errorf("ParseAgent (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestDeleteTimeout(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want time.Duration
+	}{
+		{name: "default", args: []string{"web", "--proto-namespace=protos"}, want: DefaultDeleteTimeout},
+		{name: "scaffold's form", args: []string{"web", "--delete-timeout=50s"}, want: 50 * time.Second},
+		{name: "the last one counts", args: []string{"web", "--delete-timeout=50s", "--delete-timeout=2m"}, want: 2 * time.Minute},
+		{name: "unparsable", args: []string{"web", "--delete-timeout=soon"}, want: DefaultDeleteTimeout},
+		{name: "another flag's value", args: []string{"web", "--move-after=5s"}, want: DefaultDeleteTimeout},
+		{name: "no args", want: DefaultDeleteTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Args: tt.args}}}}
+			if got := DeleteTimeout(pod); got != tt.want {
+				t.Errorf("DeleteTimeout(%q) = %v, want %v", tt.args, got, tt.want)
+			}
+		})
+	}
+	if got := DeleteTimeout(&corev1.Pod{}); got != DefaultDeleteTimeout {
+		t.Errorf("DeleteTimeout of a Pod without containers = %v, want %v", got, DefaultDeleteTimeout)
 	}
 }

@@ -97,13 +97,20 @@ func TestDrainFollowsTheWorkload(t *testing.T) {
 				}
 			}
 			if tc.proto != nil {
-				eventually(t, settle, "an EvictionStrategyOverridden Event", func(ctx context.Context) (bool, string, error) {
-					events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=EvictionStrategyOverridden"})
-					if err != nil {
-						return false, "", err
-					}
-					return len(events.Items) > 0, fmt.Sprint(len(events.Items)), nil
-				})
+				// The override holds for the whole prototype: status says it
+				// once, and no agent records it as an Event.
+				_, stderr, code := vmctlCode(t, "status", "-n", ns)
+				want := "Warning: prototype " + ns + "/testvm: it asks for evictionStrategy LiveMigrate, but its VMs run with External"
+				if code != 0 || strings.Count(stderr, want) != 1 {
+					t.Errorf("status: exit %d, stderr %q; want 0 and %q once", code, stderr, want)
+				}
+				events, err := e.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=EvictionStrategyOverridden"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(events.Items) != 0 {
+					t.Errorf("%d EvictionStrategyOverridden Events, want none: the agents only log it", len(events.Items))
+				}
 			}
 		})
 	}

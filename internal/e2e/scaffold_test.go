@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -17,6 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
@@ -92,27 +92,36 @@ func plainVM(proto *kubevirtv1.VirtualMachine, name string) *kubevirtv1.VirtualM
 
 // TestScaffoldWarnsAboutGuestGracePeriod: with a cluster at hand, scaffold
 // reads the prototype and warns when its guest may take longer to shut down
-// than the agent waits, and the agent says so on its Pod.
+// than the agent waits; status says so once for the prototype, and the
+// agent logs it but records no Event.
 func TestScaffoldWarnsAboutGuestGracePeriod(t *testing.T) {
 	ns := namespace(t)
 	createPrototype(t, ns, "testvm.yaml") // its guest gets 30s
-	args := []string{"scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "40"}
+	args := []string{"scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "40", "--replicas", "2"}
 	manifests, stderr, code := vmctlCode(t, args...)
 	if code != 0 {
 		t.Fatalf("scaffold: exit %d", code)
 	}
-	want := "Warning: prototype " + ns + "/testvm gives its guest 30s to shut down"
-	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "use --grace-period 50 or more") {
+	want := "Warning: prototype " + ns + "/testvm: its guest gets 30s to shut down"
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "--grace-period 50)") {
 		t.Errorf("scaffold stderr %q, want %q and the grace period to use", stderr, want)
 	}
 	kubectl(t, []byte(manifests), "apply", "-f", "-")
-	eventually(t, settle, "the agent's GracePeriodTooShort Event", func(ctx context.Context) (bool, string, error) {
-		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=GracePeriodTooShort"})
-		if err != nil {
-			return false, "", err
-		}
-		return len(events.Items) == 1 && strings.Contains(events.Items[0].Message, "--grace-period 50"), fmt.Sprint(len(events.Items), " events"), nil
-	})
+	waitPaired(t, ns, "testvm", 2, settle) // the agents checked before they made their VMs
+	if _, stderr, code := vmctlCode(t, "status", "-n", ns); code != 0 || strings.Count(stderr, want) != 1 || !strings.Contains(stderr, "--grace-period 50)") {
+		t.Errorf("status: exit %d, stderr %q; want 0 and %q once, for both agents", code, stderr, want)
+	}
+	events, err := e.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=GracePeriodTooShort"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 0 {
+		t.Errorf("%d GracePeriodTooShort Events, want none: the agents only log it", len(events.Items))
+	}
+	logs := kubectl(t, nil, "logs", "-n", ns, "-l", contract.AgentSelector, "--tail=-1")
+	if n := strings.Count(logs, "Grace period too short"); n != 2 {
+		t.Errorf("the agents logged the grace period %d times, want once each:\n%s", n, logs)
+	}
 	if _, stderr, _ := vmctlCode(t, "scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "50"); stderr != "" {
 		t.Errorf("scaffold --grace-period 50 stderr %q, want nothing", stderr)
 	}

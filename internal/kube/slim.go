@@ -15,8 +15,9 @@ const lastApplied = corev1.LastAppliedConfigAnnotation
 // Slim returns a copy of obj (a Pod, VirtualMachine or
 // VirtualMachineInstance) holding only what status, gc and rollout read:
 // metadata without managedFields or a last-applied copy; of a VM, its
-// status and of its spec only the runStrategy and what places it
-// (placement.KeepInputs); of a VMI, its node,
+// status and of its spec only the runStrategy, what places it
+// (placement.KeepInputs), and its template's evictionStrategy and
+// terminationGracePeriodSeconds; of a VMI, its node,
 // evacuation node, conditions and first address; of a Pod, its node, its
 // containers' names, arguments and requests, its overhead, its readiness
 // and its nominated node. 10,000 VMs so kept
@@ -60,6 +61,12 @@ func slimVM(o *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
 			Conditions:      o.Status.Conditions,
 			StartFailure:    o.Status.StartFailure,
 		}}
+	// And what status warns of once per prototype
+	// (derive.GracePeriodTooShort, derive.EvictionStrategyOverridden).
+	if t := o.Spec.Template; t != nil {
+		vm.Spec.Template.Spec.EvictionStrategy = t.Spec.EvictionStrategy
+		vm.Spec.Template.Spec.TerminationGracePeriodSeconds = t.Spec.TerminationGracePeriodSeconds
+	}
 	slimMeta(&vm.ObjectMeta)
 	return vm
 }

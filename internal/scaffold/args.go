@@ -13,7 +13,7 @@ func (p Params) AgentArgs() []string {
 		args = append(args, "--"+contract.FlagAllowSharedVolumes)
 	}
 	if p.GracePeriodSeconds != DefaultGracePeriodSeconds {
-		args = append(args, "--"+contract.FlagDeleteTimeout+"="+p.deleteTimeout().String())
+		args = append(args, "--"+contract.FlagDeleteTimeout+"="+p.DeleteTimeout().String())
 	}
 	if s := p.subdomain(); s != "" {
 		args = append(args, "--"+contract.FlagSubdomain+"="+s)

@@ -14,7 +14,8 @@ import (
 
 // TestParseAgentReadsAgentArgs holds contract.ParseAgent to AgentArgs: the arguments
 // Build writes into each kind's Pod template read back as the prototype and
-// namespaces scaffold was given, whatever flags AgentArgs adds.
+// namespaces scaffold was given, and as its delete timeout
+// (contract.DeleteTimeout), whatever flags AgentArgs adds.
 func TestParseAgentReadsAgentArgs(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -61,6 +62,10 @@ func TestParseAgentReadsAgentArgs(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); !ok || diff != "" {
 				t.Errorf("ParseAgent(%q) = %v (-want +got):\n%s", pod.Spec.Containers[0].Args, ok, diff)
+			}
+			// status judges the guest's grace period by it.
+			if got, want := contract.DeleteTimeout(pod), p.DeleteTimeout(); got != want {
+				t.Errorf("DeleteTimeout(%q) = %v, want the %v scaffold gives the agent", pod.Spec.Containers[0].Args, got, want)
 			}
 		})
 	}

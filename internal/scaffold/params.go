@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
@@ -46,11 +47,10 @@ const (
 	ProbePort int32 = 8080
 )
 
-// deleteMarginSeconds is how much of the grace period the agent leaves
-// unused, so it reports a VM deletion timeout before the kubelet kills it.
-// The agent's default --delete-timeout=170s is the default grace period
-// minus this margin.
-const deleteMarginSeconds = 10
+// deleteMarginSeconds is contract.DeleteMargin in seconds: the agent's
+// default --delete-timeout=170s is the default grace period minus this
+// margin.
+const deleteMarginSeconds = int64(contract.DeleteMargin / time.Second)
 
 // ValidKinds lists the kinds as the command line spells them, for help and errors.
 const ValidKinds = "deployment (deploy), daemonset (ds), statefulset (sts)"

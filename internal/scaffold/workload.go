@@ -1,7 +1,6 @@
 package scaffold
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -48,24 +47,11 @@ func scrapeAnnotations() map[string]string {
 // PodDisruptionBudget allows, and their agents delete the VMs then.
 func (p Params) StopsOnEvacuation() bool { return p.Kind == KindDaemonSet }
 
-// deleteTimeout is how long the agent waits for its VM to go: the grace
-// period less a margin, so the agent can still log and exit before SIGKILL.
-func (p Params) deleteTimeout() time.Duration {
+// DeleteTimeout is how long p's agents wait for their VMs to go
+// (--delete-timeout): the grace period less a margin, so the agent can
+// still log and exit before SIGKILL.
+func (p Params) DeleteTimeout() time.Duration {
 	return time.Duration(p.GracePeriodSeconds-deleteMarginSeconds) * time.Second
-}
-
-// GracePeriodWarning says what goes wrong when a guest that takes up to guest
-// to shut down runs under p's Pods, or "" when it fits: the agent waits
-// only deleteTimeout for the VM to go, and the VM would outlive the Pod.
-func (p Params) GracePeriodWarning(guest time.Duration) string {
-	if guest+derive.ShutdownSlack <= p.deleteTimeout() {
-		return ""
-	}
-	need := int64((guest + derive.ShutdownSlack) / time.Second)
-	return fmt.Sprintf("prototype %s/%s gives its guest %v to shut down (spec.template.spec.terminationGracePeriodSeconds), "+
-		"but with --grace-period %d the agent waits only %v for the VM to go, so it may outlive its Pod; "+
-		"use --grace-period %d or more, or shorten the guest's",
-		p.protoNamespace(), p.Prototype, guest, p.GracePeriodSeconds, p.deleteTimeout(), need+deleteMarginSeconds)
 }
 
 // downwardEnv tells the agent who it is, so it never needs to read its Pod.

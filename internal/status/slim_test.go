@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -15,7 +16,8 @@ import (
 )
 
 // TestSlimKeepsWhatPairReads pairs full objects and their kube.Slim copies: the
-// rows must not differ, and the originals must not change.
+// rows and the prototypes' warnings must not differ, and the originals must
+// not change.
 func TestSlimKeepsWhatPairReads(t *testing.T) {
 	full := func() Inventory {
 		proto := prototype("ns", "web", 5)
@@ -25,8 +27,12 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 		scaffolded := placement.Key(&proto)
 		proto.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "vms"}
 		proto.Spec.Template.Spec.Volumes = []kubevirtv1.Volume{{Name: "root"}}
+		// Warnings: a guest longer than Pod a's agent waits (not b's), and
+		// an evictionStrategy overridden.
+		proto.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](100)
+		proto.Spec.Template.Spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyLiveMigrateIfPossible)
 		pod := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod, func(p *corev1.Pod) {
-			p.Spec.Containers[0].Args = []string{"web", "--proto-namespace=ns"}
+			p.Spec.Containers[0].Args = []string{"web", "--proto-namespace=ns", "--delete-timeout=50s"}
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_NAME", Value: "a"}}
 			p.Spec.Volumes = []corev1.Volume{{Name: "token"}}
 			p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", contract.AnnotationPlacement: scaffolded}
@@ -72,14 +78,21 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 		!slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemPlacementChanged) }) {
 		t.Fatalf("the fixture pairs into %d rows, want 4, one evacuating, one held by a drain, one placed by an older placement and one at 10.244.0.9: %+v", len(want), want)
 	}
-	if diff := cmp.Diff(want, Pair(&slim, t0, NotReadyGrace)); diff != "" {
+	slimRows := Pair(&slim, t0, NotReadyGrace)
+	if diff := cmp.Diff(want, slimRows); diff != "" {
 		t.Errorf("rows of slim objects (-full +slim):\n%s", diff)
+	}
+	if w := Warnings(&inv, want); len(w) != 2 {
+		t.Fatalf("the fixture's prototype gives %d warnings, want 2, its guest's grace period and its evictionStrategy: %+v", len(w), w)
+	}
+	if diff := cmp.Diff(Warnings(&inv, want), Warnings(&slim, slimRows)); diff != "" {
+		t.Errorf("warnings of slim objects (-full +slim):\n%s", diff)
 	}
 	if diff := cmp.Diff(full(), inv); diff != "" {
 		t.Errorf("Slim changed the originals (-want +got):\n%s", diff)
 	}
 	if p := slim.Prototypes[0]; p.Spec.Template.Spec.Volumes != nil || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" || p.Annotations["keep"] != "me" {
-		t.Errorf("slim prototype keeps more of its spec than what places it, or last-applied, or lost an annotation: %+v", p)
+		t.Errorf("slim prototype keeps more of its spec than what places it and what status warns of, or last-applied, or lost an annotation: %+v", p)
 	}
 	if p := slim.Pods[0]; p.Spec.Volumes != nil || p.Spec.Containers[0].Env != nil || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
 		t.Errorf("slim pod keeps volumes, env or last-applied: %+v", p)
