@@ -234,10 +234,10 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 	t.numbers(scaleCase, "Pods per VM", pool.podsPerVM, agents.podsPerVM, "%.0f")
 	for _, who := range cpuRows(pool.cpuUp, pool.cpuDown, agents.cpuUp, agents.cpuDown) {
 		t.numbers(scaleCase, "CPU seconds per VM, up and down: "+who,
-			(pool.cpuUp[who] + pool.cpuDown[who]).Seconds()/float64(n), (agents.cpuUp[who] + agents.cpuDown[who]).Seconds()/float64(n), "%.3f")
+			(pool.cpuUp[who]+pool.cpuDown[who]).Seconds()/float64(n), (agents.cpuUp[who]+agents.cpuDown[who]).Seconds()/float64(n), "%.3f")
 	}
 	t.numbers(scaleCase, "CPU seconds per VM, up and down: all",
-		(pool.cpuUp.total() + pool.cpuDown.total()).Seconds()/float64(n), (agents.cpuUp.total() + agents.cpuDown.total()).Seconds()/float64(n), "%.3f")
+		(pool.cpuUp.total()+pool.cpuDown.total()).Seconds()/float64(n), (agents.cpuUp.total()+agents.cpuDown.total()).Seconds()/float64(n), "%.3f")
 	t.numbers(scaleCase, "virt-controller's RSS growth, MiB", float64(pool.controllerGrowth)/1024, float64(agents.controllerGrowth)/1024, "%.0f")
 	t.numbers(scaleCase, "agents' RssAnon in all, MiB", 0, float64(agents.agentsAnon)/1024, "%.0f")
 }
