@@ -118,9 +118,17 @@ func TestScaffoldWarnsAboutGuestGracePeriod(t *testing.T) {
 	if len(events.Items) != 0 {
 		t.Errorf("%d GracePeriodTooShort Events, want none: the agents only log it", len(events.Items))
 	}
-	logs := kubectl(t, nil, "logs", "-n", ns, "-l", contract.AgentSelector, "--tail=-1")
-	if n := strings.Count(logs, "Grace period too short"); n != 2 {
-		t.Errorf("the agents logged the grace period %d times, want once each:\n%s", n, logs)
+	pods, err := e.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: contract.AgentSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 2 {
+		t.Fatalf("%d agent Pods, want 2", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		if log := agentLog(t, ns, p.Name); strings.Count(log, "Grace period too short") != 1 {
+			t.Errorf("agent %s logged the grace period %d times, want once:\n%s", p.Name, strings.Count(log, "Grace period too short"), log)
+		}
 	}
 	if _, stderr, _ := vmctlCode(t, "scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "50"); stderr != "" {
 		t.Errorf("scaffold --grace-period 50 stderr %q, want nothing", stderr)
