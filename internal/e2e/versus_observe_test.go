@@ -219,6 +219,32 @@ func requestsIn(b testing.TB, ns string, mark int) (all, throttled componentRequ
 	return tally(events[mark:], ns, func(ev testcluster.AuditEvent) bool { return ev.ObjectRef.Namespace == ns })
 }
 
+// requestKinds counts the requests in ns since the audit log's first mark
+// entries that who made (a requester's name), by verb and resource, and of
+// them those answered 429: what the requests and their 429s were for.
+func requestKinds(b testing.TB, ns string, mark int, who string) (all, throttled componentRequests) {
+	b.Helper()
+	events, err := e.cluster.ReadAudit()
+	if err != nil {
+		b.Fatal(err)
+	}
+	all, throttled = componentRequests{}, componentRequests{}
+	for _, ev := range events[mark:] {
+		if ev.ObjectRef.Namespace != ns || requester(ev, ns) != who {
+			continue
+		}
+		kind := ev.Verb + " " + ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			kind += "/" + ev.ObjectRef.Subresource
+		}
+		all[kind]++
+		if ev.ResponseStatus.Code == http.StatusTooManyRequests {
+			throttled[kind]++
+		}
+	}
+	return all, throttled
+}
+
 // tally counts the events that keep selects by requester (agentNS's
 // ServiceAccounts being the agents; the tests' own are left out), and of
 // them those answered 429: API Priority and Fairness turned them away, and

@@ -204,6 +204,12 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 			f.agentsAnon, agentsCPU = a.anonSum, a.cpuSum
 		}
 		f.cpuUp = cpuSince(procs, cpu0, agentsCPU)
+		for _, who := range []string{"agents", "kube-controller-manager"} {
+			if kinds, throttled := requestKinds(b, c.ns, mark, who); len(kinds) > 0 {
+				fmt.Printf("versus: %s: scale 0 → %d: %s's requests per VM by verb and resource: %s; of them answered 429: %s\n",
+					c.name, n, who, kinds.perVM(n), throttled.perVM(n))
+			}
+		}
 		fmt.Printf("versus: %s: scale 0 → %d: VMs created after %s, VMIs Running and Ready after %s; %.1f Pods per VM; requests per VM: %s; of them answered 429: %s; CPU seconds per VM: %s\n",
 			c.name, n, f.created.Round(time.Millisecond), f.ready.Round(time.Millisecond), f.podsPerVM, f.up.perVM(n), f.upThrottled.perVM(n), f.cpuUp.perVM(n))
 
@@ -216,6 +222,12 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		// The agents exit and are reaped: their CPU since cpu1 is in
 		// cpuReaped.
 		f.cpuDown = cpuSince(procs, cpu1, 0)
+		for _, who := range []string{"agents", "kube-controller-manager"} {
+			if kinds, throttled := requestKinds(b, c.ns, mark, who); len(kinds) > 0 {
+				fmt.Printf("versus: %s: scale %d → 0: %s's requests per VM by verb and resource: %s; of them answered 429: %s\n",
+					c.name, n, who, kinds.perVM(n), throttled.perVM(n))
+			}
+		}
 		fmt.Printf("versus: %s: scale %d → 0: all VMs, VMIs and Pods gone after %s; requests per VM: %s; of them answered 429: %s; CPU seconds per VM: %s\n",
 			c.name, n, f.gone.Round(time.Millisecond), f.down.perVM(n), f.downThrottled.perVM(n), f.cpuDown.perVM(n))
 	}
