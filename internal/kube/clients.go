@@ -9,9 +9,9 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
@@ -28,29 +28,39 @@ type Clients struct {
 // command (ToRawKubeConfigLoader for the namespace, -n and --context), and
 // the clientsets made from them.
 type Factory interface {
-	genericclioptions.RESTClientGetter
+	KubeconfigLoader
 	// Clients returns the clientsets, made on the first call.
 	Clients() (Clients, error)
+}
+
+// KubeconfigLoader is the kubeconfig as kubectl's flags amend it: the part
+// of cli-runtime's RESTClientGetter vmctl uses, so that both cli-runtime's
+// ConfigFlags (kubectl-vmctl) and ConfigFlags (vmctl-agent, which links no
+// cli-runtime) serve.
+type KubeconfigLoader interface {
+	// ToRawKubeConfigLoader returns the loader; call it once the flags are
+	// parsed.
+	ToRawKubeConfigLoader() clientcmd.ClientConfig
 }
 
 // NewFactory returns the operator commands' Factory over flags. Its
 // clients introduce themselves as kubectl-vmctl/<version>, may send 50
 // requests a second (burst 100) where flags set no rate, and read core
 // types as protobuf.
-func NewFactory(flags genericclioptions.RESTClientGetter) Factory {
-	return &factory{RESTClientGetter: flags, agent: false}
+func NewFactory(flags KubeconfigLoader) Factory {
+	return &factory{KubeconfigLoader: flags, agent: false}
 }
 
 // NewAgentFactory returns the agent's Factory over flags. Its clients
 // introduce themselves as kubectl-vmctl-agent/<version> and otherwise keep
 // client-go's defaults (5 requests a second, burst 10): one agent sends a
 // few requests a minute, and a fleet of them shares the API server.
-func NewAgentFactory(flags genericclioptions.RESTClientGetter) Factory {
-	return &factory{RESTClientGetter: flags, agent: true}
+func NewAgentFactory(flags KubeconfigLoader) Factory {
+	return &factory{KubeconfigLoader: flags, agent: true}
 }
 
 type factory struct {
-	genericclioptions.RESTClientGetter
+	KubeconfigLoader
 	agent bool
 
 	once    sync.Once
@@ -64,7 +74,9 @@ func (f *factory) Clients() (Clients, error) {
 }
 
 func (f *factory) newClients() (Clients, error) {
-	rc, err := f.ToRESTConfig()
+	// What cli-runtime's ToRESTConfig returns, without its WrapConfigFn,
+	// which vmctl does not set.
+	rc, err := f.ToRawKubeConfigLoader().ClientConfig()
 	if err != nil {
 		hint := "pass --kubeconfig or --context"
 		if f.agent {

@@ -41,7 +41,7 @@ current-context: c
 	}
 	for _, tt := range []struct {
 		name    string
-		factory func(genericclioptions.RESTClientGetter) Factory
+		factory func(KubeconfigLoader) Factory
 		want    []string
 	}{
 		{name: "operator commands", factory: NewFactory, want: []string{
