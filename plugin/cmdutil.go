@@ -6,32 +6,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
 // What every command shares: where it works (-n, -A, --proto-namespace, the
 // kubeconfig), how it names a prototype, and its exit code.
 
-// contextNamespace is -n, else the kubeconfig context's namespace, which
-// clientcmd gives as "default" when the context names none.
-func contextNamespace(f kube.Factory) (string, error) {
-	ns, _, err := f.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return "", fmt.Errorf("read the kubeconfig for the namespace: %w; check --kubeconfig and --context (`kubectl config get-contexts` lists them)", err)
-	}
-	if ns == "" {
-		ns = "default"
-	}
-	return ns, nil
-}
-
-// flagOrContextNamespace is contextNamespace, except that an explicit -n
-// reads no kubeconfig: for commands that work without a cluster.
+// flagOrContextNamespace is cmdutil.ContextNamespace, except that an
+// explicit -n reads no kubeconfig: for commands that work without a cluster.
 func flagOrContextNamespace(f kube.Factory, cmd *cobra.Command) (string, error) {
 	if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
 		return ns, nil
 	}
-	ns, err := contextNamespace(f)
+	ns, err := cmdutil.ContextNamespace(f)
 	if err != nil {
 		return "", fmt.Errorf("%w, or pass -n NAMESPACE", err)
 	}
@@ -39,21 +27,21 @@ func flagOrContextNamespace(f kube.Factory, cmd *cobra.Command) (string, error) 
 }
 
 // scopeNamespace resolves -n and -A: "" for all namespaces, else
-// contextNamespace.
+// cmdutil.ContextNamespace.
 func scopeNamespace(f kube.Factory, all bool) (string, error) {
 	if all {
 		return "", nil
 	}
-	return contextNamespace(f)
+	return cmdutil.ContextNamespace(f)
 }
 
 // prototypeNamespace is where PROTOTYPE lives: --proto-namespace if the
-// command has it and it is set, else contextNamespace.
+// command has it and it is set, else cmdutil.ContextNamespace.
 func prototypeNamespace(cmd *cobra.Command, f kube.Factory) (string, error) {
 	if f := cmd.Flag("proto-namespace"); f != nil && f.Value.String() != "" {
 		return f.Value.String(), nil
 	}
-	return contextNamespace(f)
+	return cmdutil.ContextNamespace(f)
 }
 
 // inNamespace phrases a scope as kubectl does in "No resources found ...".
@@ -86,20 +74,8 @@ func noPrototype(namespace, name string) string {
 }
 
 // ExitError carries a specific exit code, as `kubectl diff` uses 1 for
-// "differences found" and above 1 for errors.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit status %d", e.Code)
-	}
-	return e.Err.Error()
-}
-
-func (e *ExitError) Unwrap() error { return e.Err }
+// "differences found" and above 1 for errors; Execute reads it.
+type ExitError = cmdutil.ExitError
 
 // withExitCode makes err exit with code, for commands whose exit 1 means a
 // finding (drift, problems) and so whose errors exit 2, as `kubectl diff`.

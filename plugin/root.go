@@ -3,18 +3,15 @@
 package plugin
 
 import (
-	"errors"
 	"flag"
-	"fmt"
-	"net/url"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
@@ -49,7 +46,7 @@ VM on every node.`,
 		NewCmdVersion(streams),
 		// The agent runs in a Pod, with clients of its own (see
 		// kube.NewAgentFactory), over the same flags.
-		NewCmdAgent(kube.NewAgentFactory(flags), streams),
+		newCmdAgent(kube.NewAgentFactory(flags), streams),
 		NewCmdScaffold(f, streams),
 		NewCmdCompletion(streams),
 		NewCmdStatus(f, streams),
@@ -71,38 +68,7 @@ func verbosityFlag() *pflag.Flag {
 	return v
 }
 
-// Execute runs cmd and returns the process exit code: 0 on success, the code of
-// an ExitError, else 1 with the error printed as kubectl prints it.
+// Execute runs cmd and returns the process exit code, as cmdutil.Execute.
 func Execute(cmd *cobra.Command, streams genericiooptions.IOStreams) int {
-	err := cmd.Execute()
-	if err == nil {
-		return 0
-	}
-	code := 1
-	var exit *ExitError
-	if errors.As(err, &exit) {
-		if exit.Err == nil {
-			return exit.Code
-		}
-		code = exit.Code
-	}
-	_, _ = fmt.Fprintln(streams.ErrOut, errorMessage(err))
-	return code
-}
-
-// errorMessage is err as kubectl prints it, with kubectl's hint when the API
-// server refused the connection: no kubeconfig at all means localhost:8080,
-// which rarely answers. kubectl's own StandardErrorMessage cannot see through
-// the context vmctl wraps around its errors.
-func errorMessage(err error) string {
-	msg := "error: " + err.Error()
-	var uerr *url.Error
-	if utilnet.IsConnectionRefused(err) && errors.As(err, &uerr) {
-		host := uerr.URL
-		if u, perr := url.Parse(uerr.URL); perr == nil {
-			host = u.Host
-		}
-		msg += fmt.Sprintf("\nThe connection to the server %s was refused - did you specify the right host or port? (check --kubeconfig, --context and --server; `kubectl cluster-info` tells)", host)
-	}
-	return msg
+	return cmdutil.Execute(cmd, cmdutil.IOStreams(streams))
 }

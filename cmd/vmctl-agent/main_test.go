@@ -1,16 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
 )
+
+// testStreams returns streams over buffers, and the Out buffer.
+func testStreams() (cmdutil.IOStreams, *bytes.Buffer) {
+	out := &bytes.Buffer{}
+	return cmdutil.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: &bytes.Buffer{}}, out
+}
 
 // The image runs `vmctl-agent PROTOTYPE`: PROTOTYPE must reach the agent as
 // its argument, not be taken for a subcommand.
 func TestRootTakesPrototype(t *testing.T) {
-	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	streams, _ := testStreams()
 	cmd := newCmd(streams)
 	found, args, err := cmd.Find([]string{"testvm", "--proto-namespace=templates"})
 	if err != nil {
@@ -31,7 +38,7 @@ func TestRootTakesPrototype(t *testing.T) {
 }
 
 func TestHelpNamesTheAgentCommand(t *testing.T) {
-	streams, _, out, _ := genericiooptions.NewTestIOStreams()
+	streams, out := testStreams()
 	cmd := newCmd(streams)
 	cmd.SetArgs([]string{"--help"})
 	if err := cmd.Execute(); err != nil {
@@ -44,7 +51,7 @@ func TestHelpNamesTheAgentCommand(t *testing.T) {
 
 // Without PROTOTYPE the agent fails before touching any cluster.
 func TestMissingPrototype(t *testing.T) {
-	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	streams, _ := testStreams()
 	cmd := newCmd(streams)
 	cmd.SetArgs([]string{})
 	err := cmd.Execute()
