@@ -31,7 +31,7 @@ IMAGE_ARCHIVE = $(CURDIR)/dist/kubectl-vmctl-image_$(IMAGE_TAG)_linux_$(shell $(
 
 DEMO_TOOLS_MODULES := internal/testcluster/tools internal/testcluster/kubevirt/tools
 
-.PHONY: all build image node-deps test unit e2e bench bench-versus bench-handover soak lint release-check demo clean
+.PHONY: all build image node-deps test unit e2e bench bench-start bench-versus bench-handover soak lint release-check demo clean
 
 all: build
 
@@ -69,6 +69,11 @@ e2e: build image node-deps
 
 bench: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 120m ./internal/e2e/...
+
+## bench-start: how much CPU kubectl-vmctl and vmctl-agent take to start, against /bin/true, 30 runs each (BenchmarkStart)
+bench-start: build
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vmctl-agent ./cmd/vmctl-agent
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent $(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 30x -count=1 ./cmd/vmctl-agent/
 
 ## bench-versus: KubeVirt's VirtualMachinePool and a vmctl Deployment side by side (BenchmarkVersusPool); VMCTL_VERSUS_VMS=N sizes it (default 100)
 bench-versus: build
