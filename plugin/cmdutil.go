@@ -73,17 +73,13 @@ func noPrototype(namespace, name string) string {
 	return fmt.Sprintf("no VM %s in %s namespace: check the prototype's name, or pass -n or -A", name, namespace)
 }
 
-// ExitError carries a specific exit code, as `kubectl diff` uses 1 for
-// "differences found" and above 1 for errors; Execute reads it.
-type ExitError = cmdutil.ExitError
-
 // withExitCode makes err exit with code, for commands whose exit 1 means a
 // finding (drift, problems) and so whose errors exit 2, as `kubectl diff`.
 // An err that already carries its code keeps it.
 func withExitCode(code int, err error) error {
-	var exit *ExitError
+	var exit *cmdutil.ExitError
 	if err == nil || errors.As(err, &exit) {
 		return err
 	}
-	return &ExitError{Code: code, Err: err}
+	return &cmdutil.ExitError{Code: code, Err: err}
 }

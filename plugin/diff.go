@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/drift"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
@@ -122,7 +123,7 @@ func (o *DiffOptions) Complete(f kube.Factory, args []string) error {
 }
 
 // Run prints the diffs and the summary, and returns the exit status as an
-// *ExitError when it is not 0: 1 for drift, 2 for errors.
+// *cmdutil.ExitError when it is not 0: 1 for drift, 2 for errors.
 func (o *DiffOptions) Run(ctx context.Context) error {
 	return withExitCode(2, o.run(ctx))
 }
@@ -173,7 +174,7 @@ func (o *DiffOptions) run(ctx context.Context) error {
 	case failed > 0:
 		return fmt.Errorf("could not compare %d derived VMs; see the errors above", failed)
 	case drifted > 0 || stale > 0:
-		return &ExitError{Code: 1}
+		return &cmdutil.ExitError{Code: 1}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/styled"
@@ -222,7 +223,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.ExitCode && status.HasProblems(rows) {
-		return &ExitError{Code: 1}
+		return &cmdutil.ExitError{Code: 1}
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
@@ -266,7 +267,7 @@ func opExitCode(err error) int {
 	if err == nil {
 		return 0
 	}
-	var exit *ExitError
+	var exit *cmdutil.ExitError
 	if errors.As(err, &exit) {
 		return exit.Code
 	}
