@@ -103,22 +103,16 @@ func waitFollowed(ctx context.Context, f *kube.Follower, onDenied func(error) (s
 	}
 }
 
-// listWatch is the agent's own part of following one object: a consistent
-// first list, its answer to 429 and to a refused connection, and
-// restarted, which hears every WATCH request after the first.
+// listWatch is the agent's own part of following one object: its answer to
+// 429 and to a refused connection, and restarted, which hears every WATCH
+// request after the first. The agent acts on absence ("the VM is gone"), so
+// its first lists are consistent ones, as kube.Follower makes them.
 func listWatch(b wait.Backoff, restarted func(),
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
 	var watches atomic.Int32
 	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			// The first LIST asks for "0", any cached state. The agent acts
-			// on absence ("the VM is gone"), so it reads a consistent one.
-			if opts.ResourceVersion == "0" {
-				opts.ResourceVersion = ""
-			}
-			return list(ctx, opts)
-		},
+		ListWithContextFunc: list,
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			w, err := watchFn(ctx, opts)
 			if watches.Add(1) > 1 {

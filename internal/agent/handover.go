@@ -156,7 +156,8 @@ func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	b := watchBackoff(a.cfg.backoff())
 	f := kube.NewFollower(fctx)
 	store := f.Follow(kube.ListWatch(a.pods.podsIn(vm.Namespace), kube.Selector{Label: a.launcherSelector()}), &corev1.Pod{},
-		kube.FollowOptions{Client: a.kube, What: "the VM's launcher Pods", Backoff: &b})
+		// Nothing is decided on a launcher Pod missing: it is awaited.
+		kube.FollowOptions{Client: a.kube, What: "the VM's launcher Pods", Backoff: &b, FromCache: true})
 	if !a.holdsRoom() {
 		h.grace = time.After(a.grace)
 	}

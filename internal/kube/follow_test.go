@@ -156,15 +156,18 @@ func watching(kc *kubefake.Clientset) bool {
 // answer of its verb, and once they run out lists an empty set and opens a
 // watch that stays quiet.
 type api struct {
-	mu       sync.Mutex
-	answers  map[string][]error
+	mu      sync.Mutex
+	answers map[string][]error
+	// ends are the errors that end the next streaming lists, in place of
+	// the bookmark that ends their initial events.
+	ends     []*apierrors.StatusError
 	requests []string
 }
 
-func (a *api) answer(verb string) error {
+func (a *api) answer(verb string, opts metav1.ListOptions) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.requests = append(a.requests, verb)
+	a.requests = append(a.requests, verb+" rv="+opts.ResourceVersion)
 	if len(a.answers[verb]) == 0 {
 		return nil
 	}
@@ -175,8 +178,8 @@ func (a *api) answer(verb string) error {
 
 func (a *api) listWatch() *cache.ListWatch {
 	return &cache.ListWatch{
-		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			if err := a.answer("list"); err != nil {
+		ListWithContextFunc: func(_ context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			if err := a.answer("list", opts); err != nil {
 				return nil, err
 			}
 			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
@@ -186,14 +189,23 @@ func (a *api) listWatch() *cache.ListWatch {
 			if opts.SendInitialEvents != nil {
 				verb = "streaming list"
 			}
-			if err := a.answer(verb); err != nil {
+			if err := a.answer(verb, opts); err != nil {
 				return nil, err
 			}
 			w := watch.NewFake()
-			if opts.SendInitialEvents != nil {
-				go w.Action(watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1",
-					Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+			if opts.SendInitialEvents == nil {
+				return w, nil
 			}
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if len(a.ends) > 0 {
+				status := a.ends[0].Status()
+				a.ends = a.ends[1:]
+				go w.Error(&status)
+				return w, nil
+			}
+			go w.Action(watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1",
+				Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
 			return w, nil
 		},
 	}
@@ -272,6 +284,73 @@ func TestFollowErrors(t *testing.T) {
 				case <-time.After(10 * time.Second):
 					t.Fatalf("neither an error nor the first list; requests %q", a.log())
 				}
+			}
+		})
+	}
+}
+
+// TestFollowListsWhenTheCacheLags: which first requests a Follower makes,
+// consistent or from the cache, and that a consistent streaming list the
+// API server's lagging watch cache could not serve is followed by one LIST
+// and a WATCH, not asked again at once as client-go's Reflector would.
+func TestFollowListsWhenTheCacheLags(t *testing.T) {
+	// As the API server says it (k8s.io/apiserver's storage package).
+	tooLarge := apierrors.NewTimeoutError("Too large resource version: 12, current: 9", 1)
+	tooLarge.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	unsupported := apierrors.NewBadRequest("sendInitialEvents is not supported")
+	for _, tt := range []struct {
+		name      string
+		fromCache bool
+		answers   map[string][]error
+		ends      []*apierrors.StatusError
+		want      []string
+	}{
+		{
+			name: "consistent",
+			want: []string{"streaming list rv="},
+		},
+		{
+			name: "consistent, the cache lagging",
+			ends: []*apierrors.StatusError{tooLarge, tooLarge},
+			want: []string{"streaming list rv=", "list rv=", "watch rv=1"},
+		},
+		{
+			name:    "consistent, no streaming lists",
+			answers: map[string][]error{"streaming list": {unsupported}},
+			want:    []string{"streaming list rv=", "list rv=", "watch rv=1"},
+		},
+		{
+			name:      "from the cache",
+			fromCache: true,
+			want:      []string{"streaming list rv=0"},
+		},
+		{
+			name:      "from the cache, no streaming lists",
+			fromCache: true,
+			answers:   map[string][]error{"streaming list": {unsupported}},
+			want:      []string{"streaming list rv=0", "list rv=0", "watch rv=1"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &api{answers: tt.answers, ends: tt.ends}
+			f := NewFollower(t.Context())
+			f.Follow(a.listWatch(), &corev1.Pod{}, FollowOptions{
+				FromCache: tt.fromCache,
+				Backoff:   &wait.Backoff{Duration: time.Millisecond, Cap: 10 * time.Millisecond, Factor: 2, Steps: 10},
+			})
+			deadline := time.After(10 * time.Second)
+			for !f.Synced() || len(a.log()) < len(tt.want) {
+				select {
+				case <-f.Changed():
+				case <-time.After(10 * time.Millisecond):
+				case <-deadline:
+					t.Fatalf("not synced; requests %q", a.log())
+				}
+			}
+			// Whatever a Reflector would ask again at once, it has by now.
+			time.Sleep(100 * time.Millisecond)
+			if diff := cmp.Diff(tt.want, a.log()); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
 			}
 		})
 	}
