@@ -41,6 +41,7 @@ type AgentOptions struct {
 	OwnLimits          string
 	MoveAfter          time.Duration
 	Verbosity          int
+	Profile            cmdutil.Profile
 
 	// TerminationLogPath receives the error that stops the agent, when the
 	// file exists (Kubernetes mounts it in every container).
@@ -138,6 +139,7 @@ once. /metrics on the probe address serves Prometheus metrics.
 	flags.DurationVar(&o.MoveAfter, contract.FlagMoveAfter, o.MoveAfter,
 		"How long the VM may stay unschedulable on the Pod's node before the agent evicts its own Pod through the Eviction API, so that the workload's PodDisruptionBudget paces the move and the controller's new Pod is placed where the VM fits. 0 never moves: for a DaemonSet's agent, whose Pod cannot move, and for Pods that do not reserve their VM's size. Needs create on pods/eviction.")
 	flags.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
+	o.Profile.AddFlags(flags)
 	return cmd
 }
 
@@ -152,7 +154,15 @@ func (o *AgentOptions) run(f kube.Factory, cmd *cobra.Command, args []string) er
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	return o.Run(ctx)
+	writeProfile, err := o.Profile.Start()
+	if err != nil {
+		return fmt.Errorf("--profile: %w", err)
+	}
+	err = o.Run(ctx)
+	if perr := writeProfile(); perr != nil && err == nil {
+		err = fmt.Errorf("write the profile: %w", perr)
+	}
+	return err
 }
 
 // Complete resolves the Pod's identity, the namespaces and the clients.

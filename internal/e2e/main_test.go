@@ -107,6 +107,7 @@ func run(m *testing.M) int {
 	e.kubelet = doubles.NewKubelet(c.DoublesConfig, doubles.KubeletOptions{
 		Binary: binary,
 		Dir:    filepath.Join(c.Dir, "kubelet"),
+		Args:   agentProfileArgs(),
 		Log:    log,
 	})
 	running := make(chan error, 2)

@@ -188,10 +188,12 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		_, rss0 := procs.usage()
 		mark := auditMark(b)
 		cpu0 := markCPU(procs, 0)
+		stopProfile := profileAPIServer(b, fmt.Sprintf("%s-%d-kube-apiserver", profileName(c), n))
 		t0 := time.Now()
 		c.scale(b, n)
 		f.created = c.watch.until(b, t0, versusTimeout, c.name+": VMs created", func(s nsNow) bool { return s.vms >= n })
 		f.ready = c.watch.until(b, t0, versusTimeout, c.name+": VMIs Running and Ready", func(s nsNow) bool { return s.vmisReady >= n })
+		stopProfile()
 		// Pods counted once the last agent's launcher Pod is there too.
 		c.watch.until(b, t0, versusTimeout, c.name+": Pods Ready", func(s nsNow) bool { return s.podsReady == s.pods })
 		f.podsPerVM = float64(c.watch.now().pods) / float64(n)
@@ -218,6 +220,9 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		t1 := time.Now()
 		c.scale(b, 0)
 		f.gone = c.watch.until(b, t1, versusTimeout, c.name+": all gone", nsNow.empty)
+		if c.agents {
+			writeAgentProfiles(b, c.ns, fmt.Sprintf("agents-%d", n))
+		}
 		f.down, f.downThrottled = requestsIn(b, c.ns, mark)
 		// The agents exit and are reaped: their CPU since cpu1 is in
 		// cpuReaped.

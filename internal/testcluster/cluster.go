@@ -426,7 +426,8 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string, p *pki) er
 			"--allow-privileged=true",
 			// 127.0.0.1 is not a valid endpoint for the kubernetes Service.
 			"--endpoint-reconciler-type=none",
-			"--profiling=false",
+			// /debug/pprof, for the benchmarks' profiles (the admin's only).
+			"--profiling=true",
 			"--audit-policy-file=" + auditPolicy,
 			"--audit-log-path=" + c.AuditLog(),
 			"--audit-log-format=json",

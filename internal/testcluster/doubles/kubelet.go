@@ -32,6 +32,9 @@ type KubeletOptions struct {
 	// Env is added to every agent's environment, after a minimal base (PATH,
 	// HOME, HOSTNAME) and before the container's own env, e.g. GOCOVERDIR.
 	Env []string
+	// Args are added to every agent's command line, e.g. --profile=cpu,
+	// whose --profile-output, relative, lands in the Pod's directory.
+	Args []string
 	// Log receives the double's own progress; nil discards it.
 	Log *slog.Logger
 }

@@ -252,6 +252,7 @@ func (w *podWorker) start(c *corev1.Container, env []string, kubeconfig string) 
 		"--kubeconfig="+kubeconfig,
 		"--probe-address="+probeAddr,
 	)
+	args = append(args, w.k.opts.Args...)
 	logFile, err := os.OpenFile(w.k.LogPath(w.pod.Namespace, w.pod.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, readinessProbe{}, fmt.Errorf("open the agent log: %w", err)
