@@ -179,15 +179,22 @@ func (a *Agent) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kub
 	return created, err
 }
 
-// deleteAndWait deletes vm, precondition its UID, in the foreground (the VM
-// goes only after its VMI), and waits until it is gone. A VM that is already
-// gone, or whose name now belongs to another UID, counts as gone. The watch
-// starts with a list after the DELETE, so no deletion can slip past it.
+// deleteAndWait deletes vm, precondition its UID, and waits until it is
+// gone. A VM that is already gone, or whose name now belongs to another UID,
+// counts as gone. The watch starts with a list after the DELETE, so no
+// deletion can slip past it.
+//
+// The VM goes only after its VMI, so the wait covers the guest's shutdown:
+// KubeVirt's finalizer (kubevirt.io/virtualMachineControllerFinalize) keeps
+// a deleted VM until virt-controller has stopped its VMI. The deletion is
+// in the background: in the foreground, the garbage collector would delete
+// the VMI and its launcher Pod too, each in the foreground, beside
+// virt-controller: some 20 requests a VM from kube-controller-manager.
 func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine) error {
 	ref := klog.KObj(vm)
 	opts := metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: ptr.To(vm.UID)},
-		PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
+		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
 	}
 	b := a.cfg.backoff()
 	for {

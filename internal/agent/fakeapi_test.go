@@ -56,7 +56,7 @@ type fakeAPI struct {
 	uids       int
 	down       bool
 	// holdDeletes keeps a deleted VM, with a deletionTimestamp, until
-	// finishDelete: a foreground deletion waiting for the VMI.
+	// finishDelete, as KubeVirt's finalizer keeps it until its VMI is gone.
 	holdDeletes bool
 	// fail, when set, may answer a request (as it is recorded) with an error.
 	fail func(request string) error

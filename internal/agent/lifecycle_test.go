@@ -76,7 +76,7 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 	}
 }
 
-func TestShutdownDeletesVMInForeground(t *testing.T) {
+func TestShutdownDeletesVMInBackground(t *testing.T) {
 	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
 	var deletes []metav1.DeleteOptions
 	h.api.onDelete = func(opts metav1.DeleteOptions) { deletes = append(deletes, opts) }
@@ -90,8 +90,8 @@ func TestShutdownDeletesVMInForeground(t *testing.T) {
 	if h.api.object(testVM) != nil {
 		t.Errorf("VM %s still exists after shutdown", testVM)
 	}
-	foreground := metav1.DeletePropagationForeground
-	want := []metav1.DeleteOptions{{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &foreground}}
+	background := metav1.DeletePropagationBackground
+	want := []metav1.DeleteOptions{{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &background}}
 	if diff := cmp.Diff(want, deletes); diff != "" {
 		t.Errorf("DELETE options (-want +got):\n%s", diff)
 	}
@@ -100,9 +100,9 @@ func TestShutdownDeletesVMInForeground(t *testing.T) {
 	}
 }
 
-func TestShutdownWaitsForForegroundDeletion(t *testing.T) {
+func TestShutdownWaitsForTheVMToGo(t *testing.T) {
 	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
-	// As with foreground deletion: the VM only gets a deletionTimestamp; it
+	// As KubeVirt's finalizer does: the VM only gets a deletionTimestamp; it
 	// goes when its VMI is gone.
 	h.api.holdDeletes = true
 	h.start()
@@ -351,8 +351,8 @@ func TestReplacesVMOfEarlierPod(t *testing.T) {
 	if p := deletes[0].Preconditions; p == nil || p.UID == nil || *p.UID != "old-vm-uid" {
 		t.Errorf("DELETE preconditions = %+v, want UID old-vm-uid", p)
 	}
-	if pp := deletes[0].PropagationPolicy; pp == nil || *pp != metav1.DeletePropagationForeground {
-		t.Errorf("DELETE propagationPolicy = %v, want Foreground", pp)
+	if pp := deletes[0].PropagationPolicy; pp == nil || *pp != metav1.DeletePropagationBackground {
+		t.Errorf("DELETE propagationPolicy = %v, want Background", pp)
 	}
 	ev := h.waitEvent(corev1.EventTypeNormal, ReasonReplaced)
 	if !strings.Contains(ev.Message, "dead-pod-uid") {

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -94,6 +97,81 @@ func TestAgentDeletesVMOnSIGTERMBeforePodGoes(t *testing.T) {
 	}
 	if p.DeletionTimestamp == nil {
 		t.Fatalf("pod %s is not being deleted", pod)
+	}
+}
+
+// TestAgentWaitsForTheVMIBeforeExiting: the agent deletes its VM in the
+// background, and KubeVirt's own finalizer keeps the VM, and so the agent
+// and its Pod, until virt-controller has stopped the VMI. A finalizer of
+// the test's holds the VMI meanwhile, as a guest that takes its time to
+// shut down would.
+func TestAgentWaitsForTheVMIBeforeExiting(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	before := waitPaired(t, ns, "testvm", 1, settle)
+	pod := firstKey(before)
+	vm := before[pod]
+	const hold = "e2e.vmctl.kubevirt.io/hold"
+	vmis := e.virt.KubevirtV1().VirtualMachineInstances(ns)
+	addHold := `[{"op":"add","path":"/metadata/finalizers/-","value":"` + hold + `"}]`
+	if _, err := vmis.Patch(context.Background(), vm.Name, types.JSONPatchType, []byte(addHold), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release := func() {
+		if released {
+			return
+		}
+		released = true
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			vmi, err := vmis.Get(context.Background(), vm.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			vmi.Finalizers = slices.DeleteFunc(vmi.Finalizers, func(f string) bool { return f == hold })
+			_, err = vmis.Update(context.Background(), vmi, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Errorf("release the VMI: %v", err)
+		}
+	}
+	defer release()
+
+	if err := e.kube.CoreV1().Pods(ns).Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, settle, "the VMI stopped by virt-controller, held by the test", func(ctx context.Context) (bool, string, error) {
+		vmi, err := vmis.Get(ctx, vm.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return vmi.DeletionTimestamp != nil, fmt.Sprintf("finalizers %v", vmi.Finalizers), nil
+	})
+	// virt-controller has stopped the VMI: while it is held, the VM, the
+	// agent and its Pod stay.
+	time.Sleep(3 * time.Second)
+	got, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(context.Background(), vm.Name, metav1.GetOptions{})
+	if err != nil || got.UID != vm.UID || got.DeletionTimestamp == nil {
+		t.Fatalf("the VM while its VMI is held: %v (err %v), want it there, being deleted", got.ObjectMeta, err)
+	}
+	if p, err := e.kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{}); err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("the agent's Pod while its VMI is held: err %v; want it there, being deleted", err)
+	}
+
+	release()
+	eventually(t, settle, "the VM and the agent's Pod gone", func(ctx context.Context) (bool, string, error) {
+		_, vmErr := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, vm.Name, metav1.GetOptions{})
+		_, podErr := e.kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		return apierrors.IsNotFound(vmErr) && apierrors.IsNotFound(podErr), fmt.Sprintf("VM: %v; Pod: %v", vmErr, podErr), nil
+	})
+	log, _ := os.ReadFile(e.kubelet.LogPath(ns, pod))
+	if !strings.Contains(string(log), "Deleted VM") {
+		t.Errorf("the agent's log does not say it deleted the VM:\n%s", log)
 	}
 }
 
