@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -181,8 +182,10 @@ func (a *Agent) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kub
 
 // deleteAndWait deletes vm, precondition its UID, and waits until it is
 // gone. A VM that is already gone, or whose name now belongs to another UID,
-// counts as gone. The watch starts with a list after the DELETE, so no
-// deletion can slip past it.
+// counts as gone. The Pod's own VM watch sees the deletion of a VM of the
+// Pod's; another's (a dead Pod's VM, replaced) gets a watch of its own,
+// which starts with a list after the DELETE, so no deletion can slip past
+// it.
 //
 // The VM goes only after its VMI, so the wait covers the guest's shutdown:
 // KubeVirt's finalizer (kubevirt.io/virtualMachineControllerFinalize) keeps
@@ -213,9 +216,18 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 			return fmt.Errorf("deleting VM %s: %w%s", ref, err, deniedHint(err, "delete on virtualmachines.kubevirt.io"))
 		}
 	}
-	err := a.watchVM(ctx, vm.Namespace, vm.Name, giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
-		return cur == nil || cur.UID != vm.UID
-	})
+	var err error
+	if a.own != nil && a.own.follows(vm) {
+		// The Pod's own VM watch follows it already.
+		err = a.own.wait(ctx, giveUp, func() bool {
+			cur, reached := a.own.byUID(vm.UID, vm.ResourceVersion)
+			return reached && cur == nil
+		})
+	} else {
+		err = a.watchVM(ctx, vm.Namespace, vm.Name, giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
+			return cur == nil || cur.UID != vm.UID
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("VM %s is still there: %w", ref, err)
 	}
@@ -233,7 +245,9 @@ func (a *Agent) waitPrototypeChange(ctx context.Context, seen prototypeSeen) boo
 		if cur == nil {
 			return seen.resourceVersion != ""
 		}
-		return cur.ResourceVersion != seen.resourceVersion
+		// Older than seen is the API server's cache lagging, not a change.
+		c, err := resourceversion.CompareResourceVersion(cur.ResourceVersion, seen.resourceVersion)
+		return err != nil || c > 0
 	})
 	if kube.Refused(err) {
 		klog.FromContext(ctx).V(1).Info("Cannot watch the prototype; polling it instead", "err", err)

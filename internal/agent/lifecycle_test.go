@@ -111,7 +111,6 @@ func TestShutdownWaitsForTheVMToGo(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- h.sigterm() }()
 	h.api.next("delete " + testVM)
-	h.api.next("watch " + testVM) // the shutdown's own, after the DELETE
 	select {
 	case err := <-done:
 		t.Fatalf("Run() = %v before the VM was gone", err)
@@ -120,6 +119,10 @@ func TestShutdownWaitsForTheVMToGo(t *testing.T) {
 	h.api.finishDelete(testVM)
 	if err := receive(t, done, "Run to return once the VM is gone"); err != nil {
 		t.Errorf("Run() = %v", err)
+	}
+	// The Pod's VM watch, open since the start, saw the VM go.
+	if n := h.api.count("watch " + testVM); n != 0 {
+		t.Errorf("%d watches of %s by name, want none: %q", n, testVM, h.api.requestLog())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -24,13 +25,17 @@ import (
 type podVMs struct {
 	f     *kube.Follower
 	store *kube.Store
+	sel   labels.Selector
 }
 
 // podVMs starts following the VMs labelled for the agent's Pod, once, until
-// ctx ends.
+// the shutdown's final deadline: the shutdown waits on it for the VM to go.
 func (a *Agent) podVMs(ctx context.Context) *podVMs {
 	if a.own != nil {
 		return a.own
+	}
+	if a.final != nil {
+		ctx = a.final
 	}
 	sel := kube.Selector{Label: derive.PodSelector(a.pod.PodName)}
 	f, store := a.followSet(ctx, &kubevirtv1.VirtualMachine{},
@@ -40,8 +45,16 @@ func (a *Agent) podVMs(ctx context.Context) *podVMs {
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return a.vms.watch(ctx, a.cfg.Namespace, sel, opts)
 		})
-	a.own = &podVMs{f: f, store: store}
+	a.own = &podVMs{f: f, store: store, sel: labels.Nothing()}
+	if parsed, err := labels.Parse(sel.Label); err == nil {
+		a.own.sel = parsed
+	}
 	return a.own
+}
+
+// follows reports whether vm is one the watch follows: labelled for the Pod.
+func (p *podVMs) follows(vm *kubevirtv1.VirtualMachine) bool {
+	return p.sel.Matches(labels.Set(vm.Labels))
 }
 
 // wait calls check, as waitFollowed does, with what the watch holds.
