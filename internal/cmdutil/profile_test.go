@@ -33,7 +33,7 @@ func TestProfile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
+			defer func() { _ = f.Close() }()
 			z, err := gzip.NewReader(f)
 			if err != nil {
 				t.Fatalf("%s profile is not gzipped: %v", name, err)
