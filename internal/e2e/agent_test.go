@@ -27,12 +27,7 @@ import (
 )
 
 func TestAgentRecreatesExternallyDeletedVM(t *testing.T) {
-	ns := namespace(t)
-	createPrototype(t, ns, "testvm.yaml")
-	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
-	before := waitPaired(t, ns, "testvm", 1, settle)
-	pod := firstKey(before)
-	vm := before[pod]
+	ns, pod, vm := oneAgent(t)
 
 	if err := e.virt.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), vm.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -56,12 +51,7 @@ func TestAgentRecreatesExternallyDeletedVM(t *testing.T) {
 }
 
 func TestAgentDeletesVMOnSIGTERMBeforePodGoes(t *testing.T) {
-	ns := namespace(t)
-	createPrototype(t, ns, "testvm.yaml")
-	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
-	before := waitPaired(t, ns, "testvm", 1, settle)
-	pod := firstKey(before)
-	vm := before[pod]
+	ns, pod, vm := oneAgent(t)
 
 	// The kubelet double removes the pod only after the agent exits, so a VM
 	// gone while the pod still exists was deleted by the agent, not by the
@@ -106,12 +96,7 @@ func TestAgentDeletesVMOnSIGTERMBeforePodGoes(t *testing.T) {
 // the test's holds the VMI meanwhile, as a guest that takes its time to
 // shut down would.
 func TestAgentWaitsForTheVMIBeforeExiting(t *testing.T) {
-	ns := namespace(t)
-	createPrototype(t, ns, "testvm.yaml")
-	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
-	before := waitPaired(t, ns, "testvm", 1, settle)
-	pod := firstKey(before)
-	vm := before[pod]
+	ns, pod, vm := oneAgent(t)
 	const hold = "e2e.vmctl.kubevirt.io/hold"
 	vmis := e.virt.KubevirtV1().VirtualMachineInstances(ns)
 	addHold := `[{"op":"add","path":"/metadata/finalizers/-","value":"` + hold + `"}]`

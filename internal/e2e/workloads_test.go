@@ -82,12 +82,7 @@ func TestDeletedPodsVMGoesAndReplacementGetsOne(t *testing.T) {
 }
 
 func TestForceDeletedPodsVMIsGarbageCollected(t *testing.T) {
-	ns := namespace(t)
-	createPrototype(t, ns, "testvm.yaml")
-	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
-	before := waitPaired(t, ns, "testvm", 1, settle)
-	victim := firstKey(before)
-	vm := before[victim]
+	ns, victim, vm := oneAgent(t)
 
 	// Grace period 0: the pod is gone at once and the agent gets no signal;
 	// only the VM's ownerReference to the pod can clean up.
@@ -111,11 +106,7 @@ func TestForceDeletedPodsVMIsGarbageCollected(t *testing.T) {
 }
 
 func TestKilledAgentAdoptsItsVM(t *testing.T) {
-	ns := namespace(t)
-	createPrototype(t, ns, "testvm.yaml")
-	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
-	before := waitPaired(t, ns, "testvm", 1, settle)
-	pod := firstKey(before)
+	ns, pod, vm := oneAgent(t)
 
 	if err := e.kubelet.Signal(ns, pod, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -132,7 +123,7 @@ func TestKilledAgentAdoptsItsVM(t *testing.T) {
 		return cs.RestartCount >= 1 && cs.Ready, fmt.Sprintf("restarts=%d ready=%v", cs.RestartCount, cs.Ready), nil
 	})
 	after := waitPaired(t, ns, "testvm", 1, settle)
-	if got, want := after[pod].UID, before[pod].UID; got != want {
+	if got, want := after[pod].UID, vm.UID; got != want {
 		t.Errorf("restarted agent replaced its VM (uid %s -> %s) instead of adopting it", want, got)
 	}
 	log, err := os.ReadFile(e.kubelet.LogPath(ns, pod))
@@ -275,6 +266,19 @@ func TestSharedWritablePVCIsRefused(t *testing.T) {
 	if _, ok := vms[derive.Name("pvcvm", pod.Name)]; ok {
 		t.Errorf("VM made for %s", pod.Name)
 	}
+}
+
+// oneAgent deploys one agent of testvm.yaml's prototype in a namespace of
+// its own and returns the namespace, the agent's Pod and its VM, once
+// paired.
+func oneAgent(t testing.TB) (ns, pod string, vm kubevirtv1.VirtualMachine) {
+	t.Helper()
+	ns = namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	paired := waitPaired(t, ns, "testvm", 1, settle)
+	pod = firstKey(paired)
+	return ns, pod, paired[pod]
 }
 
 func firstKey[V any](m map[string]V) string {
