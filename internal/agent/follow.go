@@ -135,14 +135,16 @@ func listWatch(b wait.Backoff, restarted func(),
 				w, err = watchFn(ctx, opts)
 				restarted()
 			}
-			if utilnet.IsConnectionRefused(err) {
+			if utilnet.IsConnectionRefused(err) && opts.SendInitialEvents == nil {
 				// The API server is down. The reflector would retry this
 				// watch from opts.ResourceVersion, which a restarted API
 				// server's watch cache no longer holds: 410, then one more
 				// backoff step before it lists again. For one object a list
 				// costs what a watch does, so hide the refusal (retriable
 				// to the reflector): its next attempt, after the same
-				// backoff, lists from a current version.
+				// backoff, lists from a current version. A streaming list
+				// keeps it: the reflector asks again after its backoff,
+				// where hidden it would fall back to a LIST at once.
 				err = fmt.Errorf("API server unreachable: %s", err.Error())
 			}
 			return w, err
