@@ -26,8 +26,8 @@ type vmAPI interface {
 	create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error)
 	delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
 	// list and watch serve a Reflector on the VMs of namespace that sel
-	// selects: one prototype by name (kube.ByName), or the VMs labelled for
-	// the agent's Pod (podVMs).
+	// selects: one VM by name (kube.ByName), or the VMs labelled for the
+	// agent's Pod (findMade).
 	list(ctx context.Context, namespace string, sel kube.Selector, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineList, error)
 	watch(ctx context.Context, namespace string, sel kube.Selector, opts metav1.ListOptions) (watch.Interface, error)
 }

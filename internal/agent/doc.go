@@ -3,12 +3,13 @@
 // status.ready on /readyz, and deletes the VM when the Pod is told to stop.
 //
 // The agent talks to the API server as little as it can: before steady state
-// it GETs the prototype, opens one WATCH on the VMs labelled for its Pod
-// (podVMs; a streaming list that stays open as the watch), CREATEs the VM
-// unless that list holds one made for this Pod already, under whatever
-// name, and POSTs one Event, plus one Pod GET when the downward API did not
-// provide NODE_NAME and POD_UID. At steady state the one watch is all there
-// is. Its watches are client-go's Reflector (see followSet): after an API
+// it GETs the prototype, lists the VMs labelled for its Pod once (a
+// streaming list, closed once in), opens one WATCH on its VM by name (a
+// streaming list that stays open as the watch), CREATEs the VM unless the
+// first list holds one made for this Pod already, under whatever name, and
+// POSTs one Event, plus one Pod GET when the downward API did not provide
+// NODE_NAME and POD_UID. At steady state the one watch is all there is
+// (see followOwn for why by name). Its watches are client-go's Reflector (see followSet): after an API
 // server restart or a 410 Gone they list again from a current
 // resourceVersion, one or two requests, with jittered backoff.
 //

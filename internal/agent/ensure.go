@@ -133,27 +133,34 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 }
 
 // madeBefore adopts the VM an agent already made for this Pod, under
-// whatever name (a restarted agent container), as the Pod's VM watch first
-// lists it; nil when there is none. It waits for that list, saying on
-// /readyz and in an Event when the API server refuses it, and returns an
-// error only when ctx ends first.
+// whatever name (a restarted agent container), as its first look finds it
+// (findMade); nil when there is none. From then on the agent follows by
+// name the VM it adopts, or want, which it is about to make: then it waits
+// for that watch's first list too, so the watch is open before the CREATE.
+// It says on /readyz and in an Event when the API server refuses either,
+// and returns an error only when ctx ends first. Later attempts skip the
+// look: since it, only this agent made VMs for the Pod.
 func (a *Agent) madeBefore(ctx context.Context, want *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	ref := want.Namespace + "/" + want.Name
-	var mine *kubevirtv1.VirtualMachine
-	err := a.podVMs(ctx).wait(ctx, func(err error) bool {
+	report := func(err error) bool {
 		a.report.fail(ctx, watchProblem(ref, err))
 		return false // the reflector retries
-	}, func() bool {
-		mine = a.own.made(a.pod, a.cfg.PrototypeNamespace, a.cfg.Prototype, want.Name)
-		return true
-	})
-	if err != nil || mine == nil {
-		return nil, err
 	}
-	_, why := judge(mine, a.pod, a.cfg.PrototypeNamespace, a.cfg.Prototype)
-	a.report.done(ctx, ReasonAdopted, why)
-	a.took(MetricAdopted)
-	return mine.DeepCopy(), nil
+	if !a.looked {
+		mine, err := a.findMade(ctx, want.Name, report)
+		if err != nil {
+			return nil, err
+		}
+		a.looked = true
+		if mine != nil {
+			a.followOwn(mine.Name)
+			_, why := judge(mine, a.pod, a.cfg.PrototypeNamespace, a.cfg.Prototype)
+			a.report.done(ctx, ReasonAdopted, why)
+			a.took(MetricAdopted)
+			return mine.DeepCopy(), nil
+		}
+	}
+	return nil, a.followOwn(want.Name).wait(ctx, report, func() bool { return true })
 }
 
 // took counts the VM the agent now holds by reason; a VM made after someone
@@ -182,10 +189,10 @@ func (a *Agent) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kub
 
 // deleteAndWait deletes vm, precondition its UID, and waits until it is
 // gone. A VM that is already gone, or whose name now belongs to another UID,
-// counts as gone. The Pod's own VM watch sees the deletion of a VM of the
-// Pod's; another's (a dead Pod's VM, replaced) gets a watch of its own,
-// which starts with a list after the DELETE, so no deletion can slip past
-// it.
+// counts as gone. The Pod's own VM watch sees the deletion of the VM it
+// follows, by name, which a dead Pod's VM of the same name (replaced) is
+// too; another VM gets a watch of its own, which starts with a list after
+// the DELETE, so no deletion can slip past it.
 //
 // The VM goes only after its VMI, so the wait covers the guest's shutdown:
 // KubeVirt's finalizer (kubevirt.io/virtualMachineControllerFinalize) keeps
@@ -217,7 +224,7 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 		}
 	}
 	var err error
-	if a.own != nil && a.own.follows(vm) {
+	if a.own != nil && a.own.follows(vm, a.cfg.Namespace) {
 		// The Pod's own VM watch follows it already.
 		err = a.own.wait(ctx, giveUp, func() bool {
 			cur, reached := a.own.byUID(vm.UID, vm.ResourceVersion)

@@ -87,13 +87,13 @@ func (h *harness) start() {
 	})
 }
 
-// watchFollowed waits until the agent's watch of its Pod's VMs is open and
-// the VM it follows exists.
+// watchFollowed waits until the agent's watch of its VM, by name, is open
+// and the VM it follows exists.
 func (h *harness) watchFollowed() {
 	h.t.Helper()
 	h.eventually("the agent follows its VM", func() bool {
 		followed := h.agent.latest.Load()
-		if followed == nil || !h.api.watching(testPodVMs) {
+		if followed == nil || !h.api.watching(followed.Name) {
 			return false
 		}
 		cur := h.api.object(followed.Name)

@@ -22,7 +22,7 @@ const (
 	testPodUID    = types.UID("pod-uid-1")
 	testVM        = "testvm-vmctl-abc"
 	// testPodVMs selects the VMs labelled for testPod: what the agent
-	// follows its VM by.
+	// first looks for a VM made for its Pod by.
 	testPodVMs = contract.LabelPod + "=" + testPod
 )
 

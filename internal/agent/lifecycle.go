@@ -77,9 +77,11 @@ type Agent struct {
 	observing sync.Mutex
 	// move gives up the node when the VM cannot be scheduled on it.
 	move *mover
-	// own follows the VMs labelled for the Pod, from the first attempt to
-	// make one until the agent stops (podVMs).
-	own *podVMs
+	// own follows the Pod's VM by name, from the first attempt to make
+	// one until the agent stops (followOwn); looked is set once the agent
+	// has looked for a VM made for its Pod before (madeBefore).
+	own    *ownVM
+	looked bool
 }
 
 // New returns an Agent for cfg, which must have passed Validate.
@@ -266,14 +268,14 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 		defer stop()
 		go a.stopOnEvacuation(ectx, vm)
 	}
-	_ = a.podVMs(ctx).wait(ctx, func(err error) bool {
+	_ = a.followOwn(vm.Name).wait(ctx, func(err error) bool {
 		a.report.fail(ctx, watchProblem(ref, err))
 		return false // the reflector retries; readiness returns with the VM
 	}, func() bool {
 		cur, reached := a.own.byUID(vm.UID, vm.ResourceVersion)
 		switch {
 		case !reached || cur == latest:
-			// Not yet in, or another VM of the Pod's label changed.
+			// Not yet in, or unchanged.
 			return false
 		case cur == nil:
 			// Deleted, and perhaps its name taken by another VM while the

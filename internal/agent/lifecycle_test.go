@@ -50,15 +50,21 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 	h.waitReadyz(503, "VMNotReady: Stopping")
 
 	// Request budget before steady state: GET prototype, one streaming
-	// list of the Pod's VMs that stays open as the watch, CREATE, one Event.
+	// list of the VMs labelled for the Pod, closed once in, one streaming
+	// list of the VM by name that stays open as the watch, CREATE, one
+	// Event.
 	want := []string{
 		"get testvm",
 		"watch " + testPodVMs + " rv= initial",
+		"watch " + testVM + " rv= initial",
 		"create testvm-vmctl-abc",
 	}
 	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
 		t.Errorf("KubeVirt API requests (-want +got):\n%s", diff)
 	}
+	// The API server hands a watch by labels every event of the namespace
+	// to filter: none stays open.
+	h.eventually("the watch by labels closed", func() bool { return !h.api.watching(testPodVMs) })
 	ev := h.waitEvent(corev1.EventTypeNormal, ReasonCreated)
 	wantRef := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: testPod, Namespace: testNamespace, UID: testPodUID}
 	if diff := cmp.Diff(wantRef, ev.InvolvedObject); diff != "" {
@@ -121,8 +127,8 @@ func TestShutdownWaitsForTheVMToGo(t *testing.T) {
 		t.Errorf("Run() = %v", err)
 	}
 	// The Pod's VM watch, open since the start, saw the VM go.
-	if n := h.api.count("watch " + testVM); n != 0 {
-		t.Errorf("%d watches of %s by name, want none: %q", n, testVM, h.api.requestLog())
+	if n := h.api.count("watch " + testVM); n != 1 {
+		t.Errorf("%d watches of %s by name, want the one open since the start: %q", n, testVM, h.api.requestLog())
 	}
 }
 
@@ -265,10 +271,11 @@ func TestAdoptsVMOfThisPod(t *testing.T) {
 	h.start()
 	h.watchFollowed()
 
-	// The watch's first list finds the VM: no CREATE, no GET of it.
+	// The first list finds the VM: no CREATE, no GET of it.
 	want := []string{
 		"get testvm",
 		"watch " + testPodVMs + " rv= initial",
+		"watch " + testVM + " rv= initial",
 	}
 	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
 		t.Errorf("KubeVirt API requests (-want +got):\n%s", diff)
@@ -303,9 +310,11 @@ func TestAdoptsVMNamedByAnOlderRule(t *testing.T) {
 	h.start()
 	h.watchFollowed()
 
+	// It follows the VM under the name it has.
 	want := []string{
 		"get testvm",
 		"watch " + testPodVMs + " rv= initial",
+		"watch " + olderName + " rv= initial",
 	}
 	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
 		t.Errorf("KubeVirt API requests (-want +got):\n%s", diff)

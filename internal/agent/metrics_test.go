@@ -125,13 +125,13 @@ func TestMetricsFollowTheAgent(t *testing.T) {
 
 	// The server ends the watch: the reflector opens it again.
 	h.api.closeWatches()
-	h.watchesBack(testPodVMs)
+	h.watchesBack(testVM)
 	h.waitMetric("vmctl_agent_watch_restarts_total", 1)
 
 	// Failed requests count by verb: the watch, refused while the server
 	// is down.
 	h.api.restart(300*time.Millisecond, nil)
-	h.watchesBack(testPodVMs)
+	h.watchesBack(testVM)
 	m = h.scrape()
 	if m["vmctl_agent_api_errors_total{verb=watch}"] < 1 {
 		t.Errorf("API errors after an API server restart: %v, want watch errors counted", m["vmctl_agent_api_errors_total{verb=watch}"])

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -16,59 +15,105 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
-// podVMs follows the VMs labelled for the agent's Pod (derive.PodSelector)
-// with one watch for the agent's whole life. Its first list tells the
-// agent whether its Pod has a VM already, under whatever name an agent gave
-// it; then it follows that VM. The agent recognises its VM by the Pod it
-// records (judge), never by recomputing its name, so a VM named by an older
-// name rule is still the Pod's.
-type podVMs struct {
+// The agent finds its Pod's VM once, by label, and then follows it by name.
+//
+// Its first look lists the VMs labelled for its Pod (derive.PodSelector):
+// a restarted agent container finds the VM it made under whatever name an
+// agent gave it, and recognises it by the Pod it records (judge), never by
+// recomputing its name, so a VM named by an older name rule is still the
+// Pod's. From then on only this agent makes VMs for its Pod.
+//
+// It follows the one VM it holds or is about to make with a watch narrowed
+// to its name (kube.ByName). The API server's watch cache hands a watch
+// narrowed to a name only that object's events; a watch narrowed by labels
+// alone gets every event of the namespace to filter, so a thousand agents
+// following their VMs by label would cost the API server a thousand times
+// each VM's every change.
+
+// ownVM follows the Pod's VM by name, from the agent's first look until the
+// shutdown's final deadline: the shutdown waits on it for the VM to go.
+type ownVM struct {
+	name  string
 	f     *kube.Follower
 	store *kube.Store
-	sel   labels.Selector
+	stop  context.CancelFunc
 }
 
-// podVMs starts following the VMs labelled for the agent's Pod, once, until
-// the shutdown's final deadline: the shutdown waits on it for the VM to go.
-func (a *Agent) podVMs(ctx context.Context) *podVMs {
-	if a.own != nil {
+// followOwn makes the agent follow the VM called name, in its namespace, as
+// its Pod's, until the shutdown's final deadline; it stops following the
+// one it followed before, if another.
+func (a *Agent) followOwn(name string) *ownVM {
+	if a.own != nil && a.own.name == name {
 		return a.own
 	}
-	if a.final != nil {
-		ctx = a.final
+	if a.own != nil {
+		a.own.stop()
 	}
-	sel := kube.Selector{Label: derive.PodSelector(a.pod.PodName)}
-	f, store := a.followSet(ctx, &kubevirtv1.VirtualMachine{},
+	ctx, stop := context.WithCancel(a.final)
+	f, store := a.followVMs(ctx, kube.ByName(name))
+	a.own = &ownVM{name: name, f: f, store: store, stop: stop}
+	return a.own
+}
+
+// followVMs follows the VMs of the agent's namespace that sel selects.
+func (a *Agent) followVMs(ctx context.Context, sel kube.Selector) (*kube.Follower, *kube.Store) {
+	return a.followSet(ctx, &kubevirtv1.VirtualMachine{},
 		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return a.vms.list(ctx, a.cfg.Namespace, sel, opts)
 		},
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return a.vms.watch(ctx, a.cfg.Namespace, sel, opts)
 		})
-	a.own = &podVMs{f: f, store: store, sel: labels.Nothing()}
-	if parsed, err := labels.Parse(sel.Label); err == nil {
-		a.own.sel = parsed
-	}
-	return a.own
 }
 
-// follows reports whether vm is one the watch follows: labelled for the Pod.
-func (p *podVMs) follows(vm *kubevirtv1.VirtualMachine) bool {
-	return p.sel.Matches(labels.Set(vm.Labels))
+// findMade returns the VM an agent made for the Pod before, under any name,
+// from one list of the VMs labelled for the Pod (a streaming list, closed
+// once in); nil when there is none. It waits for that list, telling
+// onDenied of every refusal, and returns an error only when ctx ends first.
+func (a *Agent) findMade(ctx context.Context, name string, onDenied func(error) (stop bool)) (*kubevirtv1.VirtualMachine, error) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	f, store := a.followVMs(ctx, kube.Selector{Label: derive.PodSelector(a.pod.PodName)})
+	var mine *kubevirtv1.VirtualMachine
+	err := waitFollowed(ctx, f, onDenied, func() bool {
+		mine = made(store.List(), a.pod, a.cfg.PrototypeNamespace, a.cfg.Prototype, name)
+		return true
+	})
+	return mine, err
+}
+
+// follows reports whether vm is the one followed.
+func (o *ownVM) follows(vm *kubevirtv1.VirtualMachine, namespace string) bool {
+	return vm.Namespace == namespace && vm.Name == o.name
 }
 
 // wait calls check, as waitFollowed does, with what the watch holds.
-func (p *podVMs) wait(ctx context.Context, onDenied func(error) (stop bool), check func() (done bool)) error {
-	return waitFollowed(ctx, p.f, onDenied, check)
+func (o *ownVM) wait(ctx context.Context, onDenied func(error) (stop bool), check func() (done bool)) error {
+	return waitFollowed(ctx, o.f, onDenied, check)
 }
 
-// made returns the VM an agent made for pod from the prototype
+// byUID returns the VM of uid as the watch holds it, and whether the watch
+// has come as far as resourceVersion rv (the VM's as the agent made or
+// adopted it): only then does a missing VM mean it is gone.
+func (o *ownVM) byUID(uid types.UID, rv string) (vm *kubevirtv1.VirtualMachine, reached bool) {
+	if !o.store.Reached(rv) {
+		return nil, false
+	}
+	for _, obj := range o.store.List() {
+		if vm := obj.(*kubevirtv1.VirtualMachine); vm.UID == uid {
+			return vm, true
+		}
+	}
+	return nil, true
+}
+
+// made returns, of vms, the VM an agent made for pod from the prototype
 // protoNamespace/proto, under any name: judge's adopt. When there are
 // several, which only a person copying one can bring about, it prefers the
-// one named name, then the first by name. Call it once the first list is in.
-func (p *podVMs) made(pod Identity, protoNamespace, proto, name string) *kubevirtv1.VirtualMachine {
+// one named name, then the first by name.
+func made(vms []any, pod Identity, protoNamespace, proto, name string) *kubevirtv1.VirtualMachine {
 	var mine []*kubevirtv1.VirtualMachine
-	for _, obj := range p.store.List() {
+	for _, obj := range vms {
 		vm := obj.(*kubevirtv1.VirtualMachine)
 		if v, _ := judge(vm, pod, protoNamespace, proto); v == adopt {
 			mine = append(mine, vm)
@@ -87,19 +132,4 @@ func (p *podVMs) made(pod Identity, protoNamespace, proto, name string) *kubevir
 		return nil
 	}
 	return mine[0]
-}
-
-// byUID returns the VM of uid as the watch holds it, and whether the watch
-// has come as far as resourceVersion rv (the VM's as the agent made or
-// adopted it): only then does a missing VM mean it is gone.
-func (p *podVMs) byUID(uid types.UID, rv string) (vm *kubevirtv1.VirtualMachine, reached bool) {
-	if !p.store.Reached(rv) {
-		return nil, false
-	}
-	for _, obj := range p.store.List() {
-		if vm := obj.(*kubevirtv1.VirtualMachine); vm.UID == uid {
-			return vm, true
-		}
-	}
-	return nil, true
 }

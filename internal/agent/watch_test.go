@@ -82,14 +82,14 @@ func TestFollowSurvivesAPIServerRestart(t *testing.T) {
 			n := len(h.api.requestLog())
 
 			h.api.restart(300*time.Millisecond, nil)
-			h.watchesBack(testPodVMs)
+			h.watchesBack(testVM)
 			h.expectQuiet("after the restart")
 			after := h.requestsAfter(n)
 			if len(after) > tt.budget {
 				t.Errorf("%d requests to recover, want at most %d: %q", len(after), tt.budget, after)
 			}
 			for _, r := range after {
-				if !strings.HasPrefix(r, "watch "+testPodVMs) {
+				if !strings.HasPrefix(r, "watch "+testVM+" ") {
 					t.Errorf("request %q after the restart; want only watches of the VM", r)
 				}
 			}
@@ -113,7 +113,7 @@ func TestDeletedWhileAPIServerDownIsRecreatedOnce(t *testing.T) {
 
 	h.eventually("the VM is recreated and followed", func() bool {
 		again, followed := h.api.object(testVM), h.agent.latest.Load()
-		return again != nil && again.UID != vm.UID && followed != nil && followed.UID == again.UID && h.api.watching(testPodVMs)
+		return again != nil && again.UID != vm.UID && followed != nil && followed.UID == again.UID && h.api.watching(testVM)
 	})
 	h.expectQuiet("after the recreate")
 	if again := h.api.object(testVM); again == nil || again.UID == vm.UID {
@@ -141,6 +141,7 @@ func TestAdoptAfterChurnOpensFromNow(t *testing.T) {
 	want := []string{
 		"get testvm",
 		"watch " + testPodVMs + " rv= initial",
+		"watch " + testVM + " rv= initial",
 	}
 	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
@@ -203,6 +204,7 @@ func TestReplaceWaitsOnTerminatingVMAfterChurn(t *testing.T) {
 	want := []string{
 		"get testvm",
 		"watch " + testPodVMs + " rv= initial",
+		"watch " + testVM + " rv= initial",
 		"create testvm-vmctl-abc",
 		"get testvm-vmctl-abc",
 		"delete testvm-vmctl-abc",
@@ -225,7 +227,7 @@ func TestShutdownWaitAfterChurn(t *testing.T) {
 	n := len(h.api.requestLog())
 	h.api.churn(500)
 	h.api.restart(300*time.Millisecond, nil)
-	h.watchesBack(testPodVMs)
+	h.watchesBack(testVM)
 	h.expectQuiet("waiting for the deletion after a restart")
 	if after := h.requestsAfter(n); len(after) > 2 {
 		t.Errorf("%d requests to resume the shutdown's watch, want at most 2: %q", len(after), after)
@@ -257,7 +259,7 @@ func TestWatchRefusedWhileCacheFillsWaitsACap(t *testing.T) {
 	h.api.mu.Unlock()
 	n := len(h.api.requestLog())
 	h.api.closeWatches()
-	h.watchesBack(testPodVMs)
+	h.watchesBack(testVM)
 	h.expectQuiet("after the cache filled")
 	// Without the wait: 1, 2, 4, ... 64 ms, then 100 ms apart, about 9
 	// tries in 400 ms. With it: at most one per cap, and the one that opens.
@@ -287,7 +289,7 @@ func TestWatchNotFoundIsRetried(t *testing.T) {
 	}
 	h.api.mu.Unlock()
 	h.api.closeWatches()
-	h.watchesBack(testPodVMs)
+	h.watchesBack(testVM)
 	h.expectQuiet("once VMs are served again")
 	for _, e := range h.events() {
 		if e.Reason == ReasonWatchDenied {

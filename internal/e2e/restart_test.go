@@ -123,7 +123,7 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 		reqs := fleetRequestsSince(t, ns, mark, ready)
 		t.Logf("agent requests on VirtualMachines from the restart to %v after it: %s", budgetWindow, reqs)
 		// The victim's agent also GETs the prototype and POSTs the VM,
-		// which the watch of its Pod's VMs then follows; it reads the
+		// which the watch of its VM's name then follows; it reads the
 		// prototype again before each retry of a refused create.
 		refused := reqs.checkRefusals(t)
 		t.Logf("creates refused while the API server rediscovered KubeVirt's CRDs: %d", refused)
@@ -167,10 +167,10 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 		waitWatches(t, fleet)
 		reqs := fleetRequestsSince(t, ns, mark, killed)
 		t.Logf("agent requests on VirtualMachines in the %v after the agent's restart: %s", budgetWindow, reqs)
-		// Adopting costs GET prototype and the watch of the Pod's VMs
-		// (by label, so it names no VM), which stays open; nothing more,
-		// and nothing from the others.
-		want := []string{"get testvm", "watch "}
+		// Adopting costs GET prototype, one list of the Pod's VMs (by
+		// label, so it names no VM), and the watch of its VM by name,
+		// which stays open; nothing more, and nothing from the others.
+		want := []string{"get testvm", "watch ", "watch " + vm.Name}
 		sort.Strings(want)
 		if diff := cmp.Diff(map[string][]string{pod: want}, reqs.byPod); diff != "" {
 			t.Errorf("requests by Pod (-want +got):\n%s", diff)
