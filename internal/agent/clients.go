@@ -32,8 +32,9 @@ type vmAPI interface {
 	watch(ctx context.Context, namespace string, sel kube.Selector, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// vmiAPI is what an agent that stops its VM when a drain asks for it needs
-// of VMIs: its own VM's, by name.
+// vmiAPI is what the agent needs of VMIs: its own VM's, by name, which it
+// follows while it hands over its Pod's room (see handOver), and which it
+// deletes when a drain asks it to stop its VM.
 type vmiAPI interface {
 	listVMI(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*kubevirtv1.VirtualMachineInstanceList, error)
 	watchVMI(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error)
@@ -42,8 +43,9 @@ type vmiAPI interface {
 
 // podAPI is all the agent asks of the core API about Pods: its own, once,
 // and a resize of its own, once, and its eviction when it gives up its
-// node; and its VM's launcher Pod, which it follows and nominates to its
-// node while it hands over the room its Pod held (see handOver).
+// node; and its VM's launcher Pod, which it lists by label, follows by name
+// and nominates to its node while it hands over the room its Pod held (see
+// handOver).
 type podAPI interface {
 	getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 	// resize applies a strategic merge patch to the Pod's resize subresource.
@@ -51,8 +53,8 @@ type podAPI interface {
 	// evict asks the Eviction API to evict the Pod namespace/name with
 	// uid, never a later Pod of the same name.
 	evict(ctx context.Context, namespace, name string, uid types.UID) error
-	// podsIn lists and watches the Pods of namespace, for a kube.ListWatch
-	// that narrows them to the VM's launcher Pods.
+	// podsIn lists and watches the Pods of namespace: the caller narrows
+	// them to the VM's launcher Pods by label, or to one by name.
 	podsIn(namespace string) kube.ListerWatcher[*corev1.PodList]
 	// nominate sets the Pod's status.nominatedNodeName to node.
 	nominate(ctx context.Context, namespace, name, node string) error

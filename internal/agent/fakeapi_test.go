@@ -65,6 +65,9 @@ type fakeAPI struct {
 	stallCreates bool
 	// onDelete, when set, hears the options of every DELETE.
 	onDelete func(metav1.DeleteOptions)
+	// created, when set, hears every VM made, once the create is done, as
+	// KubeVirt's controllers would.
+	created func(*kubevirtv1.VirtualMachine)
 
 	// seen gets every request as it arrives, for tests that wait on one.
 	seen chan string
@@ -113,6 +116,15 @@ func (f *fakeAPI) get(_ context.Context, _, name string) (*kubevirtv1.VirtualMac
 }
 
 func (f *fakeAPI) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	made, err := f.makeVM(ctx, vm)
+	if err == nil && f.created != nil {
+		f.created(made.DeepCopy())
+	}
+	return made, err
+}
+
+// makeVM stores the VM create makes.
+func (f *fakeAPI) makeVM(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("create " + vm.Name); err != nil {

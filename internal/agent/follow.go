@@ -76,9 +76,18 @@ func watchOne[T runtime.Object](ctx context.Context, a *Agent, namespace, name s
 func (a *Agent) followSet(ctx context.Context, expected runtime.Object,
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) (*kube.Follower, *kube.Store) {
-	b := watchBackoff(a.cfg.backoff())
 	f := kube.NewFollower(ctx)
-	return f, f.Follow(listWatch(b, a.metrics.watchRestarts.Inc, list, watchFn), expected, kube.FollowOptions{Backoff: &b})
+	return f, a.followOn(f, expected, list, watchFn, kube.FollowOptions{})
+}
+
+// followOn has f follow what list and watchFn serve, as followSet does, with
+// opts but for their Backoff, which is the agent's.
+func (a *Agent) followOn(f *kube.Follower, expected runtime.Object,
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), opts kube.FollowOptions) *kube.Store {
+	b := watchBackoff(a.cfg.backoff())
+	opts.Backoff = &b
+	return f.Follow(listWatch(b, a.metrics.watchRestarts.Inc, list, watchFn), expected, opts)
 }
 
 // waitFollowed calls check once f's first list is in and again after every

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -38,9 +40,10 @@ import (
 // VMs a priority class of the prototype's priority that never preempts
 // (Config.LauncherPriorityClass): their nominations then last until they
 // are bound. Where the launcher Pod preempts (a workload scaffolded
-// before), the agent nominates it again when it sees the nomination
-// cleared, at most maxNominations times. A nomination still standing
-// when the handover is over, the launcher Pod not bound, is withdrawn.
+// before), the agent watches it and nominates it again when it sees the
+// nomination cleared, at most maxNominations times. A nomination still
+// standing when the handover is over, the launcher Pod not bound, is
+// withdrawn.
 
 // Readiness words of the handover.
 const (
@@ -134,13 +137,19 @@ func (a *Agent) launcherSelector() string {
 	}.String()
 }
 
-// handOver follows vm's launcher Pods until the newest is bound: it
-// nominates the launcher Pod to the agent's node, then gives back the room
-// (giveBack), and compares the launcher Pod's size with the Pod's
-// reservation. It lasts until the VM is ready, or handoverGrace after the
-// room was given back. Where it cannot read Pods (a Role from before the
+// handOver follows vm's launcher Pod until it is bound: it nominates the
+// launcher Pod to the agent's node, then gives back the room (giveBack),
+// and compares the launcher Pod's size with the Pod's reservation. It
+// lasts until the VM is ready, or handoverGrace after the room was given
+// back. Where it cannot read the VM's VMI or Pods (a Role from before the
 // handover) it gives the room back at once; where it cannot nominate, it
 // gives it back without.
+//
+// It follows the launcher Pod through the VM's VMI, by name (see
+// launcher.go): a watch narrowed to a name is handed only that object's
+// events by the API server's watch cache, where one narrowed by label is
+// handed every Pod event of the namespace: a cost that grows with the
+// square of the agents in a namespace.
 func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	defer a.endHandover(ctx, vm)
 	// What an earlier VM's handover left unheard is not this one's.
@@ -152,45 +161,53 @@ func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	}
 	fctx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
-	h := &handoverRun{a: a, vm: vm, logger: klog.FromContext(ctx).WithValues("selector", a.launcherSelector()), canNominate: true}
-	b := watchBackoff(a.cfg.backoff())
-	f := kube.NewFollower(fctx)
-	store := f.Follow(kube.ListWatch(a.pods.podsIn(vm.Namespace), kube.Selector{Label: a.launcherSelector()}), &corev1.Pod{},
-		// Nothing is decided on a launcher Pod missing: it is awaited.
-		kube.FollowOptions{Client: a.kube, What: "the VM's launcher Pods", Backoff: &b, FromCache: true})
+	h := &handoverRun{a: a, vm: vm, logger: klog.FromContext(ctx).WithValues("selector", a.launcherSelector()), canNominate: true,
+		looked: map[types.UID]bool{}, backoff: a.cfg.backoff()}
+	f := h.followVMI(fctx)
 	if !a.holdsRoom() {
 		h.grace = time.After(a.grace)
 	}
 	following := true
 	for {
-		if following && f.Synced() && h.look(ctx, newestLauncher(store.List(), vm.Name)) {
-			// Bound: nothing more to hand over. The VM's status says
-			// unschedulable until virt-controller catches up: the
-			// handover lasts until the VM is ready.
-			stopFollowing()
-			following = false
+		if following && f.Synced() {
+			bound, err := h.step(ctx, fctx)
+			if err != nil {
+				h.blind(ctx, err, "pods")
+				return
+			}
+			if bound {
+				// Nothing more to hand over. The VM's status says
+				// unschedulable until virt-controller catches up: the
+				// handover lasts until the VM is ready.
+				stopFollowing()
+				following = false
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-h.grace:
 			if following {
-				h.withdraw(ctx, newestLauncher(store.List(), vm.Name))
+				h.withdraw(ctx, h.launcher)
 			}
 			return
 		case err := <-f.Errors():
 			if following {
-				// Not allowed to read Pods: nothing to hand over to.
-				h.logger.Info("Cannot follow the VM's launcher Pod; giving back the room at once: a Pending Pod may take it first. "+
-					"Scaffold the workload again for a Role that may list and watch pods", "err", err)
-				h.release(ctx)
+				h.blind(ctx, err, "virtualmachineinstances")
+				return
+			}
+		case err := <-h.pod.errors():
+			if following {
+				h.blind(ctx, err, "pods")
 				return
 			}
 		case <-a.handover.refused:
 			h.release(ctx)
 		case <-a.handover.ready:
 			return
+		case <-h.retry:
 		case <-f.Changed():
+		case <-h.pod.changed():
 		}
 	}
 }
@@ -206,11 +223,35 @@ type handoverRun struct {
 	// good; nominations counts them.
 	canNominate bool
 	nominations int
+
+	// vmis holds the VM's VMI (followVMI).
+	vmis *kube.Store
+	// looked holds the UIDs of the launcher Pods the handover listed;
+	// listedAt is the VMI's resourceVersion when it last listed them.
+	looked   map[types.UID]bool
+	listedAt string
+	// retry hears when to list again after a failed list, paced by backoff.
+	retry   <-chan time.Time
+	backoff wait.Backoff
+	// launcher is the newest launcher Pod, the handover's own copy: as
+	// listed, or as its own watch (pod) has it since, with what the VMI
+	// says of its node and the nomination the handover gave it.
+	launcher *corev1.Pod
+	pod      *podFollow
 }
 
-// look acts on launcher, the VM's newest launcher Pod as the watch has it
-// now (nil: none yet): checks its size, nominates it while it waits, and
-// gives back the room. It reports whether the launcher Pod is bound.
+// blind gives back the room at once, the handover unable to follow the
+// launcher Pod: the Role does not let it read resource.
+func (h *handoverRun) blind(ctx context.Context, err error, resource string) {
+	h.logger.Info("Cannot follow the VM's launcher Pod; giving back the room at once: a Pending Pod may take it first. "+
+		"Scaffold the workload again for a Role that may list and watch "+resource, "err", err)
+	h.release(ctx)
+}
+
+// look acts on launcher, the VM's newest launcher Pod as the handover
+// knows it now (nil: none yet): checks its size, nominates it while it
+// waits, and gives back the room. It reports whether the launcher Pod is
+// bound.
 func (h *handoverRun) look(ctx context.Context, launcher *corev1.Pod) (bound bool) {
 	if launcher == nil || launcher.DeletionTimestamp != nil {
 		return false
@@ -234,9 +275,13 @@ func (h *handoverRun) nominate(ctx context.Context, launcher *corev1.Pod) {
 	h.nominations++
 	err := h.a.pods.nominate(ctx, launcher.Namespace, launcher.Name, h.a.pod.Node)
 	switch {
+	case err == nil:
+		// What the handover knows of launcher until its watch or a list
+		// says more: without, it would nominate it again.
+		launcher.Status.NominatedNodeName = h.a.pod.Node
 	case apierrors.IsInvalid(err):
 		// Bound meanwhile: the API server takes no nomination of a bound
-		// Pod, and the watch tells of the binding.
+		// Pod, and the VMI tells of the binding.
 		h.logger.V(1).Info("Launcher Pod bound before its nomination", "pod", klog.KObj(launcher))
 	case kube.Refused(err):
 		h.canNominate = false
@@ -267,10 +312,10 @@ func (h *handoverRun) withdraw(ctx context.Context, launcher *corev1.Pod) {
 }
 
 // newestLauncher is the newest of pods that vmName's VMI owns, or nil.
-func newestLauncher(pods []any, vmName string) *corev1.Pod {
+func newestLauncher(pods []corev1.Pod, vmName string) *corev1.Pod {
 	var newest *corev1.Pod
-	for _, obj := range pods {
-		p := obj.(*corev1.Pod)
+	for i := range pods {
+		p := &pods[i]
 		owned := false
 		for _, r := range p.OwnerReferences {
 			owned = owned || (r.Kind == "VirtualMachineInstance" && r.Name == vmName)

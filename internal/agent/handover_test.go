@@ -16,7 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -40,6 +42,8 @@ func launcherPod(requests corev1.ResourceList) *corev1.Pod {
 
 func ptrTrue() *bool { t := true; return &t }
 
+var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
+
 // launcherNeeds is what the launcher Pod of a VM whose room the agent's
 // Pod holds (reservedRequests less ownRequests) asks for.
 func launcherNeeds() corev1.ResourceList {
@@ -50,13 +54,12 @@ func launcherNeeds() corev1.ResourceList {
 // the launcher Pod's status, "resize" of its own), and what it had done
 // when it first listed Pods. It refuses a kind of write while told to.
 type podWrites struct {
-	mu             sync.Mutex
-	log            []string
-	createsAtList  int
-	resizesAtList  int
-	listed         bool
-	refuse         map[string]bool
-	launcherOnList *corev1.Pod
+	mu            sync.Mutex
+	log           []string
+	createsAtList int
+	resizesAtList int
+	listed        bool
+	refuse        map[string]bool
 }
 
 func (w *podWrites) watch(h *harness) {
@@ -69,12 +72,6 @@ func (w *podWrites) watch(h *harness) {
 		if !w.listed {
 			w.listed = true
 			w.createsAtList, w.resizesAtList = h.api.count("create"), w.countLocked("resize")
-			if w.launcherOnList != nil {
-				// Made as the agent lists: its watch need not catch it.
-				if err := h.kube.Tracker().Add(w.launcherOnList); err != nil {
-					h.t.Error(err)
-				}
-			}
 		}
 		return false, nil, nil
 	})
@@ -138,15 +135,56 @@ func (w *podWrites) writes() []string {
 
 // reservingHarness runs an agent whose Pod holds its VM's room (or, with
 // own requests now, gave it back before a restart), with vms, and the
-// launcher Pod made as it first lists Pods (none when launcher is nil).
+// launcher Pod made with the VM, or at once when vms hold the VM (none
+// when launcher is nil).
 func reservingHarness(t *testing.T, now corev1.ResourceList, launcher *corev1.Pod, vms ...*kubevirtv1.VirtualMachine) (*harness, *podWrites) {
 	cfg := reservingConfig(now)
 	cfg.MoveAfter = time.Millisecond
 	h := newHarness(t, cfg, append([]*kubevirtv1.VirtualMachine{prototype(testProto)}, vms...), agentPod(now))
 	h.agent.grace = 200 * time.Millisecond
-	w := &podWrites{launcherOnList: launcher}
+	w := &podWrites{}
 	w.watch(h)
+	if launcher != nil {
+		launch := func() {
+			if err := h.kube.Tracker().Add(launcher); err != nil {
+				h.t.Error(err)
+			}
+			h.playVirtController()
+		}
+		if h.api.object(testVM) != nil {
+			launch()
+		} else {
+			h.api.created = func(vm *kubevirtv1.VirtualMachine) {
+				if vm.Name == testVM {
+					launch()
+				}
+			}
+		}
+	}
 	return h, w
+}
+
+// playVirtController writes the VM's VMI as KubeVirt's virt-controller
+// keeps it on every event of the VMI's launcher Pods: status.activePods
+// holds each one's UID and node (its setActivePods).
+func (h *harness) playVirtController() {
+	h.t.Helper()
+	// From the tracker: the agent's requests are not virt-controller's.
+	objs, err := h.kube.Tracker().List(podsResource, corev1.SchemeGroupVersion.WithKind("Pod"), testNamespace)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	vmi := h.api.vmiObject(testVM)
+	if vmi == nil {
+		vmi = &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: testVM, Namespace: testNamespace, UID: "vmi-uid"}}
+	}
+	vmi.Status.ActivePods = map[types.UID]string{}
+	for _, p := range objs.(*corev1.PodList).Items {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "VirtualMachineInstance" && ref.UID == vmi.UID {
+			vmi.Status.ActivePods[p.UID] = p.Spec.NodeName
+		}
+	}
+	h.api.putVMI(vmi)
 }
 
 // launcher is the launcher Pod as the fake API server holds it now.
@@ -161,14 +199,15 @@ func (h *harness) launcher() *corev1.Pod {
 
 // schedule plays the scheduler on the launcher Pod: change edits it, then
 // it is written back whole, as the scheduler's status patch and binding
-// change it.
+// change it; and virt-controller, which syncs the VMI.
 func (h *harness) schedule(change func(*corev1.Pod)) {
 	h.t.Helper()
 	p := h.launcher()
 	change(p)
-	if err := h.kube.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, p, testNamespace); err != nil {
+	if err := h.kube.Tracker().Update(podsResource, p, testNamespace); err != nil {
 		h.t.Fatal(err)
 	}
+	h.playVirtController()
 }
 
 // TestHandOverNominatesThenGivesBack: an agent whose Pod holds its VM's
@@ -199,6 +238,7 @@ func TestHandOverNominatesThenGivesBack(t *testing.T) {
 		t.Errorf("Pod's resources after the resize (-want +got):\n%s", diff)
 	}
 
+	h.launcherWatched()
 	h.schedule(func(p *corev1.Pod) { p.Status.NominatedNodeName = "" })
 	h.eventually("the launcher Pod nominated again", func() bool { return w.count("nominate") == 2 })
 	h.schedule(func(p *corev1.Pod) { p.Spec.NodeName, p.Status.NominatedNodeName = testNode, "" })
@@ -214,6 +254,114 @@ func TestHandOverNominatesThenGivesBack(t *testing.T) {
 	}
 	if n := h.api.count("create"); n != 1 {
 		t.Errorf("%d VM creates, want 1", n)
+	}
+}
+
+// launcherWatched waits until the agent watches the launcher Pod by name:
+// the fake clientset's watch hears only the changes made after it opens.
+func (h *harness) launcherWatched() {
+	h.t.Helper()
+	h.eventually("the launcher Pod watched", func() bool {
+		return slices.ContainsFunc(podReads(h, "watch"), func(r k8stesting.ListRestrictions) bool {
+			return r.Fields.String() == "metadata.name="+launcherPod(nil).Name
+		})
+	})
+}
+
+// podReads returns how the agent narrowed each of its lists or watches
+// (verb) of Pods.
+func podReads(h *harness, verb string) []k8stesting.ListRestrictions {
+	var out []k8stesting.ListRestrictions
+	for _, a := range h.kube.Actions() {
+		if a.GetResource().Resource != "pods" || a.GetSubresource() != "" || a.GetVerb() != verb {
+			continue
+		}
+		switch a := a.(type) {
+		case k8stesting.ListAction:
+			out = append(out, a.GetListRestrictions())
+		case k8stesting.WatchAction:
+			r := a.GetWatchRestrictions()
+			out = append(out, k8stesting.ListRestrictions{Labels: r.Labels, Fields: r.Fields})
+		}
+	}
+	return out
+}
+
+// TestHandOverReadsByName: the handover learns of the launcher Pod from
+// the VM's VMI, watched by name, lists the launcher Pods once by label, and
+// watches the launcher Pod itself only by name, and only where it preempts
+// (the scheduler may clear its nomination): the API server's watch cache
+// hands a watch narrowed by label every Pod event of the namespace. One
+// that never preempts costs the VMI's WATCH, the LIST and the nomination.
+func TestHandOverReadsByName(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		policy  *corev1.PreemptionPolicy
+		watches int
+	}{
+		{name: "launcher preempts", watches: 1},
+		{name: "launcher never preempts", policy: ptr.To(corev1.PreemptNever)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			launcher := launcherPod(launcherNeeds())
+			launcher.Spec.PreemptionPolicy = tt.policy
+			h, w := reservingHarness(t, reservedRequests(), launcher)
+			h.start()
+			h.eventually("the room is given back", func() bool { return w.count("resize") == 1 })
+			if tt.watches > 0 {
+				h.launcherWatched()
+			}
+			h.schedule(func(p *corev1.Pod) { p.Spec.NodeName = testNode })
+			h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
+			byName := "metadata.name=" + launcher.Name
+			lists, watches := podReads(h, "list"), podReads(h, "watch")
+			if len(lists) == 0 || lists[0].Labels.String() != h.agent.launcherSelector() || !lists[0].Fields.Empty() {
+				t.Errorf("first list of Pods narrowed to %+v, want the launcher selector %q", lists, h.agent.launcherSelector())
+			}
+			for _, r := range lists[1:] {
+				if r.Fields.String() != byName || !r.Labels.Empty() {
+					t.Errorf("list of Pods narrowed to labels %q, fields %q, want %s", r.Labels, r.Fields, byName)
+				}
+			}
+			for _, r := range watches {
+				if r.Fields.String() != byName || !r.Labels.Empty() {
+					t.Errorf("watch of Pods narrowed to labels %q, fields %q, want %s", r.Labels, r.Fields, byName)
+				}
+			}
+			if len(watches) != tt.watches {
+				t.Errorf("%d watches of the launcher Pod, want %d", len(watches), tt.watches)
+			}
+			if n := h.api.count("watch vmi " + testVM); n != 1 {
+				t.Errorf("%d watches of the VMI, want 1: %q", n, h.api.requestLog())
+			}
+			if diff := cmp.Diff([]string{"nominate", "resize"}, w.writes()); diff != "" {
+				t.Errorf("writes to Pods (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHandOverWithoutVMIRights: an agent whose Role predates the handover's
+// reading of VMIs gives the room back at once, without waiting for the
+// launcher Pod or reading Pods, and says why.
+func TestHandOverWithoutVMIRights(t *testing.T) {
+	h, w := reservingHarness(t, reservedRequests(), nil)
+	h.api.fail = func(req string) error {
+		if strings.HasPrefix(req, "list vmi") || strings.HasPrefix(req, "watch vmi") {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachineinstances"}, testVM, nil)
+		}
+		return nil
+	}
+	h.start()
+	h.eventually("the handover over", func() bool { return w.count("resize") == 1 && !h.agent.handover.inProgress() })
+	if diff := cmp.Diff([]string{"resize"}, w.writes()); diff != "" {
+		t.Errorf("writes to Pods (-want +got):\n%s", diff)
+	}
+	if w.listed {
+		t.Error("the agent listed Pods")
+	}
+	if want := "Scaffold the workload again for a Role that may list and watch virtualmachineinstances"; !strings.Contains(h.logs.String(), want) {
+		t.Errorf("logs do not say %q", want)
 	}
 }
 

@@ -38,8 +38,10 @@ func PrototypeRule(prototype string) rbacv1.PolicyRule {
 // VMRules let the agent create, follow and delete its derived VM and record
 // events. It learns its own Pod from the downward API; only an agent that
 // holds its VM's room reads Pods (PodRules).
-// An agent that stops its VM for a drain (a DaemonSet's, see
-// StopsOnEvacuation) also watches its VMI and deletes it.
+// An agent that holds its VM's room (Reserves) follows its VMI while it
+// hands the room over: the VMI names the launcher Pods. One that stops its
+// VM for a drain (a DaemonSet's, see StopsOnEvacuation) watches its VMI
+// too, and deletes it.
 func (p Params) VMRules() []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{
 		{
@@ -55,11 +57,15 @@ func (p Params) VMRules() []rbacv1.PolicyRule {
 			Verbs:     []string{"create", "patch"},
 		},
 	}
+	vmiVerbs := []string{"get", "list", "watch"}
 	if p.StopsOnEvacuation() {
+		vmiVerbs = append(vmiVerbs, "delete")
+	}
+	if p.StopsOnEvacuation() || p.Reserves() {
 		rules = append(rules, rbacv1.PolicyRule{
 			APIGroups: []string{kubevirtGroup},
 			Resources: []string{virtualMachineInstances},
-			Verbs:     []string{"get", "list", "watch", "delete"},
+			Verbs:     vmiVerbs,
 		})
 	}
 	return append(rules, p.PodRules()...)
@@ -71,9 +77,9 @@ func (p Params) VMRules() []rbacv1.PolicyRule {
 // evict its own Pod. RBAC cannot name these Pods, whose names are not known
 // beforehand: the pod policy (podPolicy) keeps each agent to its own Pod,
 // to resizing it down, and to setting only the nomination of its own VM's
-// launcher Pod. Nothing narrows the reads: the agent lists and watches
-// only its launcher Pod, by label, but its Role may read every Pod of the
-// namespace.
+// launcher Pod. Nothing narrows the reads: the agent lists its launcher
+// Pods once by label and watches only its launcher Pod, by name, but its
+// Role may read every Pod of the namespace.
 func (p Params) PodRules() []rbacv1.PolicyRule {
 	var rules []rbacv1.PolicyRule
 	if p.Reserves() {

@@ -17,8 +17,8 @@ import (
 // TestReservation checks what a reservation adds to the manifests: the
 // agent container asks for its own and the VM's room, limits likewise; the
 // template records the reservation; the agent is told its own share and its
-// requests now; its Role may resize Pods, and the pod policy comes with the
-// other policies. Without one, none of it.
+// requests now; its Role may resize Pods and read VMIs, and the pod policy
+// comes with the other policies. Without one, none of it.
 func TestReservation(t *testing.T) {
 	reservation := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1100m"), corev1.ResourceMemory: resource.MustParse("12Gi")}
 	q := resource.MustParse
@@ -90,14 +90,21 @@ func TestReservation(t *testing.T) {
 				t.Errorf("resource env (-want +got):\n%s", diff)
 			}
 			role := find[*rbacv1.Role](t, objs, "vms", "vmctl-testvm")
-			podRule := false
+			podRule, vmiRule := false, false
 			for _, r := range role.Rules {
 				if cmp.Equal(r.Resources, []string{"pods/resize"}) && cmp.Equal(r.Verbs, []string{"patch"}) {
 					podRule = true
 				}
+				if cmp.Equal(r.Resources, []string{"virtualmachineinstances"}) && cmp.Equal(r.Verbs, []string{"get", "list", "watch"}) {
+					vmiRule = true
+				}
 			}
 			if podRule != tt.podRule {
 				t.Errorf("Role may patch pods/resize: %v, want %v", podRule, tt.podRule)
+			}
+			// The handover follows the VM's launcher Pod through its VMI.
+			if vmiRule != tt.podRule {
+				t.Errorf("Role may read (only) virtualmachineinstances: %v, want %v", vmiRule, tt.podRule)
 			}
 			if got := has(objs, p.podPolicyName()); got != tt.podPolicy {
 				t.Errorf("pod policy present: %v, want %v", got, tt.podPolicy)
