@@ -132,12 +132,11 @@ func matches(labels, want map[string]string) bool {
 }
 
 // agentVMWatches selects, in apiserver_longrunning_requests, the watches open
-// now on the VirtualMachines of one namespace: the agents' own, each
-// narrowed to its Pod's label. KubeVirt's controllers and the garbage
-// collector watch VMs across the cluster, and no command runs beside the
-// tests that count these.
+// now on one VirtualMachine each (scope "resource": narrowed to a name): the
+// agents' own. KubeVirt's controllers and the garbage collector watch VMs
+// across the cluster, and no command runs beside the tests that count these.
 var agentVMWatches = map[string]string{
-	"group": "kubevirt.io", "resource": "virtualmachines", "scope": "namespace", "verb": "WATCH",
+	"group": "kubevirt.io", "resource": "virtualmachines", "scope": "resource", "verb": "WATCH",
 }
 
 // rawConfig is the admin's REST config, set up for a raw RESTClient.
