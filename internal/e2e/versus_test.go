@@ -182,6 +182,10 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		cpuUp, cpuDown               clusterCPU
 	}
 	var got [2]figures
+	// A real kubelet probes each agent every periodSeconds as scaffolded;
+	// the double's quicker default would count as the agents' CPU.
+	e.kubelet.ProbeAsSpecified(true)
+	defer e.kubelet.ProbeAsSpecified(false)
 	for i, c := range []*contender{newPool(b, nil), newAgents(b, nil)} {
 		f := &got[i]
 		procs := clusterProcesses()

@@ -294,7 +294,7 @@ func (w *podWorker) start(c *corev1.Container, env []string, kubeconfig string) 
 	w.mu.Unlock()
 	w.notify()
 	w.log.Info("started agent", "pid", cmd.Process.Pid, "probe", probeAddr, "restarts", restarts)
-	return p, readinessProbeFor(c, probeAddr), nil
+	return p, readinessProbeFor(c, probeAddr, w.k.probeAsSpecified.Load()), nil
 }
 
 // supervise probes p until it ends. It reports true when p exited on its own

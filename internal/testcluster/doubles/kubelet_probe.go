@@ -8,8 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// maxProbePeriod caps the readiness probe's period: a kubelet probes every
-// periodSeconds (default 10), and tests should not wait that long.
+// maxProbePeriod caps the readiness probe's period unless the probe is to
+// run as specified: a kubelet probes every periodSeconds (default 10), and
+// tests should not wait that long.
 const maxProbePeriod = time.Second
 
 // readinessProbe is how the double probes an agent's readiness.
@@ -26,7 +27,8 @@ type readinessProbe struct {
 // probes on addr. An httpGet readiness probe in the spec gives the path,
 // timeout, initial delay and thresholds (the port is the process's own);
 // without one the double still probes /readyz, which every agent serves.
-func readinessProbeFor(c *corev1.Container, addr string) readinessProbe {
+// The period is the spec's when asSpecified, else at most maxProbePeriod.
+func readinessProbeFor(c *corev1.Container, addr string, asSpecified bool) readinessProbe {
 	p := readinessProbe{
 		URL:              "http://" + addr + "/readyz",
 		Period:           maxProbePeriod,
@@ -41,7 +43,10 @@ func readinessProbeFor(c *corev1.Container, addr string) readinessProbe {
 	if spec.HTTPGet.Path != "" {
 		p.URL = "http://" + addr + spec.HTTPGet.Path
 	}
-	if spec.PeriodSeconds > 0 {
+	switch {
+	case spec.PeriodSeconds > 0 && asSpecified:
+		p.Period = time.Duration(spec.PeriodSeconds) * time.Second
+	case spec.PeriodSeconds > 0:
 		p.Period = min(time.Duration(spec.PeriodSeconds)*time.Second, maxProbePeriod)
 	}
 	if spec.TimeoutSeconds > 0 {

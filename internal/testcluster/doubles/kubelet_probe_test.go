@@ -23,9 +23,10 @@ func TestReadinessProbeFor(t *testing.T) {
 		SuccessThreshold: 1, FailureThreshold: 1,
 	}
 	tests := []struct {
-		name  string
-		probe *corev1.Probe
-		want  readinessProbe
+		name        string
+		probe       *corev1.Probe
+		asSpecified bool
+		want        readinessProbe
 	}{
 		{name: "no probe: /readyz every second", want: defaults},
 		{name: "exec probe: /readyz anyway", probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}, want: defaults},
@@ -37,6 +38,18 @@ func TestReadinessProbeFor(t *testing.T) {
 			},
 			want: readinessProbe{
 				URL: "http://127.0.0.1:5000/readyz", Period: time.Second, Timeout: time.Second,
+				SuccessThreshold: 1, FailureThreshold: 3,
+			},
+		},
+		{
+			name: "httpGet as scaffolded, probed as specified",
+			probe: &corev1.Probe{
+				ProbeHandler: httpGet("/readyz"), PeriodSeconds: 5, TimeoutSeconds: 1,
+				SuccessThreshold: 1, FailureThreshold: 3,
+			},
+			asSpecified: true,
+			want: readinessProbe{
+				URL: "http://127.0.0.1:5000/readyz", Period: 5 * time.Second, Timeout: time.Second,
 				SuccessThreshold: 1, FailureThreshold: 3,
 			},
 		},
@@ -54,7 +67,7 @@ func TestReadinessProbeFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := readinessProbeFor(&corev1.Container{ReadinessProbe: tt.probe}, "127.0.0.1:5000")
+			got := readinessProbeFor(&corev1.Container{ReadinessProbe: tt.probe}, "127.0.0.1:5000", tt.asSpecified)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("readinessProbeFor() (-want +got):\n%s", diff)
 			}
