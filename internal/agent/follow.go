@@ -21,26 +21,40 @@ import (
 // watchVM follows the one VM namespace/name: see watchOne.
 func (a *Agent) watchVM(ctx context.Context, namespace, name string,
 	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachine) (done bool)) error {
-	sel := kube.ByName(name)
-	return watchOne(ctx, a, namespace, name, &kubevirtv1.VirtualMachine{}, onDenied, check,
-		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return a.vms.list(ctx, namespace, sel, opts)
-		},
-		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return a.vms.watch(ctx, namespace, sel, opts)
-		})
+	list, watchFn := a.vmsOf(namespace, kube.ByName(name))
+	return watchOne(ctx, a, namespace, name, &kubevirtv1.VirtualMachine{}, onDenied, check, list, watchFn)
 }
 
 // watchVMI follows the one VMI namespace/name: see watchOne.
 func (a *Agent) watchVMI(ctx context.Context, namespace, name string,
 	onDenied func(error) (stop bool), check func(*kubevirtv1.VirtualMachineInstance) (done bool)) error {
-	return watchOne(ctx, a, namespace, name, &kubevirtv1.VirtualMachineInstance{}, onDenied, check,
-		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	list, watchFn := a.vmiOf(namespace, name)
+	return watchOne(ctx, a, namespace, name, &kubevirtv1.VirtualMachineInstance{}, onDenied, check, list, watchFn)
+}
+
+// vmsOf lists and watches, for a Reflector, the VMs of namespace that sel
+// selects.
+func (a *Agent) vmsOf(namespace string, sel kube.Selector) (
+	func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	func(context.Context, metav1.ListOptions) (watch.Interface, error)) {
+	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return a.vms.list(ctx, namespace, sel, opts)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return a.vms.watch(ctx, namespace, sel, opts)
+		}
+}
+
+// vmiOf lists and watches, for a Reflector, the one VMI namespace/name.
+func (a *Agent) vmiOf(namespace, name string) (
+	func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	func(context.Context, metav1.ListOptions) (watch.Interface, error)) {
+	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return a.vmis.listVMI(ctx, namespace, name, opts)
 		},
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return a.vmis.watchVMI(ctx, namespace, name, opts)
-		})
+		}
 }
 
 // watchOne follows the one object namespace/name of expected's type until

@@ -28,15 +28,9 @@ import (
 // Nothing is decided on the VMI missing: it is awaited, so the first list
 // may come from the API server's cache as it stands.
 func (h *handoverRun) followVMI(ctx context.Context) *kube.Follower {
-	a, ns, name := h.a, h.vm.Namespace, h.vm.Name
+	list, watchFn := h.a.vmiOf(h.vm.Namespace, h.vm.Name)
 	f := kube.NewFollower(ctx)
-	h.vmis = a.followOn(f, &kubevirtv1.VirtualMachineInstance{},
-		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return a.vmis.listVMI(ctx, ns, name, opts)
-		},
-		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return a.vmis.watchVMI(ctx, ns, name, opts)
-		},
+	h.vmis = h.a.followOn(f, &kubevirtv1.VirtualMachineInstance{}, list, watchFn,
 		kube.FollowOptions{What: "the VM's VMI", FromCache: true})
 	return f
 }

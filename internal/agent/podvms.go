@@ -5,10 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -57,13 +54,8 @@ func (a *Agent) followOwn(name string) *ownVM {
 
 // followVMs follows the VMs of the agent's namespace that sel selects.
 func (a *Agent) followVMs(ctx context.Context, sel kube.Selector) (*kube.Follower, *kube.Store) {
-	return a.followSet(ctx, &kubevirtv1.VirtualMachine{},
-		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return a.vms.list(ctx, a.cfg.Namespace, sel, opts)
-		},
-		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return a.vms.watch(ctx, a.cfg.Namespace, sel, opts)
-		})
+	list, watchFn := a.vmsOf(a.cfg.Namespace, sel)
+	return a.followSet(ctx, &kubevirtv1.VirtualMachine{}, list, watchFn)
 }
 
 // findMade returns the VM an agent made for the Pod before, under any name,
