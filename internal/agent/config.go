@@ -88,6 +88,10 @@ type Config struct {
 	// Pods a controller replaces elsewhere: a Deployment's or a
 	// StatefulSet's, whose template reserves the VM's size.
 	MoveAfter time.Duration
+	// StateDir is where the agent records the VM it makes (see record.go):
+	// the Pod's emptyDir volume. Empty: it keeps no record, and looks for
+	// a VM an earlier container made by label.
+	StateDir string
 	// Backoff paces retries; the zero value means DefaultBackoff.
 	Backoff wait.Backoff
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -133,7 +134,8 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 }
 
 // madeBefore adopts the VM an agent already made for this Pod, under
-// whatever name (a restarted agent container), as its first look finds it
+// whatever name (a restarted agent container), as the Pod's record names
+// it (record.go) or, without a record to trust, its first look finds it
 // (findMade); nil when there is none. From then on the agent follows by
 // name the VM it adopts, or want, which it is about to make: then it waits
 // for that watch's first list too, so the watch is open before the CREATE.
@@ -145,6 +147,16 @@ func (a *Agent) madeBefore(ctx context.Context, want *kubevirtv1.VirtualMachine)
 	report := func(err error) bool {
 		a.report.fail(ctx, watchProblem(ref, err))
 		return false // the reflector retries
+	}
+	if !a.looked {
+		if rec := a.lookUpRecord(ctx); rec.known {
+			a.looked = true
+			if rec.name != "" {
+				if mine, err := a.adoptRecorded(ctx, rec.name, report); mine != nil || err != nil {
+					return mine, err
+				}
+			}
+		}
 	}
 	if !a.looked {
 		mine, err := a.findMade(ctx, want.Name, report)
@@ -163,6 +175,41 @@ func (a *Agent) madeBefore(ctx context.Context, want *kubevirtv1.VirtualMachine)
 	return nil, a.followOwn(want.Name).wait(ctx, report, func() bool { return true })
 }
 
+// lookUpRecord reads the Pod's record of the VM its agents made. A state
+// directory that does not exist is not looked at again: the agent keeps
+// no record.
+func (a *Agent) lookUpRecord(ctx context.Context) madeRecord {
+	rec, err := readRecord(a.stateDir, a.pod.PodUID)
+	if err != nil {
+		klog.FromContext(ctx).Info("No record of the VM this Pod's agents made to trust; looking for it by label", "err", err)
+		if errors.Is(err, fs.ErrNotExist) {
+			a.stateDir = ""
+		}
+	}
+	a.recorded = rec.name
+	return rec
+}
+
+// adoptRecorded follows the VM called name, which the Pod's record says an
+// agent of the Pod made, and adopts it if it is there and made for this
+// Pod; nil when it is not. It waits for the watch's first list, and
+// returns an error only when ctx ends first.
+func (a *Agent) adoptRecorded(ctx context.Context, name string, report func(error) bool) (*kubevirtv1.VirtualMachine, error) {
+	o := a.followOwn(name)
+	var mine *kubevirtv1.VirtualMachine
+	err := o.wait(ctx, report, func() bool {
+		mine = made(o.store.List(), a.pod, a.cfg.PrototypeNamespace, a.cfg.Prototype, name)
+		return true
+	})
+	if mine == nil || err != nil {
+		return nil, err
+	}
+	_, why := judge(mine, a.pod, a.cfg.PrototypeNamespace, a.cfg.Prototype)
+	a.report.done(ctx, ReasonAdopted, why)
+	a.took(MetricAdopted)
+	return mine.DeepCopy(), nil
+}
+
 // took counts the VM the agent now holds by reason; a VM made after someone
 // deleted the last one counts as Recreated, however it came about.
 func (a *Agent) took(reason string) {
@@ -178,6 +225,9 @@ func (a *Agent) took(reason string) {
 // delete it. When the final deadline cuts it short, the agent cannot know,
 // and says so as it exits.
 func (a *Agent) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	if err := a.recordMaking(vm.Name); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(klog.NewContext(a.final, klog.FromContext(ctx)), requestTimeout)
 	defer cancel()
 	created, err := a.vms.create(ctx, vm)

@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -22,7 +20,8 @@ import (
 
 // The handover: an agent whose Pod holds its VM's room makes the VM while
 // it still holds it, and gives it back only once the VM's launcher Pod
-// waits for it, nominated to the agent's node. The scheduler keeps a
+// runs beside it, or waits for it, nominated to the agent's node. The
+// scheduler keeps a
 // nominated node's room for the nominated Pod from every Pod of equal or
 // lower priority (it counts the nominated Pod on that node when it filters
 // them), so an agent Pod that waits Pending cannot take the room its VM's
@@ -71,14 +70,10 @@ const maxNominations = 5
 type handover struct {
 	mu sync.Mutex
 	// active while the Pod holds the room, or gave it back less than
-	// handoverGrace ago and the launcher Pod is not yet bound.
+	// handoverGrace ago and the launcher Pod is not yet placed.
 	active bool
-	// refused hears observe see the launcher Pod refused by the API
-	// server: a ResourceQuota that counts the room the Pod holds as well
-	// as the launcher Pod's refuses it until the room is given back.
-	refused chan struct{}
-	// ready hears observe see the VM ready: the handover is over.
-	ready chan struct{}
+	// vmChanged hears observe see a new state of the VM.
+	vmChanged chan struct{}
 	// checked is the UID of the last launcher Pod whose size the agent
 	// compared with its Pod's reservation.
 	checked string
@@ -96,13 +91,6 @@ func (h *handover) inProgress() bool {
 	return h.active
 }
 
-// launcherRefused tells the handover, without waiting, that the launcher
-// Pod was refused.
-func (h *handover) launcherRefused() { notify(h.refused) }
-
-// vmReady tells the handover, without waiting, that the VM is ready.
-func (h *handover) vmReady() { notify(h.ready) }
-
 // notify sends on ch unless a value waits there already.
 func notify(ch chan struct{}) {
 	select {
@@ -111,14 +99,10 @@ func notify(ch chan struct{}) {
 	}
 }
 
-// needsLauncher reports whether the agent has reason to follow its VM's
-// launcher Pod: its Pod still holds the room, or it has not yet compared
-// its reservation with what the launcher Pod asks for.
+// needsLauncher reports whether the agent hands its Pod's room over to
+// its VM's launcher Pod: the Pod still holds it.
 func (a *Agent) needsLauncher() bool {
-	a.handover.mu.Lock()
-	checked := a.handover.checked != ""
-	a.handover.mu.Unlock()
-	return a.holdsRoom() || (a.cfg.heldReservation() != "" && !checked)
+	return a.holdsRoom()
 }
 
 // holdsRoom reports whether the Pod still holds its VM's room.
@@ -137,76 +121,45 @@ func (a *Agent) launcherSelector() string {
 	}.String()
 }
 
-// handOver follows vm's launcher Pod until it is bound: it nominates the
-// launcher Pod to the agent's node, then gives back the room (giveBack),
-// and compares the launcher Pod's size with the Pod's reservation. It
-// lasts until the VM is ready, or handoverGrace after the room was given
-// back. Where it cannot read the VM's VMI or Pods (a Role from before the
-// handover) it gives the room back at once; where it cannot nominate, it
-// gives it back without.
-//
-// It follows the launcher Pod through the VM's VMI, by name (see
-// launcher.go): a watch narrowed to a name is handed only that object's
-// events by the API server's watch cache, where one narrowed by label is
-// handed every Pod event of the namespace: a cost that grows with the
-// square of the agents in a namespace.
+// handOver gives the room back to vm's launcher Pod (see launcher.go):
+// once the VM runs; or once the launcher Pod waits for the room, after it
+// nominated it to the agent's node; or at once where the API server
+// refused the launcher Pod. It compares the size of a launcher Pod it
+// lists with the Pod's reservation. It lasts until the launcher Pod is
+// placed, or handoverGrace after the room was given back. Where it cannot
+// list Pods (a Role from before the handover) it gives the room back at
+// once; where it cannot nominate, it gives it back without.
 func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	defer a.endHandover(ctx, vm)
-	// What an earlier VM's handover left unheard is not this one's.
-	for _, ch := range []chan struct{}{a.handover.ready, a.handover.refused} {
-		select {
-		case <-ch:
-		default:
-		}
-	}
 	fctx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
-	h := &handoverRun{a: a, vm: vm, logger: klog.FromContext(ctx).WithValues("selector", a.launcherSelector()), canNominate: true,
-		looked: map[types.UID]bool{}, backoff: a.cfg.backoff()}
-	f := h.followVMI(fctx)
+	h := &handoverRun{a: a, vm: vm, logger: klog.FromContext(ctx).WithValues("selector", a.launcherSelector()), canNominate: true}
 	if !a.holdsRoom() {
 		h.grace = time.After(a.grace)
 	}
-	following := true
 	for {
-		if following && f.Synced() {
-			bound, err := h.step(ctx, fctx)
+		// The VM as observe last saw it: a change it told of before this
+		// loop began is not lost.
+		if cur := a.latest.Load(); cur != nil && cur.UID == vm.UID {
+			over, err := h.step(ctx, fctx, cur)
 			if err != nil {
 				h.blind(ctx, err, "pods")
 				return
 			}
-			if bound {
-				// Nothing more to hand over. The VM's status says
-				// unschedulable until virt-controller catches up: the
-				// handover lasts until the VM is ready.
-				stopFollowing()
-				following = false
+			if over {
+				return
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-h.grace:
-			if following {
-				h.withdraw(ctx, h.launcher)
-			}
+			h.withdraw(ctx, h.launcher)
 			return
-		case err := <-f.Errors():
-			if following {
-				h.blind(ctx, err, "virtualmachineinstances")
-				return
-			}
 		case err := <-h.pod.errors():
-			if following {
-				h.blind(ctx, err, "pods")
-				return
-			}
-		case <-a.handover.refused:
-			h.release(ctx)
-		case <-a.handover.ready:
+			h.blind(ctx, err, "pods")
 			return
-		case <-h.retry:
-		case <-f.Changed():
+		case <-a.handover.vmChanged:
 		case <-h.pod.changed():
 		}
 	}
@@ -224,26 +177,20 @@ type handoverRun struct {
 	canNominate bool
 	nominations int
 
-	// vmis holds the VM's VMI (followVMI).
-	vmis *kube.Store
-	// looked holds the UIDs of the launcher Pods the handover listed;
-	// listedAt is the VMI's resourceVersion when it last listed them.
-	looked   map[types.UID]bool
-	listedAt string
-	// retry hears when to list again after a failed list, paced by backoff.
-	retry   <-chan time.Time
-	backoff wait.Backoff
+	// listed is set once the handover listed the launcher Pods; bound
+	// once it learnt that the launcher Pod it listed was bound.
+	listed, bound bool
 	// launcher is the newest launcher Pod, the handover's own copy: as
-	// listed, or as its own watch (pod) has it since, with what the VMI
-	// says of its node and the nomination the handover gave it.
+	// listed, or as its own watch (pod) has it since, with the
+	// nomination the handover gave it.
 	launcher *corev1.Pod
 	pod      *podFollow
 }
 
-// blind gives back the room at once, the handover unable to follow the
+// blind gives back the room at once, the handover unable to read the
 // launcher Pod: the Role does not let it read resource.
 func (h *handoverRun) blind(ctx context.Context, err error, resource string) {
-	h.logger.Info("Cannot follow the VM's launcher Pod; giving back the room at once: a Pending Pod may take it first. "+
+	h.logger.Info("Cannot read the VM's launcher Pod; giving back the room at once: a Pending Pod may take it first. "+
 		"Scaffold the workload again for a Role that may list and watch "+resource, "err", err)
 	h.release(ctx)
 }
@@ -281,7 +228,7 @@ func (h *handoverRun) nominate(ctx context.Context, launcher *corev1.Pod) {
 		launcher.Status.NominatedNodeName = h.a.pod.Node
 	case apierrors.IsInvalid(err):
 		// Bound meanwhile: the API server takes no nomination of a bound
-		// Pod, and the VMI tells of the binding.
+		// Pod, and the VM tells once the launcher Pod runs.
 		h.logger.V(1).Info("Launcher Pod bound before its nomination", "pod", klog.KObj(launcher))
 	case kube.Refused(err):
 		h.canNominate = false
@@ -304,7 +251,7 @@ func (h *handoverRun) release(ctx context.Context) {
 // Pod that never preempts keeps its nomination until it is bound, and
 // would keep the room it cannot use from every Pod of its priority.
 func (h *handoverRun) withdraw(ctx context.Context, launcher *corev1.Pod) {
-	if h.nominations == 0 || launcher == nil || launcher.Spec.NodeName != "" || launcher.Status.NominatedNodeName != h.a.pod.Node {
+	if h.nominations == 0 || h.bound || launcher == nil || launcher.Status.NominatedNodeName != h.a.pod.Node {
 		return
 	}
 	err := h.a.pods.nominate(ctx, launcher.Namespace, launcher.Name, "")

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,109 +10,120 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
-// The handover learns of its VM's launcher Pod from the VM's VMI, which it
-// follows by name: virt-controller keeps in the VMI's status.activePods the
-// UID and node of each of the VMI's launcher Pods, and syncs the VMI on
-// every event of its Pods (KubeVirt's setActivePods). A launcher Pod the
-// handover has not seen yet makes it list the launcher Pods once, by label;
-// a node the VMI gives the launcher Pod says it is bound. Only a launcher
-// Pod whose nomination the scheduler may clear (it preempts) is watched
-// itself, by name, to nominate it again. One handover so asks for a WATCH
-// of the VMI, a LIST of the launcher Pods and the nomination, and a WATCH
-// of the launcher Pod where it preempts.
+// The handover reads where the VM's launcher Pod stands from the VM, which
+// the agent watches anyway. virt-controller copies onto the VM its VMI's
+// PodScheduled condition when the scheduler finds no room for the launcher
+// Pod (printableStatus ErrorUnschedulable), the API server's refusal of the
+// launcher Pod, and the VMI's phase once the launcher Pod runs. So a
+// launcher Pod that fits beside the room the agent holds costs the handover
+// nothing but the resize, once the VM runs. One that waits for the room
+// costs a LIST of the VM's launcher Pods, by label, for its name and size,
+// and its nomination. Only a launcher Pod whose nomination the scheduler
+// may clear (it preempts) is also watched, by name, to nominate it again.
+// A watch of the VMI or of the launcher Pods by label would cost more: the
+// API server's watch cache hands a watch narrowed by label every event of
+// the namespace to filter.
 
-// followVMI starts following the VM's VMI by name and returns its Follower.
-// Nothing is decided on the VMI missing: it is awaited, so the first list
-// may come from the API server's cache as it stands.
-func (h *handoverRun) followVMI(ctx context.Context) *kube.Follower {
-	list, watchFn := h.a.vmiOf(h.vm.Namespace, h.vm.Name)
-	f := kube.NewFollower(ctx)
-	h.vmis = h.a.followOn(f, &kubevirtv1.VirtualMachineInstance{}, list, watchFn,
-		kube.FollowOptions{What: "the VM's VMI", FromCache: true})
-	return f
+// launcherState is where the VM's launcher Pod stands, as the VM says.
+type launcherState int
+
+const (
+	// launcherUnknown: not made yet, not yet tried by the scheduler, or
+	// bound and not yet running; the VM does not tell these apart.
+	launcherUnknown launcherState = iota
+	// launcherWaits: the scheduler found no room for it.
+	launcherWaits
+	// launcherRefused: the API server refused it, such as a quota that
+	// counts the room twice.
+	launcherRefused
+	// launcherPlaced: it was bound; the VMI runs, or the launcher Pod
+	// failed on its node.
+	launcherPlaced
+)
+
+// launcherOf says where vm's launcher Pod stands.
+func launcherOf(vm *kubevirtv1.VirtualMachine) launcherState {
+	if vm.Status.Ready {
+		return launcherPlaced
+	}
+	if p, ok := stuck.Of(vm); ok {
+		switch p.Reason {
+		case stuck.ReasonUnschedulable:
+			return launcherWaits
+		case stuck.ReasonLauncherRefused:
+			return launcherRefused
+		case stuck.ReasonImagePull, stuck.ReasonCrashLoop:
+			return launcherPlaced
+		}
+		return launcherUnknown
+	}
+	switch vm.Status.PrintableStatus {
+	case kubevirtv1.VirtualMachineStatusRunning, kubevirtv1.VirtualMachineStatusPaused, kubevirtv1.VirtualMachineStatusMigrating:
+		return launcherPlaced
+	}
+	return launcherUnknown
 }
 
-// step brings the handover's launcher Pod up to date with the VMI and the
-// launcher Pod's own watch, listing the launcher Pods when the VMI names
-// one not seen yet, and looks at it (see look). fctx bounds the launcher
-// Pod's watch. It reports whether the launcher Pod is bound, or the list's
-// refusal.
-func (h *handoverRun) step(ctx, fctx context.Context) (bound bool, err error) {
-	var vmi *kubevirtv1.VirtualMachineInstance
-	if obj, ok, _ := h.vmis.GetByKey(h.vm.Namespace + "/" + h.vm.Name); ok {
-		vmi = obj.(*kubevirtv1.VirtualMachineInstance)
-	}
-	if h.unlooked(vmi) {
-		if err := h.list(ctx, vmi.ResourceVersion); err != nil {
-			return false, err
+// step acts on vm, the VM as the agent last saw it: it gives back the room
+// to a launcher Pod that runs or was refused; it lists the launcher Pods
+// once for one that waits, nominates the newest and gives back the room
+// (look). fctx bounds the launcher Pod's watch. It reports whether the
+// handover is over, or the list's refusal.
+func (h *handoverRun) step(ctx, fctx context.Context, vm *kubevirtv1.VirtualMachine) (over bool, err error) {
+	state := launcherOf(vm)
+	switch state {
+	case launcherPlaced:
+		h.release(ctx)
+		return true, nil
+	case launcherRefused:
+		h.release(ctx)
+		return false, nil
+	case launcherWaits:
+		if !h.listed {
+			if err := h.list(ctx); err != nil {
+				return false, err
+			}
+		}
+		if h.launcher == nil {
+			// The launcher Pod waits for the room all the same.
+			h.release(ctx)
 		}
 	}
-	h.refresh(vmi)
-	if bound = h.look(ctx, h.launcher); !bound && h.launcher != nil && h.mayRenominate() {
+	if obj := h.pod.latest(); obj != nil && h.launcher != nil && obj.UID == h.launcher.UID {
+		h.launcher = obj.DeepCopy()
+	}
+	// virt-controller drops the PodScheduled condition it copied onto the
+	// VM once the launcher Pod is bound: one that waited waits no more.
+	h.bound = h.bound || (h.listed && state != launcherWaits)
+	if h.launcher == nil || h.bound {
+		h.pod.stop()
+		h.pod = nil
+		return false, nil
+	}
+	if h.bound = h.look(ctx, h.launcher); !h.bound && h.mayRenominate() {
 		h.followLauncher(fctx)
 	}
-	return bound, nil
+	return false, nil
 }
 
-// unlooked reports whether vmi names a launcher Pod the handover has not
-// listed, in a version of the VMI it has not listed for: a launcher Pod
-// the list did not return yet is awaited with the VMI's next change.
-func (h *handoverRun) unlooked(vmi *kubevirtv1.VirtualMachineInstance) bool {
-	if vmi == nil || vmi.DeletionTimestamp != nil || vmi.ResourceVersion == h.listedAt {
-		return false
-	}
-	for uid := range vmi.Status.ActivePods {
-		if !h.looked[uid] {
-			return true
-		}
-	}
-	return false
-}
-
-// list lists the VM's launcher Pods, for the VMI at resourceVersion rv, and
-// takes the newest. It returns only a refusal: after another failure it
-// lists again after a backoff step.
-func (h *handoverRun) list(ctx context.Context, rv string) error {
-	h.listedAt = rv
+// list lists the VM's launcher Pods, once, and takes the newest. It
+// returns only a refusal: after another failure, the handover gives back
+// the room without a nomination.
+func (h *handoverRun) list(ctx context.Context) error {
+	h.listed = true
 	pods, err := h.a.pods.podsIn(h.vm.Namespace).List(ctx, metav1.ListOptions{LabelSelector: h.a.launcherSelector()})
 	if kube.Refused(err) {
 		return err
 	}
 	if err != nil {
-		h.logger.Info("Listing the VM's launcher Pods failed", "err", err)
-		h.listedAt = ""
-		h.retry = time.After(h.backoff.Step())
+		h.logger.Info("Listing the VM's launcher Pods failed; giving back the room without a nomination", "err", err)
 		return nil
 	}
-	for _, p := range pods.Items {
-		h.looked[p.UID] = true
-	}
-	newest := newestLauncher(pods.Items, h.vm.Name)
-	if newest == nil {
-		return nil
-	}
-	if h.pod != nil && h.launcher.UID != newest.UID {
-		h.pod.stop()
-		h.pod = nil
-	}
-	h.launcher = newest
+	h.launcher = newestLauncher(pods.Items, h.vm.Name)
 	return nil
-}
-
-// refresh takes into the handover's launcher Pod what its watch has newly
-// seen of it, and the node the VMI says it is bound to.
-func (h *handoverRun) refresh(vmi *kubevirtv1.VirtualMachineInstance) {
-	if h.launcher == nil {
-		return
-	}
-	if obj := h.pod.latest(); obj != nil && obj.UID == h.launcher.UID {
-		h.launcher = obj.DeepCopy()
-	}
-	if vmi != nil && h.launcher.Spec.NodeName == "" {
-		h.launcher.Spec.NodeName = vmi.Status.ActivePods[h.launcher.UID]
-	}
 }
 
 // mayRenominate reports whether the handover would nominate its launcher
@@ -143,18 +153,25 @@ func (h *handoverRun) followLauncher(ctx context.Context) {
 			return pods.Watch(ctx, kube.NameOptions(opts, name))
 		},
 		kube.FollowOptions{Client: h.a.kube, What: "the VM's launcher Pod"})
-	h.pod = &podFollow{f: f, store: store, key: h.launcher.Namespace + "/" + name, stop: stop}
+	h.pod = &podFollow{f: f, store: store, key: h.launcher.Namespace + "/" + name, cancel: stop}
 }
 
 // podFollow is the watch of one launcher Pod, by name; nil is none, whose
 // channels never send.
 type podFollow struct {
-	f     *kube.Follower
-	store *kube.Store
-	key   string
-	stop  context.CancelFunc
+	f      *kube.Follower
+	store  *kube.Store
+	key    string
+	cancel context.CancelFunc
 	// last is the object latest last returned, as the store holds it.
 	last any
+}
+
+// stop stops the watch; nil is none.
+func (p *podFollow) stop() {
+	if p != nil {
+		p.cancel()
+	}
 }
 
 func (p *podFollow) changed() <-chan struct{} {

@@ -82,6 +82,9 @@ type Agent struct {
 	// has looked for a VM made for its Pod before (madeBefore).
 	own    *ownVM
 	looked bool
+	// stateDir is cfg.StateDir, or "" once the agent found no such
+	// directory; recorded is the VM name it holds (record.go).
+	stateDir, recorded string
 }
 
 // New returns an Agent for cfg, which must have passed Validate.
@@ -103,8 +106,8 @@ func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Ag
 		report:  reporter{status: status, metrics: m},
 		metrics: m,
 	}
-	a.handover.refused = make(chan struct{}, 1)
-	a.handover.ready = make(chan struct{}, 1)
+	a.stateDir = cfg.StateDir
+	a.handover.vmChanged = make(chan struct{}, 1)
 	a.grace = handoverGrace
 	a.move = &mover{after: cfg.MoveAfter, giveUp: a.giveUp}
 	return a
@@ -345,9 +348,6 @@ func (a *Agent) observeLocked(ctx context.Context, vm *kubevirtv1.VirtualMachine
 	// the room twice, by design.
 	handingOver := isStuck && a.handover.inProgress() &&
 		(stuckIn.Reason == stuck.ReasonUnschedulable || stuckIn.Reason == stuck.ReasonLauncherRefused)
-	if handingOver && stuckIn.Reason == stuck.ReasonLauncherRefused {
-		a.handover.launcherRefused()
-	}
 	// A Pod whose template holds too little for its VM does not move: its
 	// replacement would hold as little.
 	a.move.notice(ctx, isStuck && !handingOver && !a.reservationStale.Load() &&
@@ -356,7 +356,6 @@ func (a *Agent) observeLocked(ctx context.Context, vm *kubevirtv1.VirtualMachine
 	case ready:
 		a.status.set(true, "")
 		a.metrics.becameReady(time.Now())
-		a.handover.vmReady()
 	case vm.DeletionTimestamp != nil:
 		a.status.set(false, ReadyzVMDeleting)
 	case a.evacuation.Load() != notEvacuated:
@@ -383,6 +382,7 @@ func (a *Agent) observeLocked(ctx context.Context, vm *kubevirtv1.VirtualMachine
 			a.status.set(false, ReasonReservationStale)
 		}
 	}
+	notify(a.handover.vmChanged)
 	if ready != a.wasReady {
 		a.wasReady = ready
 		klog.FromContext(ctx).Info("VM readiness changed", "ready", ready, "status", vm.Status.PrintableStatus)

@@ -14,11 +14,13 @@ import (
 
 // The agent finds its Pod's VM once, by label, and then follows it by name.
 //
-// Its first look lists the VMs labelled for its Pod (derive.PodSelector):
-// a restarted agent container finds the VM it made under whatever name an
-// agent gave it, and recognises it by the Pod it records (judge), never by
-// recomputing its name, so a VM named by an older name rule is still the
-// Pod's. From then on only this agent makes VMs for its Pod.
+// The Pod's record (record.go) names the VM an agent of the Pod made. With
+// no record to trust, the first look lists the VMs labelled for its Pod
+// (derive.PodSelector) instead. Either way a restarted agent container
+// finds the VM it made under whatever name an agent gave it, and
+// recognises it by the Pod it records (judge), never by recomputing its
+// name, so a VM named by an older name rule is still the Pod's. From then
+// on only this agent makes VMs for its Pod.
 //
 // It follows the one VM it holds or is about to make with a watch narrowed
 // to its name (kube.ByName). The API server's watch cache hands a watch

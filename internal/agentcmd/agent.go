@@ -40,6 +40,7 @@ type AgentOptions struct {
 	OwnRequests        string
 	OwnLimits          string
 	MoveAfter          time.Duration
+	StateDir           string
 	Verbosity          int
 	Profile            cmdutil.Profile
 
@@ -138,6 +139,9 @@ once. /metrics on the probe address serves Prometheus metrics.
 	flags.StringVar(&o.OwnLimits, contract.FlagOwnLimits, o.OwnLimits, "The agent container's own limits, as cpu=100m,memory=64Mi, which the resize of --own-requests sets.")
 	flags.DurationVar(&o.MoveAfter, contract.FlagMoveAfter, o.MoveAfter,
 		"How long the VM may stay unschedulable on the Pod's node before the agent evicts its own Pod through the Eviction API, so that the workload's PodDisruptionBudget paces the move and the controller's new Pod is placed where the VM fits. 0 never moves: for a DaemonSet's agent, whose Pod cannot move, and for Pods that do not reserve their VM's size. Needs create on pods/eviction.")
+	flags.StringVar(&o.StateDir, contract.FlagStateDir, o.StateDir,
+		"A directory that lives as long as the Pod, an emptyDir volume, where the agent records the VM it makes, so that a restarted agent container follows that VM by name. "+
+			"Without it, a starting agent lists the VMs labelled for its Pod to find one an earlier container made.")
 	flags.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
 	o.Profile.AddFlags(flags)
 	return cmd
@@ -208,6 +212,7 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 		ProbeAddress:       o.ProbeAddress,
 		DeleteTimeout:      o.DeleteTimeout,
 		MoveAfter:          o.MoveAfter,
+		StateDir:           o.StateDir,
 	}
 	if key, ok := o.LookupEnv(contract.EnvPlacementKey); ok {
 		o.config.PlacementKey = strings.TrimSpace(key)

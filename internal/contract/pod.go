@@ -81,4 +81,13 @@ const (
 	FlagOwnRequests        = "own-requests"
 	FlagOwnLimits          = "own-limits"
 	FlagMoveAfter          = "move-after"
+	FlagStateDir           = "state-dir"
+)
+
+// The agent's state volume: an emptyDir, which lives as long as the Pod
+// and through restarts of its containers, where the agent records the VM
+// it makes (--state-dir).
+const (
+	StateVolume    = "vmctl-state"
+	StateMountPath = "/run/vmctl"
 )

@@ -89,18 +89,16 @@ func all(prepares ...func(testing.TB, roomFleet)) func(testing.TB, roomFleet) {
 	}
 }
 
-// handoverCandidates are the ways measured side by side: (c) give the room
-// back before the launcher Pod exists (a Role that reads neither the VMI,
-// through which the agent learns of the launcher Pod, nor Pods), and move
-// what lost it; (b) hold it
-// until the launcher Pod exists, agents ranked below their launcher Pods;
-// (a) hold it and nominate the launcher Pod, which either preempts (the
-// prototype's class) or never does (the workload's launcher class, what
-// scaffold writes).
+// handoverCandidates are the ways measured side by side: hold the room
+// until the launcher Pod waits for it and give it back without a
+// nomination (a Role that may not patch pods/status), and move what lost
+// it; (b) the same, agents ranked below their launcher Pods; (a) hold it
+// and nominate the launcher Pod, which either preempts (the prototype's
+// class) or never does (the workload's launcher class, what scaffold
+// writes).
 var handoverCandidates = []handoverCandidate{
-	{name: "give back at once", prepare: all(withoutRule("pods"), withoutRule("virtualmachineinstances"), withoutLauncherClass)},
-	{name: "give back at once, move in 10s", prepare: all(withoutRule("pods"), withoutRule("virtualmachineinstances"), withoutLauncherClass), moveAfter: 10 * time.Second},
-	{name: "hold until the launcher Pod exists", prepare: all(withoutRule("pods/status"), withoutLauncherClass)},
+	{name: "hold until the launcher Pod waits", prepare: all(withoutRule("pods/status"), withoutLauncherClass)},
+	{name: "hold until the launcher Pod waits, move in 10s", prepare: all(withoutRule("pods/status"), withoutLauncherClass), moveAfter: 10 * time.Second},
 	{name: "hold, agents below launchers that preempt", prepare: all(withoutRule("pods/status"), withoutLauncherClass, agentsBelowLaunchers)},
 	{name: "hold, agents below launchers that never preempt", prepare: all(withoutRule("pods/status"), agentsBelowLaunchers)},
 	{name: "hold and nominate, launchers preempt", prepare: withoutLauncherClass},

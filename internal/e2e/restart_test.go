@@ -167,10 +167,10 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 		waitWatches(t, fleet)
 		reqs := fleetRequestsSince(t, ns, mark, killed)
 		t.Logf("agent requests on VirtualMachines in the %v after the agent's restart: %s", budgetWindow, reqs)
-		// Adopting costs GET prototype, one list of the Pod's VMs (by
-		// label, so it names no VM), and the watch of its VM by name,
-		// which stays open; nothing more, and nothing from the others.
-		want := []string{"get testvm", "watch ", "watch " + vm.Name}
+		// Adopting costs GET prototype and the watch of the VM its Pod's
+		// record names, by name, which stays open; nothing more, and
+		// nothing from the others.
+		want := []string{"get testvm", "watch " + vm.Name}
 		sort.Strings(want)
 		if diff := cmp.Diff(map[string][]string{pod: want}, reqs.byPod); diff != "" {
 			t.Errorf("requests by Pod (-want +got):\n%s", diff)

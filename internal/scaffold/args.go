@@ -5,7 +5,7 @@ import "github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 // AgentArgs returns the agent's arguments: the prototype, then only the flags
 // whose value differs from the agent's default.
 func (p Params) AgentArgs() []string {
-	args := []string{p.Prototype}
+	args := []string{p.Prototype, "--" + contract.FlagStateDir + "=" + contract.StateMountPath}
 	if p.crossNamespace() {
 		args = append(args, "--"+contract.FlagProtoNamespace+"="+p.protoNamespace())
 	}

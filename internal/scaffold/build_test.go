@@ -267,24 +267,25 @@ func TestRBACGrantsNoPods(t *testing.T) {
 }
 
 func TestAgentArgs(t *testing.T) {
+	const stateDir = "--state-dir=/run/vmctl"
 	tests := []struct {
 		name   string
 		change func(*Params)
 		want   []string
 	}{
-		{name: "defaults add no flags", change: func(*Params) {}, want: []string{"testvm"}},
-		{name: "same proto namespace", change: func(p *Params) { p.ProtoNamespace = "vms" }, want: []string{"testvm"}},
-		{name: "proto namespace", change: func(p *Params) { p.ProtoNamespace = "protos" }, want: []string{"testvm", "--proto-namespace=protos"}},
-		{name: "shared volumes", change: func(p *Params) { p.AllowSharedVolumes = true }, want: []string{"testvm", "--allow-shared-volumes"}},
-		{name: "longer grace", change: func(p *Params) { p.GracePeriodSeconds = 300 }, want: []string{"testvm", "--delete-timeout=4m50s"}},
-		{name: "shortest grace", change: func(p *Params) { p.GracePeriodSeconds = 15 }, want: []string{"testvm", "--delete-timeout=5s"}},
+		{name: "defaults add only the state directory", change: func(*Params) {}, want: []string{"testvm", stateDir}},
+		{name: "same proto namespace", change: func(p *Params) { p.ProtoNamespace = "vms" }, want: []string{"testvm", stateDir}},
+		{name: "proto namespace", change: func(p *Params) { p.ProtoNamespace = "protos" }, want: []string{"testvm", stateDir, "--proto-namespace=protos"}},
+		{name: "shared volumes", change: func(p *Params) { p.AllowSharedVolumes = true }, want: []string{"testvm", stateDir, "--allow-shared-volumes"}},
+		{name: "longer grace", change: func(p *Params) { p.GracePeriodSeconds = 300 }, want: []string{"testvm", stateDir, "--delete-timeout=4m50s"}},
+		{name: "shortest grace", change: func(p *Params) { p.GracePeriodSeconds = 15 }, want: []string{"testvm", stateDir, "--delete-timeout=5s"}},
 		{name: "everything", change: func(p *Params) {
 			p.ProtoNamespace = "protos"
 			p.AllowSharedVolumes = true
 			p.GracePeriodSeconds = 60
-		}, want: []string{"testvm", "--proto-namespace=protos", "--allow-shared-volumes", "--delete-timeout=50s"}},
+		}, want: []string{"testvm", stateDir, "--proto-namespace=protos", "--allow-shared-volumes", "--delete-timeout=50s"}},
 		{name: "a statefulset names its VMs' subdomain", change: func(p *Params) { p.Kind = KindStatefulSet; p.Name = "web" },
-			want: []string{"testvm", "--subdomain=web"}},
+			want: []string{"testvm", stateDir, "--subdomain=web"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -460,10 +461,18 @@ func checkPodTemplate(t *testing.T, kind string, tmpl corev1.PodTemplateSpec) {
 		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("%s: pod securityContext = %+v, want runAsNonRoot, uid 65532, RuntimeDefault seccomp", kind, psc)
 	}
-	if len(spec.Containers) != 1 || len(spec.Volumes) != 0 {
-		t.Fatalf("%s: %d containers and %d volumes, want 1 and none", kind, len(spec.Containers), len(spec.Volumes))
+	if len(spec.Containers) != 1 || len(spec.Volumes) != 1 {
+		t.Fatalf("%s: %d containers and %d volumes, want 1 and the state volume", kind, len(spec.Containers), len(spec.Volumes))
+	}
+	// The agent's record of its VM lives as long as the Pod, under a
+	// read-only root.
+	if v := spec.Volumes[0]; v.Name != "vmctl-state" || v.EmptyDir == nil {
+		t.Errorf("%s: volume %+v, want the emptyDir vmctl-state", kind, v)
 	}
 	c := spec.Containers[0]
+	if diff := cmp.Diff([]corev1.VolumeMount{{Name: "vmctl-state", MountPath: "/run/vmctl"}}, c.VolumeMounts); diff != "" {
+		t.Errorf("%s: volume mounts (-want +got):\n%s", kind, diff)
+	}
 	if c.Name != "agent" || c.Image != "example.com/vmctl:test" {
 		t.Errorf("%s: container %q image %q, want agent, example.com/vmctl:test", kind, c.Name, c.Image)
 	}

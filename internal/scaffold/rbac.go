@@ -38,10 +38,8 @@ func PrototypeRule(prototype string) rbacv1.PolicyRule {
 // VMRules let the agent create, follow and delete its derived VM and record
 // events. It learns its own Pod from the downward API; only an agent that
 // holds its VM's room reads Pods (PodRules).
-// An agent that holds its VM's room (Reserves) follows its VMI while it
-// hands the room over: the VMI names the launcher Pods. One that stops its
-// VM for a drain (a DaemonSet's, see StopsOnEvacuation) watches its VMI
-// too, and deletes it.
+// One that stops its VM for a drain (a DaemonSet's, see
+// StopsOnEvacuation) watches its VMI, and deletes it.
 func (p Params) VMRules() []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{
 		{
@@ -57,15 +55,11 @@ func (p Params) VMRules() []rbacv1.PolicyRule {
 			Verbs:     []string{"create", "patch"},
 		},
 	}
-	vmiVerbs := []string{"get", "list", "watch"}
 	if p.StopsOnEvacuation() {
-		vmiVerbs = append(vmiVerbs, "delete")
-	}
-	if p.StopsOnEvacuation() || p.Reserves() {
 		rules = append(rules, rbacv1.PolicyRule{
 			APIGroups: []string{kubevirtGroup},
 			Resources: []string{virtualMachineInstances},
-			Verbs:     vmiVerbs,
+			Verbs:     []string{"get", "list", "watch", "delete"},
 		})
 	}
 	return append(rules, p.PodRules()...)

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -104,7 +105,7 @@ func (p Params) agentTemplate() corev1.PodTemplateSpec {
 		Spec: corev1.PodSpec{
 			ServiceAccountName: p.Name,
 			// The agent talks to the API server with the projected ServiceAccount
-			// token; it is the only volume the Pod mounts.
+			// token.
 			AutomountServiceAccountToken:  ptr.To(true),
 			TerminationGracePeriodSeconds: ptr.To(p.GracePeriodSeconds),
 			SecurityContext: &corev1.PodSecurityContext{
@@ -129,7 +130,13 @@ func (p Params) agentTemplate() corev1.PodTemplateSpec {
 					ReadOnlyRootFilesystem:   ptr.To(true),
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 				},
+				VolumeMounts: []corev1.VolumeMount{{Name: contract.StateVolume, MountPath: contract.StateMountPath}},
 			}},
+			// Where the agent records the VM it makes: a restarted agent
+			// container reads it there, under a read-only root.
+			Volumes: []corev1.Volume{{Name: contract.StateVolume, VolumeSource: corev1.VolumeSource{
+				EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("1Mi"))},
+			}}},
 		},
 	}
 }

@@ -53,7 +53,8 @@ type KubeletOptions struct {
 // the Pod's status (Running, readiness from the agent's /readyz, restarts) and
 // handles deletion the kubelet's way: SIGTERM, wait for the process to exit
 // (SIGKILL after the grace period), then remove the Pod. Only the Pod's first
-// container runs; probes other than readiness, volumes and security
+// container runs; its emptyDir volumes are directories the arguments point
+// to (emptyDirs); probes other than readiness, other volumes and security
 // contexts are ignored. Resources are reported in the status as running,
 // and a resize is actuated at once.
 type Kubelet struct {

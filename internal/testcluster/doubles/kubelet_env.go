@@ -3,6 +3,8 @@ package doubles
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -174,4 +176,51 @@ func resourceFieldValue(c *corev1.Container, ref *corev1.ResourceFieldSelector) 
 		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
 	}
 	return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+}
+
+// emptyDirs makes, under podDir, a directory for each emptyDir volume that
+// c mounts, one set per Pod UID, and returns them by mount path. The
+// double runs the agent as a host process, with no mount namespace of its
+// own: what the container would find at a mount path, the process finds in
+// that directory, and mountedArgs points its arguments there. Like an
+// emptyDir, the directories outlive restarts of the process, not the Pod.
+func emptyDirs(pod *corev1.Pod, c *corev1.Container, podDir string) (map[string]string, error) {
+	empty := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		empty[v.Name] = v.EmptyDir != nil
+	}
+	dirs := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		if !empty[m.Name] {
+			continue
+		}
+		dir := filepath.Join(podDir, "volumes", string(pod.UID), m.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		dirs[m.MountPath] = dir
+	}
+	return dirs, nil
+}
+
+// mountedArgs returns args with each value that is a mount path of dirs,
+// or a path below one (as --flag=PATH or PATH), pointing into its
+// directory instead.
+func mountedArgs(args []string, dirs map[string]string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		prefix, value, ok := strings.Cut(a, "=")
+		if !ok {
+			prefix, value = "", a
+		} else {
+			prefix += "="
+		}
+		for path, dir := range dirs {
+			if value == path || strings.HasPrefix(value, path+"/") {
+				value = dir + strings.TrimPrefix(value, path)
+			}
+		}
+		out[i] = prefix + value
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package doubles
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -180,5 +182,35 @@ func TestAgentArgs(t *testing.T) {
 				t.Errorf("agentArgs() (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestEmptyDirs: each emptyDir the container mounts is a directory of the
+// Pod's UID, which the arguments that name its mount path point to; other
+// volumes and other arguments are left as they are.
+func TestEmptyDirs(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		{Name: "state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+	}}}
+	c := &corev1.Container{VolumeMounts: []corev1.VolumeMount{
+		{Name: "state", MountPath: "/run/vmctl"}, {Name: "config", MountPath: "/etc/config"},
+	}}
+	podDir := t.TempDir()
+	dirs, err := emptyDirs(pod, c, podDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(podDir, "volumes", "uid-1", "state")
+	if diff := cmp.Diff(map[string]string{"/run/vmctl": state}, dirs); diff != "" {
+		t.Errorf("emptyDirs() (-want +got):\n%s", diff)
+	}
+	if fi, err := os.Stat(state); err != nil || !fi.IsDir() {
+		t.Errorf("%s is not a directory: %v", state, err)
+	}
+	got := mountedArgs([]string{"agent", "--state-dir=/run/vmctl", "/run/vmctl/x", "--other=/run/vmctl2", "--config=/etc/config"}, dirs)
+	want := []string{"agent", "--state-dir=" + state, state + "/x", "--other=/run/vmctl2", "--config=/etc/config"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mountedArgs() (-want +got):\n%s", diff)
 	}
 }

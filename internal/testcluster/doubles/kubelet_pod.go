@@ -214,9 +214,17 @@ func (w *podWorker) runAgent() {
 		return
 	}
 
+	dirs, err := emptyDirs(w.pod, c, w.dir)
+	if err != nil {
+		w.log.Info("cannot make the Pod's emptyDir volumes", "err", err)
+		w.setWaiting("CreateContainerError", err.Error())
+		w.pause(time.Duration(1<<63 - 1))
+		return
+	}
+
 	failures := 0
 	for {
-		p, probe, err := w.start(c, env, kubeconfig)
+		p, probe, err := w.start(c, env, dirs, kubeconfig)
 		if err != nil {
 			w.log.Info("cannot start the agent", "err", err)
 			w.setWaiting("RunContainerError", err.Error())
@@ -241,13 +249,13 @@ func (w *podWorker) runAgent() {
 }
 
 // start runs the agent binary once for container c.
-func (w *podWorker) start(c *corev1.Container, env []string, kubeconfig string) (*agentProcess, readinessProbe, error) {
+func (w *podWorker) start(c *corev1.Container, env []string, dirs map[string]string, kubeconfig string) (*agentProcess, readinessProbe, error) {
 	ports, err := testcluster.FreePorts(1)
 	if err != nil {
 		return nil, readinessProbe{}, err
 	}
 	probeAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	args := append(agentArgs(c, env),
+	args := append(mountedArgs(agentArgs(c, env), dirs),
 		"--hostname-override="+w.pod.Name,
 		"--kubeconfig="+kubeconfig,
 		"--probe-address="+probeAddr,
