@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
@@ -71,6 +72,8 @@ type fakeAPI struct {
 
 	// seen gets every request as it arrives, for tests that wait on one.
 	seen chan string
+	// timeouts holds the timeoutSeconds of every VM watch, in order.
+	timeouts []int64
 }
 
 func newFakeAPI(t *testing.T, vms ...*kubevirtv1.VirtualMachine) *fakeAPI {
@@ -202,6 +205,7 @@ func (f *fakeAPI) watch(_ context.Context, _ string, sel kube.Selector, opts met
 	if err := f.record(req); err != nil {
 		return nil, err
 	}
+	f.timeouts = append(f.timeouts, ptr.Deref(opts.TimeoutSeconds, 0))
 	w := &fakeWatch{name: what, matches: matches, ch: make(chan watch.Event, 1000), bookmarks: opts.AllowWatchBookmarks}
 	rv, _ := strconv.ParseInt(opts.ResourceVersion, 10, 64)
 	switch {

@@ -94,13 +94,21 @@ func (a *Agent) followSet(ctx context.Context, expected runtime.Object,
 	return f, a.followOn(f, expected, list, watchFn, kube.FollowOptions{})
 }
 
+// watchTimeout is how long an agent's watch lasts at least before its
+// Reflector opens the next one (up to twice as long): what the API server
+// gives a watch that names no timeout (its --min-request-timeout), not
+// client-go's 5 minutes. An agent keeps one watch for its Pod's life, and a
+// thousand agents each opened a second within a ten-minute ramp.
+const watchTimeout = 30 * time.Minute
+
 // followOn has f follow what list and watchFn serve, as followSet does, with
-// opts but for their Backoff, which is the agent's.
+// opts but for their Backoff, which is the agent's, and their
+// MinWatchTimeout, watchTimeout.
 func (a *Agent) followOn(f *kube.Follower, expected runtime.Object,
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), opts kube.FollowOptions) *kube.Store {
 	b := watchBackoff(a.cfg.backoff())
-	opts.Backoff = &b
+	opts.Backoff, opts.MinWatchTimeout = &b, watchTimeout
 	return f.Follow(listWatch(b, a.metrics.watchRestarts.Inc, list, watchFn), expected, opts)
 }
 

@@ -553,3 +553,34 @@ func TestHandOverWithdrawsAnUnusedNomination(t *testing.T) {
 		t.Errorf("launcher Pod still nominated to %q", got)
 	}
 }
+
+// TestLauncherOf: where the VM's launcher Pod stands, as virt-controller
+// writes it onto the VM.
+func TestLauncherOf(t *testing.T) {
+	unschedulable := []kubevirtv1.VirtualMachineCondition{{Type: "PodScheduled", Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available"}}
+	refused := []kubevirtv1.VirtualMachineCondition{{
+		Type: kubevirtv1.VirtualMachineConditionType(kubevirtv1.VirtualMachineInstanceSynchronized), Status: corev1.ConditionFalse,
+		Reason: "FailedCreate", Message: "failed to create virtual machine pod: exceeded quota",
+	}}
+	for _, tt := range []struct {
+		name   string
+		status kubevirtv1.VirtualMachineStatus
+		want   launcherState
+	}{
+		{name: "no status yet", want: launcherUnknown},
+		{name: "starting: not tried, or bound and not running", status: kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStarting}, want: launcherUnknown},
+		{name: "no room", status: kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusUnschedulable, Conditions: unschedulable}, want: launcherWaits},
+		{name: "refused", status: kubevirtv1.VirtualMachineStatus{Conditions: refused}, want: launcherRefused},
+		{name: "running", status: kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusRunning}, want: launcherPlaced},
+		{name: "ready", status: kubevirtv1.VirtualMachineStatus{Ready: true}, want: launcherPlaced},
+		{name: "image pull on its node", status: kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusErrImagePull}, want: launcherPlaced},
+		{name: "a missing PVC: no launcher Pod", status: kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusPvcNotFound}, want: launcherUnknown},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vm := &kubevirtv1.VirtualMachine{Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways)}, Status: tt.status}
+			if got := launcherOf(vm); got != tt.want {
+				t.Errorf("launcherOf() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

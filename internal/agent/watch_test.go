@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -301,5 +302,26 @@ func TestWatchNotFoundIsRetried(t *testing.T) {
 	}
 	if got := h.api.object(testVM); got.UID != vm.UID {
 		t.Errorf("VM UID %s, want %s: no VM replaced", got.UID, vm.UID)
+	}
+}
+
+// TestWatchLastsAsTheAPIServerWouldHaveIt: the agent's watch of its VM,
+// kept for the Pod's life, asks to last 30 to 60 minutes, as the API
+// server gives a watch that names no timeout, not client-go's 5 to 10: a
+// thousand agents would otherwise each open a second within a ramp.
+func TestWatchLastsAsTheAPIServerWouldHaveIt(t *testing.T) {
+	h := newHarness(t, testConfig(), []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	h.start()
+	h.watchFollowed()
+	h.api.mu.Lock()
+	timeouts := slices.Clone(h.api.timeouts)
+	h.api.mu.Unlock()
+	if len(timeouts) == 0 {
+		t.Fatal("no watch")
+	}
+	for _, s := range timeouts {
+		if d := time.Duration(s) * time.Second; d < watchTimeout || d > 2*watchTimeout {
+			t.Errorf("a watch asked to last %v, want %v to %v", d, watchTimeout, 2*watchTimeout)
+		}
 	}
 }

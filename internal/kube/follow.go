@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -98,6 +99,10 @@ type FollowOptions struct {
 	// list is in an error (see Follower.Errors), as a one-off LIST would
 	// fail, rather than something the Reflector retries.
 	FailUntilSynced bool
+	// MinWatchTimeout, when longer than client-go's 5 minutes, is how
+	// long the Reflector's watches last at least (up to twice as long, at
+	// random) before it opens the next one.
+	MinWatchTimeout time.Duration
 	// FromCache lets the set's first list come from the API server's watch
 	// cache as it stands, however far behind etcd: for a caller that acts
 	// on what arrives and never on what is missing. Otherwise the first
@@ -231,6 +236,7 @@ func (f *Follower) Follow(lw *cache.ListWatch, obj runtime.Object, opts FollowOp
 		Name:            "vmctl",
 		TypeDescription: opts.What,
 		Backoff:         opts.Backoff,
+		MinWatchTimeout: opts.MinWatchTimeout,
 	})
 	f.mu.Lock()
 	f.sets = append(f.sets, s)
