@@ -46,12 +46,14 @@ func BenchmarkAgentLifecycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	vmName := derive.Name("testvm", pod.Name)
+	// What the Pod's emptyDir would be: it outlives every run.
+	stateDir := b.TempDir()
 	var started, stopped []time.Duration
 	var rssAnon, rss, scrapedAnon []int
 	for range b.N {
 		for i := range runs {
 			w := watchVM(b, ns, vmName)
-			cmd, logPath, closeLog := agentCmd(b, e.cluster.Kubeconfig, ns, pod)
+			cmd, logPath, closeLog := agentCmd(b, e.cluster.Kubeconfig, ns, pod, stateDir)
 			t0 := time.Now()
 			if err := cmd.Start(); err != nil {
 				b.Fatal(err)
@@ -82,7 +84,7 @@ func BenchmarkAgentLifecycle(b *testing.B) {
 			closeLog()
 		}
 	}
-	toReady, lifetime := agentRequests(b, ns, pod, vmName)
+	toReady, lifetime := agentRequests(b, ns, pod, vmName, stateDir)
 	b.ReportMetric(float64(lifetime), "requests/lifetime")
 	fmt.Printf("agent: API requests to a ready VM %v; whole lifetime %d\n", toReady, lifetime)
 	report(b, "start→created", started)
@@ -191,14 +193,14 @@ func report(b *testing.B, name string, d []time.Duration) {
 
 // agentRequests runs one more agent through a counting proxy and returns the
 // requests it made until its VM was ready, and over its whole lifetime.
-func agentRequests(b *testing.B, ns string, pod *corev1.Pod, vmName string) (map[string]int, int) {
+func agentRequests(b *testing.B, ns string, pod *corev1.Pod, vmName, stateDir string) (map[string]int, int) {
 	b.Helper()
 	srv, counts := countingProxy(b)
 	kubeconfig := filepath.Join(b.TempDir(), "proxy.kubeconfig")
 	writeProxyKubeconfig(b, kubeconfig, srv.URL, ns)
 	w := watchVM(b, ns, vmName)
 	defer w.Stop()
-	cmd, logPath, closeLog := agentCmd(b, kubeconfig, ns, pod)
+	cmd, logPath, closeLog := agentCmd(b, kubeconfig, ns, pod, stateDir)
 	defer closeLog()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -227,9 +229,10 @@ func watchVM(b *testing.B, ns, name string) watch.Interface {
 }
 
 // agentCmd is the agent binary for prototype testvm outside a Pod, acting
-// for pod, talking to the API server of kubeconfig, not yet started, with its
-// output going to the returned log path; closeLog closes that file.
-func agentCmd(b *testing.B, kubeconfig, ns string, pod *corev1.Pod) (cmd *exec.Cmd, logPath string, closeLog func()) {
+// for pod, with the state directory stateDir, talking to the API server of
+// kubeconfig, not yet started, with its output going to the returned log
+// path; closeLog closes that file.
+func agentCmd(b *testing.B, kubeconfig, ns string, pod *corev1.Pod, stateDir string) (cmd *exec.Cmd, logPath string, closeLog func()) {
 	b.Helper()
 	logPath = filepath.Join(b.TempDir(), "agent.log")
 	logFile, err := os.Create(logPath)
@@ -237,7 +240,7 @@ func agentCmd(b *testing.B, kubeconfig, ns string, pod *corev1.Pod) (cmd *exec.C
 		b.Fatal(err)
 	}
 	cmd = exec.Command(e.binary, "agent", "testvm", "--hostname-override", pod.Name,
-		"--kubeconfig", kubeconfig, "-n", ns, "--probe-address", "127.0.0.1:0")
+		"--kubeconfig", kubeconfig, "-n", ns, "--probe-address", "127.0.0.1:0", "--state-dir", stateDir)
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns, "POD_UID="+string(pod.UID), "NODE_NAME="+pod.Spec.NodeName)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	return cmd, logPath, func() { _ = logFile.Close() }
