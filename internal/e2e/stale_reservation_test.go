@@ -49,10 +49,14 @@ func staleProblems(t *testing.T, ns string) map[string]string {
 // TestRolloutUndoLeavesAStaleReservation: the prototype grows, `vmctl
 // rollout restart` rolls the new size out, then `kubectl rollout undo`
 // brings back the old template, whose Pods reserve the old size while
-// their agents make VMs of the new one. Every signal says so: each agent's
-// ReservationStale Event (both sizes and the fix) and its /readyz warning,
-// status's PROBLEM, and `vmctl diff`, which exits 1 with the template's
-// reservation against the prototype's. `vmctl rollout restart` clears them.
+// their agents make VMs of the new one. status's PROBLEM says so for each
+// Pod, and `vmctl diff`, which exits 1 with the template's reservation
+// against the prototype's, for the workload. The agents, whose launcher
+// Pods fit, read no launcher Pod and say nothing: a warning that holds
+// for the whole template is not said by every agent (the agent's own
+// ReservationStale, where the launcher Pod waits for the room, is
+// TestTooSmallReservationDoesNotMove's). `vmctl rollout restart` clears
+// them.
 func TestRolloutUndoLeavesAStaleReservation(t *testing.T) {
 	ns := namespace(t)
 	createPrototype(t, ns, "testvm.yaml")
@@ -74,15 +78,6 @@ func TestRolloutUndoLeavesAStaleReservation(t *testing.T) {
 		t.Fatalf("after the undo the template reserves %s, want %s", got, small)
 	}
 	pairs := waitPaired(t, ns, "testvm", 2, settle)
-	for pod := range pairs {
-		waitPodWarningEvent(t, ns, pod, "the agent's "+agent.ReasonReservationStale+" Event", func(msg string) bool {
-			return strings.Contains(msg, "holds "+small) && strings.Contains(msg, "asks for "+big) &&
-				strings.Contains(msg, "kubectl vmctl rollout restart testvm -n "+ns)
-		})
-		if r := agentReadyz(t, ns, pod); r.code != 200 || r.body != "ok\nwarning: "+agent.ReasonReservationStale+"\n" {
-			t.Errorf("agent %s /readyz: %d %q, want 200 with a %s warning", pod, r.code, r.body, agent.ReasonReservationStale)
-		}
-	}
 	want := fmt.Sprintf("Pod reserves %s, its VM needs %s", small, big)
 	eventually(t, settle, "status to show the stale reservation of both Pods", func(context.Context) (bool, string, error) {
 		got := staleProblems(t, ns)
