@@ -74,7 +74,7 @@ func Docs() []Doc {
 			"the prototype, its instancetype or KubeVirt's configuration changed since the template was written, " +
 			"or the template was rolled back (`kubectl rollout undo`). The scheduler places the agents by the old size, so VMs may not fit where they land, " +
 			"and such a VM does not move (its replacement would hold as little). `kubectl vmctl rollout restart PROTOTYPE` writes the new size; " +
-			"`kubectl vmctl diff` lists the workloads; the Pod's `ReservationStale` Event says more ([sizes](docs/reservation.md#when-the-size-changes))",
+			"`kubectl vmctl diff` lists the workloads; where a VM does not fit, its Pod's `ReservationStale` Event says more ([sizes](docs/reservation.md#when-the-size-changes))",
 	}, {
 		Problem: ProblemProtoMissing,
 		Short:   "the VM's prototype no longer exists",
