@@ -48,10 +48,12 @@ type Spec struct {
 	Labels map[string]string
 }
 
-// File is a data file in the image.
+// File is a data file in the image, owned by UID:GID (KubeVirt wants its
+// containerDisk and kernel-boot files owned by its qemu user, 107).
 type File struct {
-	Path    string
-	Content []byte
+	Path     string
+	Content  []byte
+	UID, GID int
 }
 
 // Build makes the image: an empty base, one layer with the binary (mode 0755,
@@ -69,7 +71,7 @@ func Build(s Spec) (v1.Image, error) {
 		return nil, errors.New("an image needs a binary, or data files only (no links then)")
 	}
 	for _, f := range s.Files {
-		entries = append(entries, layerEntry{path: f.Path, content: f.Content, mode: 0o644})
+		entries = append(entries, layerEntry{path: f.Path, content: f.Content, mode: 0o644, uid: f.UID, gid: f.GID})
 	}
 	seen := map[string]bool{}
 	for _, e := range entries {
@@ -124,13 +126,14 @@ func Build(s Spec) (v1.Image, error) {
 	return img, nil
 }
 
-// layerEntry is a file in the layer: content with mode, or a hard link to
-// another entry's path (with that entry's mode).
+// layerEntry is a file in the layer: content with mode and owner, or a hard
+// link to another entry's path (with that entry's mode).
 type layerEntry struct {
-	path    string
-	content []byte
-	mode    int64
-	link    string
+	path     string
+	content  []byte
+	mode     int64
+	link     string
+	uid, gid int
 }
 
 // layerTar is the layer's uncompressed tar: the entries' parent directories
@@ -154,7 +157,7 @@ func layerTar(entries []layerEntry, mtime time.Time) []byte {
 			_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeLink, Name: name, Linkname: strings.TrimPrefix(e.link, "/"), Mode: e.mode, ModTime: mtime, Format: tar.FormatPAX})
 			continue
 		}
-		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: e.mode, Size: int64(len(e.content)), ModTime: mtime, Format: tar.FormatPAX})
+		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: e.mode, Uid: e.uid, Gid: e.gid, Size: int64(len(e.content)), ModTime: mtime, Format: tar.FormatPAX})
 		_, _ = tw.Write(e.content)
 	}
 	_ = tw.Close()
@@ -175,6 +178,17 @@ func checkUser(u string) error {
 		}
 	}
 	return nil
+}
+
+// parseOwner reads a file's owner, uid:gid, both numeric.
+func parseOwner(s string) (uid, gid int, err error) {
+	u, g, ok := strings.Cut(s, ":")
+	uid64, uerr := strconv.ParseUint(u, 10, 31)
+	gid64, gerr := strconv.ParseUint(g, 10, 31)
+	if !ok || uerr != nil || gerr != nil {
+		return 0, 0, fmt.Errorf("file owner %q must be a numeric uid:gid, e.g. 107:107", s)
+	}
+	return int(uid64), int(gid64), nil
 }
 
 // parsePlatform reads os/arch[/variant].
@@ -215,6 +229,7 @@ func runBuild(args []string) error {
 	fs.Var(&labels, "label", "a config label key=value (repeatable)")
 	fs.Var(&links, "link", "another path of the binary in the image, a hard link, for a multi-call program (repeatable)")
 	fs.Var(&files, "file", "a data file to add, SOURCE=PATH-IN-IMAGE, mode 0644 (repeatable)")
+	fileOwner := fs.String("file-owner", "0:0", "the owner of the -file files, numeric uid:gid, e.g. 107:107 for KubeVirt's qemu user")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -237,6 +252,10 @@ func runBuild(args []string) error {
 			*inImage = "/" + filepath.Base(*binary)
 		}
 	}
+	uid, gid, err := parseOwner(*fileOwner)
+	if err != nil {
+		return err
+	}
 	var data []File
 	for _, f := range files {
 		src, dst, ok := strings.Cut(f, "=")
@@ -247,7 +266,7 @@ func runBuild(args []string) error {
 		if err != nil {
 			return err
 		}
-		data = append(data, File{Path: dst, Content: b})
+		data = append(data, File{Path: dst, Content: b, UID: uid, GID: gid})
 	}
 	t, err := parseCreated(*created)
 	if err != nil {

@@ -273,6 +273,52 @@ func TestBuildDataFilesOnly(t *testing.T) {
 	}
 }
 
+// TestBuildFileOwner holds -file-owner to the owner of the data files (and
+// only theirs: the parent directories stay root's), and the default to root.
+func TestBuildFileOwner(t *testing.T) {
+	kernel := filepath.Join(t.TempDir(), "vmlinuz")
+	if err := os.WriteFile(kernel, []byte("a kernel"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"boot/ 0:0", "boot/vmlinuz 0:0"}},
+		{[]string{"-file-owner", "107:107"}, []string{"boot/ 0:0", "boot/vmlinuz 107:107"}},
+	} {
+		out := filepath.Join(t.TempDir(), "kernel.tar")
+		args := append([]string{"-file", kernel + "=/boot/vmlinuz", "-platform", "linux/amd64", "-tag", tag, "-out", out}, tc.args...)
+		if err := runBuild(args); err != nil {
+			t.Fatal(err)
+		}
+		layers, err := loadTagged(t, out, tag).Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := layers[0].Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%s %d:%d", h.Name, h.Uid, h.Gid))
+		}
+		_ = rc.Close()
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("image build %s: owners %q, want %q", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+}
+
 func TestBuildRefuses(t *testing.T) {
 	dynamic := "/bin/true" // dynamically linked on any Linux with a libc
 	for _, tc := range []struct {
@@ -289,6 +335,8 @@ func TestBuildRefuses(t *testing.T) {
 		{"link twice", []string{"-link", "/vmctl-agent"}, "given twice"},
 		{"relative link", []string{"-link", "usr/bin/cp"}, "clean absolute file path"},
 		{"file without path", []string{"-file", "disk.img"}, "want SOURCE=PATH-IN-IMAGE"},
+		{"file owner by name", []string{"-file-owner", "qemu"}, "numeric uid:gid"},
+		{"file owner without gid", []string{"-file-owner", "107"}, "numeric uid:gid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "dynamic binary" {

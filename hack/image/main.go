@@ -5,7 +5,8 @@
 // release pushes it, and the test harness builds its own images the same way:
 // the node's pause image, and its stand-ins for KubeVirt's launcher image (one
 // multi-call binary under several names, -link) and containerDisk image (a
-// data file only, -file).
+// data file only, -file), and the kernel-boot image of its guest (-file, the
+// files owned by KubeVirt's qemu user with -file-owner).
 //
 //	image build -binary dist/linux_amd64/vmctl-agent -platform linux/amd64 \
 //	    -tag ghcr.io/kubectl-vmctl/kubectl-vmctl:v1.2.3 -out agent.tar
