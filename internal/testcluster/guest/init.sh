@@ -1,0 +1,41 @@
+#!/bin/sh
+# /init of the guest's initramfs, run by the kernel as PID 1. It brings up the
+# one NIC with DHCP (udhcpc.sh applies the lease, hostname included), serves
+# the hostname over HTTP on :80, powers off on the ACPI power button (power.sh)
+# and tells the serial console when it is up. It must never exit: the kernel
+# panics when PID 1 does.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+
+say() { echo "vmctl-guest: $*" >/dev/console; }
+
+# Modules in dependency order, one file name a line.
+while read -r m; do
+	insmod "/lib/modules/$m" || say "cannot load $m"
+done </etc/modules
+
+# The button's /dev/input/event* exist now; acpid opens them at start. Its
+# log (the events it acts on) goes to the console: there is no /var/log.
+acpid -c /etc/acpi -l /dev/console
+
+ip link set lo up
+nic=
+for d in /sys/class/net/*; do
+	[ "${d##*/}" = lo ] || { nic=${d##*/}; break; }
+done
+if [ -z "$nic" ]; then
+	say "no network interface: is the VM's NIC virtio?"
+else
+	# Returns once bound, and goes on renewing in the background.
+	udhcpc -i "$nic" -s /etc/udhcpc.sh -t 5 -T 2 -A 2
+	httpd -h /www -p 80
+	addr=$(ip -4 -o addr show dev "$nic" | awk '{print $4}')
+	say "$(hostname) up at $addr, serving http on :80"
+fi
+
+while :; do
+	sleep 3600
+done
