@@ -88,6 +88,17 @@ type Command struct {
 // -modfile and -tags for a tools module that builds against more than one
 // go.mod.
 func BuildCommands(ctx context.Context, toolsDir, binDir string, cmds []Command, ldflags string, flags ...string) error {
+	return buildCommands(ctx, false, toolsDir, binDir, cmds, ldflags, flags...)
+}
+
+// BuildCgoCommands is BuildCommands with cgo: for commands that link C
+// libraries, such as KubeVirt's virt-launcher (libvirt), built against the
+// machine's headers and libraries.
+func BuildCgoCommands(ctx context.Context, toolsDir, binDir string, cmds []Command, ldflags string, flags ...string) error {
+	return buildCommands(ctx, true, toolsDir, binDir, cmds, ldflags, flags...)
+}
+
+func buildCommands(ctx context.Context, cgo bool, toolsDir, binDir string, cmds []Command, ldflags string, flags ...string) error {
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return fmt.Errorf("create the build directory: %w", err)
 	}
@@ -98,6 +109,9 @@ func BuildCommands(ctx context.Context, toolsDir, binDir string, cmds []Command,
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = toolsDir
 	cmd.Env = append(toolsEnv(), "CGO_ENABLED=0")
+	if cgo {
+		cmd.Env[len(cmd.Env)-1] = "CGO_ENABLED=1"
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("build %s: %w", strings.Join(names(cmds), ", "), ctx.Err())
