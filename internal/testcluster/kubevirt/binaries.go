@@ -100,6 +100,8 @@ type Binaries struct {
 	// Webhooks holds virt-api's ValidatingWebhookConfiguration and
 	// MutatingWebhookConfiguration, pointing at virt-api's Service.
 	Webhooks string
+	// Handler holds virt-handler's DaemonSet, as virt-operator makes it.
+	Handler string
 }
 
 // LauncherImage is KubeVirt's virt-launcher image of b's version.
@@ -109,7 +111,7 @@ func (b Binaries) LauncherImage() string { return "quay.io/kubevirt/virt-launche
 const generatorPkg = "cmd/kubevirt-manifests"
 
 // manifestSets are kubevirt-manifests' arguments, each printed to <set>.yaml.
-var manifestSets = []string{"crds", "rbac", "webhooks"}
+var manifestSets = []string{"crds", "rbac", "webhooks", "handler"}
 
 func binariesIn(dir, version string) Binaries {
 	return Binaries{
@@ -119,6 +121,7 @@ func binariesIn(dir, version string) Binaries {
 		CRDs:           filepath.Join(dir, "manifests", "crds.yaml"),
 		RBAC:           filepath.Join(dir, "manifests", "rbac.yaml"),
 		Webhooks:       filepath.Join(dir, "manifests", "webhooks.yaml"),
+		Handler:        filepath.Join(dir, "manifests", "handler.yaml"),
 	}
 }
 
@@ -161,7 +164,7 @@ func EnsureRelease(ctx context.Context, r Release, cacheDir string, progress io.
 		return Binaries{}, err
 	}
 	b := binariesIn(dir, version)
-	for _, f := range []string{b.VirtAPI, b.VirtController, b.CRDs, b.RBAC, b.Webhooks} {
+	for _, f := range []string{b.VirtAPI, b.VirtController, b.CRDs, b.RBAC, b.Webhooks, b.Handler} {
 		if _, err := os.Stat(f); err != nil {
 			return Binaries{}, fmt.Errorf("KubeVirt built into %s but incomplete (%w); remove that directory and retry", dir, err)
 		}

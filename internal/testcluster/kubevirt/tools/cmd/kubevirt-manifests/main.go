@@ -5,6 +5,10 @@
 //	kubevirt-manifests crds      every KubeVirt CRD (components.New...Crd)
 //	kubevirt-manifests rbac      ServiceAccounts, Roles and bindings (rbac.GetAll...)
 //	kubevirt-manifests webhooks  virt-api's validating and mutating webhook configurations
+//	kubevirt-manifests handler   virt-handler's DaemonSet and the PriorityClass it runs at
+//
+// The handler's images are KubeVirt's own names for the module's version,
+// quay.io/kubevirt/virt-handler and virt-launcher.
 //
 // The webhooks point at virt-api's Service, as virt-operator installs them;
 // the test harness (internal/testcluster/kubevirt) points them at virt-api on
@@ -18,6 +22,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,7 +37,7 @@ const namespace = "kubevirt"
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: kubevirt-manifests crds|rbac|webhooks")
+		fmt.Fprintln(os.Stderr, "usage: kubevirt-manifests crds|rbac|webhooks|handler")
 		os.Exit(2)
 	}
 	objs, err := manifests(os.Args[1])
@@ -61,8 +66,14 @@ func manifests(what string) ([]runtime.Object, error) {
 			components.NewVirtAPIValidatingWebhookConfiguration(namespace),
 			components.NewVirtAPIMutatingWebhookConfiguration(namespace),
 		}, nil
+	case "handler":
+		version, err := kubevirtVersion()
+		if err != nil {
+			return nil, err
+		}
+		return []runtime.Object{components.NewKubeVirtPriorityClassCR(), handlerDaemonSet(version)}, nil
 	}
-	return nil, fmt.Errorf("unknown manifest set %q: want crds, rbac or webhooks", what)
+	return nil, fmt.Errorf("unknown manifest set %q: want crds, rbac, webhooks or handler", what)
 }
 
 // crds lists the KubeVirt CRD, which KubeVirt's install manifests create with
@@ -93,6 +104,24 @@ var installCRDs = []func() (*extv1.CustomResourceDefinition, error){
 	components.NewMigrationPolicyCrd, components.NewVirtualMachinePreferenceCrd,
 	components.NewVirtualMachineClusterPreferenceCrd, components.NewVirtualMachineExportCrd,
 	components.NewVirtualMachineCloneCrd,
+}
+
+// registry is where KubeVirt publishes its images.
+const registry = "quay.io/kubevirt"
+
+// kubevirtVersion is the version of kubevirt.io/kubevirt this command was
+// built with: the handler's images carry it as their tag.
+func kubevirtVersion() (string, error) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", fmt.Errorf("no build information: build with module support")
+	}
+	for _, dep := range info.Deps {
+		if dep.Path == "kubevirt.io/kubevirt" {
+			return dep.Version, nil
+		}
+	}
+	return "", fmt.Errorf("built without kubevirt.io/kubevirt")
 }
 
 func printYAML(objs []runtime.Object) error {
