@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -75,6 +77,10 @@ type Options struct {
 	// Binaries.LauncherImage: kwok's nodes never pull it; a real node would
 	// need one it can run.
 	LauncherImage string
+	// Emulation creates the KubeVirt CR with developerConfiguration's
+	// useEmulation, as on a node whose /dev/kvm cannot run guests: launchers
+	// run qemu under TCG and ask for no KVM device.
+	Emulation bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 	// Timeout bounds startup once the binaries are there. Zero means 2 minutes.
@@ -155,6 +161,11 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *KubeVi
 
 	if err := k.installRBAC(ctx); err != nil {
 		return nil, err
+	}
+	if opts.Emulation {
+		if err := k.createKubeVirtCR(ctx); err != nil {
+			return nil, err
+		}
 	}
 	kubeconfigs := map[string]string{}
 	for _, sa := range []string{apiServiceAccount, controllerServiceAccount, handlerServiceAccount} {
@@ -242,6 +253,28 @@ func (k *KubeVirt) installRBAC(ctx context.Context) error {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	if err := createAll(ctx, dyn, mapper, objs); err != nil {
 		return fmt.Errorf("install KubeVirt's RBAC: %w", err)
+	}
+	return nil
+}
+
+// createKubeVirtCR creates the KubeVirt CR that virt-operator's users write,
+// with emulation on. The components read their configuration from it; no
+// virt-operator runs to act on the rest.
+func (k *KubeVirt) createKubeVirtCR(ctx context.Context) error {
+	cr := []byte(`{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","metadata":{"name":"kubevirt","namespace":"` + Namespace + `"},` +
+		`"spec":{"configuration":{"developerConfiguration":{"useEmulation":true}}}}`)
+	err := k.admin.CoreV1().RESTClient().Post().AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts").
+		SetHeader("Content-Type", "application/json").Body(cr).Do(ctx).Error()
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create the KubeVirt CR: %w", err)
+	}
+	// The components read a KubeVirt CR only once virt-operator gave it a
+	// phase (virtconfig's GetConfigFromKubeVirtCR), and take the VMs'
+	// default architecture from its status.
+	err = k.admin.CoreV1().RESTClient().Patch(types.MergePatchType).AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts", "kubevirt", "status").
+		Body([]byte(`{"status":{"phase":"Deployed","defaultArchitecture":"`+runtime.GOARCH+`"}}`)).Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("mark the KubeVirt CR deployed: %w", err)
 	}
 	return nil
 }
