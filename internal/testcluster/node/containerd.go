@@ -125,7 +125,16 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	if err := os.WriteFile(cfg, []byte(containerdConfig(n.Dir, runc, cniBin)), 0o644); err != nil {
 		return err
 	}
-	d, err := n.start("containerd", n.bins.Containerd, "--config", cfg, "--log-level", "info")
+	binary, args := n.bins.Containerd, []string{"--config", cfg, "--log-level", "info"}
+	if n.ownPIDNamespace {
+		// containerd is PID 1 of a PID namespace of its own, and so of every
+		// hostPID Pod's: unshare forks it there, with a /proc of that
+		// namespace in a mount namespace of its own (mounts under the node's
+		// shared directory still propagate both ways), and kills it when
+		// unshare dies.
+		binary, args = "unshare", append([]string{"--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "unchanged", "--", binary}, args...)
+	}
+	d, err := n.start("containerd", binary, args...)
 	if err != nil {
 		return err
 	}

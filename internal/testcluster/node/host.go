@@ -119,6 +119,13 @@ func preflight() error {
 		return errors.New("a real node needs root (containerd, the kubelet, a bridge and nftables)")
 	}
 	var errs []error
+	// The client's veth goes with its namespace, unless a connection still
+	// holds the namespace.
+	if _, err := os.Stat(filepath.Join("/sys/class/net", clientLink)); err == nil {
+		if _, err := run("ip", "link", "del", clientLink); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if _, err := os.Stat(filepath.Join("/sys/class/net", Bridge)); err == nil {
 		errs = append(errs, fmt.Errorf("network interface %s exists and is not this harness's (no %s); remove it (ip link del %s) if it is a leftover", Bridge, StateFile, Bridge))
 	}
@@ -184,6 +191,13 @@ func cleanup(s *hostState) error {
 	}
 	if s.Dir != "" {
 		errs = append(errs, unmountUnder(s.Dir), removeCNICache(s.Dir))
+	}
+	// The client's veth goes with its namespace, unless a connection still
+	// holds the namespace.
+	if _, err := os.Stat(filepath.Join("/sys/class/net", clientLink)); err == nil {
+		if _, err := run("ip", "link", "del", clientLink); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join("/sys/class/net", Bridge)); err == nil {
 		if _, err := run("ip", "link", "del", Bridge); err != nil {
@@ -312,6 +326,21 @@ func killByExe(exe string) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// shareMounts bind-mounts dir onto itself with shared propagation, as a
+// node's root is on most machines (systemd makes / shared): Pods' volumes
+// with Bidirectional propagation, such as virt-handler's, need their host
+// paths on a shared mount, and this machine's / is private. cleanup's
+// unmountUnder removes the mount with the rest.
+func shareMounts(dir string) error {
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind-mount the node's directory %s onto itself: %w", dir, err)
+	}
+	if err := syscall.Mount("", dir, "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("make the node's directory %s a shared mount: %w", dir, err)
+	}
+	return nil
 }
 
 // unmountUnder detaches every mount at or below dir, deepest first: the

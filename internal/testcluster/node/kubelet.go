@@ -63,10 +63,14 @@ func kubeletConfig(clientCA, servingCert, servingKey, socket string, port int) (
 	return yaml.Marshal(cfg)
 }
 
+// KubeletRoot is the kubelet's --root-dir: its Pods' volumes are under
+// <KubeletRoot>/pods.
+func (n *Node) KubeletRoot() string { return filepath.Join(n.Dir, "kubelet") }
+
 // startKubelet starts the kubelet as system:node:<Name>, registering the node
 // with Options.Labels.
 func (n *Node) startKubelet(ca *ca, labels map[string]string) error {
-	dir := filepath.Join(n.Dir, "kubelet")
+	dir := n.KubeletRoot()
 	if err := os.MkdirAll(filepath.Join(dir, "pki"), 0o755); err != nil {
 		return err
 	}

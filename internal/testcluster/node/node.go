@@ -40,6 +40,12 @@ type Options struct {
 	// ExtendedResources are added to the Node's capacity once it registers,
 	// as a device plugin would advertise them (e.g. devices.kubevirt.io/kvm).
 	ExtendedResources corev1.ResourceList
+	// OwnPIDNamespace runs containerd, and so its containers, in a PID
+	// namespace of their own, where containerd is PID 1. A hostPID Pod then
+	// reaches the node's mount namespace and root through /proc/1, as
+	// KubeVirt's virt-handler does; the machine's own PID 1 here is the
+	// sandbox's, which refuses every process access to its namespaces.
+	OwnPIDNamespace bool
 	// Binaries are the node's runtime; the zero value means EnsureBinaries.
 	Binaries Binaries
 	// Log receives progress lines; nil discards them.
@@ -68,6 +74,11 @@ type Node struct {
 	unlock   func()
 	stopOnce sync.Once
 	stopErr  error
+
+	ownPIDNamespace bool
+
+	clientOnce sync.Once
+	clientErr  error
 }
 
 // The daemons a Node runs; also their logs' names (see LogFile).
@@ -103,7 +114,7 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *Node, 
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Name: opts.Name, cluster: c, client: client, bins: bins, log: logw, begin: time.Now()}
+	n := &Node{Name: opts.Name, cluster: c, client: client, bins: bins, log: logw, begin: time.Now(), ownPIDNamespace: opts.OwnPIDNamespace}
 	if n.Name == "" {
 		n.Name = "real-node"
 	}
@@ -147,6 +158,9 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *Node, 
 		}
 	}()
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := shareMounts(n.Dir); err != nil {
 		return nil, err
 	}
 	if err := createCgroupRoot(); err != nil {
