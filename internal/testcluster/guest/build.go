@@ -38,7 +38,11 @@ func build(ctx context.Context, root, dir string, pkgs packages, progress io.Wri
 	t = time.Now()
 	kernelRoot := filepath.Join(work, pkgs.Kernel.Name)
 	img := imageIn(dir)
-	if err := copyFile(filepath.Join(kernelRoot, "boot", "vmlinuz-"+pkgs.release()), img.Kernel); err != nil {
+	kernel, err := os.ReadFile(filepath.Join(kernelRoot, "boot", "vmlinuz-"+pkgs.release()))
+	if err != nil {
+		return fmt.Errorf("read the kernel of %s: %w", pkgs.Kernel, err)
+	}
+	if err := writeFitted(img.Kernel, kernel); err != nil {
 		return err
 	}
 	mods, err := kernelModules(filepath.Join(kernelRoot, "lib", "modules", pkgs.release()), guestModules())
@@ -53,7 +57,7 @@ func build(ctx context.Context, root, dir string, pkgs packages, progress io.Wri
 	if err := writeInitramfs(&initrd, initramfsEntries(busybox, mods)); err != nil {
 		return fmt.Errorf("write the initramfs: %w", err)
 	}
-	if err := os.WriteFile(img.Initrd, initrd.Bytes(), 0o644); err != nil {
+	if err := writeFitted(img.Initrd, initrd.Bytes()); err != nil {
 		return err
 	}
 	names := make([]string, len(mods))
@@ -75,12 +79,4 @@ func build(ctx context.Context, root, dir string, pkgs packages, progress io.Wri
 	}
 	step("image "+Name, t)
 	return nil
-}
-
-func copyFile(src, dst string) error {
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return fmt.Errorf("read the kernel: %w", err)
-	}
-	return os.WriteFile(dst, data, 0o644)
 }
