@@ -120,9 +120,10 @@ func preflight() error {
 	}
 	var errs []error
 	// The client's veth goes with its namespace, unless a connection still
-	// holds the namespace.
+	// holds the namespace; the kernel removes it after the unmount, so it
+	// may be gone by the time it is deleted here.
 	if _, err := os.Stat(filepath.Join("/sys/class/net", clientLink)); err == nil {
-		if _, err := run("ip", "link", "del", clientLink); err != nil {
+		if _, err := run("ip", "link", "del", clientLink); err != nil && linkExists(clientLink) {
 			errs = append(errs, err)
 		}
 	}
@@ -193,9 +194,10 @@ func cleanup(s *hostState) error {
 		errs = append(errs, unmountUnder(s.Dir), removeCNICache(s.Dir))
 	}
 	// The client's veth goes with its namespace, unless a connection still
-	// holds the namespace.
+	// holds the namespace; the kernel removes it after the unmount, so it
+	// may be gone by the time it is deleted here.
 	if _, err := os.Stat(filepath.Join("/sys/class/net", clientLink)); err == nil {
-		if _, err := run("ip", "link", "del", clientLink); err != nil {
+		if _, err := run("ip", "link", "del", clientLink); err != nil && linkExists(clientLink) {
 			errs = append(errs, err)
 		}
 	}
@@ -233,6 +235,11 @@ func cleanup(s *hostState) error {
 		_ = os.Remove(StateFile)
 	}
 	return err
+}
+
+func linkExists(name string) bool {
+	_, err := os.Stat(filepath.Join("/sys/class/net", name))
+	return err == nil
 }
 
 // cgroupHierarchies lists the mounted cgroup hierarchies (v1 controllers and
@@ -442,9 +449,10 @@ func removeKubeletChains() error {
 	return errors.Join(errs...)
 }
 
-// removeNewNftTables deletes kube-proxy's table and the tables that did not
-// exist before the node started (iptables-nft makes ip filter, nat and mangle
-// for the kubelet's chains) once they hold no rule.
+// removeNewNftTables deletes kube-proxy's table, the client namespace's
+// (clientTable), and the tables that did not exist before the node started
+// (iptables-nft makes ip filter, nat and mangle for the kubelet's chains)
+// once they hold no rule.
 func removeNewNftTables(before []string) error {
 	tables, err := nftTables()
 	if err != nil {
@@ -453,10 +461,11 @@ func removeNewNftTables(before []string) error {
 	var errs []error
 	for _, t := range tables {
 		family, name, _ := strings.Cut(t, " ")
-		if name != proxyTable && slices.Contains(before, t) {
+		ours := name == proxyTable || name == clientTable
+		if !ours && slices.Contains(before, t) {
 			continue
 		}
-		if name != proxyTable {
+		if !ours {
 			out, err := run("nft", "-a", "list", "table", family, name)
 			if err != nil || hasRules(out) {
 				continue
