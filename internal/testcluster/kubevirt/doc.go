@@ -15,10 +15,12 @@
 //     component that exits. Stopping the cluster (also on Ctrl-C, see
 //     testcluster.Cluster.StopOnSignal) removes the webhooks and stops both.
 //
-// virt-handler, which needs libvirt and a node, does not run: the stand-in in
-// package doubles reports the two VMI phases it would, with the identity in
-// KubeVirt.HandlerConfig. virt-controller's launcher Pods run on kwok's nodes,
-// which never pull Options.LauncherImage.
+// On kwok's nodes virt-handler does not run: the stand-in in package doubles
+// reports the two VMI phases it would, with the identity in
+// KubeVirt.HandlerConfig, and kwok never pulls Options.LauncherImage. On the
+// real node (package node), StartHandler runs KubeVirt's own virt-handler as
+// virt-operator's DaemonSet, from images of KubeVirt's node side
+// (EnsureNodeSide, package images), with Options.Emulation on.
 //
 // A TestMain that adds KubeVirt to a shared cluster:
 //

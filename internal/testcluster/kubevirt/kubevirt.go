@@ -272,7 +272,7 @@ func (k *KubeVirt) createKubeVirtCR(ctx context.Context) error {
 	// phase (virtconfig's GetConfigFromKubeVirtCR), and take the VMs'
 	// default architecture from its status.
 	err = k.admin.CoreV1().RESTClient().Patch(types.MergePatchType).AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts", "kubevirt", "status").
-		Body([]byte(`{"status":{"phase":"Deployed","defaultArchitecture":"`+runtime.GOARCH+`"}}`)).Do(ctx).Error()
+		Body([]byte(`{"status":{"phase":"Deployed","defaultArchitecture":"` + runtime.GOARCH + `"}}`)).Do(ctx).Error()
 	if err != nil {
 		return fmt.Errorf("mark the KubeVirt CR deployed: %w", err)
 	}

@@ -23,7 +23,16 @@
 //     Service address ever leaves it;
 //   - the kubelet, under its own cgroup root (CgroupRoot), not /kubepods, with
 //     client and serving certificates from the cluster's CA, serving on
-//     Address: the API server reaches it for `kubectl logs` and `exec`.
+//     Address: the API server reaches it for `kubectl logs` and `exec`;
+//   - the node's directory bind-mounted on itself as a shared mount, for
+//     Bidirectional volumes;
+//   - on first use of DialFromClient, a network namespace bound under the
+//     node's directory, routed to the node by a veth pair (vmctl-client),
+//     forwarding on that pair and the bridge only, and an nftables table
+//     (vmctl-client) that drops the bridge's other forwarding.
+//
+// With Options.OwnPIDNamespace, containerd runs as PID 1 of a PID namespace
+// of its own, for hostPID Pods that reach the node through /proc/1.
 //
 // The kubelet also creates its iptables chains (KUBE-FIREWALL, canaries) and
 // sets kernel sysctls at start (vm.overcommit_memory=1, vm.panic_on_oom=0,
