@@ -2,11 +2,16 @@
 # hack/node-deps.sh: install what the e2e suite's real node (internal/testcluster/node)
 # takes from the OS rather than from the Go module proxy: runc, the CNI plugins
 # (bridge, host-local, loopback), nft for kube-proxy's nftables mode, iptables
-# and conntrack; and qemu, which boots the guest of KubeVirt's kernel boot
-# (internal/testcluster/guest) in its test. That guest is made of Debian
-# packages that apt-get download fetches, so apt's package lists are updated
-# when they lack them. `make e2e` runs it, so CI and a fresh developer machine
-# (both root, with apt) need no manual step. Nothing is done when all is there.
+# and conntrack; qemu, which boots the guest of KubeVirt's kernel boot
+# (internal/testcluster/guest) in its test; and what building KubeVirt's node
+# side takes: libvirt's headers and pkg-config for the cgo build of
+# virt-launcher and virt-handler, and for their images
+# (internal/testcluster/kubevirt/images) debootstrap with Debian's archive
+# keyring, and gcc with the static libc for container-disk. The guest is made
+# of Debian packages that apt-get download fetches, so apt's package lists are
+# updated when they lack them. `make e2e` runs it, so CI and a fresh developer
+# machine (both root, with apt) need no manual step. Nothing is done when all
+# is there.
 set -euo pipefail
 
 # Debian's package for each command or file the node uses.
@@ -17,6 +22,12 @@ declare -A need=(
 	[iptables]=iptables
 	[conntrack]=conntrack
 	[qemu-system-x86_64]=qemu-system-x86
+	[/usr/include/libvirt/libvirt.h]=libvirt-dev
+	[pkg-config]=pkg-config
+	[debootstrap]=debootstrap
+	[/usr/share/keyrings/debian-archive-keyring.gpg]=debian-archive-keyring
+	[gcc]=gcc
+	["/usr/lib/$(uname -m)-linux-gnu/libc.a"]=libc6-dev
 )
 missing=()
 for what in "${!need[@]}"; do

@@ -221,17 +221,28 @@ func runBuild(args []string) error {
 	binary := fs.String("binary", "", "the static binary to put in the image (required unless -file is given)")
 	inImage := fs.String("path", "", "where the binary goes in the image, also the entrypoint (default /<binary's name>)")
 	platform := fs.String("platform", "", "the binary's os/arch, e.g. linux/amd64 (required)")
-	user := fs.String("user", DefaultUser, "the image's user, numeric uid:gid")
+	user := fs.String("user", "", "the image's user, numeric uid:gid (default "+DefaultUser+"; with -rootfs, root)")
 	created := fs.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "creation time, unix seconds or RFC 3339 (default $SOURCE_DATE_EPOCH, else the epoch)")
 	out := fs.String("out", "", "the tarball to write (required)")
-	var tags, labels, links, files listFlag
+	rootfs := fs.String("rootfs", "", "a directory to make the image's one layer of, as its / (instead of -binary; name the images with -image)")
+	var tags, labels, links, files, images listFlag
 	fs.Var(&tags, "tag", "a name the image is loaded as, e.g. ghcr.io/kubectl-vmctl/kubectl-vmctl:v1.2.3 (required, repeatable)")
+	fs.Var(&images, "image", "with -rootfs: an image to write, NAME or NAME=ENTRYPOINT, e.g. quay.io/kubevirt/virt-handler:v1.7.0=/usr/bin/virt-handler (required, repeatable; the images share the layer)")
 	fs.Var(&labels, "label", "a config label key=value (repeatable)")
 	fs.Var(&links, "link", "another path of the binary in the image, a hard link, for a multi-call program (repeatable)")
 	fs.Var(&files, "file", "a data file to add, SOURCE=PATH-IN-IMAGE, mode 0644 (repeatable)")
 	fileOwner := fs.String("file-owner", "0:0", "the owner of the -file files, numeric uid:gid, e.g. 107:107 for KubeVirt's qemu user")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *rootfs != "" {
+		if *binary != "" || *inImage != "" || len(tags)+len(links)+len(files) > 0 {
+			return errors.New("-rootfs takes no -binary, -path, -link, -file or -tag: name the images with -image")
+		}
+		return runBuildRootfs(rootfsFlags{dir: *rootfs, images: images, platform: *platform, user: *user, created: *created, labels: labels, out: *out}, fs.NArg())
+	}
+	if *user == "" {
+		*user = DefaultUser
 	}
 	if (*binary == "" && len(files) == 0) || *platform == "" || *out == "" || len(tags) == 0 || fs.NArg() > 0 {
 		return errors.New("needs -binary (or -file), -platform, -out and at least one -tag, and no arguments; see image build -h")
@@ -272,13 +283,9 @@ func runBuild(args []string) error {
 	if err != nil {
 		return err
 	}
-	lbl := map[string]string{}
-	for _, l := range labels {
-		k, v, ok := strings.Cut(l, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("label %q: want key=value", l)
-		}
-		lbl[k] = v
+	lbl, err := parseLabels(labels)
+	if err != nil {
+		return err
 	}
 	img, err := Build(Spec{Binary: content, Path: *inImage, Links: links, Files: data, Platform: p, User: *user, Created: t, Labels: lbl})
 	if err != nil {
@@ -301,6 +308,19 @@ func runBuild(args []string) error {
 	}
 	fmt.Printf("%s: %s %s %s\n", *out, strings.Join(tags, " "), p.String(), digest)
 	return nil
+}
+
+// parseLabels reads key=value labels.
+func parseLabels(labels []string) (map[string]string, error) {
+	lbl := map[string]string{}
+	for _, l := range labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("label %q: want key=value", l)
+		}
+		lbl[k] = v
+	}
+	return lbl, nil
 }
 
 // writeTarball writes through a temporary file, so an interrupted build never
