@@ -123,8 +123,11 @@ func handlerCerts() ([]*corev1.Secret, *corev1.ConfigMap, error) {
 		return nil, nil, fmt.Errorf("generate virt-handler's certificate: %w", err)
 	}
 	certs, err := cert.ParseCertsPEM(certPEM)
-	if err != nil || len(certs) < 2 {
-		return nil, nil, fmt.Errorf("parse virt-handler's certificate chain (%d certificates): %v", len(certs), err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse virt-handler's certificate chain: %w", err)
+	}
+	if len(certs) < 2 {
+		return nil, nil, fmt.Errorf("virt-handler's certificate chain has %d certificates, want the certificate and its CA", len(certs))
 	}
 	caPEM, err := cert.EncodeCertificates(certs[len(certs)-1])
 	if err != nil {

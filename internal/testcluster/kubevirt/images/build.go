@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 )
 
 var (
@@ -87,7 +89,7 @@ func populate(ctx context.Context, in inputs, rootfs string) error {
 			return err
 		}
 	}
-	for _, c := range Commands {
+	for _, c := range kubevirt.NodeCommands {
 		if err := copyFile(filepath.Join(in.bin, c), filepath.Join(rootfs, "usr", "bin", c), 0o755); err != nil {
 			return err
 		}

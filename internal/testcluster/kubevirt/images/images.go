@@ -10,6 +10,7 @@ import (
 	"runtime"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 )
 
 // Images locates what Ensure built.
@@ -30,13 +31,6 @@ func LauncherName(version string) string { return "quay.io/kubevirt/virt-launche
 
 // HandlerName is the name of KubeVirt's virt-handler image of version.
 func HandlerName(version string) string { return "quay.io/kubevirt/virt-handler:" + version }
-
-// Commands are the KubeVirt commands the images hold at /usr/bin, as
-// KubeVirt's own do: Ensure takes them built, from its binDir.
-var Commands = []string{
-	"virt-launcher", "virt-launcher-monitor", "virt-probe", "virt-tail", "virt-freezer", // the launcher image's
-	"virt-handler", "virt-chroot", // the handler image's
-}
 
 // kubevirtFiles are the files of KubeVirt's source that the images hold, by
 // their path in the source and in the image.
@@ -67,7 +61,7 @@ const (
 // Ensure returns KubeVirt version's virt-launcher and virt-handler images,
 // building them first unless cacheDir holds them for the same inputs:
 // kubevirtSrc is the source of kubevirt.io/kubevirt at version (its module
-// directory), binDir holds Commands built for Debian 12. cacheDir "" means
+// directory), binDir holds kubevirt.NodeCommands built for Debian 12. cacheDir "" means
 // <repo>/.cache/kubevirt/images. A file lock keeps concurrent callers from
 // building twice; progress (nil discards) says what is built and how long
 // it took. Building needs root, Linux on amd64, and what hack/node-deps.sh
@@ -103,6 +97,16 @@ func Ensure(ctx context.Context, version, kubevirtSrc, binDir, cacheDir string, 
 		return Images{}, fmt.Errorf("%s built into %s but incomplete (%w); remove that directory and retry", what, dir, err)
 	}
 	return imgs, nil
+}
+
+// EnsureNode builds, or finds in the cache, KubeVirt's node side of the
+// release the real node runs (kubevirt.NodeRelease) and then its images.
+func EnsureNode(ctx context.Context, progress io.Writer) (Images, error) {
+	node, err := kubevirt.EnsureNodeSide(ctx, kubevirt.NodeRelease, "", progress)
+	if err != nil {
+		return Images{}, err
+	}
+	return Ensure(ctx, node.Version, node.Source, node.Bin, "", progress)
 }
 
 // canBuild says what is missing to build the images here.

@@ -25,7 +25,7 @@ import (
 )
 
 // binDirEnv names a directory of KubeVirt v1.7.0's commands built for
-// Debian 12 (images.Commands), to build the images of instead of those of
+// Debian 12 (kubevirt.NodeCommands), to build the images of instead of those of
 // kubevirt.EnsureNodeSide.
 const binDirEnv = "VMCTL_KUBEVIRT_NODE_BIN"
 
@@ -52,7 +52,7 @@ func TestImages(t *testing.T) {
 
 	// The checks run in a mount and PID namespace of their own: the
 	// daemons they start end with it, and its mounts go with it.
-	cmd := exec.CommandContext(ctx, "unshare", "--mount", "--fork", "--pid", "--mount-proc", "sh", "-c", partsScript, "parts", rootfs, strings.Join(images.Commands, " "))
+	cmd := exec.CommandContext(ctx, "unshare", "--mount", "--fork", "--pid", "--mount-proc", "sh", "-c", partsScript, "parts", rootfs, strings.Join(kubevirt.NodeCommands, " "))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the images' parts: %v\n%s", err, out)
@@ -61,7 +61,7 @@ func TestImages(t *testing.T) {
 		"ok: no /dev/kvm",
 		"ok: users qemu 107:107 and libvirt-qemu",
 		"ok: node-labeller.sh on PATH",
-		"ok: libraries of " + strings.Join(images.Commands, " "),
+		"ok: libraries of " + strings.Join(kubevirt.NodeCommands, " "),
 		"ok: virt-launcher --help",
 		"ok: virt-handler --help",
 		"ok: virt-launcher-monitor cap_net_bind_service=ep",

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 )
 
 // keyFixture lays out every input of cacheKey in a temporary directory.
@@ -28,7 +30,7 @@ func newKeyFixture(t *testing.T) keyFixture {
 			t.Fatal(err)
 		}
 	}
-	for _, c := range Commands {
+	for _, c := range kubevirt.NodeCommands {
 		write(filepath.Join(f.bin, c), "ELF "+c)
 	}
 	for _, kf := range kubevirtFiles {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 )
 
 // cacheKey names a build by what shapes it besides hack/image's go.mod and
@@ -19,7 +21,7 @@ func cacheKey(version, kubevirtSrc, binDir, pkgDir, imageDir string) (string, er
 	h := sha256.New()
 	_, _ = fmt.Fprintf(h, "version %s\n", version)
 	var files []string
-	for _, c := range Commands {
+	for _, c := range kubevirt.NodeCommands {
 		f := filepath.Join(binDir, c)
 		if _, err := os.Stat(f); err != nil {
 			return "", fmt.Errorf("KubeVirt's %s is not built in %s (%w); build KubeVirt's commands first", c, binDir, err)
