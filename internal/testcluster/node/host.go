@@ -55,7 +55,14 @@ var kubeletSysctls = []string{
 // machineDirs are folders of the machine that containerd or the CNI plugins
 // create when missing (shim sockets' parent, CNI's result cache); Stop removes
 // them again if they were not there and hold nothing but empty folders.
-var machineDirs = []string{"/run/containerd", "/var/lib/cni"}
+var machineDirs = []string{"/run/containerd", "/var/lib/cni", "/var/lib/kubelet"}
+
+// devicePluginDir is where the kubelet and device plugins meet, whatever the
+// kubelet's --root-dir: the kubelet's socket, its checkpoint of the devices
+// it was given, the plugins' sockets. Stop removes what the node left there:
+// a later node's kubelet would otherwise read the checkpoint and zero the
+// resources of plugins that no longer run.
+const devicePluginDir = "/var/lib/kubelet/device-plugins"
 
 // hostState is what a node changed on the machine, written to StateFile.
 type hostState struct {
@@ -63,7 +70,9 @@ type hostState struct {
 	Shim        string            `json:"shim"`
 	Sysctls     map[string]string `json:"sysctls"`
 	CreatedDirs []string          `json:"createdDirs"`
-	NftTables   []string          `json:"nftTables"`
+	// DevicePluginFiles were in devicePluginDir before the node started.
+	DevicePluginFiles []string `json:"devicePluginFiles"`
+	NftTables         []string `json:"nftTables"`
 }
 
 func readState() (*hostState, error) {
@@ -102,6 +111,11 @@ func recordState(dir, shim string) (*hostState, error) {
 	for _, d := range machineDirs {
 		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
 			s.CreatedDirs = append(s.CreatedDirs, d)
+		}
+	}
+	if entries, err := os.ReadDir(devicePluginDir); err == nil {
+		for _, e := range entries {
+			s.DevicePluginFiles = append(s.DevicePluginFiles, e.Name())
 		}
 	}
 	tables, err := nftTables()
@@ -222,6 +236,7 @@ func cleanup(s *hostState) error {
 			errs = append(errs, fmt.Errorf("restore sysctl %s=%s: %w", k, v, err))
 		}
 	}
+	errs = append(errs, removeNewFiles(devicePluginDir, s.DevicePluginFiles))
 	for _, d := range s.CreatedDirs {
 		removeEmptyTree(d)
 	}
@@ -235,6 +250,23 @@ func cleanup(s *hostState) error {
 		_ = os.Remove(StateFile)
 	}
 	return err
+}
+
+// removeNewFiles removes the entries of dir that are not in before.
+func removeNewFiles(dir string, before []string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, e := range entries {
+		if !slices.Contains(before, e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func linkExists(name string) bool {
