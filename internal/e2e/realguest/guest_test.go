@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -19,66 +21,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/guest"
 )
 
-// prototypeYAML is the prototype whose guest is the harness's kernel-boot
-// image: one virtio NIC on the Pod network through KubeVirt's masquerade,
-// ready when the guest answers HTTP on port 80.
-const prototypeYAML = `
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata:
-  name: guest
-  labels:
-    app: guest
-spec:
-  runStrategy: Halted
-  template:
-    metadata:
-      labels:
-        app: guest
-    spec:
-      domain:
-        firmware:
-          kernelBoot:
-            kernelArgs: %q
-            container:
-              image: %s
-              kernelPath: %s
-              initrdPath: %s
-              imagePullPolicy: IfNotPresent
-        memory:
-          guest: 128Mi
-        devices:
-          interfaces:
-            - name: default
-              masquerade: {}
-      networks:
-        - name: default
-          pod: {}
-      readinessProbe:
-        httpGet:
-          port: 80
-        periodSeconds: 2
-      terminationGracePeriodSeconds: 30
-`
-
-// createPrototype creates the guest prototype in ns.
+// createPrototype creates testdata/guest.yaml's prototype in ns: its VMs
+// boot the harness's guest (package guest), ready when it answers HTTP.
 func createPrototype(t *testing.T, ns string) {
 	t.Helper()
-	var vm kubevirtv1.VirtualMachine
-	doc := fmt.Sprintf(prototypeYAML, guest.KernelArgs, e.guest.Name, e.guest.KernelPath, e.guest.InitrdPath)
-	if err := yaml.UnmarshalStrict([]byte(doc), &vm); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), &vm, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create the prototype: %v", err)
-	}
+	mustKubectl(t, nil, "apply", "-n", ns, "-f", repoFile("testdata/guest.yaml"))
+}
+
+// repoFile is the path of a file in the repository.
+func repoFile(rel string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", rel)
 }
 
 // guestBoot bounds a guest's way from its agent Pod's creation to its
