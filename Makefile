@@ -31,7 +31,7 @@ IMAGE_ARCHIVE = $(CURDIR)/dist/kubectl-vmctl-image_$(IMAGE_TAG)_linux_$(shell $(
 
 DEMO_TOOLS_MODULES := internal/testcluster/tools internal/testcluster/kubevirt/tools
 
-.PHONY: all build image node-deps test unit e2e bench bench-start bench-versus bench-handover soak lint release-check demo clean
+.PHONY: all build image node-deps test unit e2e bench bench-start bench-versus bench-handover soak lint release-check demo demo-real clean
 
 all: build
 
@@ -124,6 +124,11 @@ demo:
 	done
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/kubectl-vmctl ./internal/testcluster/cmd/vmctl-cluster
 	$(BIN)/vmctl-cluster demo --vmctl-binary $(BIN)/kubectl-vmctl
+
+## demo-real: as root, a control plane and a real node (kubelet, containerd) booting real guests under qemu's emulation in KubeVirt v1.7.0's own virt-launcher; Ctrl-C stops it
+demo-real: build image node-deps
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./internal/testcluster/cmd/vmctl-cluster
+	$(BIN)/vmctl-cluster demo-real --vmctl-binary $(BIN)/kubectl-vmctl --image $(IMAGE) --image-archive $(IMAGE_ARCHIVE)
 
 clean:
 	rm -rf $(BIN) dist

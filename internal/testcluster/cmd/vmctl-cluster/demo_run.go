@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"kubevirt.io/client-go/kubevirt"
@@ -23,6 +24,8 @@ type demoRunner struct {
 	env         []string
 	kube        kubernetes.Interface
 	virt        kubevirt.Interface
+	// timeout bounds each wait.
+	timeout time.Duration
 }
 
 func newDemoRunner(o *UpOptions, c *testcluster.Cluster) (*demoRunner, error) {
@@ -38,7 +41,7 @@ func newDemoRunner(o *UpOptions, c *testcluster.Cluster) (*demoRunner, error) {
 		out: o.Out, errOut: o.ErrOut, vmctl: o.VmctlBinary,
 		// NO_COLOR is left as the user has it, so a terminal gets colour.
 		env:  append(os.Environ(), "KUBECONFIG="+c.Kubeconfig),
-		kube: kube, virt: virt,
+		kube: kube, virt: virt, timeout: demoTimeout,
 	}, nil
 }
 

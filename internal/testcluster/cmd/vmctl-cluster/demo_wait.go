@@ -20,7 +20,7 @@ import (
 
 // waitPaired waits until the workload named instance has exactly want Ready
 // agent Pods, each owning a ready VM derived from proto and pinned to the
-// Pod's node, and prints the pairs. It gives up after demoTimeout, saying
+// Pod's node, and prints the pairs. It gives up after r.timeout, saying
 // what was still missing.
 func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, want int) error {
 	r.printf("\nwaiting for %d agent Pods of %s, each with a ready VM derived from %s...\n", want, instance, proto)
@@ -36,7 +36,7 @@ func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, wan
 	var missing string
 	var listErr error
 	var pairs []string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, demoTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, r.timeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := r.kube.CoreV1().Pods(demoNamespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector})
 		if err != nil {
 			listErr = fmt.Errorf("listing agent Pods: %w", err)
@@ -86,7 +86,7 @@ func (r *demoRunner) waitPaired(ctx context.Context, proto, instance string, wan
 	}
 	if wait.Interrupted(err) && ctx.Err() == nil {
 		return fmt.Errorf("%d agent Pods of %s with ready VMs: not there after %s (last seen: %s); see the kubelet and virt-controller lines above and `kubectl get pods,vm`",
-			want, instance, demoTimeout, missing)
+			want, instance, r.timeout, missing)
 	}
 	if err != nil {
 		return fmt.Errorf("waiting for %d agent Pods of %s with ready VMs: %w (last seen: %s)", want, instance, err, missing)

@@ -44,6 +44,6 @@ func newCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.AddCommand(newCmdUp(), newCmdDemo())
+	cmd.AddCommand(newCmdUp(), newCmdDemo(), newCmdDemoReal())
 	return cmd
 }
