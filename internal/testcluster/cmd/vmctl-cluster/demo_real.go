@@ -93,7 +93,7 @@ func demoReal(ctx context.Context, o *UpOptions, env *guestnode.Env, image strin
 		return err
 	}
 	r.step("Each guest's serial console, as KubeVirt's guest-console-log container shows it")
-	if err := r.run(ctx, "kubectl", "logs", "-l", "kubevirt.io=virt-launcher", "-c", "guest-console-log", "--prefix", "--tail=1"); err != nil {
+	if err := r.run(ctx, "kubectl", "logs", "-l", "kubevirt.io=virt-launcher", "-c", "guest-console-log", "--prefix", "--tail=3"); err != nil {
 		return err
 	}
 	r.step("A Service over the prototype's labels, reached from outside the cluster's Pods")
