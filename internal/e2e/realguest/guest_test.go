@@ -91,14 +91,7 @@ func TestGuestsBootBehindAService(t *testing.T) {
 // drain gives up, as it would on a cluster without room.
 func drainPowersOff(t *testing.T, ns string, pods []corev1.Pod) {
 	ctx := context.Background()
-	consoles := map[string]*consoleFollower{}
-	for _, p := range pods {
-		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, derive.Name("guest", p.Name), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		consoles[p.Name] = followConsole(t, ns, launcherOf(t, vmi))
-	}
+	consoles, _ := followConsoles(t, ns, pods)
 	exits := watchAgentExits(t, ns)
 	t.Cleanup(func() { kubectl(t, nil, "uncordon", e.node.Name) })
 	start := time.Now()
@@ -201,7 +194,7 @@ func bootedGuest(t *testing.T, ns string, p corev1.Pod) *kubevirtv1.VirtualMachi
 	if podAt.Before(&vmiReady.LastTransitionTime) {
 		t.Errorf("Pod %s turned Ready at %s, before its VMI at %s", p.Name, podAt, vmiReady.LastTransitionTime)
 	}
-	launcher := launcherOf(t, vmi)
+	launcher := launcherOf(t, vmi).Name
 	console := mustKubectl(t, nil, "logs", "-n", ns, launcher, "-c", "guest-console-log")
 	if want := "vmctl-guest: " + name + " up at 10.0.2.2/24"; !strings.Contains(console, want) {
 		t.Fatalf("console of VMI %s (launcher %s) lacks %q:\n%s", name, launcher, want, console)
@@ -211,8 +204,24 @@ func bootedGuest(t *testing.T, ns string, p corev1.Pod) *kubevirtv1.VirtualMachi
 	return vmi
 }
 
-// launcherOf is the name of the launcher Pod of vmi.
-func launcherOf(t *testing.T, vmi *kubevirtv1.VirtualMachineInstance) string {
+// followConsoles follows the console of each agent Pod's guest, and returns
+// the followers and the launcher Pods by agent Pod name.
+func followConsoles(t *testing.T, ns string, pods []corev1.Pod) (map[string]*consoleFollower, map[string]corev1.Pod) {
+	t.Helper()
+	consoles, launchers := map[string]*consoleFollower{}, map[string]corev1.Pod{}
+	for _, p := range pods {
+		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(context.Background(), derive.Name("guest", p.Name), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		launchers[p.Name] = launcherOf(t, vmi)
+		consoles[p.Name] = followConsole(t, ns, launchers[p.Name].Name)
+	}
+	return consoles, launchers
+}
+
+// launcherOf is the launcher Pod of vmi.
+func launcherOf(t *testing.T, vmi *kubevirtv1.VirtualMachineInstance) corev1.Pod {
 	t.Helper()
 	pods, err := e.kube.CoreV1().Pods(vmi.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: kubevirtv1.CreatedByLabel + "=" + string(vmi.UID)})
 	if err != nil {
@@ -221,7 +230,7 @@ func launcherOf(t *testing.T, vmi *kubevirtv1.VirtualMachineInstance) string {
 	if len(pods.Items) != 1 {
 		t.Fatalf("VMI %s has %d launcher Pods, want 1", vmi.Name, len(pods.Items))
 	}
-	return pods.Items[0].Name
+	return pods.Items[0]
 }
 
 // serviceReachesGuests creates a Service over the prototype's labels and
@@ -280,27 +289,7 @@ func serviceReachesGuests(t *testing.T, ns string, vmis map[string]*kubevirtv1.V
 // powered off, well inside the Pod's grace, the agent exited 0, and its
 // qemu, mounts and cgroups are gone from the node.
 func scaleDownPowersOff(t *testing.T, ns string, pods []corev1.Pod) {
-	ctx := context.Background()
-	consoles := map[string]*consoleFollower{}
-	for _, p := range pods {
-		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, derive.Name("guest", p.Name), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		consoles[p.Name] = followConsole(t, ns, launcherOf(t, vmi))
-	}
-	launchers := map[string]corev1.Pod{}
-	for _, p := range pods {
-		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, derive.Name("guest", p.Name), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := e.kube.CoreV1().Pods(ns).Get(ctx, launcherOf(t, vmi), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		launchers[p.Name] = *l
-	}
+	consoles, launchers := followConsoles(t, ns, pods)
 	exits := watchAgentExits(t, ns)
 	start := time.Now()
 	mustKubectl(t, nil, "scale", "-n", ns, "deployment/vmctl-guest", "--replicas=1")
