@@ -39,6 +39,9 @@ func newCmdDemoReal() *cobra.Command {
 		if image == "" || archive == "" {
 			return errors.New("demo-real needs --image and --image-archive: run `make demo-real`, which builds the agent image first")
 		}
+		if !fileExists(archive) {
+			return fmt.Errorf("--image-archive %s: no such file; run `make image`, which writes it under dist/", archive)
+		}
 		if err := o.Complete(); err != nil {
 			return err
 		}
