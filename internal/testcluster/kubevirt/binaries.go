@@ -24,14 +24,20 @@ type Release struct {
 	// Tags select the manifest generator's files for the release: KubeVirt's
 	// functions change signatures between releases.
 	Tags string
+	// Cgo builds virt-api and virt-controller with cgo, as EnsureNodeSide
+	// builds the node side: with the same flags, the node side's build takes
+	// the packages they share (most of them) from Go's build cache instead of
+	// compiling KubeVirt's dependencies again.
+	Cgo bool
 }
 
 var (
 	// Newest is the release `make demo` and the e2e suite run.
 	Newest = Release{ModFile: "go.mod"}
 	// Oldest is the oldest release users run that the harness builds: the
-	// tests that check vmctl against KubeVirt's own rules run on it too.
-	Oldest = Release{ModFile: "kubevirt-v1.7.0.mod", Tags: "kubevirt_v1_7"}
+	// tests that check vmctl against KubeVirt's own rules run on it too, and
+	// the real node runs its node side (NodeRelease).
+	Oldest = Release{ModFile: "kubevirt-v1.7.0.mod", Tags: "kubevirt_v1_7", Cgo: true}
 )
 
 // Releases are the releases the harness builds, newest first.
@@ -173,10 +179,10 @@ func EnsureRelease(ctx context.Context, r Release, cacheDir string, progress io.
 }
 
 // buildKey is what shapes r's build besides the module's go.mod and go.sum:
-// r's own go.mod and go.sum, its tags, and the generator's source.
+// r's own go.mod and go.sum, its tags, cgo, and the generator's source.
 func buildKey(toolsDir string, r Release) (string, error) {
 	var key strings.Builder
-	fmt.Fprintf(&key, "tags=%s\n", r.Tags)
+	fmt.Fprintf(&key, "tags=%s cgo=%t\n", r.Tags, r.Cgo)
 	files := []string{r.ModFile, r.sumFile()}
 	gen, _ := filepath.Glob(filepath.Join(toolsDir, generatorPkg, "*.go")) // the pattern is well formed
 	if len(gen) == 0 {
@@ -209,7 +215,11 @@ func build(ctx context.Context, toolsDir, dir string, r Release, version string,
 	// The commands share most of their packages: one build compiles them once.
 	// The generator is needed only here; it goes once it has printed.
 	bin := filepath.Join(dir, "bin")
-	if err := testcluster.BuildCommands(ctx, toolsDir, bin, []testcluster.Command{
+	buildCommands := testcluster.BuildCommands
+	if r.Cgo {
+		buildCommands = testcluster.BuildCgoCommands
+	}
+	if err := buildCommands(ctx, toolsDir, bin, []testcluster.Command{
 		{Name: "virt-api", Pkg: "kubevirt.io/kubevirt/cmd/virt-api"},
 		{Name: "virt-controller", Pkg: "kubevirt.io/kubevirt/cmd/virt-controller"},
 		{Name: "kubevirt-manifests", Pkg: "./" + generatorPkg},
