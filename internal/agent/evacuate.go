@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +36,9 @@ func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMach
 			return false
 		},
 		func(vmi *kubevirtv1.VirtualMachineInstance) bool {
+			if vmi != nil && len(stopped) > 0 && !stopped[vmi.UID] && vmiReady(vmi) {
+				a.vmiReplaced(ctx)
+			}
 			if vmi == nil || vmi.DeletionTimestamp != nil || stopped[vmi.UID] ||
 				vmi.Status.EvacuationNodeName == "" || vmi.Status.EvacuationNodeName != a.pod.Node {
 				return false
@@ -57,6 +61,32 @@ func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMach
 			}
 			return false
 		})
+}
+
+// vmiReplaced notes that a VMI other than the one stopped for the drain is
+// ready: the VM went down and is up again, whether or not the agent saw its
+// status say so in between. A watch that lists again after an API server or
+// etcd restart delivers only the latest state, and KubeVirt may not write
+// the VM's status between two VMIs at all.
+func (a *Agent) vmiReplaced(ctx context.Context) {
+	a.observing.Lock()
+	defer a.observing.Unlock()
+	if a.evacuation.CompareAndSwap(evacuationStopping, evacuationDown) {
+		if cur := a.latest.Load(); cur != nil {
+			a.observeLocked(ctx, cur)
+		}
+	}
+}
+
+// vmiReady is the VMI's Ready condition, which KubeVirt mirrors in its VM's
+// status.ready.
+func vmiReady(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == kubevirtv1.VirtualMachineInstanceReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // checkEvictionStrategy logs, once, that the prototype asked for another

@@ -64,6 +64,52 @@ func TestStopsVMWhenADrainMarksItsVMI(t *testing.T) {
 	}
 }
 
+// readyVMI is a VMI of testVM whose guest is up.
+func readyVMI(uid string) *kubevirtv1.VirtualMachineInstance {
+	vmi := markedVMI(uid, "")
+	vmi.Status.Phase = kubevirtv1.Running
+	vmi.Status.Conditions = []kubevirtv1.VirtualMachineInstanceCondition{{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}}
+	return vmi
+}
+
+// TestBackFromADrainItsVMStatusNeverShowed: the VM's status may never say
+// not ready between the VMI the agent stopped and the next one (a watch that
+// lists again after an API server restart sees only the latest state): a
+// new VMI that is ready ends the stop all the same, and a status that still
+// says ready before one does not.
+func TestBackFromADrainItsVMStatusNeverShowed(t *testing.T) {
+	cfg := testConfig()
+	cfg.StopOnEvacuation = true
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	h.api.putVMI(readyVMI("1"))
+	vm := h.readyVM()
+	h.eventually("the agent watches its VMI", func() bool { return h.api.count("watch vmi "+testVM) > 0 })
+
+	marked := readyVMI("1")
+	marked.Status.EvacuationNodeName = testNode
+	h.api.putVMI(marked)
+	h.eventually("the agent deletes the marked VMI", func() bool { return h.api.count("delete vmi "+testVM) > 0 })
+	h.waitReadyz(503, ReadyzEvacuated)
+
+	// The VM's status, written again, still says ready: the old VMI's.
+	vm.Labels["touched"] = "1"
+	h.api.put(vm)
+	h.api.putVMI(markedVMI("2", "")) // the next VMI, not up yet
+	time.Sleep(100 * time.Millisecond)
+	if code, body := h.readyz(); code != 503 || !strings.Contains(body, ReadyzEvacuated) {
+		t.Fatalf("/readyz %d %q before the next VMI is ready, want 503 %s", code, body, ReadyzEvacuated)
+	}
+
+	h.api.putVMI(readyVMI("2"))
+	h.waitReadyz(200, "ok")
+	if !strings.Contains(h.logs.String(), "VM back after its stop for a drain") {
+		t.Errorf("the agent did not log the VM's return:\n%s", h.logs.String())
+	}
+	if n := h.api.count("delete vmi "); n != 1 {
+		t.Errorf("%d VMI deletes, want 1", n)
+	}
+}
+
 // TestLeavesEvacuationToItsOwnEviction: an agent a drain evicts (a
 // Deployment's or a StatefulSet's) does not even watch the VMI: the drain
 // evicts its Pod when the PodDisruptionBudget allows, and it deletes the VM

@@ -300,8 +300,9 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 }
 
 // The states of a stop for a drain: the agent deleted the VMI, then saw the
-// VM not ready; when it is ready again, the stop is over. Until the VM was
-// seen down, its status may still say ready from before the stop.
+// VM not ready or a new VMI ready (vmiReplaced); when the VM is ready again,
+// the stop is over. Until the VM was seen down, its status may still say
+// ready from before the stop.
 const (
 	notEvacuated int32 = iota
 	evacuationStopping
