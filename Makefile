@@ -65,9 +65,9 @@ unit:
 # to run builds the components (progress shows thanks to -v). The real node's
 # tests (internal/e2e/realnode, internal/e2e/realguest) run the image built by
 # `make image`. Meanwhile vmctl-node-images builds what real guests need
-# (KubeVirt's node side, its images, the guest: about 10 minutes cold) into
-# .cache, its progress in .cache/node-images.log; internal/e2e/realguest
-# waits for it on the caches' locks.
+# (KubeVirt v1.7.0 with cgo, its node side, its images, the guest: 18
+# minutes cold, niced) into .cache, its progress in .cache/node-images.log;
+# internal/e2e/realguest waits for it on the caches' locks.
 e2e: build image node-deps
 	@mkdir -p $(CURDIR)/.cache
 	@nice -n 10 $(GO) run ./internal/testcluster/cmd/vmctl-node-images > $(CURDIR)/.cache/node-images.log 2>&1 & images=$$!; \
