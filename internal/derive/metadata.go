@@ -21,12 +21,7 @@ func objectMeta(proto *kubevirtv1.VirtualMachine, pod Pod, name, namespace strin
 		Name:        name,
 		Namespace:   namespace,
 		Labels:      maps.Clone(proto.Labels),
-		Annotations: make(map[string]string, len(proto.Annotations)+7),
-	}
-	for k, v := range proto.Annotations {
-		if !bookkeepingAnnotation(k) {
-			meta.Annotations[k] = v
-		}
+		Annotations: CarriedAnnotations(proto.Annotations),
 	}
 
 	if meta.Labels == nil {
@@ -66,6 +61,18 @@ func derivedLabels(prototype, pod string) map[string]string {
 		contract.LabelPrototype: LabelValue(prototype),
 		contract.LabelPod:       LabelValue(pod),
 	}
+}
+
+// CarriedAnnotations are the annotations of a prototype that its derived
+// VMs carry: all but bookkeeping ones. Never nil.
+func CarriedAnnotations(annotations map[string]string) map[string]string {
+	out := make(map[string]string, len(annotations)+8)
+	for k, v := range annotations {
+		if !bookkeepingAnnotation(k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // bookkeepingAnnotation reports whether key records state of the prototype

@@ -1,0 +1,79 @@
+package revision
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+)
+
+func TestStoreRoundTrip(t *testing.T) {
+	s := NewStore("vms", "web")
+	s.Number = 4
+	first, err := s.Add(Snapshot(prototype()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := prototype()
+	p.Spec.Template.Spec.Domain.CPU.Cores = 4
+	second, err := s.Add(Snapshot(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Hashes(), sorted(first, second); !cmp.Equal(want, got) {
+		t.Errorf("hashes %v, want %v", got, want)
+	}
+	cr, err := s.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.Name != "web-vm-revisions" || cr.Namespace != "vms" || cr.Revision != 4 {
+		t.Errorf("the store's object is %s/%s revision %d", cr.Namespace, cr.Name, cr.Revision)
+	}
+	if _, ok := cr.Labels[contract.LabelInstance]; ok {
+		t.Errorf("the store is labelled %s, which the workload's selector matches: its controller would adopt it", contract.LabelInstance)
+	}
+	if len(cr.OwnerReferences) != 0 {
+		t.Errorf("the store has owners %v", cr.OwnerReferences)
+	}
+	back, err := FromObject(cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s, back); diff != "" {
+		t.Errorf("the store read back differs (-written +read):\n%s", diff)
+	}
+}
+
+func TestStoreRetain(t *testing.T) {
+	s := NewStore("vms", "web")
+	keep, _ := s.Add(Snapshot(prototype()))
+	p := prototype()
+	p.Labels["release"] = "v2"
+	drop, _ := s.Add(Snapshot(p))
+	if s.Retain(map[string]bool{keep: true, drop: true}) {
+		t.Error("Retain of every revision says some went")
+	}
+	if !s.Retain(map[string]bool{keep: true, "0123456789": true}) {
+		t.Error("Retain without one revision says none went")
+	}
+	if got := s.Hashes(); !cmp.Equal([]string{keep}, got) {
+		t.Errorf("after Retain the store holds %v, want [%s]", got, keep)
+	}
+}
+
+func TestFromObjectRefusesWhatItCannotRead(t *testing.T) {
+	cr, _ := NewStore("vms", "web").Object()
+	cr.Data.Raw = []byte(`{"revisions": [1, 2]}`)
+	if _, err := FromObject(cr); err == nil {
+		t.Error("a store whose revisions are a list was read without error")
+	}
+}
+
+func sorted(a, b string) []string {
+	if a > b {
+		a, b = b, a
+	}
+	return []string{a, b}
+}
