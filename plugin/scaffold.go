@@ -10,9 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/klog/v2"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
@@ -207,7 +206,7 @@ func (o *ScaffoldOptions) Complete(f kube.Factory, cmd *cobra.Command, args []st
 	if err != nil {
 		return err
 	}
-	namespace, err := flagOrContextNamespace(f, cmd)
+	namespace, err := cmdutil.ContextNamespace(f)
 	if err != nil {
 		return err
 	}
@@ -276,54 +275,54 @@ func (o *ScaffoldOptions) Run(ctx context.Context) error {
 	return scaffold.WriteYAML(o.Out, objs)
 }
 
-// prototypeLookupTimeout bounds the one GET of the prototype, and of its
-// instancetype and preference: scaffold must not hang without a cluster.
-const prototypeLookupTimeout = 3 * time.Second
+// prototypeLookupTimeout bounds the reads of the prototype, its expanded
+// spec, and its instancetype's and preference's placement: scaffold must
+// not hang without a cluster.
+const prototypeLookupTimeout = 5 * time.Second
 
-// checkPrototype reads the prototype and says, in the agents' words, what
-// they will refuse, and whether its guest may take longer to shut down than
-// the agent waits for it; in a note, that its VMs run with another
-// evictionStrategy than it asks for. It copies the prototype's placement,
-// with its instancetype's and preference's, into the parameters, so the
-// agent Pods go where their VMs may run. Without a cluster, or without
-// leave to read the prototype, it copies none and says so in a note
-// (logging why at -v=2): notes are not the prototype's fault, and --strict
-// ignores them. It computes the reservation too (see reservation), and
-// errs when it cannot.
+// checkPrototype reads the prototype and pins the workload to its revision
+// (prototype.Pin): the agents derive their VMs from that snapshot, and the
+// Pods carry its placement, so the scheduler puts each agent where its VM
+// may run, and its reservation (see reservation). It says, in the agents'
+// words, what they will refuse, and whether the guest may take longer to
+// shut down than the agent waits for it; in a note, that its VMs run with
+// another evictionStrategy than it asks for. Without the prototype there is
+// no revision to pin, and it errs.
 func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes []string, err error) {
 	ns, name := o.params.PrototypeNamespace(), o.params.Prototype
-	err = o.clientsErr
-	var proto *kubevirtv1.VirtualMachine
+	if o.clientsErr != nil {
+		return nil, nil, fmt.Errorf("scaffold reads prototype %s/%s to pin the VMs to a revision of it: %w; run scaffold where the prototype can be read", ns, name, o.clientsErr)
+	}
 	ctx, cancel := context.WithTimeout(ctx, prototypeLookupTimeout)
 	defer cancel()
-	if err == nil {
-		proto, err = o.clients.KubeVirt.KubevirtV1().VirtualMachines(ns).Get(ctx, name, metav1.GetOptions{})
-	}
+	proto, err := o.clients.KubeVirt.KubevirtV1().VirtualMachines(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return []string{derive.PrototypeNotFound(ns, name)}, o.noReservation(ns, name), nil
+		return nil, nil, fmt.Errorf("prototype %s/%s not found: scaffold pins the VMs to a revision of the prototype, so create it first (or pass --proto-namespace where it lives)", ns, name)
 	case err != nil:
-		klog.V(2).InfoS("Not checking the prototype", "prototype", klog.KRef(ns, name), "err", err)
-		return nil, []string{fmt.Sprintf("cannot read prototype %s/%s (-v=2 says why), so the agent Pods carry none of its "+
-			"nodeSelector, affinity, tolerations or priority class and may land where its VMs cannot run; "+
-			"%srun scaffold where the prototype can be read", ns, name, o.unsized())}, nil
+		return nil, nil, fmt.Errorf("scaffold reads prototype %s/%s to pin the VMs to a revision of it: %w", ns, name, err)
 	}
-	if err := derive.Refusal(proto, o.params.Namespace, o.params.DeriveOptions()); err != nil {
+	pinned, err := prototype.Pin(ctx, o.clients, proto)
+	if err != nil {
+		return nil, nil, err
+	}
+	rev := pinned.Revision
+	if err := derive.Refusal(rev, o.params.Namespace, o.params.DeriveOptions()); err != nil {
 		warnings = append(warnings, err.Error())
 	}
-	if msg := derive.GracePeriodTooShort(proto, o.params.DeleteTimeout()); msg != "" {
+	if msg := derive.GracePeriodTooShort(rev, o.params.DeleteTimeout()); msg != "" {
 		warnings = append(warnings, fmt.Sprintf("prototype %s/%s: %s", ns, name, msg))
 	}
 	// Every derived VM gets External on purpose: nothing to fix in the
 	// prototype, so a note, which --strict lets pass.
-	if msg := derive.EvictionStrategyOverridden(proto); msg != "" {
+	if msg := derive.EvictionStrategyOverridden(rev); msg != "" {
 		notes = append(notes, fmt.Sprintf("prototype %s/%s: %s", ns, name, msg))
 	}
-	needs := prototype.Read(ctx, o.clients, proto)
-	if needs.PlacementErr != nil {
-		notes = append(notes, fmt.Sprintf("prototype %s/%s: %v", ns, name, needs.PlacementErr))
+	if pinned.PlacementErr != nil {
+		notes = append(notes, fmt.Sprintf("prototype %s/%s: %v", ns, name, pinned.PlacementErr))
 	}
-	o.params.Placement, o.params.PlacementKey = &needs.Placement, needs.PlacementKey
-	note, err := o.reservation(ctx, proto, needs)
+	o.params.Revision, o.params.RevisionHash = rev, pinned.Hash
+	o.params.Placement, o.params.PlacementKey = &pinned.Placement, pinned.PlacementKey
+	note, err := o.reservation(ctx, rev, pinned.PodNeeds)
 	return warnings, append(notes, note...), err
 }

@@ -48,7 +48,7 @@ func updateGolden() bool {
 func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var protos []runtime.Object
-	for _, ns := range []string{"from-kubeconfig", "default", "vms", "protos"} {
+	for _, ns := range []string{"from-kubeconfig", "default", "vms", "protos", "explicit"} {
 		protos = append(protos, &kubevirtv1.VirtualMachine{
 			ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns},
 			Spec:       kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
@@ -83,21 +83,25 @@ func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (std
 	return out.String(), errOut.String(), err
 }
 
-// Scaffolding needs no cluster: with -n, not even a kubeconfig.
-func TestScaffoldNeedsNoCluster(t *testing.T) {
+// Scaffolding pins the VMs to a revision of the prototype, which it reads:
+// without a cluster, or without the prototype, it says so and prints
+// nothing.
+func TestScaffoldNeedsThePrototype(t *testing.T) {
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	root := NewCmdVmctl(streams)
 	root.SetArgs([]string{"scaffold", "ds", "testvm", "-n", "vms", "--kubeconfig", filepath.Join(t.TempDir(), "none")})
-	if code := Execute(root, streams); code != 0 || !strings.Contains(out.String(), "kind: DaemonSet") {
-		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	if code := Execute(root, streams); code != 1 || out.Len() != 0 {
+		t.Errorf("without a cluster: exit %d, stdout:\n%s", code, out)
 	}
-	// Without the prototype there is no placement to copy: say so.
-	if want := "Warning: cannot read prototype vms/testvm (-v=2 says why), so the agent Pods carry none of its nodeSelector"; !strings.HasPrefix(errOut.String(), want) ||
-		strings.Count(errOut.String(), "\n") != 1 {
-		t.Errorf("stderr %q, want one line starting %q", errOut, want)
+	if want := "error: read the kubeconfig for the namespace: "; !strings.HasPrefix(errOut.String(), want) {
+		t.Errorf("stderr %q, want it to start %q", errOut, want)
 	}
-	if strings.Contains(out.String(), contract.AnnotationPlacement+":") {
-		t.Errorf("wrote a placement it could not read:\n%s", out)
+	for _, args := range [][]string{{"deployment", "testvm", "-n", "elsewhere"}, {"deployment", "testvm", "-n", "vms", "--strict"}} {
+		out, stderr, err := runScaffoldWith(t, nil, args...)
+		want := "prototype " + args[3] + "/testvm not found: scaffold pins the VMs to a revision of the prototype, so create it first"
+		if err == nil || !strings.HasPrefix(err.Error(), want) || out != "" || stderr != "" {
+			t.Errorf("%v: error %v, stdout %q, stderr %q; want only an error starting %q", args, err, out, stderr, want)
+		}
 	}
 }
 
@@ -113,7 +117,7 @@ func TestBrokenKubeconfigAdvice(t *testing.T) {
 		wantN  bool
 		reason string
 	}{
-		{[]string{"scaffold", "ds", "testvm"}, true, "-n frees scaffold from the kubeconfig"},
+		{[]string{"scaffold", "ds", "testvm", "-n", "vms"}, false, "scaffold reads the prototype from the cluster"},
 		{[]string{"status", "-n", "vms"}, false, "status needs the kubeconfig even with -n"},
 	} {
 		streams, _, _, errOut := genericiooptions.NewTestIOStreams()
@@ -261,8 +265,6 @@ func TestScaffoldWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
 			"but the agent waits at most 2m50s for the VM to go (--delete-timeout, the Pod's grace period less 10s), so the VM may outlive its Pod; " +
 			"give the agent Pods a grace period of 320s or more (kubectl vmctl scaffold --grace-period 320), or shorten the guest's\n"},
 		{[]string{"deployment", "testvm", "-n", "default", "--grace-period", "320"}, ""},
-		{[]string{"deployment", "testvm", "-n", "elsewhere"}, "Warning: prototype elsewhere/testvm not found; the agents wait until it exists\n" +
-			"Warning: prototype elsewhere/testvm is not there to size its VMs: " + notCounted + "; scaffold again once it exists\n"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			out, stderr, err := runScaffoldWith(t, []runtime.Object{proto}, tt.args...)
@@ -336,7 +338,6 @@ func TestScaffoldWarnsWhatTheAgentsWillRefuse(t *testing.T) {
 		// agentSays is the start of what the agent's Event would say.
 		agentSays string
 	}{
-		{"missing", nil, nil, "prototype vms/testvm not found; the agents wait until it exists"},
 		{"shared writable volume", sharedPVC, nil, "prototype vms/testvm: every derived VM would write to the same disk through volume \"data\""},
 		{"vmctl's markers", copied, nil, "prototype vms/testvm carries vmctl's derived-VM markers (label " + contract.LabelPod + ")"},
 		{"shared volume allowed", sharedPVC, []string{"--allow-shared-volumes"}, ""},

@@ -17,10 +17,14 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
 
-// Clients are the typed clientsets vmctl reads and writes through.
+// Clients are the typed clientsets vmctl reads and writes through, and
+// the one request they do not serve: KubeVirt's expansion of a VM's
+// instancetype and preference.
 type Clients struct {
 	Kube     kubernetes.Interface
 	KubeVirt kubevirt.Interface
+	// Expand is ExpandSpec of KubeVirt.
+	Expand Expander
 }
 
 // Factory gives a command what it needs of the cluster, in the manner of
@@ -111,5 +115,5 @@ func (f *factory) newClients() (Clients, error) {
 	if err != nil {
 		return Clients{}, fmt.Errorf("make the KubeVirt client: %w", err)
 	}
-	return Clients{Kube: kc, KubeVirt: virt}, nil
+	return Clients{Kube: kc, KubeVirt: virt, Expand: ExpandSpec(virt)}, nil
 }

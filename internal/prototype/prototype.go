@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // PodNeeds is what a prototype's agent Pods take from it.
@@ -44,4 +45,33 @@ func Read(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine)
 		n.Reservation = reserve.Round(r)
 	}
 	return n
+}
+
+// Pinned is the VM revision a workload's template pins for a prototype
+// now, and what its agent Pods need of that revision.
+type Pinned struct {
+	Revision *revision.Revision
+	Hash     string
+	PodNeeds
+}
+
+// Pin takes proto's revision: its snapshot, with its instancetype and
+// preference applied by c.Expand (kube.ExpandSpec: as KubeVirt stores them
+// for the prototype), named by its hash, and the placement and reservation of
+// that snapshot, which then match the VMs the agents derive from it by
+// construction. It fails only when the prototype cannot be expanded or
+// hashed; PodNeeds says what it could not read.
+func Pin(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine) (Pinned, error) {
+	expanded, err := c.Expand(ctx, proto)
+	if err != nil {
+		return Pinned{}, err
+	}
+	snap := proto.DeepCopy()
+	snap.Spec = expanded.Spec
+	rev := revision.Snapshot(snap)
+	hash, err := revision.Hash(rev)
+	if err != nil {
+		return Pinned{}, err
+	}
+	return Pinned{Revision: rev, Hash: hash, PodNeeds: Read(ctx, c, rev)}, nil
 }

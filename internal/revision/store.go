@@ -44,7 +44,7 @@ func StoreName(workload string) string { return workload + "-vm-revisions" }
 
 // NewStore is the empty store of workload in namespace.
 func NewStore(namespace, workload string) *Store {
-	return &Store{Name: StoreName(workload), Namespace: namespace, Workload: workload, Revisions: map[string]*Revision{}}
+	return &Store{Name: StoreName(workload), Namespace: namespace, Workload: workload, Number: 1, Revisions: map[string]*Revision{}}
 }
 
 // Add puts r in s under its hash, which it returns.

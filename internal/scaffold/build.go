@@ -16,8 +16,8 @@ const (
 )
 
 // Build returns the objects that run p's agents, in the order
-// `kubectl apply -f -` should create them: ServiceAccount, RBAC, admission
-// policy, the launcher priority class, workload, Services,
+// `kubectl apply -f -` should create them: ServiceAccount, RBAC, the
+// revision store, admission policy, the launcher priority class, workload, Services,
 // PodDisruptionBudget, PodMonitor. Every object
 // has its apiVersion and kind set.
 func Build(p Params) ([]runtime.Object, error) {
@@ -26,6 +26,13 @@ func Build(p Params) ([]runtime.Object, error) {
 	}
 	objs := []runtime.Object{p.serviceAccount()}
 	objs = append(objs, p.rbac()...)
+	if p.Pinned() {
+		store, err := p.store()
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, store)
+	}
 	if p.AdmissionPolicy {
 		objs = append(objs, p.admissionPolicy(), p.admissionPolicyBinding(), p.guardPolicy(), p.guardPolicyBinding())
 	}

@@ -1,12 +1,15 @@
 package fakeapi
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
@@ -23,6 +26,9 @@ type Factory struct {
 	*genericclioptions.ConfigFlags
 	Kube     kubernetes.Interface
 	KubeVirt kubevirt.Interface
+	// Expand stands in for KubeVirt's expand-spec: NoExpand unless a test
+	// sets another.
+	Expand kube.Expander
 }
 
 // NewFactory returns a Factory over kube and virt whose kubeconfig, in t's
@@ -45,10 +51,21 @@ current-context: test
 	}
 	flags := genericclioptions.NewConfigFlags(true)
 	*flags.KubeConfig = path
-	return &Factory{ConfigFlags: flags, Kube: kube, KubeVirt: virt}
+	return &Factory{ConfigFlags: flags, Kube: kube, KubeVirt: virt, Expand: NoExpand}
 }
 
 // Clients returns the fakes.
 func (f *Factory) Clients() (kube.Clients, error) {
-	return kube.Clients{Kube: f.Kube, KubeVirt: f.KubeVirt}, nil
+	return kube.Clients{Kube: f.Kube, KubeVirt: f.KubeVirt, Expand: f.Expand}, nil
+}
+
+// NoExpand stands in for KubeVirt's expand-spec subresource, which no
+// fake clientset serves: a VM without an instancetype or preference comes
+// back as it is, as from KubeVirt; one with either is an error, as from a
+// cluster whose virt-api does not answer.
+func NoExpand(_ context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	if vm.Spec.Instancetype == nil && vm.Spec.Preference == nil {
+		return vm.DeepCopy(), nil
+	}
+	return nil, fmt.Errorf("expand the instancetype and preference of VM %s/%s: the fake API serves no subresources.kubevirt.io", vm.Namespace, vm.Name)
 }
