@@ -254,9 +254,10 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 	return agent.New(o.config, o.clients.KubeVirt, o.clients.Kube).Run(ctx)
 }
 
-// stuckReasonsHelp names the /readyz words of a VM KubeVirt cannot start.
+// stuckReasonsHelp names the /readyz words of a VM KubeVirt cannot start,
+// and of one the agent cannot make from the revision its Pod pins.
 func stuckReasonsHelp() string {
-	return cmdutil.Wrap("When KubeVirt cannot start the VM, /readyz says why in one word ("+
+	return cmdutil.Wrap("When KubeVirt cannot start the VM, or the revision the Pod pins is missing, /readyz says why in one word ("+
 		strings.Join(stuck.Reasons(), ", ")+
 		") and a Warning Event of that reason gives the cause, as status's PROBLEM column does.", cmdutil.HelpWidth)
 }
