@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
@@ -60,6 +63,17 @@ type podAPI interface {
 	nominate(ctx context.Context, namespace, name, node string) error
 }
 
+// revisionAPI is what the agent asks of its workload's revision store, the
+// one ControllerRevision that holds the VM revisions the workload's
+// templates pin: a GET of it by name on each attempt to make the VM, and,
+// while it lacks the revision the Pod pins, a list and watch narrowed to
+// its name (kube.ByName), which a Role's resourceNames can allow.
+type revisionAPI interface {
+	getRevisions(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error)
+	listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*appsv1.ControllerRevisionList, error)
+	watchRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error)
+}
+
 type kubevirtVMs struct{ cs kubevirt.Interface }
 
 func (c kubevirtVMs) get(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachine, error) {
@@ -107,13 +121,41 @@ func (c kubevirtVMs) watchVMI(ctx context.Context, namespace, name string, opts 
 // client-go's retries: their 429s come from API Priority and Fairness, whose
 // Retry-After paces a herd better than a retry of the whole step would.
 func (c kubevirtVMs) listWatch(namespace, resource string, sel kube.Selector, opts metav1.ListOptions) *rest.Request {
+	return listWatchRequest(c.cs.KubevirtV1().RESTClient(), scheme.ParameterCodec, namespace, resource, sel, opts)
+}
+
+// listWatchRequest is the list or watch of resource in namespace that sel
+// selects, through rc, not retried by client-go (see listWatch).
+func listWatchRequest(rc rest.Interface, codec runtime.ParameterCodec, namespace, resource string, sel kube.Selector, opts metav1.ListOptions) *rest.Request {
 	opts.LabelSelector, opts.FieldSelector = sel.Label, sel.Field
 	var timeout time.Duration
 	if opts.TimeoutSeconds != nil {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
-	return c.cs.KubevirtV1().RESTClient().Get().Namespace(namespace).Resource(resource).
-		VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeout).MaxRetries(0)
+	return rc.Get().Namespace(namespace).Resource(resource).
+		VersionedParams(&opts, codec).Timeout(timeout).MaxRetries(0)
+}
+
+type kubeRevisions struct{ cs kubernetes.Interface }
+
+func (c kubeRevisions) getRevisions(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error) {
+	return c.cs.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c kubeRevisions) listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*appsv1.ControllerRevisionList, error) {
+	list := &appsv1.ControllerRevisionList{}
+	return list, c.listWatch(namespace, name, opts).Do(ctx).Into(list)
+}
+
+func (c kubeRevisions) watchRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	return c.listWatch(namespace, name, opts).Watch(ctx)
+}
+
+// listWatch is the list or watch of the one ControllerRevision name, with
+// the VMs' policy (kubevirtVMs.listWatch).
+func (c kubeRevisions) listWatch(namespace, name string, opts metav1.ListOptions) *rest.Request {
+	return listWatchRequest(c.cs.AppsV1().RESTClient(), kubescheme.ParameterCodec, namespace, "controllerrevisions", kube.ByName(name), opts)
 }
 
 func (c kubevirtVMs) deleteVMI(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {

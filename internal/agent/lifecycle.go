@@ -29,6 +29,7 @@ type Agent struct {
 	cfg     Config
 	vms     vmAPI
 	vmis    vmiAPI
+	revs    revisionAPI
 	pods    podAPI
 	kube    kubernetes.Interface
 	status  *readiness
@@ -44,8 +45,9 @@ type Agent struct {
 	// may exist, and the agent cannot tell.
 	cutShort string
 	// warnedGrace is set once the guest's grace period was found too long;
-	// warnedEviction once the prototype's eviction strategy was overridden.
-	warnedGrace, warnedEviction bool
+	// warnedEviction once the prototype's eviction strategy was overridden;
+	// warnedUnpinned once the agent said its Pod pins no VM revision.
+	warnedGrace, warnedEviction, warnedUnpinned bool
 	// evacuation is where a stop for a drain stands (evacuationState).
 	evacuation atomic.Int32
 	// wasReady remembers the last readiness logged, to log changes only.
@@ -89,10 +91,10 @@ type Agent struct {
 
 // New returns an Agent for cfg, which must have passed Validate.
 func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface) *Agent {
-	return newAgent(cfg, kubevirtVMs{kv}, kubevirtVMs{kv}, kube)
+	return newAgent(cfg, kubevirtVMs{kv}, kubevirtVMs{kv}, kubeRevisions{kube}, kube)
 }
 
-func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Agent {
+func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, revs revisionAPI, kube kubernetes.Interface) *Agent {
 	m := newMetrics(time.Now())
 	status := newReadiness(ReadyzStarting, m.setReady)
 	a := &Agent{
@@ -100,6 +102,7 @@ func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Ag
 		final:   context.Background(),
 		vms:     countingVMs{vms, m},
 		vmis:    countingVMIs{vmis, m},
+		revs:    countingRevisions{revs, m},
 		pods:    countingPods{kubePods{kube}, m},
 		kube:    kube,
 		status:  status,

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -291,4 +292,28 @@ func (c countingVMIs) deleteVMI(ctx context.Context, namespace, name string, opt
 	err := c.vmiAPI.deleteVMI(ctx, namespace, name, opts)
 	c.m.apiError("delete", err)
 	return err
+}
+
+// countingRevisions counts the failed requests of a revisionAPI.
+type countingRevisions struct {
+	revisionAPI
+	m *metrics
+}
+
+func (c countingRevisions) getRevisions(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error) {
+	cr, err := c.revisionAPI.getRevisions(ctx, namespace, name)
+	c.m.apiError("get", err)
+	return cr, err
+}
+
+func (c countingRevisions) listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*appsv1.ControllerRevisionList, error) {
+	list, err := c.revisionAPI.listRevisions(ctx, namespace, name, opts)
+	c.m.apiError("list", err)
+	return list, err
+}
+
+func (c countingRevisions) watchRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := c.revisionAPI.watchRevisions(ctx, namespace, name, opts)
+	c.m.apiError("watch", err)
+	return w, err
 }

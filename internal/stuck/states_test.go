@@ -12,8 +12,8 @@ import (
 
 // TestStatesMatchOf: every problem Of finds in ofCases is a State (its
 // Message starts with the Prefix of a State of its Reason), and every State
-// has a case, so a new state cannot go without its troubleshooting row, nor
-// without the fixture TestOfSameOnSlim needs.
+// but the agent's own (NoVM) has a case, so a new state cannot go without
+// its troubleshooting row, nor without the fixture TestOfSameOnSlim needs.
 func TestStatesMatchOf(t *testing.T) {
 	seen := map[string]bool{}
 	for _, tt := range ofCases() {
@@ -28,7 +28,10 @@ func TestStatesMatchOf(t *testing.T) {
 		seen[s.Prefix] = true
 	}
 	for _, s := range States() {
-		if !seen[s.Prefix] {
+		if s.NoVM && seen[s.Prefix] {
+			t.Errorf("State %q is marked NoVM, but Of finds it in a VM", s.Prefix)
+		}
+		if !s.NoVM && !seen[s.Prefix] {
 			t.Errorf("State %q has no case in ofCases: add a VM that Of finds in it", s.Prefix)
 		}
 		if s.Reason == "" || s.Short == "" || s.Help == "" || strings.Contains(s.Help, "\n") {
@@ -70,7 +73,7 @@ func TestOfSameOnSlim(t *testing.T) {
 
 func TestReasonsAreDistinct(t *testing.T) {
 	want := []string{ReasonUnschedulable, ReasonPVCNotFound, ReasonDataVolume, ReasonImagePull,
-		ReasonCrashLoop, ReasonLauncherRefused, ReasonStartFailed, ReasonStopped}
+		ReasonCrashLoop, ReasonLauncherRefused, ReasonStartFailed, ReasonStopped, ReasonRevisionMissing}
 	if diff := cmp.Diff(want, Reasons()); diff != "" {
 		t.Errorf("Reasons() (-want +got):\n%s", diff)
 	}

@@ -2,7 +2,10 @@
 // does not leave by itself, with the cause KubeVirt gives, so that the
 // agent's /readyz and Events and the PROBLEM column of `kubectl vmctl status`
 // say the same. It is pure: it reads the VM's status, which virt-controller
-// fills with its own conditions and those of the VM's instance.
+// fills with its own conditions and those of the VM's instance. It names
+// too the one state an agent does not leave by itself before it has a VM:
+// its Pod's template pins a VM revision that the workload's revision store
+// lacks.
 package stuck
 
 import (
@@ -35,6 +38,8 @@ const (
 	ReasonLauncherRefused = "VMLauncherRefused"
 	ReasonStartFailed     = "VMStartFailed"
 	ReasonStopped         = "VMStopped"
+	// ReasonRevisionMissing is the agent's, not Of's: there is no VM.
+	ReasonRevisionMissing = "VMRevisionMissing"
 )
 
 // What each problem's message starts with: States gives each its
@@ -49,6 +54,7 @@ const (
 	LauncherRefused  = "VM's launcher Pod cannot be created"
 	StartFailed      = "VM cannot start"
 	Stopped          = "VM stopped"
+	RevisionMissing  = "VM revision missing"
 )
 
 // condition types virt-controller copies onto the VM from its VMI.
