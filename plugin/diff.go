@@ -165,7 +165,7 @@ func (o *DiffOptions) run(ctx context.Context) error {
 		return err
 	}
 	if workloads > 0 {
-		summary += fmt.Sprintf("; %d of %d workloads hold an older placement or reservation", stale, workloads)
+		summary += fmt.Sprintf("; %d of %d workloads would roll out a change", stale, workloads)
 	}
 	if _, err := fmt.Fprintln(o.ErrOut, summary+inNamespace(o.namespace)); err != nil {
 		return err
@@ -179,37 +179,44 @@ func (o *DiffOptions) run(ctx context.Context) error {
 	return nil
 }
 
-// diffTemplates prints how each workload's Pod template differs from what
-// its prototype asks for now (rollout.TemplateDrift), and returns how many
-// differ of how many were compared: the workloads scaffold wrote, of
-// o.Prototype or of any.
+// diffTemplates says which workloads would roll out a change, because the
+// VM revision their template pins is not the prototype's now (or they pin
+// none), or they hold another room for their VMs (rollout.PlanRestart),
+// and returns how many would of how many were compared: the workloads
+// scaffold wrote, of o.Prototype or of any.
 func (o *DiffOptions) diffTemplates(ctx context.Context) (stale, compared int, err error) {
 	workloads, err := rollout.Find(ctx, o.clients, o.namespace, o.Prototype)
 	if err != nil {
 		return 0, 0, err
 	}
-	versions, err := rollout.Prototypes(ctx, o.clients, workloads)
+	targets, err := rollout.Targets(ctx, o.clients, workloads)
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, w := range workloads {
-		v := versions[w.Prototype()]
-		if v.Generation < 0 {
+		t := targets[w.Prototype()]
+		if t.Missing {
 			continue
 		}
 		compared++
-		diff, err := rollout.TemplateDrift(w, v)
-		if err != nil {
-			return 0, 0, err
-		}
-		if diff != "" {
+		if plan := rollout.PlanRestart(w, t); plan.Restart {
 			stale++
-			if err := o.printDiff(diff); err != nil {
+			line := fmt.Sprintf("%s: %s; kubectl vmctl rollout restart %s%s rolls it out", w.Name(), plan.Why, w.Prototype().Name, namespaceFlag(w.Prototype().Namespace, o.namespace))
+			if _, err := fmt.Fprintln(o.Out, printers.EscapeTerminal(line)); err != nil {
 				return 0, 0, err
 			}
 		}
 	}
 	return stale, compared, nil
+}
+
+// namespaceFlag is " -n ns" where the command needs it to reach ns from
+// the namespace the diff ran in ("" for all).
+func namespaceFlag(ns, ran string) string {
+	if ns == ran {
+		return ""
+	}
+	return " -n " + ns
 }
 
 // printDiff prints one unified diff, "-" lines red and "+" lines green when

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
@@ -119,12 +120,12 @@ func TestDiffPrototypeElsewhere(t *testing.T) {
 	}
 }
 
-// TestDiffStaleTemplates: a scaffolded workload whose Pod template holds
-// another size for its VMs than the prototype's VMs need now (it was
-// rolled back) shows as a diff of the template's reservation against the
-// prototype's, and diff exits 1 though every VM is as derived; one that
-// holds what they need does not show. Hand-written workloads (no
-// scaffold label) are not compared.
+// TestDiffStaleTemplates: a scaffolded workload whose template pins
+// another revision than the prototype's now, or holds another room for its
+// VMs than they need now, is named with what `rollout restart` would do,
+// and diff exits 1 though every VM is as derived; one that pins the
+// prototype as it is does not show. Hand-written workloads (no scaffold
+// label) are not compared.
 func TestDiffStaleTemplates(t *testing.T) {
 	web := opPrototype("vms", "web", 1)
 	need, err := reserve.Launcher(web, reserve.Inputs{})
@@ -132,9 +133,14 @@ func TestDiffStaleTemplates(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := contract.FormatResources(reserve.Round(need))
-	deployment := func(name, held string) *appsv1.Deployment {
+	rev := revision.Snapshot(web)
+	hash, err := revision.Hash(rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployment := func(name, held, pins string) *appsv1.Deployment {
 		p := scaffold.Params{Kind: scaffold.KindDeployment, Prototype: "web", Name: name, Namespace: "vms", Replicas: 1,
-			Image: "vmctl", GracePeriodSeconds: scaffold.DefaultGracePeriodSeconds}
+			Image: "vmctl", GracePeriodSeconds: scaffold.DefaultGracePeriodSeconds, Revision: rev, RevisionHash: pins}
 		var err error
 		if p.Reservation, err = contract.ParseResources(held); err != nil {
 			t.Fatal(err)
@@ -152,28 +158,26 @@ func TestDiffStaleTemplates(t *testing.T) {
 		return nil
 	}
 	vm := opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
-	handMade := deployment("by-hand", "cpu=1m,memory=1Mi")
+	handMade := deployment("by-hand", "cpu=1m,memory=1Mi", "0000000000")
 	delete(handMade.Spec.Template.Labels, contract.LabelAgentPrototype)
-	out, errOut, _, err := runDiffWith(t, []runtime.Object{deployment("old", "cpu=106m,memory=559Mi"), deployment("current", now), handMade},
-		[]runtime.Object{web, vm})
+	out, errOut, _, err := runDiffWith(t, []runtime.Object{deployment("older", now, "0000000000"), deployment("roomier", "cpu=106m,memory=559Mi", hash),
+		deployment("current", now, hash), handMade}, []runtime.Object{web, vm})
 	if got := opExitCode(err); got != 1 {
 		t.Errorf("exit code = %d (%v), want 1", got, err)
 	}
-	if want := "0 of 1 derived VMs drifted; 1 of 2 workloads hold an older placement or reservation in vms namespace\n"; errOut != want {
+	if want := "0 of 1 derived VMs drifted; 2 of 3 workloads would roll out a change in vms namespace\n"; errOut != want {
 		t.Errorf("stderr = %q, want %q", errOut, want)
 	}
 	for _, want := range []string{
-		"--- vms/deployment.apps/old (Pod template)",
-		"+++ vms/deployment.apps/old (prototype vms/web now)",
-		"-  " + contract.AnnotationReservation + ": cpu=106m,memory=559Mi",
-		"+  " + contract.AnnotationReservation + ": " + now,
+		"deployment.apps/older: its template pins VM revision 0000000000; prototype vms/web is now " + hash + "; kubectl vmctl rollout restart web rolls it out",
+		"deployment.apps/roomier: its Pod template holds room for cpu=106m,memory=559Mi a VM, VM revision " + hash + "'s VMs need " + now + "; kubectl vmctl rollout restart web rolls it out",
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("diff does not hold %q:\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "current") || strings.Contains(out, "by-hand") {
-		t.Errorf("diff shows a workload that holds what its VMs need, or one scaffold did not write:\n%s", out)
+		t.Errorf("diff shows a workload that pins the prototype as it is, or one scaffold did not write:\n%s", out)
 	}
 }
 

@@ -47,9 +47,14 @@ func (p Params) pinTemplate(t *corev1.PodTemplateSpec) {
 	}
 	t.Annotations[contract.AnnotationVMRevision] = p.RevisionHash
 	c := &t.Spec.Containers[0]
-	c.Env = append(c.Env, corev1.EnvVar{Name: contract.EnvVMRevision, ValueFrom: &corev1.EnvVarSource{
+	c.Env = append(c.Env, VMRevisionEnv())
+}
+
+// VMRevisionEnv passes the revision a template pins to its agent.
+func VMRevisionEnv() corev1.EnvVar {
+	return corev1.EnvVar{Name: contract.EnvVMRevision, ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + contract.AnnotationVMRevision + "']"},
-	}})
+	}}
 }
 
 // StoreRule lets the agent read the one revision store it derives from,
