@@ -68,6 +68,14 @@ func (s *Store) Retain(keep map[string]bool) bool {
 	return len(s.Revisions) != n
 }
 
+// forceAnnotations ask GitOps tools to make the store again where they would
+// patch it: its data cannot change, so an apply of a changed store fails
+// otherwise (`kubectl apply --force` does the same).
+var forceAnnotations = map[string]string{
+	"argocd.argoproj.io/sync-options":   "Force=true,Replace=true",
+	"kustomize.toolkit.fluxcd.io/force": "enabled",
+}
+
 // Object is s as the ControllerRevision that holds it. Its labels never
 // match the workload's selector (which has contract.LabelInstance): a
 // StatefulSet or DaemonSet controller adopts the ControllerRevisions its
@@ -81,8 +89,9 @@ func (s *Store) Object() (*appsv1.ControllerRevision, error) {
 	return &appsv1.ControllerRevision{
 		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "ControllerRevision"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      s.Name,
-			Namespace: s.Namespace,
+			Name:        s.Name,
+			Namespace:   s.Namespace,
+			Annotations: maps.Clone(forceAnnotations),
 			Labels: map[string]string{
 				contract.LabelName:      contract.AppName,
 				contract.LabelManagedBy: contract.ManagedBy,
