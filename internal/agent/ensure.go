@@ -94,7 +94,8 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 		}
 		msg := err.Error()
 		if a.cfg.pinned() {
-			msg += fmt.Sprintf("; the Pod pins VM revision %s, a snapshot of the prototype: fix the prototype, then %s", a.cfg.VMRevision, a.repin())
+			// The prototype's own fix stays last, where it can be copied.
+			msg = fmt.Sprintf("the Pod pins VM revision %s, a snapshot of the prototype: fix the prototype, then %s; %s", a.cfg.VMRevision, a.repin(), msg)
 		}
 		return nil, seen, &problem{reason: reason, msg: msg, err: err}
 	}
