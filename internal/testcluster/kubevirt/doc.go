@@ -16,8 +16,9 @@
 //     testcluster.Cluster.StopOnSignal) removes the webhooks and stops both.
 //
 // On kwok's nodes virt-handler does not run: the stand-in in package doubles
-// reports the two VMI phases it would, with the identity in
-// KubeVirt.HandlerConfig, and kwok never pulls Options.LauncherImage. On the
+// reports the two VMI phases it would, with virt-handler's identity on each
+// node (KubeVirt is a doubles.HandlerIdentity), and kwok never pulls
+// Options.LauncherImage. On the
 // real node (package node), StartHandler runs KubeVirt's own virt-handler as
 // virt-operator's DaemonSet, from images of KubeVirt's node side
 // (EnsureNodeSide, package images), with Options.Emulation on.
@@ -31,5 +32,5 @@
 //	defer c.Stop() // stops KubeVirt first
 //	kv, err := kubevirt.Start(ctx, c, kubevirt.Options{Binaries: kvBins})
 //	...
-//	go doubles.RunVirtHandler(ctx, kv.HandlerConfig, log)
+//	go doubles.RunVirtHandler(ctx, kv, log)
 package kubevirt
