@@ -102,16 +102,21 @@ for gone.
 What holds for a whole prototype, not for one row, is said on stderr, once per
 prototype, before the table: a guest that may take longer to shut down than
 one of its agents waits (--delete-timeout), and an evictionStrategy its VMs
-do not run with. --watch says each once, or with each frame on a terminal.
+do not run with; and once per workload, that the prototype has changed since
+the VM revision its Pods pin, with the rollout restart that rolls it out.
+--watch says each once, or with each frame on a terminal.
 
 Reads, at once, one paged LIST each of derived VMs, their VMIs and agent Pods,
 selected by vmctl's and scaffold's labels (other VMs are never read), then one
 LIST narrowed by name for each prototype and for each Pod a VM records that is
 not among the agents; past 50 in a namespace, one LIST of that namespace
 instead. Where agent Pods hold their VMs' room, also one LIST of the VMs'
-launcher Pods, by label. --watch follows the same with informers and redraws at most four
-times a second. It stops with the error status would give when it cannot
-list or watch what it needs.`,
+launcher Pods, by label. Where agent Pods pin a VM revision, their prototype's
+revision now is taken once, with one GET of KubeVirt's expand-spec for a
+prototype with an instancetype or preference (none for another). --watch
+follows the same with informers, takes a revision again only when its
+prototype changed, and redraws at most four times a second. It stops with the
+error status would give when it cannot list or watch what it needs.`,
 		Example: `  # Agents and VMs in the current namespace
   kubectl vmctl status
 

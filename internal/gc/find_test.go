@@ -45,7 +45,7 @@ func TestFind(t *testing.T) {
 		})
 	}
 
-	orphans, _, err := Find(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt}, "ns", t0.Add(time.Hour), time.Minute)
+	found, err := Find(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt}, "ns", t0.Add(time.Hour), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +53,13 @@ func TestFind(t *testing.T) {
 		{"list", "virtualmachines", "ns", "vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype"},
 		{"list", "pods", "ns", ""},
 		{"list", "pods", "podns", ""},
+		{"list", "controllerrevisions", "ns", ""}, // no store: nothing more to read
 	}
 	if diff := cmp.Diff(wantCalls, got); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
 	}
 	var names []string
-	for _, o := range orphans {
+	for _, o := range found.Orphans {
 		names = append(names, o.Name)
 	}
 	if diff := cmp.Diff([]string{"web-gone", "web-x"}, names); diff != "" {

@@ -62,16 +62,28 @@ type Pinned struct {
 // construction. It fails only when the prototype cannot be expanded or
 // hashed; PodNeeds says what it could not read.
 func Pin(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine) (Pinned, error) {
-	expanded, err := c.Expand(ctx, proto)
+	rev, hash, err := Revise(ctx, c.Expand, proto)
 	if err != nil {
 		return Pinned{}, err
+	}
+	return Pinned{Revision: rev, Hash: hash, PodNeeds: Read(ctx, c, rev)}, nil
+}
+
+// Revise is the revision Pin takes of proto, and its hash, without what
+// its agent Pods need: the one request of expand (none for a prototype
+// without instancetype or preference), for those that only compare a
+// pinned hash with the prototype's now (status, diff).
+func Revise(ctx context.Context, expand kube.Expander, proto *kubevirtv1.VirtualMachine) (*revision.Revision, string, error) {
+	expanded, err := expand(ctx, proto)
+	if err != nil {
+		return nil, "", err
 	}
 	snap := proto.DeepCopy()
 	snap.Spec = expanded.Spec
 	rev := revision.Snapshot(snap)
 	hash, err := revision.Hash(rev)
 	if err != nil {
-		return Pinned{}, err
+		return nil, "", err
 	}
-	return Pinned{Revision: rev, Hash: hash, PodNeeds: Read(ctx, c, rev)}, nil
+	return rev, hash, nil
 }
