@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
@@ -35,7 +36,15 @@ type Store struct {
 // storeData is the ControllerRevision's data. Its field names are what the
 // create policy's CEL reads: data.revisions[<hash>].
 type storeData struct {
-	Revisions map[string]*Revision `json:"revisions"`
+	Revisions map[string]stored `json:"revisions"`
+}
+
+// stored is a Revision as the store holds it: a VirtualMachine but for its
+// status, which has no place in a snapshot.
+type stored struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta             `json:"metadata"`
+	Spec            kubevirtv1.VirtualMachineSpec `json:"spec"`
 }
 
 // StoreName is the name of the revision store of the workload called
@@ -82,7 +91,11 @@ var forceAnnotations = map[string]string{
 // selector matches, and `kubectl rollout history` would list it. For the
 // same reason it has no controller owner.
 func (s *Store) Object() (*appsv1.ControllerRevision, error) {
-	data, err := json.Marshal(storeData{Revisions: s.Revisions})
+	d := storeData{Revisions: make(map[string]stored, len(s.Revisions))}
+	for h, r := range s.Revisions {
+		d.Revisions[h] = stored{TypeMeta: r.TypeMeta, Metadata: r.ObjectMeta, Spec: r.Spec}
+	}
+	data, err := json.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("encode the revision store %s/%s: %w", s.Namespace, s.Name, err)
 	}
@@ -113,9 +126,9 @@ func FromObject(cr *appsv1.ControllerRevision) (*Store, error) {
 			return nil, fmt.Errorf("the revision store %s/%s holds no revisions vmctl can read: %w", cr.Namespace, cr.Name, err)
 		}
 	}
-	s.Revisions = d.Revisions
-	if s.Revisions == nil {
-		s.Revisions = map[string]*Revision{}
+	s.Revisions = make(map[string]*Revision, len(d.Revisions))
+	for h, r := range d.Revisions {
+		s.Revisions[h] = &Revision{TypeMeta: r.TypeMeta, ObjectMeta: r.Metadata, Spec: r.Spec}
 	}
 	return s, nil
 }
