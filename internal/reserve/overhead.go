@@ -197,3 +197,47 @@ func (c config) archOf(vmi *kubevirtv1.VirtualMachineInstance) string {
 	}
 	return c.arch
 }
+
+// KeepOverheadInputs returns a copy of vmi's spec holding only what
+// memoryOverhead reads, so that a caller that keeps many VMIs (status)
+// can compute MemoryOverheadOf from the copy: the resources, CPU, memory
+// overhead reservation and architecture; of the devices, the graphics
+// device, the TPM, host devices and GPUs (their count only) and each
+// interface's binding; the volumes' downward metrics; the probes' exec;
+// and the launch security.
+func KeepOverheadInputs(spec *kubevirtv1.VirtualMachineInstanceSpec) kubevirtv1.VirtualMachineInstanceSpec {
+	d := spec.Domain
+	out := kubevirtv1.VirtualMachineInstanceSpec{Architecture: spec.Architecture}
+	out.Domain.Resources = d.Resources
+	out.Domain.CPU = d.CPU
+	out.Domain.LaunchSecurity = d.LaunchSecurity
+	if d.Memory != nil && d.Memory.ReservedOverhead != nil {
+		out.Domain.Memory = &kubevirtv1.Memory{ReservedOverhead: d.Memory.ReservedOverhead}
+	}
+	out.Domain.Devices.AutoattachGraphicsDevice = d.Devices.AutoattachGraphicsDevice
+	out.Domain.Devices.TPM = d.Devices.TPM
+	if len(d.Devices.HostDevices) > 0 {
+		out.Domain.Devices.HostDevices = make([]kubevirtv1.HostDevice, 1)
+	}
+	if len(d.Devices.GPUs) > 0 {
+		out.Domain.Devices.GPUs = make([]kubevirtv1.GPU, 1)
+	}
+	for _, iface := range d.Devices.Interfaces {
+		out.Domain.Devices.Interfaces = append(out.Domain.Devices.Interfaces, kubevirtv1.Interface{
+			Name: iface.Name, Binding: iface.Binding,
+			InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{SRIOV: iface.SRIOV, PasstBinding: iface.PasstBinding},
+		})
+	}
+	for _, v := range spec.Volumes {
+		if v.DownwardMetrics != nil {
+			out.Volumes = []kubevirtv1.Volume{{Name: v.Name, VolumeSource: kubevirtv1.VolumeSource{DownwardMetrics: v.DownwardMetrics}}}
+			break
+		}
+	}
+	for _, p := range []struct{ in, out **kubevirtv1.Probe }{{&spec.LivenessProbe, &out.LivenessProbe}, {&spec.ReadinessProbe, &out.ReadinessProbe}} {
+		if *p.in != nil && (*p.in).Exec != nil {
+			*p.out = &kubevirtv1.Probe{Handler: kubevirtv1.Handler{Exec: (*p.in).Exec}}
+		}
+	}
+	return out
+}

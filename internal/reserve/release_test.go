@@ -139,6 +139,30 @@ func TestNoKubeVirtCR(t *testing.T) {
 	}
 }
 
+// TestMemoryOverhead: what KubeVirt reports as the VMI's memory overhead
+// is the compute container's overhead, network included, and the same
+// from the VMI as from what KeepOverheadInputs keeps of it.
+func TestMemoryOverhead(t *testing.T) {
+	vm := baseVM()
+	passt(vm)
+	d := &vm.Spec.Template.Spec.Domain
+	d.Memory.ReservedOverhead = &kubevirtv1.ReservedOverhead{AddedOverhead: ptr.To(resource.MustParse("100Mi"))}
+	d.Devices.TPM = &kubevirtv1.TPMDevice{}
+	in := onRelease(Inputs{}, "v1.9.0")
+	vmi, err := instance(vm, in, newConfig(in.KubeVirt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := MemoryOverheadOf(vmi, in.KubeVirt)
+	if want := oneVCPUOH + 250*Mi + 100*Mi + 53*Mi; got.Value() != want {
+		t.Errorf("MemoryOverheadOf() = %d, want %d", got.Value(), want)
+	}
+	kept := &kubevirtv1.VirtualMachineInstance{Spec: KeepOverheadInputs(&vmi.Spec)}
+	if of := MemoryOverheadOf(kept, in.KubeVirt); of.Cmp(got) != 0 {
+		t.Errorf("MemoryOverheadOf(the kept VMI) = %s, of the VMI %s", &of, &got)
+	}
+}
+
 func twoDisks(vm *kubevirtv1.VirtualMachine) {
 	s := &vm.Spec.Template.Spec
 	s.Domain.Devices.Disks = append(s.Domain.Devices.Disks, kubevirtv1.Disk{Name: "second"})

@@ -33,6 +33,7 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 )
@@ -73,6 +74,18 @@ func Launcher(vm *kubevirtv1.VirtualMachine, in Inputs) (corev1.ResourceList, er
 		return nil, err
 	}
 	return Counted(pod), nil
+}
+
+// MemoryOverheadOf returns the memory overhead virt-controller computes
+// for vmi, a VMI as KubeVirt made it (its instancetype, preference and
+// defaults applied), in the cluster whose KubeVirt CR is kv (nil for
+// none): part of the compute container's request, and what KubeVirt
+// reports as the VMI's status.memory.memoryOverhead and in its launcher
+// Pod's kubevirt.io/memory-overhead-bytes annotation (with the feature
+// gate VmiMemoryOverheadReport, Beta from v1.9). Of vmi it reads only what
+// KeepOverheadInputs keeps.
+func MemoryOverheadOf(vmi *kubevirtv1.VirtualMachineInstance, kv *kubevirtv1.KubeVirt) resource.Quantity {
+	return memoryOverhead(vmi, newConfig(kv))
 }
 
 // Note says, when vmctl does not know the KubeVirt release of in (a newer
