@@ -95,6 +95,9 @@ the node its instance runs on, and name what is wrong (where KubeVirt says
 why, its cause follows a colon):
 
 ` + problemHelp(status.Docs()) + `
+A Pod that waits for room is a wait, not a problem: the scheduler places it
+once room comes, and --exit-code does not count it.
+
 A VM is paired with the Pod it records (namespace, name and UID), so an agent
 run in a Pod without scaffold's labels (say, started by hand) is not taken
 for gone.
@@ -146,7 +149,7 @@ watch what it needs.`,
 	flags.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector to narrow the agent Pods (e.g. app.kubernetes.io/instance=web). VMs without a selected Pod are then not shown.")
 	flags.StringVar(&o.Prototype, "prototype", o.Prototype, "Show only the agents and VMs of this prototype name (same as the PROTOTYPE argument).")
 	flags.BoolVarP(&o.Watch, "watch", "w", o.Watch, "After printing, follow changes: redraw on a terminal, print a new table on each change otherwise.")
-	flags.BoolVar(&o.ExitCode, "exit-code", o.ExitCode, "Exit 1 when any row has a problem (2 on errors), else 0.")
+	flags.BoolVar(&o.ExitCode, "exit-code", o.ExitCode, "Exit 1 when any row has a problem (2 on errors), else 0; a Pod that waits for room is no problem.")
 	flags.StringVar(&o.Color, "color", o.Color, "Color the table: auto (on a terminal, unless NO_COLOR is set), always or never.")
 	flags.DurationVar(&o.NotReadyGrace, "not-ready-grace", o.NotReadyGrace, "How long a VM that is starting may be not ready before that is a problem. A VM KubeVirt cannot start (unschedulable, image pull, missing PVC, ...) is a problem at once.")
 	cmd.ValidArgsFunction = CompletePrototypes(f)
