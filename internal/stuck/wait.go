@@ -29,16 +29,34 @@ func OfPod(pod *corev1.Pod) (Problem, bool) {
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return problem(ReasonWaitsForRoom, WaitsForRoom, firstSentence(c.Message), false), true
+			return problem(ReasonWaitsForRoom, WaitsForRoom, podCause(c.Message), false), true
 		}
 	}
 	return Problem{}, false
 }
 
-// firstSentence is kube-scheduler's "0/3 nodes are available: 3
-// Insufficient memory. preemption: ..." without what follows its first
-// sentence, which is about preemption and claims.
-func firstSentence(msg string) string {
+// podCause is kube-scheduler's "0/6 nodes are available: 1 Insufficient
+// memory, 5 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption:
+// ..." without what follows its first sentence (preemption and claims) and
+// without the nodes the Pod's own affinity rules out, as a DaemonSet's
+// Pod's or a prototype's nodeSelector does by design: "0/6 nodes are
+// available: 1 Insufficient memory". When only such nodes are left, it
+// keeps the sentence whole.
+func podCause(msg string) string {
 	first, _, _ := strings.Cut(msg, ". ")
-	return first
+	first = strings.TrimSuffix(strings.TrimSpace(first), ".")
+	head, reasons, ok := strings.Cut(first, " nodes are available: ")
+	if !ok {
+		return first
+	}
+	var kept []string
+	for _, r := range strings.Split(reasons, ", ") {
+		if r = strings.TrimSpace(r); r != "" && !otherNodes.MatchString(r) {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == 0 {
+		return first
+	}
+	return head + " nodes are available: " + strings.Join(kept, ", ")
 }

@@ -37,6 +37,16 @@ func podCases() []podCase {
 		pod:  unschedulable("0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: vms}, 3 Insufficient cpu."),
 		want: &Problem{Reason: ReasonWaitsForRoom, Message: "Pod waits for room: 0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: vms}, 3 Insufficient cpu"},
 	}, {
+		// A DaemonSet's Pod may go to its own node only.
+		name: "no room on its node",
+		pod: unschedulable("0/6 nodes are available: 1 Insufficient memory, 5 node(s) didn't satisfy plugin(s) [NodeAffinity]. " +
+			"preemption: 0/6 nodes are available: 1 No preemption victims found for incoming pod, 5 Preemption is not helpful for scheduling."),
+		want: &Problem{Reason: ReasonWaitsForRoom, Message: "Pod waits for room: 0/6 nodes are available: 1 Insufficient memory"},
+	}, {
+		name: "no node it may go to",
+		pod:  unschedulable("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."),
+		want: &Problem{Reason: ReasonWaitsForRoom, Message: "Pod waits for room: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector"},
+	}, {
 		name: "not tried yet",
 		pod:  pendingPod(),
 	}, {
