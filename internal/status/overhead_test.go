@@ -165,3 +165,27 @@ func TestLoadReadsKubeVirtWhenCompared(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchReadsKubeVirtOnce: --watch reads the KubeVirt CR the first
+// time an Inventory needs it, and gives every later one the same.
+func TestWatchReadsKubeVirtOnce(t *testing.T) {
+	pod := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, reserving("cpu=106m,memory=617Mi"))
+	reporting := reportingVMI("ns", "web-a", "321Mi")
+	_, virt := fakes(nil, []runtime.Object{deployedKubeVirt("v1.9.0")})
+	listed := 0
+	virt.PrependReactor("list", "kubevirts", func(k8stesting.Action) (bool, runtime.Object, error) {
+		listed++
+		return false, nil, nil
+	})
+	w := &watcher{c: kube.Clients{KubeVirt: virt}}
+	for range 3 {
+		inv := &Inventory{Pods: ptrs(pod), VMIs: ptrs(reporting)}
+		w.kubeVirt(context.Background(), inv)
+		if !inv.KubeVirtRead || inv.KubeVirt == nil {
+			t.Fatalf("KubeVirt %v, read %v; want the CR", inv.KubeVirt, inv.KubeVirtRead)
+		}
+	}
+	if listed != 1 {
+		t.Errorf("listed KubeVirt CRs %d times, want once", listed)
+	}
+}
