@@ -19,10 +19,8 @@ const (
 // KubeVirt's defaults where it says nothing, as ClusterConfig.GetConfig
 // merges spec.configuration over defaultClusterConfig.
 type config struct {
-	// release is the KubeVirt release whose rules apply; note says why
-	// when vmctl does not know the CR's (releaseOf).
+	// release is the KubeVirt release whose rules apply (releaseOf).
 	release            release
-	note               string
 	cpuAllocationRatio int
 	memoryOvercommit   int
 	// cpuRequest is the cluster's cpuRequest when it is not the default
@@ -39,7 +37,7 @@ type config struct {
 
 func newConfig(kv *kubevirtv1.KubeVirt) config {
 	c := config{cpuAllocationRatio: defaultCPUAllocationRatio, memoryOvercommit: defaultMemoryOvercommit, arch: defaultArch}
-	c.release, c.note = releaseOf(kv)
+	c.release, _ = releaseOf(kv)
 	if kv == nil {
 		c.imageVolume = gateEnabled(imageVolumeGate, nil, c.release)
 		return c
