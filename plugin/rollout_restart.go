@@ -161,6 +161,9 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, note := range rollout.Notes(targets) {
+		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s\n", note)
+	}
 	var errs []error
 	for _, w := range workloads {
 		t := targets[w.Prototype()]

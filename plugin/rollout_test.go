@@ -81,7 +81,7 @@ func rolloutScene(t *testing.T, edit func(*kubevirtv1.VirtualMachine)) (kube, vi
 			t.Fatal(err)
 		}
 	}
-	return kube, append([]runtime.Object{proto}, virt...), now
+	return kube, append(append([]runtime.Object{proto}, virt...), deployedKubeVirt("v1.9.0")), now
 }
 
 // moreMemory is a prototype edit.

@@ -62,7 +62,7 @@ func TestTemplatePinsTheRevision(t *testing.T) {
 
 			// A prototype edit reaches no VM on its own.
 			changePrototype(t, ns)
-			kubectl(t, nil, "label", "vm", "testvm", "-n", ns, "release=v2")
+			kubectl(t, nil, "patch", "vm", "testvm", "-n", ns, "--type", "merge", "-p", `{"spec":{"template":{"metadata":{"labels":{"release":"v2"}}}}}`)
 			n := tt.grow(t, ns)
 			waitRevision(t, ns, workload, n, first)
 			for name, spec := range vmSpecs(t, ns) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
@@ -34,6 +35,19 @@ const (
 type Target struct {
 	Missing bool
 	prototype.Pinned
+}
+
+// Notes returns the distinct ReservationNotes of targets, sorted: what a
+// command that writes reservations says once.
+func Notes(targets map[types.NamespacedName]Target) []string {
+	var out []string
+	for _, t := range targets {
+		if t.ReservationNote != "" && !slices.Contains(out, t.ReservationNote) {
+			out = append(out, t.ReservationNote)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Plan is what rollout restart does with one workload.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
@@ -75,5 +76,23 @@ func TestRestartPinsAnAgentThatFollowedThePrototype(t *testing.T) {
 	}
 	if diff := cmp.Diff([]corev1.EnvVar{scaffold.VMRevisionEnv()}, agent.Env); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
+	}
+}
+
+// TestNotes: each distinct note once, sorted, whichever prototypes share it.
+func TestNotes(t *testing.T) {
+	note := func(n string) Target {
+		t := target("h1")
+		t.ReservationNote = n
+		return t
+	}
+	got := Notes(map[types.NamespacedName]Target{
+		{Namespace: "a", Name: "x"}: note("newer"),
+		{Namespace: "b", Name: "y"}: note("newer"),
+		{Namespace: "c", Name: "z"}: note("older"),
+		{Namespace: "d", Name: "w"}: note(""),
+	})
+	if diff := cmp.Diff([]string{"newer", "older"}, got); diff != "" {
+		t.Errorf("Notes() (-want +got):\n%s", diff)
 	}
 }

@@ -60,6 +60,12 @@ type Inventory struct {
 	// that pin one; none for a prototype whose revision could not be
 	// taken.
 	Revisions map[types.NamespacedName]string
+	// KubeVirt is the KubeVirt CR (reserve.LoadKubeVirt), read once when a
+	// VMI reports its memory overhead beside an agent Pod that holds room,
+	// to compare that overhead with vmctl's (Warnings); KubeVirtRead says
+	// it was read, nil meaning none exists.
+	KubeVirt     *kubevirtv1.KubeVirt
+	KubeVirtRead bool
 }
 
 // Load reads an Inventory with paged LISTs narrowed by label or by name,
@@ -69,10 +75,12 @@ type Inventory struct {
 // Pod and the prototype each derived VM records (past kube.MaxByName of them in
 // a namespace, one LIST of that namespace instead). VMs vmctl did not make
 // are never read otherwise. A VM listed before its agent's Pod was created
-// is paired all the same: its Pod is read by name after the VM. Last, it
+// is paired all the same: its Pod is read by name after the VM. Then it
 // takes the revision each prototype that agent Pods pin a revision of
 // would pin now (Revisions): a GET of KubeVirt's expansion for one with an
-// instancetype or preference, no request for another.
+// instancetype or preference, no request for another. Last, when a VMI
+// reports its memory overhead beside an agent Pod that holds room, it
+// LISTs the KubeVirt CRs (see readKubeVirt).
 func Load(ctx context.Context, c kube.Clients, q Query) (*Inventory, error) {
 	b := newBuilder(q)
 	have := map[source]bool{}
@@ -80,6 +88,7 @@ func Load(ctx context.Context, c kube.Clients, q Query) (*Inventory, error) {
 		fresh := pending(needs(q, b.inv), have)
 		if len(fresh) == 0 {
 			newReviser(c.Expand).revise(ctx, b.inv, time.Now())
+			readKubeVirt(ctx, c, b.inv)
 			return b.inv, nil
 		}
 		read := make([][]any, len(fresh))

@@ -95,6 +95,10 @@ type Row struct {
 	Created metav1.Time `json:"created"`
 	// Problems names what is wrong; empty when nothing is.
 	Problems []string `json:"problems,omitempty"`
+	// Waiting says what a Pod waits for, which ends by itself (stuck.OfPod:
+	// room for its VM): no problem, so `status --exit-code` does not count
+	// it.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Pair matches agent Pods with derived VMs (by the Pod UID the VM records)
@@ -212,6 +216,9 @@ func (p pairer) podRow(pod *corev1.Pod, agent contract.Agent) Row {
 	}
 	if u := unpinned(pod); u != "" {
 		r.Problems = append(r.Problems, u)
+	}
+	if w, ok := stuck.OfPod(pod); ok {
+		r.Waiting = w.Message
 	}
 	return r
 }

@@ -62,7 +62,7 @@ func (s source) slim(obj any) (any, error) {
 	if s.role == rolePrototypes {
 		return kube.SlimPrototype(obj)
 	}
-	return kube.Slim(obj)
+	return slim(obj)
 }
 
 // String names the source in errors: `pods in namespace "x"`, `pods named

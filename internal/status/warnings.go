@@ -41,10 +41,13 @@ func (w Warning) String() string {
 // (derive.GracePeriodTooShort), judged by the shortest delete timeout among
 // its agent Pods, which differ while a rollout changes the grace period;
 // and that it asks for an evictionStrategy its VMs do not run with
-// (derive.EvictionStrategyOverridden). Then, of each workload whose agent
-// Pods pin VM revisions of a prototype, none the one it would pin now
-// (inv.Revisions), that the prototype has changed since (revision.Unrolled).
-// They are sorted by prototype, its own first, then by workload.
+// (derive.EvictionStrategyOverridden); and that KubeVirt reports another
+// memory overhead for one of its VMs than vmctl's rule computes, so its
+// agent Pods hold the wrong room (overheadWarning). Then, of each workload
+// whose agent Pods pin VM revisions of a prototype, none the one it would
+// pin now (inv.Revisions), that the prototype has changed since
+// (revision.Unrolled). They are sorted by prototype, its own first, then by
+// workload.
 func Warnings(inv *Inventory, rows []Row) []Warning {
 	shown := map[types.NamespacedName]bool{}
 	for _, r := range rows {
@@ -76,6 +79,7 @@ func Warnings(inv *Inventory, rows []Row) []Warning {
 			say(derive.GracePeriodTooShort(proto, d))
 		}
 		say(derive.EvictionStrategyOverridden(proto))
+		say(overheadWarning(inv, k))
 	}
 	out = append(out, unrolled(inv)...)
 	slices.SortStableFunc(out, func(a, b Warning) int {

@@ -73,6 +73,7 @@ func Watch(ctx context.Context, c kube.Clients, q Query, opts WatchOptions, upda
 		if w.ensure(needs(q, inv)) {
 			continue // wait for the new sources' first list
 		}
+		w.kubeVirt(ctx, inv)
 		last = time.Now()
 		w.revisions.revise(ctx, inv, last)
 		if err := update(inv); err != nil {
@@ -89,6 +90,21 @@ type watcher struct {
 	// revisions keeps the prototypes' revisions from one update to the
 	// next: it asks KubeVirt again only when a prototype changed.
 	revisions *reviser
+	// kv and kvRead are the KubeVirt CR, read once when an Inventory first
+	// needs it (readKubeVirt), and whether that read worked.
+	kv             *kubevirtv1.KubeVirt
+	kvRead, kvDone bool
+}
+
+// kubeVirt gives inv the KubeVirt CR, read the first time an Inventory
+// needs it and kept after: its configuration rarely changes.
+func (w *watcher) kubeVirt(ctx context.Context, inv *Inventory) {
+	if !w.kvDone && needsKubeVirt(inv) {
+		w.kvDone = true
+		readKubeVirt(ctx, w.c, inv)
+		w.kv, w.kvRead = inv.KubeVirt, inv.KubeVirtRead
+	}
+	inv.KubeVirt, inv.KubeVirtRead = w.kv, w.kvRead
 }
 
 // ensure follows each of want that no source covers yet, and reports

@@ -1,10 +1,12 @@
 // Package stuck names the states of a derived VirtualMachine that KubeVirt
 // does not leave by itself, with the cause KubeVirt gives, so that the
 // agent's /readyz and Events and the PROBLEM column of `kubectl vmctl status`
-// say the same. It is pure: it reads the VM's status, which virt-controller
-// fills with its own conditions and those of the VM's instance. It names
-// too the one state an agent does not leave by itself before it has a VM:
-// its Pod's template pins a VM revision that the workload's revision store
+// say the same; and the one state of an agent Pod that ends by itself, a
+// wait for room (OfPod), so that status words it as a wait. It is pure: it
+// reads the VM's status, which virt-controller fills with its own
+// conditions and those of the VM's instance, and the Pod's. It names too
+// the one state an agent does not leave by itself before it has a VM: its
+// Pod's template pins a VM revision that the workload's revision store
 // lacks.
 package stuck
 

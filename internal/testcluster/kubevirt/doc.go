@@ -9,7 +9,9 @@
 //     print its CRDs, RBAC and webhook configurations there. EnsureBinaries
 //     is EnsureRelease of Newest.
 //   - The cluster installs the CRDs (testcluster.Options.CRDs).
-//   - Start installs the RBAC, runs each component as its own KubeVirt
+//   - Start installs the RBAC, creates the KubeVirt CR (CRName) with the
+//     status virt-operator would give it, the release among it as
+//     observedKubeVirtVersion, runs each component as its own KubeVirt
 //     ServiceAccount, registers virt-api's validating and mutating webhooks
 //     pointed at virt-api on 127.0.0.1 with a CA of its own, and restarts a
 //     component that exits. Stopping the cluster (also on Ctrl-C, see

@@ -77,7 +77,7 @@ type Options struct {
 	// Binaries.LauncherImage: kwok's nodes never pull it; a real node would
 	// need one it can run.
 	LauncherImage string
-	// Emulation creates the KubeVirt CR with developerConfiguration's
+	// Emulation gives the KubeVirt CR developerConfiguration's
 	// useEmulation, as on a node whose /dev/kvm cannot run guests: launchers
 	// run qemu under TCG and ask for no KVM device.
 	Emulation bool
@@ -167,10 +167,8 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *KubeVi
 	if err := k.installRBAC(ctx); err != nil {
 		return nil, err
 	}
-	if opts.Emulation {
-		if err := k.createKubeVirtCR(ctx); err != nil {
-			return nil, err
-		}
+	if err := k.createKubeVirtCR(ctx, opts.Emulation); err != nil {
+		return nil, err
 	}
 	kubeconfigs := map[string]string{}
 	for _, sa := range []string{apiServiceAccount, controllerServiceAccount, handlerServiceAccount} {
@@ -262,12 +260,22 @@ func (k *KubeVirt) installRBAC(ctx context.Context) error {
 	return nil
 }
 
+// CRName is the KubeVirt CR Start creates in Namespace, the one whose
+// spec.configuration virt-api and virt-controller run with: a test may
+// change its configuration as a user would.
+const CRName = "kubevirt"
+
 // createKubeVirtCR creates the KubeVirt CR that virt-operator's users write,
-// with emulation on. The components read their configuration from it; no
-// virt-operator runs to act on the rest.
-func (k *KubeVirt) createKubeVirtCR(ctx context.Context) error {
-	cr := []byte(`{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","metadata":{"name":"kubevirt","namespace":"` + Namespace + `"},` +
-		`"spec":{"configuration":{"developerConfiguration":{"useEmulation":true}}}}`)
+// configuring nothing but, with emulation, useEmulation, and gives it the
+// status virt-operator would. The components read their configuration from
+// it; no virt-operator runs to act on the rest.
+func (k *KubeVirt) createKubeVirtCR(ctx context.Context, emulation bool) error {
+	spec := `{}`
+	if emulation {
+		spec = `{"configuration":{"developerConfiguration":{"useEmulation":true}}}`
+	}
+	cr := []byte(`{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","metadata":{"name":"` + CRName + `","namespace":"` + Namespace + `"},` +
+		`"spec":` + spec + `}`)
 	err := k.admin.CoreV1().RESTClient().Post().AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts").
 		SetHeader("Content-Type", "application/json").Body(cr).Do(ctx).Error()
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -275,9 +283,11 @@ func (k *KubeVirt) createKubeVirtCR(ctx context.Context) error {
 	}
 	// The components read a KubeVirt CR only once virt-operator gave it a
 	// phase (virtconfig's GetConfigFromKubeVirtCR), and take the VMs'
-	// default architecture from its status.
-	err = k.admin.CoreV1().RESTClient().Patch(types.MergePatchType).AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts", "kubevirt", "status").
-		Body([]byte(`{"status":{"phase":"Deployed","defaultArchitecture":"` + runtime.GOARCH + `"}}`)).Do(ctx).Error()
+	// default architecture from its status; virt-operator records the
+	// release it deployed as observedKubeVirtVersion, which vmctl reads.
+	status := fmt.Sprintf(`{"status":{"phase":"Deployed","defaultArchitecture":%q,"observedKubeVirtVersion":%q}}`, runtime.GOARCH, k.Binaries.Version)
+	err = k.admin.CoreV1().RESTClient().Patch(types.MergePatchType).AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts", CRName, "status").
+		Body([]byte(status)).Do(ctx).Error()
 	if err != nil {
 		return fmt.Errorf("mark the KubeVirt CR deployed: %w", err)
 	}
