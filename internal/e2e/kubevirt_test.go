@@ -137,11 +137,14 @@ func TestPrototypeKubeVirtRejects(t *testing.T) {
 		domain.CPU, domain.Memory = nil, nil
 		domain.IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicyShared)
 	})
+	// scaffold sizes the VMs with the instancetype applied and would
+	// refuse the conflict itself, so the instancetype changes after it.
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "0")
 	it.Spec.IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicyShared)
 	if _, err := instancetypes.Update(ctx, it, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("give the instancetype an ioThreadsPolicy: %v", err)
 	}
-	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	scale(t, ns, scaffold.DefaultName("testvm"), 1)
 
 	const webhookSays = "spec.template.spec.domain.ioThreadsPolicy conflicts with selected instance type"
 	pod := waitWarningEvent(t, ns, "a Warning Event with KubeVirt's message", func(msg string) bool {
