@@ -44,6 +44,14 @@ func (e *evictions) count() int {
 	return len(e.asked)
 }
 
+// armed reports whether the mover's clock runs, or ran out: it saw the VM
+// unschedulable with nothing to excuse it.
+func (m *mover) armed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.timer != nil
+}
+
 func newMoveHarness(t *testing.T, after time.Duration, refusals int) (*harness, *evictions) {
 	cfg := testConfig()
 	cfg.MoveAfter = after
