@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -108,4 +109,18 @@ func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodConditi
 		}
 	}
 	return nil
+}
+
+// podGone reports whether Pod p is gone: the API server answers NotFound
+// for its name, or holds another Pod of that name. Any other error says
+// nothing of p, and is returned.
+func podGone(ctx context.Context, ns string, p corev1.Pod) (bool, error) {
+	cur, err := e.kube.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return cur.UID != p.UID, nil
 }
