@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
@@ -27,7 +28,7 @@ import (
 func namespace(t *testing.T) string {
 	t.Helper()
 	if skipReason != "" {
-		t.Skip(skipReason)
+		ci.Skip(t, skipReason)
 	}
 	return testcluster.Namespace(t, e.kube, func(ns string) {
 		t.Logf("kubelet log (last lines):\n%s", testcluster.Tail(e.node.LogFile(node.Kubelet), 25))

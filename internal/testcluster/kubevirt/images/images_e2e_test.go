@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt/images"
 )
@@ -36,7 +37,7 @@ const binDirEnv = "VMCTL_KUBEVIRT_NODE_BIN"
 // /dev/kvm ever enters the tree: qemu runs under TCG.
 func TestImages(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("building and running the images needs root")
+		ci.Skip(t, "building and running the images needs root")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
