@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // createPrototype creates testdata/guest.yaml's prototype in ns: its VMs
@@ -36,8 +36,11 @@ func createPrototype(t *testing.T, ns string) {
 
 // repoFile is the path of a file in the repository.
 func repoFile(rel string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", rel)
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		panic(err) // the tests run in the checkout, where RepoRoot finds it
+	}
+	return filepath.Join(root, rel)
 }
 
 // guestBoot bounds a guest's way from its agent Pod's creation to its
