@@ -69,14 +69,15 @@ image:
 		IMAGE_REVISION=$(COMMIT) hack/image.sh build $$bin $$p $(VERSION); \
 	done
 
-## node-deps: what the e2e suite's real node needs from the OS (runc, CNI plugins, iptables, nft), apt-installed when missing
+## node-deps: what the e2e suite's real node needs from the OS (runc, CNI plugins, iptables, nft), and cpio for a unit test, apt-installed when missing
 node-deps:
 	hack/node-deps.sh
 
 ## test: unit tests, then the end-to-end suite on a real local control plane
 test: unit e2e
 
-unit:
+# node-deps: the guest's initramfs is read back with cpio.
+unit: node-deps
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(GO) -C hack/image test -count=1 ./...
 

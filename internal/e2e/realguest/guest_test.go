@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -106,7 +107,11 @@ func drainPowersOff(t *testing.T, ns string, pods []corev1.Pod) {
 	var evicted, kept corev1.Pod
 	eventually(t, drainTimeout, "one agent Pod to be evicted and go", func(ctx context.Context) (bool, string, error) {
 		for i, p := range pods {
-			if _, err := e.kube.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{}); err != nil {
+			gone, err := podGone(ctx, ns, p)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			if gone {
 				evicted, kept = p, pods[1-i]
 				return true, "", nil
 			}
@@ -301,7 +306,12 @@ func scaleDownPowersOff(t *testing.T, ns string, pods []corev1.Pod) {
 	eventually(t, time.Minute, "the Deployment to pick a Pod to remove", func(ctx context.Context) (bool, string, error) {
 		for _, p := range pods {
 			cur, err := e.kube.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
-			if err == nil && cur.DeletionTimestamp == nil {
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				// Not an answer about the Pod: ask again.
+				return false, err.Error(), nil
+			case cur.UID == p.UID && cur.DeletionTimestamp == nil:
 				continue
 			}
 			gone = p

@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
 
@@ -31,7 +32,7 @@ import (
 func namespace(t *testing.T) string {
 	t.Helper()
 	if skipReason != "" {
-		t.Skip(skipReason)
+		ci.Skip(t, skipReason)
 	}
 	return testcluster.Namespace(t, e.kube, func(ns string) {
 		t.Logf("kubelet log (last lines):\n%s", testcluster.Tail(e.node.LogFile(node.Kubelet), 25))
