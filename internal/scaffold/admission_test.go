@@ -59,6 +59,9 @@ const (
 	ruleNotProto = "may never change or delete its prototype"
 	ruleOwnVM    = "the VirtualMachine is not this Pod's"
 	ruleOwnVMI   = "may only delete its own Pod's VMI"
+	// The event policy's.
+	ruleOwnEvent    = "may only record Events about its own Pod"
+	ruleEventSigned = "Events are signed vmctl-agent from its own node"
 	// The pod policy's.
 	ruleOwnPod      = "may only resize or evict its own Pod"
 	ruleSmaller     = "may only make its own Pod smaller"
@@ -78,7 +81,7 @@ func ruleOf(message string) string {
 
 func allRules() []string {
 	return []string{ruleName, ruleMetadata, ruleOwner, ruleLabels, ruleAnnotations, ruleRuns, ruleIdentity, rulePin, ruleVolumes, ruleDNSName, rulePriority, ruleUnlisted,
-		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleOwnPod, ruleSmaller, ruleOwnLauncher, ruleNomination}
+		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleOwnEvent, ruleEventSigned, ruleOwnPod, ruleSmaller, ruleOwnLauncher, ruleNomination}
 }
 
 // The UIDs of the agents' Pods and of the prototype.
@@ -311,14 +314,16 @@ func (r request) resource() string {
 		return virtualMachineInstances
 	case *corev1.Pod, *policyv1.Eviction:
 		return "pods"
+	case *corev1.Event:
+		return "events"
 	}
 	return virtualMachines
 }
 
 // gvr is the request's resource, without its subresource.
 func (r request) gvr() schema.GroupVersionResource {
-	if r.resource() == "pods" {
-		return corev1.SchemeGroupVersion.WithResource("pods")
+	if r.resource() == "pods" || r.resource() == "events" {
+		return corev1.SchemeGroupVersion.WithResource(r.resource())
 	}
 	return kubevirtv1.SchemeGroupVersion.WithResource(r.resource())
 }
@@ -419,6 +424,7 @@ func (f *fleet) policies(t testing.TB) []boundPolicy {
 	policies := []boundPolicy{
 		{f.p.admissionPolicy(), f.p.admissionPolicyBinding(), compile(t, f.p.admissionPolicy())},
 		{f.p.guardPolicy(), f.p.guardPolicyBinding(), compile(t, f.p.guardPolicy())},
+		{f.p.eventPolicy(), f.p.eventPolicyBinding(), compile(t, f.p.eventPolicy())},
 	}
 	if f.p.hasPodPolicy() {
 		policies = append(policies, boundPolicy{f.p.podPolicy(), f.p.podPolicyBinding(), compile(t, f.p.podPolicy())})
@@ -430,7 +436,7 @@ func (f *fleet) policies(t testing.TB) []boundPolicy {
 // hold maps, and cannot be a map key.
 func (f *fleet) policiesKey(t *testing.T) string {
 	t.Helper()
-	objs := []any{f.p.admissionPolicy(), f.p.guardPolicy()}
+	objs := []any{f.p.admissionPolicy(), f.p.guardPolicy(), f.p.eventPolicy()}
 	if f.p.hasPodPolicy() {
 		objs = append(objs, f.p.podPolicy())
 	}
@@ -1394,9 +1400,10 @@ func TestAdmissionPolicies(t *testing.T) {
 			seen[r] = true
 		}
 	}
-	// A rule no case expects to refuse could be broken unnoticed.
+	// A rule no case expects to refuse could be broken unnoticed; the event
+	// policy's have TestAgentEventsAdmitted.
 	for _, r := range allRules() {
-		if !seen[r] {
+		if !seen[r] && r != ruleOwnEvent && r != ruleEventSigned {
 			t.Errorf("no case is refused by %q", r)
 		}
 	}
