@@ -63,6 +63,8 @@ func ClusterFields() []Field {
 		{"metadata.creationTimestamp", "any: the API server sets it on create"},
 		{"metadata.generation", "any: the API server sets it on create"},
 		{"metadata.managedFields", "any: the API server's record of who set which field"},
+		{"metadata.annotations[" + kubevirtv1.ControllerAPILatestVersionObservedAnnotation + "]", "later: virt-controller records the API version it read"},
+		{"metadata.annotations[" + kubevirtv1.ControllerAPIStorageVersionObservedAnnotation + "]", "later: virt-controller records the API version it read"},
 		{"spec.template.metadata.annotations[" + kubevirtv1.PciTopologyVersionAnnotation + "]",
 			"the prototype's, or where it has none, " + kubevirtv1.PciTopologyVersionV3 + ": KubeVirt v1.8's webhook adds it on create"},
 		{"spec.template.metadata.annotations[" + kubevirtv1.PciInterfaceSlotCountAnnotation + "]", "later: virt-controller copies it from the VMI"},

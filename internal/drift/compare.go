@@ -27,7 +27,8 @@ func (r Result) Drifted() bool { return r.Diff != "" }
 // from today's prototype). Both are reduced to labels, annotations and spec
 // with empty values pruned; then live loses the fields the cluster writes
 // into a derived VM that derived lacks (derive.ClusterFields, see
-// dropClusterFields) and KubeVirt's own metadata. Every other difference is
+// dropClusterFields) and the bookkeeping annotations (ignoredAnnotations).
+// Every other difference is
 // reported: a changed or removed value, an added or removed list element,
 // and a field the VM holds and derived lacks, which derive would not have
 // made.
@@ -41,7 +42,6 @@ func Compare(live, derived *kubevirtv1.VirtualMachine, derivedFrom string) (Resu
 	if err != nil {
 		return r, err
 	}
-	dropClusterMetadata(l, d)
 	if ls, ok := l["spec"]; ok {
 		l["spec"] = dropClusterFields(ls, d["spec"], "", clusterPaths())
 	}

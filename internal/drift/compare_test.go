@@ -50,7 +50,6 @@ func asStored(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
 	vm.Annotations[kubevirtv1.ControllerAPILatestVersionObservedAnnotation] = "v1"
 	vm.Annotations[kubevirtv1.ControllerAPIStorageVersionObservedAnnotation] = "v1"
 	vm.Annotations[k8sv1.LastAppliedConfigAnnotation] = "{}"
-	vm.Labels["kubevirt.io/created-by"] = "someone"
 	// What KubeVirt writes into a VM's spec (derive.ClusterFields): v1.8's
 	// webhook a PCI topology the prototype, made by v1.7, lacks, and
 	// virt-controller the rest.
@@ -175,6 +174,12 @@ func TestCompareReportsDrift(t *testing.T) {
 		name:      "annotation added by a user",
 		editLive:  func(vm *kubevirtv1.VirtualMachine) { vm.Annotations["owner"] = "bob" },
 		wantLines: []string{"-    owner: bob"},
+	}, {
+		name: "a KubeVirt annotation added by hand",
+		editLive: func(vm *kubevirtv1.VirtualMachine) {
+			vm.Annotations["kubevirt.io/immediate-data-volume-creation"] = "false"
+		},
+		wantLines: []string{`-    kubevirt.io/immediate-data-volume-creation: "false"`},
 	}, {
 		name:      "vmctl annotation tampered with",
 		editLive:  func(vm *kubevirtv1.VirtualMachine) { vm.Annotations[contract.AnnotationNode] = "node-b" },

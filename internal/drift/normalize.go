@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -16,15 +15,12 @@ import (
 )
 
 // ignoredAnnotations are bookkeeping, not derivation: kubectl's and
-// KubeVirt's records of past writes, and the prototype generation, which
-// status already reports and which changes with every prototype edit even
-// when nothing a derived VM holds does.
-var ignoredAnnotations = []string{
-	corev1.LastAppliedConfigAnnotation,
-	kubevirtv1.ControllerAPILatestVersionObservedAnnotation,
-	kubevirtv1.ControllerAPIStorageVersionObservedAnnotation,
-	contract.AnnotationPrototypeGeneration,
-	contract.AnnotationPrototypeUID,
+// KubeVirt's records of past writes (which derive drops from the prototype
+// and KubeVirt writes into the VM, derive.ClusterFields), and the prototype
+// generation, which status already reports and which changes with every
+// prototype edit even when nothing a derived VM holds does.
+func ignoredAnnotations() []string {
+	return append(derive.DroppedAnnotations(), contract.AnnotationPrototypeGeneration, contract.AnnotationPrototypeUID)
 }
 
 // controlled returns the part of vm the derivation controls, as JSON
@@ -35,7 +31,7 @@ func controlled(vm *kubevirtv1.VirtualMachine) (map[string]any, error) {
 	for k, v := range vm.Annotations {
 		annotations[k] = v
 	}
-	for _, k := range ignoredAnnotations {
+	for _, k := range ignoredAnnotations() {
 		delete(annotations, k)
 	}
 	doc := struct {
@@ -191,35 +187,4 @@ func nameOf(v any) string {
 	m, _ := v.(map[string]any)
 	n, _ := m["name"].(string)
 	return n
-}
-
-// dropClusterMetadata removes from live's labels and annotations the keys
-// want lacks that KubeVirt's own components write (the kubevirt.io domain
-// and its subdomains, except vmctl's).
-func dropClusterMetadata(live, want map[string]any) {
-	lm, _ := live["metadata"].(map[string]any)
-	wm, _ := want["metadata"].(map[string]any)
-	for _, field := range []string{"labels", "annotations"} {
-		l, _ := lm[field].(map[string]any)
-		w, _ := wm[field].(map[string]any)
-		for k := range l {
-			if _, ok := w[k]; ok {
-				continue
-			}
-			if kubevirtOwned(k) {
-				delete(l, k)
-			}
-		}
-		if len(l) == 0 {
-			delete(lm, field)
-		}
-	}
-}
-
-func kubevirtOwned(key string) bool {
-	domain, _, ok := strings.Cut(key, "/")
-	if !ok || domain == "vmctl.kubevirt.io" {
-		return false
-	}
-	return domain == "kubevirt.io" || strings.HasSuffix(domain, ".kubevirt.io")
 }

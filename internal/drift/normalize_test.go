@@ -115,18 +115,3 @@ func TestClusterPaths(t *testing.T) {
 		t.Errorf("clusterPaths (-want +got):\n%s", diff)
 	}
 }
-
-func TestKubevirtOwned(t *testing.T) {
-	for key, want := range map[string]bool{
-		"kubevirt.io/latest-observed-api-version": true,
-		"vm.kubevirt.io/flavor":                   true,
-		"vmctl.kubevirt.io/pod":                   false,
-		"app":                                     false,
-		"example.com/kubevirt.io":                 false,
-		"notkubevirt.io/x":                        false,
-	} {
-		if got := kubevirtOwned(key); got != want {
-			t.Errorf("kubevirtOwned(%q) = %v, want %v", key, got, want)
-		}
-	}
-}

@@ -385,6 +385,8 @@ func fieldChecks() map[string]string {
 		"metadata.creationTimestamp": notNeeded,
 		"metadata.generation":        notNeeded,
 		"metadata.managedFields":     "not",
+		"metadata.annotations[" + kubevirtv1.ControllerAPILatestVersionObservedAnnotation + "]":  "unset on create: derive drops the prototype's",
+		"metadata.annotations[" + kubevirtv1.ControllerAPIStorageVersionObservedAnnotation + "]": "unset on create: derive drops the prototype's",
 		"spec.template.metadata.annotations[" + pciTopology + "]":                                "part by part: the template's other annotations whole",
 		"spec.template.metadata.annotations[" + kubevirtv1.PciInterfaceSlotCountAnnotation + "]": "as any annotation of the template: the prototype's",
 	}
