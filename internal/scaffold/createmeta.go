@@ -19,7 +19,7 @@ func (p Params) metadataVariables() []admissionregistrationv1.Variable {
 		{Name: "onlyDerivedKeys", Expression: cel(`
 			object.all(k, k in ['apiVersion', 'kind', 'metadata', 'spec']) &&
 			object.apiVersion == 'kubevirt.io/v1' && object.kind == 'VirtualMachine' &&
-			object.metadata.all(k, k in ['name', 'namespace', 'labels', 'annotations', 'ownerReferences', 'uid', 'creationTimestamp', 'generation', 'managedFields']) &&
+			object.metadata.all(k, k in ` + keyList(listed("metadata.")) + `) &&
 			` + unset("variables.templateMeta", "name", "namespace", "generateName"))},
 		{Name: "ownedByItsPod", Expression: cel(`
 			object.metadata.?ownerReferences.orValue([]) == [{'apiVersion': dyn('v1'), 'kind': dyn('Pod'),

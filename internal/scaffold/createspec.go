@@ -21,7 +21,7 @@ func (p Params) specVariables() []admissionregistrationv1.Variable {
 	}
 	matcher := func(m string) string {
 		return fmt.Sprintf("('%[1]s' in variables.spec) == ('%[1]s' in variables.sourceSpec) && (!('%[1]s' in variables.sourceSpec) || (\n  %[2]s &&\n  %[3]s))",
-			m, sameBut("variables.spec."+m, "variables.sourceSpec."+m, "revisionName"), unset("variables.spec."+m, "revisionName"))
+			m, sameBut("variables.spec."+m, "variables.sourceSpec."+m, listed("spec."+m+".")...), unset("variables.spec."+m, "revisionName"))
 	}
 	ta, sta := "variables.templateAnnotations", "variables.sourceTemplateAnnotations"
 	orEmpty := func(cond, path string) string { return "(" + cond + " ? [] : ['" + path + "'])" }
@@ -50,8 +50,8 @@ func (p Params) specVariables() []admissionregistrationv1.Variable {
 		v("templatesDerived", cel(`
 			size(variables.templates) == size(variables.sourceTemplates) && `+unique("variables.sourceTemplateNames")+` &&
 			variables.templatePairs.all(p,
-				`+sameBut("p.vm", "p.source", "metadata")+` &&
-				`+sameBut("p.vm.?metadata.orValue({})", "p.source.?metadata.orValue({})", "name", "namespace")+` &&
+				`+sameBut("p.vm", "p.source", listed("spec.dataVolumeTemplates[].")...)+` &&
+				`+sameBut("p.vm.?metadata.orValue({})", "p.source.?metadata.orValue({})", listed("spec.dataVolumeTemplates[].metadata.")...)+` &&
 				`+unset("p.vm.?metadata.orValue({})", "namespace")+` &&
 				(`+nameRule("p.vm.?metadata.?name.orValue('')", "(p.source.?metadata.?name.orValue('') + '-' + object.metadata.name)", "\t\t\t\t")+`))`)),
 		// Volumes in the source's order, each the source's but a claim the
@@ -63,11 +63,11 @@ func (p Params) specVariables() []admissionregistrationv1.Variable {
 			variables.volumeNames == variables.sourceVolumeNames && `+unique("variables.sourceVolumeNames")+` &&
 			size(variables.templateNames) == size(variables.sourceTemplateNames) &&
 			variables.volumePairs.all(p,
-				`+sameBut("p.vm", "p.source", "dataVolume", "persistentVolumeClaim", "ephemeral")+` &&
+				`+sameBut("p.vm", "p.source", listed("spec.template.spec.volumes[].")...)+` &&
 				`+renamedClaim("p.vm", "p.source", "dataVolume", "name")+` &&
 				`+renamedClaim("p.vm", "p.source", "persistentVolumeClaim", "claimName")+` &&
 				('ephemeral' in p.vm) == ('ephemeral' in p.source) && (!('ephemeral' in p.source) || (
-					`+sameBut("p.vm.ephemeral", "p.source.ephemeral", "persistentVolumeClaim")+` &&
+					`+sameBut("p.vm.ephemeral", "p.source.ephemeral", listed("spec.template.spec.volumes[].ephemeral.")...)+` &&
 					`+renamedClaim("p.vm.ephemeral", "p.source.ephemeral", "persistentVolumeClaim", "claimName")+`)))`)),
 		v("interfacePairs", pairs("variables.interfaces", "variables.sourceInterfaces", "variables.sourceInterfaceNames")),
 		v("ownDNSName", p.dnsNameExpression()),
@@ -75,30 +75,25 @@ func (p Params) specVariables() []admissionregistrationv1.Variable {
 		// Where the VM differs from the source in a field derive does not
 		// set: the paths down to each field it sets, every key but that
 		// field's, and those fields of the source derive keeps.
-		v("unlisted", differs("variables.spec", "variables.sourceSpec", "spec.",
-			"runStrategy", "running", "template", "dataVolumeTemplates", "instancetype", "preference")+" +\n"+
+		v("unlisted", differs("variables.spec", "variables.sourceSpec", "spec.")+" +\n"+
 			orEmpty(matcher("instancetype"), "spec.instancetype")+" +\n"+
 			orEmpty(matcher("preference"), "spec.preference")+" +\n"+
-			differs("variables.template", "variables.sourceTemplate", "spec.template.", "metadata", "spec")+" +\n"+
-			differs("variables.templateMeta", "variables.sourceTemplateMeta", "spec.template.metadata.",
-				"labels", "annotations", "name", "namespace", "generateName")+" +\n"+
+			differs("variables.template", "variables.sourceTemplate", "spec.template.")+" +\n"+
+			differs("variables.templateMeta", "variables.sourceTemplateMeta", "spec.template.metadata.")+" +\n"+
 			// KubeVirt v1.8's webhook gives a VM a PCI topology where the
 			// source, made before, has none (derive.ClusterFields).
 			orEmpty(sameBut(ta, sta, pciTopology)+" &&\n("+literal(pciTopology)+" in "+sta+" ? "+value(ta, pciTopology)+" == "+sta+"["+literal(pciTopology)+"] : "+
 				value(ta, pciTopology)+" in ['', "+literal(kubevirtv1.PciTopologyVersionV3)+"])", "spec.template.metadata.annotations")+" +\n"+
-			differs("variables.templateSpec", "variables.sourceTemplateSpec", "spec.template.spec.",
-				"affinity", "hostname", "subdomain", "priorityClassName", "evictionStrategy", "domain", "volumes")+" +\n"+
-			differs("variables.domain", "variables.sourceDomain", "spec.template.spec.domain.", "firmware", "devices")+" +\n"+
-			differs("variables.firmware", "variables.sourceFirmware", "spec.template.spec.domain.firmware.", "uuid", "serial")+" +\n"+
-			differs("variables.devices", "variables.sourceDevices", "spec.template.spec.domain.devices.", "interfaces")+" +\n"+
+			differs("variables.templateSpec", "variables.sourceTemplateSpec", "spec.template.spec.")+" +\n"+
+			differs("variables.domain", "variables.sourceDomain", "spec.template.spec.domain.")+" +\n"+
+			differs("variables.firmware", "variables.sourceFirmware", "spec.template.spec.domain.firmware.")+" +\n"+
+			differs("variables.devices", "variables.sourceDevices", "spec.template.spec.domain.devices.")+" +\n"+
 			orEmpty("variables.interfaceNames == variables.sourceInterfaceNames && "+unique("variables.sourceInterfaceNames")+" &&\n"+
-				"variables.interfacePairs.all(p, "+sameBut("p.vm", "p.source", "macAddress")+")",
+				"variables.interfacePairs.all(p, "+sameBut("p.vm", "p.source", listed("spec.template.spec.domain.devices.interfaces[].")...)+")",
 				"spec.template.spec.domain.devices.interfaces")+" +\n"+
-			differs("variables.affinity", "variables.sourceAffinity", "spec.template.spec.affinity.", "nodeAffinity")+" +\n"+
-			differs("variables.nodeAffinity", "variables.sourceNodeAffinity", "spec.template.spec.affinity.nodeAffinity.",
-				"requiredDuringSchedulingIgnoredDuringExecution")+" +\n"+
-			differs("variables.required", "variables.sourceRequired", "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.",
-				"nodeSelectorTerms")),
+			differs("variables.affinity", "variables.sourceAffinity", "spec.template.spec.affinity.")+" +\n"+
+			differs("variables.nodeAffinity", "variables.sourceNodeAffinity", "spec.template.spec.affinity.nodeAffinity.")+" +\n"+
+			differs("variables.required", "variables.sourceRequired", "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.")),
 	}
 }
 
