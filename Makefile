@@ -22,6 +22,17 @@ LDFLAGS := -s -w \
 	-X github.com/kubectl-vmctl/kubectl-vmctl/internal/version.commit=$(COMMIT) \
 	-X github.com/kubectl-vmctl/kubectl-vmctl/internal/version.date=$(DATE)
 export PATH := $(BIN):$(PATH)
+# KubeVirt v1.9.0, which the test cluster runs, requires
+# kubevirt.io/virt-template-api and -client-go v0.2.0. Where the module proxy
+# refuses them, a file-based module proxy that serves them may sit beside the
+# clone, in ../shared/goproxy: it goes first on GOPROXY. go.sum pins their
+# hashes either way.
+SHARED_GOPROXY := $(abspath $(CURDIR)/../shared/goproxy)
+ifneq ($(wildcard $(SHARED_GOPROXY)/kubevirt.io),)
+ifeq ($(findstring file://$(SHARED_GOPROXY),$(GOPROXY)),)
+export GOPROXY := file://$(SHARED_GOPROXY),$(shell $(GO) env GOPROXY)
+endif
+endif
 # The agent image: hack/image.sh names its tarballs after the version, with
 # "+" made "_" as in image tags.
 IMAGE_TAG := $(subst +,_,$(VERSION))
@@ -64,15 +75,16 @@ unit:
 # One package at a time: each starts its own control plane, and the first one
 # to run builds the components (progress shows thanks to -v). The real node's
 # tests (internal/e2e/realnode, internal/e2e/realguest) run the image built by
-# `make image`. Meanwhile vmctl-node-images builds what real guests need
-# (KubeVirt v1.7.0 with cgo, its node side, its images, the guest: 18
-# minutes cold, niced) into .cache, its progress in .cache/node-images.log;
-# internal/e2e/realguest waits for it on the caches' locks.
+# `make image`. Meanwhile vmctl-prebuild builds, niced, what the packages need
+# after their first tests into .cache, its progress in .cache/prebuild.log:
+# what real guests need (KubeVirt v1.7.0 with cgo, its node side, its images,
+# the guest) and the older KubeVirt releases the e2e package's last tests run
+# on. Those wait for it on the caches' locks.
 e2e: build image node-deps
 	@mkdir -p $(CURDIR)/.cache
-	@nice -n 10 $(GO) run ./internal/testcluster/cmd/vmctl-node-images > $(CURDIR)/.cache/node-images.log 2>&1 & images=$$!; \
+	@nice -n 10 $(GO) run ./internal/testcluster/cmd/vmctl-prebuild > $(CURDIR)/.cache/prebuild.log 2>&1 & prebuild=$$!; \
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_IMAGE=$(IMAGE) VMCTL_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) $(GO) test -tags e2e -p 1 -count=1 -timeout 60m -v ./internal/e2e/... ./internal/testcluster/...; \
-	rc=$$?; wait $$images || { echo "vmctl-node-images failed:"; tail -20 $(CURDIR)/.cache/node-images.log; }; exit $$rc
+	rc=$$?; wait $$prebuild || { echo "vmctl-prebuild failed:"; tail -20 $(CURDIR)/.cache/prebuild.log; }; exit $$rc
 
 bench: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 120m ./internal/e2e/...

@@ -192,6 +192,9 @@ func (o *DiffOptions) diffTemplates(ctx context.Context) (stale, compared int, e
 	if err != nil {
 		return 0, 0, err
 	}
+	for _, note := range rollout.Notes(versions) {
+		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s\n", note)
+	}
 	for _, w := range workloads {
 		v := versions[w.Prototype()]
 		if v.Generation < 0 {

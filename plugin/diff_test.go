@@ -127,7 +127,8 @@ func TestDiffPrototypeElsewhere(t *testing.T) {
 // scaffold label) are not compared.
 func TestDiffStaleTemplates(t *testing.T) {
 	web := opPrototype("vms", "web", 1)
-	need, err := reserve.Launcher(web, reserve.Inputs{})
+	kv := deployedKubeVirt("v1.9.0")
+	need, err := reserve.Launcher(web, reserve.Inputs{KubeVirt: kv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestDiffStaleTemplates(t *testing.T) {
 	handMade := deployment("by-hand", "cpu=1m,memory=1Mi")
 	delete(handMade.Spec.Template.Labels, contract.LabelAgentPrototype)
 	out, errOut, _, err := runDiffWith(t, []runtime.Object{deployment("old", "cpu=106m,memory=559Mi"), deployment("current", now), handMade},
-		[]runtime.Object{web, vm})
+		[]runtime.Object{web, vm, kv})
 	if got := opExitCode(err); got != 1 {
 		t.Errorf("exit code = %d (%v), want 1", got, err)
 	}

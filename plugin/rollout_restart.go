@@ -132,6 +132,9 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, note := range rollout.Notes(gens) {
+		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s\n", note)
+	}
 	var vms []kubevirtv1.VirtualMachine // read once, when a workload needs them
 	vmsRead := false
 	var errs []error

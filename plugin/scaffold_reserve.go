@@ -47,7 +47,11 @@ func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.Vir
 			proto.Namespace, proto.Name, needs.ReservationErr)
 	}
 	o.params.Reservation = needs.Reservation
-	return o.launcherPriority(ctx, proto), nil
+	notes := o.launcherPriority(ctx, proto)
+	if needs.ReservationNote != "" {
+		notes = append(notes, needs.ReservationNote)
+	}
+	return notes, nil
 }
 
 // noReservation says, when --reserve asked for a reservation, that there

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	apiversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -31,12 +32,15 @@ func TestScaffoldReservation(t *testing.T) {
 		name     string
 		server   string
 		proto    *kubevirtv1.VirtualMachine
+		noCR     bool
 		args     []string
 		reserves bool
 		stderr   string // a substring; "" means none at all
 		err      string
 	}{
 		{name: "reserves", server: "v1.35.0", proto: proto, reserves: true},
+		{name: "no KubeVirt CR", server: "v1.35.0", proto: proto, noCR: true, reserves: true,
+			stderr: "Warning: no KubeVirt CR has a status.phase, so vmctl cannot tell KubeVirt's release: the reservation follows KubeVirt v1.9's defaults\n"},
 		{name: "old server", server: "v1.34.2", proto: proto,
 			stderr: "Warning: the server runs Kubernetes v1.34.2, older than 1.35, whose Pods cannot resize in place: " + notCounted},
 		{name: "--reserve=false", server: "v1.36.3", proto: proto, args: []string{"--reserve=false"},
@@ -52,7 +56,11 @@ func TestScaffoldReservation(t *testing.T) {
 			kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: tt.server}
 			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 			o := NewScaffoldOptions(streams)
-			f := fakeapi.NewFactory(t, "vms", kube, kubevirtfake.NewSimpleClientset(tt.proto))
+			objs := []runtime.Object{tt.proto}
+			if !tt.noCR {
+				objs = append(objs, deployedKubeVirt("v1.9.0"))
+			}
+			f := fakeapi.NewFactory(t, "vms", kube, kubevirtfake.NewSimpleClientset(objs...))
 			err := opRun(t.Context(), f, newCmdScaffold(f, o), append([]string{"deployment", "testvm", "-n", "vms"}, tt.args...)...)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "--reserve=false") {
@@ -73,5 +81,14 @@ func TestScaffoldReservation(t *testing.T) {
 				t.Errorf("may resize Pods: %v, want %v", got, tt.reserves)
 			}
 		})
+	}
+}
+
+// deployedKubeVirt is a KubeVirt CR as virt-operator leaves it once it
+// deployed KubeVirt version v: Deployed, with the version observed.
+func deployedKubeVirt(v string) *kubevirtv1.KubeVirt {
+	return &kubevirtv1.KubeVirt{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: "kubevirt"},
+		Status:     kubevirtv1.KubeVirtStatus{Phase: kubevirtv1.KubeVirtPhaseDeployed, ObservedKubeVirtVersion: v},
 	}
 }

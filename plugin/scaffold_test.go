@@ -70,7 +70,7 @@ const serverVersion = "v1.36.3"
 // runScaffoldWith is runScaffold with protos as the cluster's VMs.
 func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	virt := kubevirtfake.NewSimpleClientset(protos...)
+	virt := kubevirtfake.NewSimpleClientset(append([]runtime.Object{deployedKubeVirt("v1.8.0")}, protos...)...)
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewScaffoldOptions(streams)
 	o.Version = "v1.2.3"

@@ -95,23 +95,30 @@ the node its instance runs on, and name what is wrong (where KubeVirt says
 why, its cause follows a colon):
 
 ` + problemHelp(status.Docs()) + `
+A Pod that waits for room is a wait, not a problem: the scheduler places it
+once room comes, and --exit-code does not count it.
+
 A VM is paired with the Pod it records (namespace, name and UID), so an agent
 run in a Pod without scaffold's labels (say, started by hand) is not taken
 for gone.
 
 What holds for a whole prototype, not for one row, is said on stderr, once per
 prototype, before the table: a guest that may take longer to shut down than
-one of its agents waits (--delete-timeout), and an evictionStrategy its VMs
-do not run with. --watch says each once, or with each frame on a terminal.
+one of its agents waits (--delete-timeout), an evictionStrategy its VMs do not
+run with, and a memory overhead that KubeVirt reports for one of its VMs
+(VmiMemoryOverheadReport) other than vmctl's rule computes, so that its agents
+hold the wrong room. --watch says each once, or with each frame on a terminal.
 
 Reads, at once, one paged LIST each of derived VMs, their VMIs and agent Pods,
 selected by vmctl's and scaffold's labels (other VMs are never read), then one
 LIST narrowed by name for each prototype and for each Pod a VM records that is
 not among the agents; past 50 in a namespace, one LIST of that namespace
 instead. Where agent Pods hold their VMs' room, also one LIST of the VMs'
-launcher Pods, by label. --watch follows the same with informers and redraws at most four
-times a second. It stops with the error status would give when it cannot
-list or watch what it needs.`,
+launcher Pods, by label, and, where a VMI reports its memory overhead, one LIST
+of KubeVirt CRs (--watch: once), without which status does not compare it.
+--watch follows the rest with informers and redraws at most four times a
+second. It stops with the error status would give when it cannot list or
+watch what it needs.`,
 		Example: `  # Agents and VMs in the current namespace
   kubectl vmctl status
 
@@ -142,7 +149,7 @@ list or watch what it needs.`,
 	flags.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector to narrow the agent Pods (e.g. app.kubernetes.io/instance=web). VMs without a selected Pod are then not shown.")
 	flags.StringVar(&o.Prototype, "prototype", o.Prototype, "Show only the agents and VMs of this prototype name (same as the PROTOTYPE argument).")
 	flags.BoolVarP(&o.Watch, "watch", "w", o.Watch, "After printing, follow changes: redraw on a terminal, print a new table on each change otherwise.")
-	flags.BoolVar(&o.ExitCode, "exit-code", o.ExitCode, "Exit 1 when any row has a problem (2 on errors), else 0.")
+	flags.BoolVar(&o.ExitCode, "exit-code", o.ExitCode, "Exit 1 when any row has a problem (2 on errors), else 0; a Pod that waits for room is no problem.")
 	flags.StringVar(&o.Color, "color", o.Color, "Color the table: auto (on a terminal, unless NO_COLOR is set), always or never.")
 	flags.DurationVar(&o.NotReadyGrace, "not-ready-grace", o.NotReadyGrace, "How long a VM that is starting may be not ready before that is a problem. A VM KubeVirt cannot start (unschedulable, image pull, missing PVC, ...) is a problem at once.")
 	cmd.ValidArgsFunction = CompletePrototypes(f)

@@ -116,6 +116,16 @@ func opPod(ns, name, node, proto string, age time.Duration, mods ...func(*corev1
 	return p
 }
 
+// opWaitingPod is a Pending agent Pod that kube-scheduler found no room
+// for.
+func opWaitingPod(p *corev1.Pod) {
+	p.Spec.NodeName, p.Status.StartTime = "", nil
+	p.Status.Phase = corev1.PodPending
+	p.Status.ContainerStatuses = nil
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."}}
+}
+
 func opNotReadyPod(p *corev1.Pod) {
 	p.Status.Conditions[0].Status = corev1.ConditionFalse
 	p.Status.ContainerStatuses[0].Ready = false
@@ -185,6 +195,7 @@ func opVMI(vm *kubevirtv1.VirtualMachine, node string) *kubevirtv1.VirtualMachin
 //	vms/web-web-gone  VM whose Pod is gone
 //	vms/hand-made  someone's VM without vmctl's labels
 //	team2/db-0     healthy
+//	team2/db-1     Pending: waits for room, which is no problem
 func opScene(t *testing.T) (kube []runtime.Object, virt []runtime.Object) {
 	t.Helper()
 	web := opPrototype("vms", "web", 5)
@@ -195,6 +206,7 @@ func opScene(t *testing.T) (kube []runtime.Object, virt []runtime.Object) {
 	podC := opPod("vms", "web-c", "node-1", "web", 2*time.Minute)
 	gone := opPod("vms", "web-gone", "node-3", "web", 3*time.Hour)
 	podDB := opPod("team2", "db-0", "node-2", "db", 30*time.Minute)
+	waiting := opPod("team2", "db-1", "", "db", 20*time.Minute, opWaitingPod)
 	unlabelled := opPod("vms", "someone-else", "node-1", "web", time.Hour)
 	unlabelled.Labels = map[string]string{"app": "other"}
 
@@ -204,7 +216,7 @@ func opScene(t *testing.T) (kube []runtime.Object, virt []runtime.Object) {
 	vmDB := opDerived(t, db, podDB, 30*time.Minute)
 	handMade := opPrototype("vms", "hand-made", 1)
 
-	kube = []runtime.Object{podA, podB, podC, podDB, unlabelled}
+	kube = []runtime.Object{podA, podB, podC, podDB, waiting, unlabelled}
 	vmiA := opVMI(vmA, "node-1")
 	// The guest is up: virt-handler reports its interfaces; the first
 	// reported address is the VM's IP.
@@ -345,7 +357,8 @@ func TestStatusExitCode(t *testing.T) {
 		wantCode int
 	}{
 		{name: "problems", args: []string{"--exit-code"}, wantCode: 1},
-		{name: "no problems", args: []string{"--exit-code", "-n", "team2"}, wantCode: 0},
+		// team2's db-1 waits for room, which is no problem.
+		{name: "no problems, one waits", args: []string{"--exit-code", "-n", "team2"}, wantCode: 0},
 		{name: "problems without --exit-code", args: nil, wantCode: 0},
 		{name: "bad output under --exit-code", args: []string{"--exit-code", "-o", "xml"}, wantCode: 2},
 		{name: "bad color", args: []string{"--color", "sometimes"}, wantCode: 1},

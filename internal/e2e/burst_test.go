@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -296,6 +297,47 @@ func (c burstCase) run(t *testing.T) {
 		t.Errorf("kube-scheduler preempted %d Pods, want none", n)
 	}
 	f.checkLauncherPriority(t)
+	f.checkStatusWaits(t, c.replicas-fit)
+}
+
+// checkStatusWaits: `kubectl vmctl status --exit-code` shows each of the
+// fleet's Pending agents as a Pod that waits for room, with the
+// scheduler's "Insufficient memory" (or cpu), and exits 0: a wait is no
+// problem, and no other row has one.
+func (f roomFleet) checkStatusWaits(t testing.TB, waiting int) {
+	t.Helper()
+	out, stderr, code := vmctlCode(t, "status", "-n", f.ns, "--exit-code", "-o", "json")
+	if code != 0 {
+		t.Errorf("kubectl vmctl status --exit-code: exit %d, want 0 (waits are no problem): %s", code, stderr)
+	}
+	var list struct {
+		Items []struct {
+			Pod      string   `json:"pod"`
+			Waiting  string   `json:"waiting"`
+			Problems []string `json:"problems"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("status -o json: %v\n%s", err, out)
+	}
+	waits := 0
+	for _, r := range list.Items {
+		if r.Waiting == "" {
+			continue
+		}
+		waits++
+		if !strings.HasPrefix(r.Waiting, "Pod waits for room: ") || !strings.Contains(r.Waiting, "Insufficient ") || len(r.Problems) > 0 {
+			t.Errorf("status row of Pod %s: waiting %q, problems %q; want it to wait for room with the scheduler's Insufficient, and no problem", r.Pod, r.Waiting, r.Problems)
+		}
+	}
+	if waits != waiting {
+		t.Errorf("status shows %d Pods that wait for room, want %d:\n%s", waits, waiting, out)
+	}
+	table := vmctl(t, "status", "-n", f.ns)
+	if got := strings.Count(table, "Pod waits for room: "); got != waiting {
+		t.Errorf("the status table shows %d Pods that wait for room, want %d:\n%s", got, waiting, table)
+	}
+	t.Logf("kubectl vmctl status -n %s:\n%s", f.ns, table)
 }
 
 // checkLauncherPriority checks that the fleet's launcher Pods have its
@@ -403,6 +445,7 @@ func TestDaemonSetOverAFullNode(t *testing.T) {
 	deploy(t, ns, scaffold.KindDaemonSet, "testvm", "--name", "burst")
 	f := roomFleet{ns: ns, name: "burst"}
 	f.waitSettled(t, 1, 2, settle)
+	f.checkStatusWaits(t, 1)
 	pods, err := agentPods(t.Context(), ns)
 	if err != nil {
 		t.Fatal(err)

@@ -111,11 +111,11 @@ func run(m *testing.M) int {
 		Log:    log,
 	})
 	running := make(chan error, 2)
-	go func() { running <- doubles.RunVirtHandler(ctx, kv.HandlerConfig, log) }()
+	go func() { running <- doubles.RunVirtHandler(ctx, kv, log) }()
 	go func() { running <- e.kubelet.Run(ctx) }()
 
 	code := m.Run()
-	stopOldest()
+	stopReleaseClusters()
 	cancel()
 	for range 2 {
 		if err := <-running; err != nil {

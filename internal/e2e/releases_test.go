@@ -27,45 +27,78 @@ type kubeVirtEnv struct {
 	nodes   []string
 }
 
-// eachKubeVirt runs f in a subtest per release: on the shared cluster, which
-// runs kvharness.Newest unless VMCTL_KUBEVIRT says otherwise, and on a cluster of kvharness.Oldest's virt-api and
-// virt-controller, started on first use and stopped when TestMain ends. That
-// cluster runs no kubelet or virt-handler: what these tests read, virt-api's
-// answers and the launcher Pods virt-controller makes, needs neither.
+// eachKubeVirt runs f in a subtest per release of kvharness.Releases: on the
+// shared cluster for the release it runs (kvharness.Newest unless
+// VMCTL_KUBEVIRT says otherwise), and on a cluster of its own for each other
+// release, with that release's virt-api and virt-controller, started on
+// first use and stopped when TestMain ends. Those clusters run no kubelet or
+// virt-handler: what these tests read, virt-api's answers and the launcher
+// Pods virt-controller makes, needs neither.
+//
+// The test is parallel, so it runs once the package's other tests are done:
+// by then `make e2e`'s background build (vmctl-node-images) has built the
+// other releases, instead of this test waiting for it early in the run.
 func eachKubeVirt(t *testing.T, f func(t *testing.T, k kubeVirtEnv)) {
 	t.Helper()
-	newest := kubeVirtEnv{version: e.kv.Binaries.Version, kube: e.kube, virt: e.virt, nodes: e.cluster.Nodes}
-	t.Run("KubeVirt "+newest.version, func(t *testing.T) { f(t, newest) })
-	v, err := kvharness.Oldest.Version()
-	if err != nil {
-		t.Fatal(err)
+	t.Parallel()
+	for _, r := range kvharness.Releases {
+		v, err := r.Version()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == e.kv.Binaries.Version {
+			shared := kubeVirtEnv{version: v, kube: e.kube, virt: e.virt, nodes: e.cluster.Nodes}
+			t.Run("KubeVirt "+v, func(t *testing.T) { f(t, shared) })
+			continue
+		}
+		k, err := releaseCluster(r)
+		if err != nil {
+			t.Fatalf("start a cluster of KubeVirt %s: %v", v, err)
+		}
+		t.Run("KubeVirt "+v, func(t *testing.T) { f(t, k) })
 	}
-	if v == newest.version {
-		return // VMCTL_KUBEVIRT made the shared cluster the oldest
-	}
-	oldest, err := oldestKubeVirt()
-	if err != nil {
-		t.Fatalf("start a cluster of the oldest KubeVirt the harness builds: %v", err)
-	}
-	t.Run("KubeVirt "+oldest.version, func(t *testing.T) { f(t, oldest) })
 }
 
-var (
-	oldestOnce sync.Once
-	oldestEnv  kubeVirtEnv
-	oldestErr  error
-	// stopOldest stops the oldest release's cluster, if it started.
-	stopOldest = func() {}
-)
+// releaseClusters are the clusters of the releases the shared cluster does
+// not run, each started once.
+var releaseClusters = struct {
+	sync.Mutex
+	started map[kvharness.Release]*releaseStart
+	stops   []func()
+}{started: map[kvharness.Release]*releaseStart{}}
 
-func oldestKubeVirt() (kubeVirtEnv, error) {
-	oldestOnce.Do(func() { oldestEnv, oldestErr = startOldest() })
-	return oldestEnv, oldestErr
+type releaseStart struct {
+	once sync.Once
+	env  kubeVirtEnv
+	err  error
 }
 
-func startOldest() (kubeVirtEnv, error) {
+// releaseCluster is the cluster of release r, started on first use.
+func releaseCluster(r kvharness.Release) (kubeVirtEnv, error) {
+	releaseClusters.Lock()
+	s := releaseClusters.started[r]
+	if s == nil {
+		s = &releaseStart{}
+		releaseClusters.started[r] = s
+	}
+	releaseClusters.Unlock()
+	s.once.Do(func() { s.env, s.err = startRelease(r) })
+	return s.env, s.err
+}
+
+// stopReleaseClusters stops the clusters releaseCluster started.
+func stopReleaseClusters() {
+	releaseClusters.Lock()
+	defer releaseClusters.Unlock()
+	for _, stop := range releaseClusters.stops {
+		stop()
+	}
+	releaseClusters.stops = nil
+}
+
+func startRelease(r kvharness.Release) (kubeVirtEnv, error) {
 	ctx := context.Background()
-	bins, err := kvharness.EnsureRelease(ctx, kvharness.Oldest, "", os.Stderr)
+	bins, err := kvharness.EnsureRelease(ctx, r, "", os.Stderr)
 	if err != nil {
 		return kubeVirtEnv{}, err
 	}
@@ -74,17 +107,19 @@ func startOldest() (kubeVirtEnv, error) {
 		return kubeVirtEnv{}, err
 	}
 	unwatch := c.StopOnSignal()
-	stopOldest = func() {
+	releaseClusters.Lock()
+	releaseClusters.stops = append(releaseClusters.stops, func() {
 		unwatch()
 		if err := c.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stop the cluster of KubeVirt "+bins.Version+":", err)
 		}
-	}
+	})
+	releaseClusters.Unlock()
 	kv, err := kvharness.Start(ctx, c, kvharness.Options{Binaries: bins, Log: io.Discard})
 	if err != nil {
 		return kubeVirtEnv{}, err
 	}
-	fmt.Fprintf(os.Stderr, "e2e: a second control plane with KubeVirt %s up in %s, for the tests of every release\n",
+	fmt.Fprintf(os.Stderr, "e2e: a control plane with KubeVirt %s up in %s, for the tests of every release\n",
 		bins.Version, (c.StartupTime + kv.StartupTime).Round(1e6))
 	k := kubeVirtEnv{version: bins.Version, nodes: c.Nodes}
 	if k.kube, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {

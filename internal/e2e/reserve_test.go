@@ -5,10 +5,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,40 +32,56 @@ import (
 // for each VM of a matrix, the CPU and memory the scheduler counts for the
 // virt-launcher Pod that KubeVirt's own virt-controller renders equal, to
 // the byte and the millicore, what reserve.Launcher computes from the VM
-// and the Inputs reserve.Load reads.
+// and the Inputs reserve.Load reads, and the launcher Pod has the
+// containers reserve.LauncherPod names. Where KubeVirt reports the VMI's
+// memory overhead (VmiMemoryOverheadReport), it equals what
+// reserve.MemoryOverheadOf computes from what status keeps of the VMI
+// (reserve.KeepOverheadInputs); where it does not, the launcher Pod carries
+// no report.
 //
-// No case isolates the emulator thread: with no KubeVirt CR, as here,
-// v1.7.0's virt-api panics on such a VMI (ApplyNewVMIMutations reads the
-// annotations of GetConfigFromKubeVirtCR(), which is nil) and the VM
-// controller never gets it created. Nor does one set v1.8's
-// memory.reservedOverhead: virt-api refuses it without the alpha feature gate
-// ReservedOverheadMemlock, which needs a KubeVirt CR. The unit tests cover
-// both rules.
+// The matrix runs on each KubeVirt CR setting (settings): KubeVirt's
+// defaults, feature gates listed, Beta gates listed as disabled. A case
+// that KubeVirt refuses on a release or setting asserts the refusal, and
+// one whose field a release's CRD prunes asserts that the field is gone
+// and counts for nothing.
 func TestLauncherReservationMatchesKubeVirt(t *testing.T) {
 	eachKubeVirt(t, launcherReservationMatches)
 }
 
-func launcherReservationMatches(t *testing.T, k kubeVirtEnv) {
-	ns := testcluster.Namespace(t, k.kube, nil)
-	ctx := context.Background()
-	createSizes(t, k.virt, ns)
+// reserveCase is a VM of the matrix.
+type reserveCase struct {
+	name   string
+	change func(vm *kubevirtv1.VirtualMachine)
+	// in names the settings the case runs on; none means all.
+	in []string
+	// refused is the message virt-api refuses the VM with on KubeVirt
+	// version v with setting s, "" when it admits it.
+	refused func(t testing.TB, v string, s setting) string
+	// field, when set, reports whether the VM as KubeVirt stored it has the
+	// case's field, which the CRDs of releases before v1.<since> prune; the
+	// VM's launcher Pod then holds extra more memory than the "default"
+	// case's on the same setting, and none without it.
+	field func(stored *kubevirtv1.VirtualMachine) bool
+	since uint
+	extra int64
+}
 
-	cases := []struct {
-		name   string
-		change func(vm *kubevirtv1.VirtualMachine)
-	}{
-		{"default", func(*kubevirtv1.VirtualMachine) {}},
-		{"cores-3", func(vm *kubevirtv1.VirtualMachine) { cpuOf(vm).Cores = 3 }},
-		{"topology-2x2x2", func(vm *kubevirtv1.VirtualMachine) {
+func reserveCases(ns string) []reserveCase {
+	return []reserveCase{
+		{name: "default", change: func(*kubevirtv1.VirtualMachine) {}},
+		{name: "cores-3", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) { cpuOf(vm).Cores = 3 }},
+		{name: "topology-2x2x2", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			cpuOf(vm).Sockets, cpuOf(vm).Cores, cpuOf(vm).Threads = 2, 2, 2
 		}},
-		{"sockets-16", func(vm *kubevirtv1.VirtualMachine) { cpuOf(vm).Cores, cpuOf(vm).Sockets = 0, 16 }},
-		{"guest-600gi", func(vm *kubevirtv1.VirtualMachine) { memOf(vm).Guest = ptr.To(apiresource.MustParse("600Gi")) }},
-		{"request-2ti", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "sockets-16", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) { cpuOf(vm).Cores, cpuOf(vm).Sockets = 0, 16 }},
+		{name: "guest-600gi", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
+			memOf(vm).Guest = ptr.To(apiresource.MustParse("600Gi"))
+		}},
+		{name: "request-2ti", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			memOf(vm).Guest = nil
 			domainOf(vm).Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: apiresource.MustParse("2Ti")}
 		}},
-		{"requests-limits", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "requests-limits", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			memOf(vm).Guest = nil
 			cpuOf(vm).Cores = 0
 			domainOf(vm).Resources = kubevirtv1.ResourceRequirements{
@@ -71,84 +89,171 @@ func launcherReservationMatches(t *testing.T, k kubeVirtEnv) {
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse("3"), corev1.ResourceMemory: apiresource.MustParse("2Gi")},
 			}
 		}},
-		{"guaranteed", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "guaranteed", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			memOf(vm).Guest = nil
 			both := corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse("2"), corev1.ResourceMemory: apiresource.MustParse("1Gi")}
 			domainOf(vm).Resources = kubevirtv1.ResourceRequirements{Requests: both, Limits: both.DeepCopy()}
 		}},
-		{"limits-only", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "limits-only", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			memOf(vm).Guest = nil
 			cpuOf(vm).Cores = 0
 			domainOf(vm).Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: apiresource.MustParse("2"), corev1.ResourceMemory: apiresource.MustParse("768Mi")}
 		}},
-		{"overcommit-guest-overhead", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "overcommit-guest-overhead", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			memOf(vm).Guest = nil
 			domainOf(vm).Resources = kubevirtv1.ResourceRequirements{
 				Requests:                corev1.ResourceList{corev1.ResourceMemory: apiresource.MustParse("1Gi")},
 				OvercommitGuestOverhead: true,
 			}
 		}},
-		{"dedicated", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "dedicated", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			cpuOf(vm).Cores, cpuOf(vm).DedicatedCPUPlacement = 2, true
 		}},
-		{"iothreads", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "dedicated-isolated", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
+			cpuOf(vm).Cores, cpuOf(vm).DedicatedCPUPlacement, cpuOf(vm).IsolateEmulatorThread = 2, true, true
+		}},
+		{name: "iothreads", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			cpuOf(vm).Cores = 2
 			domainOf(vm).IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicySupplementalPool)
 			domainOf(vm).IOThreads = &kubevirtv1.DiskIOThreads{SupplementalPoolThreadCount: ptr.To(uint32(3))}
 		}},
-		{"iothreads-dedicated", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "iothreads-dedicated", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			cpuOf(vm).Cores, cpuOf(vm).DedicatedCPUPlacement = 2, true
 			domainOf(vm).IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicySupplementalPool)
 			domainOf(vm).IOThreads = &kubevirtv1.DiskIOThreads{SupplementalPoolThreadCount: ptr.To(uint32(2))}
 		}},
-		{"hugepages", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "hugepages", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			memOf(vm).Guest = ptr.To(apiresource.MustParse("1Gi"))
 			memOf(vm).Hugepages = &kubevirtv1.Hugepages{PageSize: "2Mi"}
 		}},
-		{"probes-no-console-no-vga", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "probes-no-console-no-vga", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			d := &domainOf(vm).Devices
 			d.AutoattachSerialConsole, d.AutoattachGraphicsDevice = ptr.To(false), ptr.To(false)
 			exec := kubevirtv1.Handler{Exec: &corev1.ExecAction{Command: []string{"true"}}}
 			vm.Spec.Template.Spec.ReadinessProbe = &kubevirtv1.Probe{Handler: exec}
 			vm.Spec.Template.Spec.LivenessProbe = &kubevirtv1.Probe{Handler: exec}
 		}},
-		{"cluster-instancetype", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "cluster-instancetype", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			withSize(vm, "VirtualMachineClusterInstancetype", ns, "VirtualMachineClusterPreference", ns)
 		}},
-		{"instancetype", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "instancetype", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			withSize(vm, "VirtualMachineInstancetype", "overcommit", "VirtualMachinePreference", "spread")
 		}},
-		{"instancetype-dedicated", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "instancetype-dedicated", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			withSize(vm, "VirtualMachineInstancetype", "dedicated", "", "")
 		}},
-		{"preference-only", func(vm *kubevirtv1.VirtualMachine) {
+		{name: "preference-only", in: []string{settingDefaults}, change: func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Preference = &kubevirtv1.PreferenceMatcher{Kind: "VirtualMachinePreference", Name: "spread"}
 		}},
+		// Two containerDisks, and a kernel boot container, as containers
+		// or, with ImageVolume (Beta; on by default from v1.9), as image
+		// volumes.
+		{name: "containerdisks-2", change: withSecondDisk},
+		{name: "kernel-boot", change: withKernelBoot},
+		// The core passt binding (v1.8, behind the Beta gate PasstBinding,
+		// on by default from v1.9): 250Mi more. v1.7's CRD prunes the
+		// field, and the interface is left without a binding method.
+		{name: "passt", change: withPasst, refused: passtRefused, since: 8, extra: 250 << 20, field: func(vm *kubevirtv1.VirtualMachine) bool {
+			for _, iface := range vm.Spec.Template.Spec.Domain.Devices.Interfaces {
+				if iface.PasstBinding != nil {
+					return true
+				}
+			}
+			return false
+		}},
+		// memory.reservedOverhead (v1.8, behind the Alpha gate
+		// ReservedOverheadMemlock): its addedOverhead more. v1.7's CRD
+		// prunes it.
+		{name: "reserved-overhead", in: []string{settingDefaults, settingListed}, change: withReservedOverhead,
+			refused: func(t testing.TB, v string, s setting) string {
+				if minor(t, v) >= 8 && !slices.Contains(s.gates, "ReservedOverheadMemlock") {
+					return "Reserved overhead memlock feature gate is not enabled in kubevirt-config"
+				}
+				return ""
+			},
+			since: 8, extra: 300 << 20, field: func(vm *kubevirtv1.VirtualMachine) bool {
+				m := vm.Spec.Template.Spec.Domain.Memory
+				return m != nil && m.ReservedOverhead != nil && m.ReservedOverhead.AddedOverhead != nil
+			}},
 	}
+}
 
+// passtRefused: v1.8 admits passtBinding only with the PasstBinding gate
+// listed; v1.9 turns that Beta gate on by default.
+func passtRefused(t testing.TB, v string, s setting) string {
+	switch m := minor(t, v); {
+	case m == 8 && !slices.Contains(s.gates, "PasstBinding"):
+		return "PasstBinding feature gate is not enabled"
+	case m >= 8 && slices.Contains(s.disabled, "PasstBinding"):
+		return "PasstBinding feature gate is not enabled"
+	}
+	return ""
+}
+
+func launcherReservationMatches(t *testing.T, k kubeVirtEnv) {
+	restoreKubeVirtCR(t, k)
+	for _, s := range settings {
+		t.Run(s.name, func(t *testing.T) {
+			ns := testcluster.Namespace(t, k.kube, nil)
+			createSizes(t, k.virt, ns)
+			configure(t, k, ns, s)
+			var cases []reserveCase
+			for _, c := range reserveCases(ns) {
+				if len(c.in) == 0 || slices.Contains(c.in, s.name) {
+					cases = append(cases, c)
+				}
+			}
+			matchLaunchers(t, k, ns, s, cases)
+		})
+	}
+}
+
+// matchLaunchers creates the cases' VMs in ns, with the KubeVirt CR
+// configured as s, and holds each launcher Pod virt-controller makes to
+// vmctl's rule.
+func matchLaunchers(t *testing.T, k kubeVirtEnv, ns string, s setting, cases []reserveCase) {
+	ctx := context.Background()
 	vms := k.virt.KubevirtV1().VirtualMachines(ns)
+	var made []reserveCase
 	for _, c := range cases {
 		vm := reserveVM(c.name)
 		c.change(vm)
-		if _, err := vms.Create(ctx, vm, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create VM %s: %v", c.name, err)
+		_, err := vms.Create(ctx, vm, metav1.CreateOptions{})
+		want := ""
+		if c.refused != nil {
+			want = c.refused(t, k.version, s)
+		}
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("create VM %s: %v", c.name, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("create VM %s: error %v, want KubeVirt %s to refuse it with %q", c.name, err, k.version, want)
+		case want != "":
+			t.Logf("%s: refused, as KubeVirt %s does with this setting: %v", c.name, k.version, err)
+		default:
+			made = append(made, c)
 		}
 	}
 	t.Cleanup(func() {
-		for _, c := range cases {
+		for _, c := range made {
 			_ = vms.Delete(context.Background(), c.name, metav1.DeleteOptions{})
 		}
 	})
+	names := make([]string, len(made))
+	for i, c := range made {
+		names[i] = c.name
+	}
+	pods := waitLaunchers(t, k, ns, names, 2*time.Minute)
 
-	pods := waitLaunchers(t, k, ns, len(cases), 2*time.Minute)
 	clients := kube.Clients{Kube: k.kube, KubeVirt: k.virt}
+	reports := reportsOverhead(t, k.version, s)
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-26s %12s %12s %16s %16s\n", "case", "kubevirt cpu", "ours cpu", "kubevirt memory", "ours memory")
-	for _, c := range cases {
-		pod, ok := pods[c.name]
-		if !ok {
-			t.Errorf("%s: no virt-launcher Pod", c.name)
-			continue
+	fmt.Fprintf(&table, "%-26s %12s %12s %16s %16s %16s\n", "case", "kubevirt cpu", "ours cpu", "kubevirt memory", "ours memory", "ours overhead")
+	theirsDefault := int64(-1)
+	for _, c := range made {
+		pod := pods[c.name]
+		if got := marker(pod); got != fmt.Sprint(s.marker) {
+			t.Errorf("%s: launcher Pod %s rendered with verbosity %q, not with setting %s (%d)", c.name, pod.Name, got, s.name, s.marker)
 		}
 		vm, err := vms.Get(ctx, c.name, metav1.GetOptions{})
 		if err != nil {
@@ -159,14 +264,24 @@ func launcherReservationMatches(t *testing.T, k kubeVirtEnv) {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
+		if note := reserve.Note(in); note != "" {
+			t.Errorf("%s: reserve.Note = %q on KubeVirt %s, a release vmctl knows", c.name, note, k.version)
+		}
 		ours, err := reserve.Launcher(vm, in)
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
+		vmi, err := k.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, c.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What status computes: from what it keeps of the VMI.
+		kept := &kubevirtv1.VirtualMachineInstance{Spec: reserve.KeepOverheadInputs(&vmi.Spec)}
+		overhead := reserve.MemoryOverheadOf(kept, in.KubeVirt)
 		theirs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-		fmt.Fprintf(&table, "%-26s %12s %12s %16d %16d\n", c.name,
-			theirs.Cpu(), ours.Cpu(), theirs.Memory().Value(), ours.Memory().Value())
+		fmt.Fprintf(&table, "%-26s %12s %12s %16d %16d %16d\n", c.name,
+			theirs.Cpu(), ours.Cpu(), theirs.Memory().Value(), ours.Memory().Value(), overhead.Value())
 		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 			want, got := theirs[name], ours[name]
 			if want.Cmp(got) != 0 {
@@ -174,8 +289,86 @@ func launcherReservationMatches(t *testing.T, k kubeVirtEnv) {
 					c.name, name, pod.Name, &want, want.MilliValue(), &got, got.MilliValue())
 			}
 		}
+		if c.name == "default" {
+			theirsDefault = theirs.Memory().Value()
+		}
+		if c.field != nil {
+			if theirsDefault < 0 {
+				t.Fatalf("%s: the default case must come first", c.name)
+			}
+			has, want := c.field(vm), int64(0)
+			if kept := minor(t, k.version) >= c.since; has != kept {
+				t.Errorf("%s: KubeVirt %s stored the VM with the case's field: %v, want %v (pruned before v1.%d)", c.name, k.version, has, kept, c.since)
+			}
+			if has {
+				want = c.extra
+			}
+			if got := theirs.Memory().Value() - theirsDefault; got != want {
+				t.Errorf("%s: KubeVirt's launcher Pod holds %d more memory than the default VM's, want %d", c.name, got, want)
+			}
+		}
+		checkContainers(t, c.name, pod, vm, in)
+		checkOverheadReport(t, k, ns, c.name, pod, reports, overhead)
 	}
-	t.Logf("requests of the launcher Pods (memory in bytes):\n%s", table.String())
+	t.Logf("KubeVirt %s, setting %s: requests of the launcher Pods (memory in bytes):\n%s", k.version, s.name, table.String())
+}
+
+// checkContainers: the launcher Pod has the containers and init
+// containers reserve.LauncherPod names, in its order.
+func checkContainers(t *testing.T, name string, pod *corev1.Pod, vm *kubevirtv1.VirtualMachine, in reserve.Inputs) {
+	t.Helper()
+	ours, err := reserve.LauncherPod(vm, in)
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return
+	}
+	names := func(cs []corev1.Container) []string {
+		out := make([]string, len(cs))
+		for i, c := range cs {
+			out[i] = c.Name
+		}
+		return out
+	}
+	for _, l := range []struct {
+		what         string
+		kubevirt, us []corev1.Container
+	}{{"containers", pod.Spec.Containers, ours.Spec.Containers}, {"init containers", pod.Spec.InitContainers, ours.Spec.InitContainers}} {
+		if diff := cmp.Diff(names(l.kubevirt), names(l.us)); diff != "" {
+			t.Errorf("%s: %s of launcher Pod %s (-KubeVirt +reserve.LauncherPod):\n%s", name, l.what, pod.Name, diff)
+		}
+	}
+}
+
+// checkOverheadReport: where KubeVirt reports the memory overhead, the
+// launcher Pod's kubevirt.io/memory-overhead-bytes and, once
+// virt-controller copied it, the VMI's status.memory.memoryOverhead equal
+// ours (reserve.MemoryOverheadOf); where it does not, the launcher Pod has
+// no report.
+func checkOverheadReport(t *testing.T, k kubeVirtEnv, ns, name string, pod *corev1.Pod, reports bool, ours apiresource.Quantity) {
+	t.Helper()
+	raw, annotated := pod.Annotations[kubevirtv1.MemoryOverheadAnnotationBytes]
+	if !reports {
+		if annotated {
+			t.Errorf("%s: launcher Pod %s reports a memory overhead (%s), which KubeVirt %s does not with this setting", name, pod.Name, raw, k.version)
+		}
+		return
+	}
+	if raw != fmt.Sprint(ours.Value()) {
+		t.Errorf("%s: launcher Pod %s reports a memory overhead of %q, reserve.MemoryOverheadOf %d", name, pod.Name, raw, ours.Value())
+	}
+	eventually(t, time.Minute, name+"'s VMI to report its memory overhead", func(ctx context.Context) (bool, string, error) {
+		vmi, err := k.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if vmi.Status.Memory == nil || vmi.Status.Memory.MemoryOverhead == nil {
+			return false, "no status.memory.memoryOverhead", nil
+		}
+		if got := vmi.Status.Memory.MemoryOverhead; got.Cmp(ours) != 0 {
+			t.Errorf("%s: the VMI's status.memory.memoryOverhead is %s (%d), reserve.MemoryOverheadOf %s (%d)", name, got, got.Value(), &ours, ours.Value())
+		}
+		return true, "", nil
+	})
 }
 
 // createSizes makes the instancetypes and preferences the cases refer to:
@@ -268,6 +461,33 @@ func reserveVM(name string) *kubevirtv1.VirtualMachine {
 	}
 }
 
+func withSecondDisk(vm *kubevirtv1.VirtualMachine) {
+	spec := &vm.Spec.Template.Spec
+	spec.Domain.Devices.Disks = append(spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "second", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}})
+	spec.Volumes = append(spec.Volumes, kubevirtv1.Volume{Name: "second", VolumeSource: kubevirtv1.VolumeSource{
+		ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: "quay.io/kubevirt/alpine-container-disk-demo:v1.6.0"},
+	}})
+}
+
+func withKernelBoot(vm *kubevirtv1.VirtualMachine) {
+	domainOf(vm).Firmware = &kubevirtv1.Firmware{KernelBoot: &kubevirtv1.KernelBoot{
+		KernelArgs: "console=ttyS0",
+		Container: &kubevirtv1.KernelBootContainer{
+			Image: "quay.io/kubevirt/alpine-ext-kernel-boot-demo:v1.6.0", KernelPath: "/boot/vmlinuz-virt", InitrdPath: "/boot/initramfs-virt",
+		},
+	}}
+}
+
+func withPasst(vm *kubevirtv1.VirtualMachine) {
+	domainOf(vm).Devices.Interfaces = []kubevirtv1.Interface{{
+		Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{PasstBinding: &kubevirtv1.InterfacePasstBinding{}},
+	}}
+}
+
+func withReservedOverhead(vm *kubevirtv1.VirtualMachine) {
+	memOf(vm).ReservedOverhead = &kubevirtv1.ReservedOverhead{AddedOverhead: ptr.To(apiresource.MustParse("300Mi"))}
+}
+
 func domainOf(vm *kubevirtv1.VirtualMachine) *kubevirtv1.DomainSpec {
 	return &vm.Spec.Template.Spec.Domain
 }
@@ -286,9 +506,9 @@ func withSize(vm *kubevirtv1.VirtualMachine, itKind, itName, prefKind, prefName 
 	}
 }
 
-// waitLaunchers watches the virt-launcher Pods of ns until there are want of
-// them, and returns them by VM name.
-func waitLaunchers(t *testing.T, k kubeVirtEnv, ns string, want int, timeout time.Duration) map[string]*corev1.Pod {
+// waitLaunchers watches the virt-launcher Pods of ns until each VM of names
+// has one, and returns them by VM name.
+func waitLaunchers(t *testing.T, k kubeVirtEnv, ns string, names []string, timeout time.Duration) map[string]*corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -296,14 +516,22 @@ func waitLaunchers(t *testing.T, k kubeVirtEnv, ns string, want int, timeout tim
 	lw := cache.NewFilteredListWatchFromClient(k.kube.CoreV1().RESTClient(), "pods", ns,
 		func(opts *metav1.ListOptions) { opts.LabelSelector = selector })
 	pods := map[string]*corev1.Pod{}
+	have := func() bool {
+		for _, n := range names {
+			if pods[n] == nil {
+				return false
+			}
+		}
+		return true
+	}
 	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
 		if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
 			pods[pod.Labels[kubevirtv1.DeprecatedVirtualMachineNameLabel]] = pod
 		}
-		return len(pods) >= want, nil
+		return have(), nil
 	})
 	if err != nil {
-		t.Fatalf("virt-launcher Pods in %s: %d of %d within %s: %v; VMs' states: %s", ns, len(pods), want, timeout, err, vmStates(k.virt, ns))
+		t.Fatalf("virt-launcher Pods in %s: %d of %d within %s: %v; VMs' states: %s", ns, len(pods), len(names), timeout, err, vmStates(k.virt, ns))
 	}
 	return pods
 }

@@ -29,6 +29,9 @@ type PodNeeds struct {
 	// computed.
 	Reservation    corev1.ResourceList
 	ReservationErr error
+	// ReservationNote says, when vmctl does not know the cluster's KubeVirt
+	// release, whose rules Reservation follows (reserve.Note); else "".
+	ReservationNote string
 }
 
 // Read reads proto's PodNeeds with c: its instancetype and preference, and
@@ -38,10 +41,15 @@ func Read(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine)
 	var n PodNeeds
 	n.Placement, n.PlacementErr = placement.Resolve(ctx, c.KubeVirt, proto)
 	n.PlacementKey = placement.Key(proto)
-	if r, err := reserve.LauncherOf(ctx, c, proto); err != nil {
+	in, err := reserve.Load(ctx, c, proto)
+	if err != nil {
+		n.ReservationErr = err
+		return n
+	}
+	if r, err := reserve.Launcher(proto, in); err != nil {
 		n.ReservationErr = err
 	} else {
-		n.Reservation = reserve.Round(r)
+		n.Reservation, n.ReservationNote = reserve.Round(r), reserve.Note(in)
 	}
 	return n
 }

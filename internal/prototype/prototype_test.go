@@ -53,7 +53,11 @@ func TestRead(t *testing.T) {
 	if got.PlacementKey == "" {
 		t.Error("no placement key")
 	}
-	launcher, err := reserve.LauncherOf(ctx, clients(large), proto)
+	in, err := reserve.Load(ctx, clients(large), proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launcher, err := reserve.Launcher(proto, in)
 	if err != nil {
 		t.Fatal(err)
 	}

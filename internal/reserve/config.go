@@ -1,8 +1,6 @@
 package reserve
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -17,17 +15,12 @@ const (
 	defaultArch               = "amd64"
 )
 
-// The feature gates that change a launcher Pod's containers or CPUs
-// (pkg/virt-config/featuregate).
-const (
-	imageVolumeGate = "ImageVolume"
-	alignCPUsGate   = "AlignCPUs"
-)
-
 // config is what virt-api and virt-controller read of the KubeVirt CR, with
 // KubeVirt's defaults where it says nothing, as ClusterConfig.GetConfig
 // merges spec.configuration over defaultClusterConfig.
 type config struct {
+	// release is the KubeVirt release whose rules apply (releaseOf).
+	release            release
 	cpuAllocationRatio int
 	memoryOvercommit   int
 	// cpuRequest is the cluster's cpuRequest when it is not the default
@@ -44,7 +37,9 @@ type config struct {
 
 func newConfig(kv *kubevirtv1.KubeVirt) config {
 	c := config{cpuAllocationRatio: defaultCPUAllocationRatio, memoryOvercommit: defaultMemoryOvercommit, arch: defaultArch}
+	c.release, _ = releaseOf(kv)
 	if kv == nil {
+		c.imageVolume = gateEnabled(imageVolumeGate, nil, c.release)
 		return c
 	}
 	// setConfigFromKubeVirt: the architecture comes from the CR's status.
@@ -52,15 +47,14 @@ func newConfig(kv *kubevirtv1.KubeVirt) config {
 		c.arch = kv.Status.DefaultArchitecture
 	}
 	spec := kv.Spec.Configuration
-	var gates []string
-	if dev := spec.DeveloperConfiguration; dev != nil {
+	dev := spec.DeveloperConfiguration
+	if dev != nil {
 		if dev.CPUAllocationRatio > 0 {
 			c.cpuAllocationRatio = dev.CPUAllocationRatio
 		}
 		if dev.MemoryOvercommit > 0 {
 			c.memoryOvercommit = dev.MemoryOvercommit
 		}
-		gates = dev.FeatureGates
 	}
 	if q := spec.CPURequest; q != nil && !q.Equal(resource.MustParse(defaultCPURequest)) {
 		cp := q.DeepCopy()
@@ -69,11 +63,11 @@ func newConfig(kv *kubevirtv1.KubeVirt) config {
 	c.overheadRatio = spec.AdditionalGuestMemoryOverheadRatio
 	c.support = spec.SupportContainerResources
 	c.serialLogOff = spec.VirtualMachineOptions != nil && spec.VirtualMachineOptions.DisableSerialConsoleLog != nil
-	c.imageVolume = slices.Contains(gates, imageVolumeGate)
+	c.imageVolume = gateEnabled(imageVolumeGate, dev, c.release)
 	// ApplyNewVMIMutations copies the CR's even-parity annotation to the VMI
 	// only with the AlignCPUs gate.
 	_, parity := kv.Annotations[kubevirtv1.EmulatorThreadCompleteToEvenParity]
-	c.evenParity = parity && slices.Contains(gates, alignCPUsGate)
+	c.evenParity = parity && gateEnabled(alignCPUsGate, dev, c.release)
 	if spec.NetworkConfiguration != nil {
 		c.bindings = spec.NetworkConfiguration.Binding
 	}

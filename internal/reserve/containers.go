@@ -14,7 +14,9 @@ import (
 // (hooks.HookSidecarListAnnotationName).
 const hookSidecarsAnnotation = "hooks.kubevirt.io/hookSidecars"
 
-// kernelBootVolume is the volume name generateContainersHelper skips.
+// kernelBootVolume is the volume name generateContainersHelper skips, and
+// the one GenerateKernelBootContainer names the kernel boot image's
+// container after (containerdisk.KernelBootVolumeName).
 const kernelBootVolume = "kernel-boot-volume"
 
 // supportContainers are the launcher Pod's containers beside compute, and
@@ -40,7 +42,7 @@ func supportContainers(vmi *kubevirtv1.VirtualMachineInstance, c config) (contai
 			}
 		}
 		if kernelBoot {
-			containers = append(containers, container("kernel-boot", disk))
+			containers = append(containers, container("volume"+kernelBootVolume, disk))
 		}
 	}
 	// generateVirtioFSContainers: one per volume a filesystem names.
@@ -82,7 +84,7 @@ func supportContainers(vmi *kubevirtv1.VirtualMachineInstance, c config) (contai
 			}
 		}
 		if kernelBoot {
-			inits = append(inits, container("kernel-boot-init", disk))
+			inits = append(inits, container("volume"+kernelBootVolume+"-init", disk))
 		}
 	case c.imageVolume:
 		for _, name := range disks {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -16,16 +15,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
-
-// LauncherOf is Launcher of vm with the Inputs Load reads for it from the
-// cluster.
-func LauncherOf(ctx context.Context, c kube.Clients, vm *kubevirtv1.VirtualMachine) (corev1.ResourceList, error) {
-	in, err := Load(ctx, c, vm)
-	if err != nil {
-		return nil, err
-	}
-	return Launcher(vm, in)
-}
 
 // Load reads from the cluster the Inputs that Launcher needs for vm: its
 // instancetype and preference as the VM controller finds them (the
@@ -54,7 +43,7 @@ func Load(ctx context.Context, c kube.Clients, vm *kubevirtv1.VirtualMachine) (I
 		}
 		in.Preference = spec
 	}
-	kv, err := loadKubeVirt(ctx, c)
+	kv, err := LoadKubeVirt(ctx, c)
 	if err != nil {
 		return in, err
 	}
@@ -183,10 +172,10 @@ func decodeRevision(rev *appsv1.ControllerRevision) (any, error) {
 	return obj, nil
 }
 
-// loadKubeVirt mirrors ClusterConfig.GetConfigFromKubeVirtCR: the KubeVirt
+// LoadKubeVirt mirrors ClusterConfig.GetConfigFromKubeVirtCR: the KubeVirt
 // CR that is not being deleted and has a status.phase, the one Deployed
 // first; nil when there is none, and virt-controller runs on its defaults.
-func loadKubeVirt(ctx context.Context, c kube.Clients) (*kubevirtv1.KubeVirt, error) {
+func LoadKubeVirt(ctx context.Context, c kube.Clients) (*kubevirtv1.KubeVirt, error) {
 	list, err := c.KubeVirt.KubevirtV1().KubeVirts(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list KubeVirt CRs in all namespaces, whose configuration sizes the launcher Pod: %w; %s", err,

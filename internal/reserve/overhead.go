@@ -8,12 +8,13 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
-// memoryOverhead mirrors GetMemoryOverhead (v1.7:
-// pkg/virt-controller/services/renderresources.go; v1.8:
-// pkg/hypervisor/kvm/hypervisorbackend.go), plus the network
-// binding plugins' compute overhead that VMIResourcePredicates adds to it
-// (netbinding.MemoryCalculator): what virt-controller adds to the guest's
-// memory for QEMU, libvirt and KubeVirt's own processes.
+// memoryOverhead mirrors what virt-controller adds to the guest's memory
+// for QEMU, libvirt and KubeVirt's own processes: CalculateMemoryOverhead
+// (v1.8, v1.9: pkg/virt-controller/services/template.go), which is
+// GetMemoryOverhead (v1.8, v1.9: pkg/hypervisor/kvm/hypervisorbackend.go;
+// v1.7: pkg/virt-controller/services/renderresources.go) plus the network's
+// (networkOverhead). It is what KubeVirt reports as the VMI's
+// status.memory.memoryOverhead (VmiMemoryOverheadReport, v1.8 and later).
 func memoryOverhead(vmi *kubevirtv1.VirtualMachineInstance, c config) resource.Quantity {
 	domain := vmi.Spec.Domain
 	overhead := *resource.NewScaledQuantity(0, resource.Kilo)
@@ -68,10 +69,10 @@ func memoryOverhead(vmi *kubevirtv1.VirtualMachineInstance, c config) resource.Q
 	if isDedicated(vmi) || vmi.WantsToHaveQOSGuaranteed() {
 		overhead.Add(resource.MustParse("100Mi"))
 	}
-	// memory.reservedOverhead is v1.8's, behind the alpha feature gate
-	// ReservedOverheadMemlock: v1.7's CRD prunes it, so a VM read from a
-	// v1.7 cluster never has it.
-	if m := domain.Memory; m != nil && m.ReservedOverhead != nil && m.ReservedOverhead.AddedOverhead != nil {
+	// RequiresMemoryOverheadReservation: memory.reservedOverhead, from
+	// v1.8 (virt-api accepts it only with the alpha feature gate
+	// ReservedOverheadMemlock; v1.7's CRD prunes it).
+	if m := domain.Memory; c.release >= v1_8 && m != nil && m.ReservedOverhead != nil && m.ReservedOverhead.AddedOverhead != nil {
 		overhead.Add(*m.ReservedOverhead.AddedOverhead)
 	}
 	if r := c.overheadRatio; r != nil && *r != "" {
@@ -83,7 +84,7 @@ func memoryOverhead(vmi *kubevirtv1.VirtualMachineInstance, c config) resource.Q
 		}
 	}
 
-	overhead.Add(bindingOverhead(vmi, c))
+	overhead.Add(networkOverhead(vmi, c))
 	return overhead
 }
 
@@ -103,10 +104,24 @@ func addProbeOverheads(vmi *kubevirtv1.VirtualMachineInstance, q *resource.Quant
 	}
 }
 
-// bindingOverhead mirrors netbinding.MemoryCalculator: the memory request of
-// each network binding plugin the VMI's interfaces use, once per plugin.
-func bindingOverhead(vmi *kubevirtv1.VirtualMachineInstance, c config) resource.Quantity {
+// passtOverhead is getPasstMemoryOverhead's (pkg/network/resources,
+// v1.8 and later): what passt takes when all ports are forwarded.
+const passtOverhead = "250Mi"
+
+// networkOverhead mirrors the network's memory calculator that
+// virt-controller adds to GetMemoryOverhead: from v1.8
+// resources.MemoryCalculator.Calculate (pkg/network/resources/memory.go),
+// 250Mi when an interface uses the core passt binding (passtBinding; the
+// PasstBinding gate is Beta, on by default from v1.9, and only virt-api
+// checks it) and the plugins'; in v1.7 netbinding.MemoryCalculator, the
+// plugins' alone (v1.7's CRD prunes passtBinding). A plugin's part is the
+// memory request of its computeResourceOverhead, once per plugin the
+// interfaces use.
+func networkOverhead(vmi *kubevirtv1.VirtualMachineInstance, c config) resource.Quantity {
 	var sum resource.Quantity
+	if c.release >= v1_8 && hasPasstBinding(vmi) {
+		sum.Add(resource.MustParse(passtOverhead))
+	}
 	seen := map[string]bool{}
 	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
 		if iface.Binding == nil || seen[iface.Binding.Name] {
@@ -124,6 +139,16 @@ func bindingOverhead(vmi *kubevirtv1.VirtualMachineInstance, c config) resource.
 		}
 	}
 	return sum
+}
+
+// hasPasstBinding mirrors vmispec.HasPasstBinding.
+func hasPasstBinding(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	for _, iface := range vmi.Spec.Domain.Devices.Interfaces {
+		if iface.PasstBinding != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // numberOfVCPUs mirrors hardware.GetNumberOfVCPUs: sockets × cores ×
@@ -171,4 +196,48 @@ func (c config) archOf(vmi *kubevirtv1.VirtualMachineInstance) string {
 		return vmi.Spec.Architecture
 	}
 	return c.arch
+}
+
+// KeepOverheadInputs returns a copy of vmi's spec holding only what
+// memoryOverhead reads, so that a caller that keeps many VMIs (status)
+// can compute MemoryOverheadOf from the copy: the resources, CPU, memory
+// overhead reservation and architecture; of the devices, the graphics
+// device, the TPM, host devices and GPUs (their count only) and each
+// interface's binding; the volumes' downward metrics; the probes' exec;
+// and the launch security.
+func KeepOverheadInputs(spec *kubevirtv1.VirtualMachineInstanceSpec) kubevirtv1.VirtualMachineInstanceSpec {
+	d := spec.Domain
+	out := kubevirtv1.VirtualMachineInstanceSpec{Architecture: spec.Architecture}
+	out.Domain.Resources = d.Resources
+	out.Domain.CPU = d.CPU
+	out.Domain.LaunchSecurity = d.LaunchSecurity
+	if d.Memory != nil && d.Memory.ReservedOverhead != nil {
+		out.Domain.Memory = &kubevirtv1.Memory{ReservedOverhead: d.Memory.ReservedOverhead}
+	}
+	out.Domain.Devices.AutoattachGraphicsDevice = d.Devices.AutoattachGraphicsDevice
+	out.Domain.Devices.TPM = d.Devices.TPM
+	if len(d.Devices.HostDevices) > 0 {
+		out.Domain.Devices.HostDevices = make([]kubevirtv1.HostDevice, 1)
+	}
+	if len(d.Devices.GPUs) > 0 {
+		out.Domain.Devices.GPUs = make([]kubevirtv1.GPU, 1)
+	}
+	for _, iface := range d.Devices.Interfaces {
+		out.Domain.Devices.Interfaces = append(out.Domain.Devices.Interfaces, kubevirtv1.Interface{
+			Name: iface.Name, Binding: iface.Binding,
+			InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{SRIOV: iface.SRIOV, PasstBinding: iface.PasstBinding},
+		})
+	}
+	for _, v := range spec.Volumes {
+		if v.DownwardMetrics != nil {
+			out.Volumes = []kubevirtv1.Volume{{Name: v.Name, VolumeSource: kubevirtv1.VolumeSource{DownwardMetrics: v.DownwardMetrics}}}
+			break
+		}
+	}
+	for _, p := range []struct{ in, out **kubevirtv1.Probe }{{&spec.LivenessProbe, &out.LivenessProbe}, {&spec.ReadinessProbe, &out.ReadinessProbe}} {
+		if *p.in != nil && (*p.in).Exec != nil {
+			*p.out = &kubevirtv1.Probe{Handler: kubevirtv1.Handler{Exec: (*p.in).Exec}}
+		}
+	}
+	return out
 }

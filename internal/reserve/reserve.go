@@ -3,17 +3,22 @@
 // makes for it, so that an agent Pod can hold that room on its node before
 // the VM exists. It is pure: no clients, no clock.
 //
-// The rule mirrors KubeVirt v1.7.0 and v1.8.0, function by function, without
-// importing it: how the VM controller makes the VMI (and applies the instancetype and
-// preference), what virt-api's mutating webhook defaults, and what
-// virt-controller's TemplateService renders (the compute container's
-// requests, its memory overhead, and the support containers). Each function
-// names the KubeVirt function it mirrors. The two releases render the same
-// launcher Pod but for v1.8's memory.reservedOverhead, a field v1.7's CRD
-// prunes, so one rule serves both. The e2e test
-// TestLauncherReservationMatchesKubeVirt holds it to the real virt-controller
-// of each: for every VM of its matrix the figures are equal, to the byte and
-// the millicore, so the rule states no error bound.
+// The rule mirrors KubeVirt v1.7.0, v1.8.0 and v1.9.0, function by
+// function, without importing it: how the VM controller makes the VMI (and
+// applies the instancetype and preference), what virt-api's mutating
+// webhook defaults, and what virt-controller's TemplateService renders (the
+// compute container's requests, its memory overhead, and the support
+// containers). Each function names the KubeVirt function it mirrors. The
+// release comes from the KubeVirt CR's status.observedKubeVirtVersion
+// (releaseOf), and the releases differ in three places: how a feature gate
+// is decided (gateEnabled: from v1.9 a Beta gate such as ImageVolume is on
+// unless disabled), the core passt binding's 250Mi (v1.8 and later), and
+// memory.reservedOverhead (v1.8 and later). A release vmctl does not know
+// follows the nearest it knows, and Note says so. The e2e test
+// TestLauncherReservationMatchesKubeVirt holds the rule to the real
+// virt-controller of each release: for every VM of its matrix the figures
+// are equal, to the byte and the millicore, so the rule states no error
+// bound.
 //
 // What the rule does not see, and where it may then differ from KubeVirt:
 // VirtualMachineInstancePresets (deprecated) that virt-api applies to the
@@ -28,6 +33,7 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 )
@@ -41,8 +47,9 @@ type Inputs struct {
 	// set when the VM references one.
 	Preference *instancetypev1beta1.VirtualMachinePreferenceSpec
 	// KubeVirt is the KubeVirt CR whose spec.configuration virt-api and
-	// virt-controller run with (the one with a status.phase); nil means
-	// none, so KubeVirt's defaults, on amd64.
+	// virt-controller run with (the one with a status.phase), and whose
+	// status.observedKubeVirtVersion says the release; nil means none, so
+	// KubeVirt's defaults, on amd64, in the newest release vmctl knows.
 	KubeVirt *kubevirtv1.KubeVirt
 	// PodOverhead is the overhead.podFixed of the RuntimeClass named by the
 	// CR's spec.configuration.defaultRuntimeClass, if any: the RuntimeClass
@@ -67,6 +74,26 @@ func Launcher(vm *kubevirtv1.VirtualMachine, in Inputs) (corev1.ResourceList, er
 		return nil, err
 	}
 	return Counted(pod), nil
+}
+
+// MemoryOverheadOf returns the memory overhead virt-controller computes
+// for vmi, a VMI as KubeVirt made it (its instancetype, preference and
+// defaults applied), in the cluster whose KubeVirt CR is kv (nil for
+// none): part of the compute container's request, and what KubeVirt
+// reports as the VMI's status.memory.memoryOverhead and in its launcher
+// Pod's kubevirt.io/memory-overhead-bytes annotation (with the feature
+// gate VmiMemoryOverheadReport, Beta from v1.9). Of vmi it reads only what
+// KeepOverheadInputs keeps.
+func MemoryOverheadOf(vmi *kubevirtv1.VirtualMachineInstance, kv *kubevirtv1.KubeVirt) resource.Quantity {
+	return memoryOverhead(vmi, newConfig(kv))
+}
+
+// Note says, when vmctl does not know the KubeVirt release of in (a newer
+// or older one, or none it can read), whose rules the reservation follows;
+// "" when it knows it.
+func Note(in Inputs) string {
+	_, note := releaseOf(in.KubeVirt)
+	return note
 }
 
 // LauncherPod returns the parts of vm's virt-launcher Pod that the

@@ -20,8 +20,8 @@ const (
 	Gi = Mi << 10
 )
 
-// Memory that recurs in the expected figures (KubeVirt v1.7.0 and v1.8.0, amd64, no
-// KubeVirt CR):
+// Memory that recurs in the expected figures (KubeVirt v1.7.0 and v1.8.0,
+// amd64, a KubeVirt CR that configures nothing):
 //   - fixed: virt-launcher-monitor 25Mi + virt-launcher 100Mi + virtlogd
 //     25Mi + virtqemud 40Mi + QEMU 30Mi = 220Mi, plus 8Mi for the IOThread
 //     (GetMemoryOverhead);
@@ -338,7 +338,7 @@ func TestLauncher(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			vm := baseVM()
 			tt.vm(vm)
-			got, err := Launcher(vm, tt.in)
+			got, err := Launcher(vm, onRelease(tt.in, "v1.8.0"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -399,7 +399,7 @@ func TestLauncherRefuses(t *testing.T) {
 func TestLauncherHookSidecar(t *testing.T) {
 	vm := baseVM()
 	vm.Spec.Template.ObjectMeta.Annotations = map[string]string{hookSidecarsAnnotation: `[{"image": "hook:1"}]`}
-	got, err := Launcher(vm, Inputs{})
+	got, err := Launcher(vm, onRelease(Inputs{}, "v1.8.0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,13 +407,25 @@ func TestLauncherHookSidecar(t *testing.T) {
 		t.Errorf("burstable: got %dm, %d", c, m)
 	}
 	vm.Spec.Template.Spec.Domain.CPU.DedicatedCPUPlacement = true
-	got, err = Launcher(vm, Inputs{})
+	got, err = Launcher(vm, onRelease(Inputs{}, "v1.8.0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c, m := got.Cpu().MilliValue(), got.Memory().Value(); c != 1000+guarantC+200 || m != 256*Mi+oneVCPUOH+qosExtra+guarantM+64*M {
 		t.Errorf("dedicated: got %dm, %d", c, m)
 	}
+}
+
+// onRelease returns in with a KubeVirt CR that reports KubeVirt version v
+// (status.observedKubeVirtVersion), an empty one when in has none.
+func onRelease(in Inputs, v string) Inputs {
+	kv := &kubevirtv1.KubeVirt{}
+	if in.KubeVirt != nil {
+		kv = in.KubeVirt.DeepCopy()
+	}
+	kv.Status.ObservedKubeVirtVersion = v
+	in.KubeVirt = kv
+	return in
 }
 
 // baseVM is the README's testvm: 1 core, 256Mi, one container disk, the

@@ -58,7 +58,8 @@ func Prototypes(ctx context.Context, c kube.Clients, workloads []Workload) (map[
 			return nil, fmt.Errorf("get prototype %s: %w", k, err)
 		default:
 			needs := prototype.Read(ctx, c, proto)
-			v := Version{UID: proto.UID, Generation: proto.Generation, PlacementKey: needs.PlacementKey, Reservation: needs.Reservation}
+			v := Version{UID: proto.UID, Generation: proto.Generation, PlacementKey: needs.PlacementKey,
+				Reservation: needs.Reservation, ReservationNote: needs.ReservationNote}
 			if needs.PlacementErr == nil {
 				v.Placement = &needs.Placement
 			} else {

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,6 +45,22 @@ type Version struct {
 	// could not be computed, and then a restart leaves the template's
 	// alone.
 	Reservation corev1.ResourceList
+	// ReservationNote says, when vmctl does not know the cluster's KubeVirt
+	// release, whose rules Reservation follows (reserve.Note).
+	ReservationNote string
+}
+
+// Notes returns the distinct ReservationNotes of versions, sorted: what
+// a command that writes or compares reservations says once.
+func Notes(versions map[types.NamespacedName]Version) []string {
+	var out []string
+	for _, v := range versions {
+		if v.ReservationNote != "" && !slices.Contains(out, v.ReservationNote) {
+			out = append(out, v.ReservationNote)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Missing is the Version of a prototype that does not exist.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -99,5 +100,18 @@ func TestPrototypeMadeAgain(t *testing.T) {
 	current.Annotations[contract.AnnotationPrototypeUID] = "new"
 	if !now.DerivesFrom(&current) {
 		t.Error("a VM of the new prototype's generation 2 does not derive from it")
+	}
+}
+
+// TestNotes: each distinct note once, sorted, whichever prototypes share it.
+func TestNotes(t *testing.T) {
+	got := Notes(map[types.NamespacedName]Version{
+		{Namespace: "a", Name: "x"}: {ReservationNote: "newer"},
+		{Namespace: "b", Name: "y"}: {ReservationNote: "newer"},
+		{Namespace: "c", Name: "z"}: {ReservationNote: "older"},
+		{Namespace: "d", Name: "w"}: {},
+	})
+	if diff := cmp.Diff([]string{"newer", "older"}, got); diff != "" {
+		t.Errorf("Notes() (-want +got):\n%s", diff)
 	}
 }

@@ -10,8 +10,9 @@ import (
 // table and `kubectl vmctl status --help` explain it.
 type Doc struct {
 	// Problem is what the column shows, with capital letters (N, M, X, Y)
-	// for the numbers and sizes it fills in. A problem of package stuck is
-	// followed by ": " and KubeVirt's cause.
+	// for the numbers and sizes it fills in. A state of package stuck is
+	// followed by ": " and KubeVirt's (or, for a Pod that waits,
+	// kube-scheduler's) cause.
 	Problem string
 	// Short is what --help says of it, in a few words.
 	Short string
@@ -20,8 +21,9 @@ type Doc struct {
 	Help string
 }
 
-// Docs lists every problem status reports, stuck's among them, in the
-// order of the troubleshooting table.
+// Docs lists every problem status reports, and the wait it shows in the
+// same column, stuck's states among them, in the order of the
+// troubleshooting table.
 func Docs() []Doc {
 	docs := []Doc{{
 		Problem: ProblemVMMissing,

@@ -46,6 +46,17 @@ func agentPod(ns, name, uid, node, proto string, age time.Duration, mods ...func
 	return p
 }
 
+// waitingForRoom makes a Pod Pending, as kube-scheduler leaves one it found
+// no node for, with its message msg.
+func waitingForRoom(msg string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.NodeName, p.Status.StartTime = "", nil
+		p.Status.Phase = corev1.PodPending
+		p.Status.ContainerStatuses = nil
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}
+	}
+}
+
 func ptrTime(t metav1.Time) *metav1.Time { return &t }
 
 func notReadyPod(p *corev1.Pod) {

@@ -53,6 +53,12 @@ type Inventory struct {
 	// its VM's room (contract.AnnotationReservation), matched to VMs by
 	// their owner VMI's name.
 	Launchers []*corev1.Pod
+	// KubeVirt is the KubeVirt CR (reserve.LoadKubeVirt), read once when a
+	// VMI reports its memory overhead beside an agent Pod that holds room,
+	// to compare that overhead with vmctl's (Warnings); KubeVirtRead says
+	// it was read, nil meaning none exists.
+	KubeVirt     *kubevirtv1.KubeVirt
+	KubeVirtRead bool
 }
 
 // Load reads an Inventory with paged LISTs narrowed by label or by name,
@@ -62,18 +68,21 @@ type Inventory struct {
 // Pod and the prototype each derived VM records (past kube.MaxByName of them in
 // a namespace, one LIST of that namespace instead). VMs vmctl did not make
 // are never read otherwise. A VM listed before its agent's Pod was created
-// is paired all the same: its Pod is read by name after the VM.
+// is paired all the same: its Pod is read by name after the VM. Last, when
+// a VMI reports its memory overhead beside an agent Pod that holds room,
+// it LISTs the KubeVirt CRs (see readKubeVirt).
 func Load(ctx context.Context, c kube.Clients, q Query) (*Inventory, error) {
 	b := newBuilder(q)
 	have := map[source]bool{}
 	for {
 		fresh := pending(needs(q, b.inv), have)
 		if len(fresh) == 0 {
+			readKubeVirt(ctx, c, b.inv)
 			return b.inv, nil
 		}
 		read := make([][]any, len(fresh))
 		err := readAll(ctx, c, q, fresh, func(i int, obj runtime.Object) {
-			kept, _ := kube.Slim(obj)
+			kept, _ := slim(obj)
 			read[i] = append(read[i], kept)
 		})
 		if err != nil {

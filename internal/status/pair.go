@@ -86,6 +86,10 @@ type Row struct {
 	Created metav1.Time `json:"created"`
 	// Problems names what is wrong; empty when nothing is.
 	Problems []string `json:"problems,omitempty"`
+	// Waiting says what a Pod waits for, which ends by itself (stuck.OfPod:
+	// room for its VM): no problem, so `status --exit-code` does not count
+	// it.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Pair matches agent Pods with derived VMs (by the Pod UID the VM records)
@@ -200,6 +204,9 @@ func (p pairer) podRow(pod *corev1.Pod, agent contract.Agent) Row {
 	r.Prototype, r.PrototypeNamespace = agent.Prototype, agent.PrototypeNamespace
 	if vmExpected(pod, p.now) {
 		r.Problems = append(r.Problems, ProblemVMMissing)
+	}
+	if w, ok := stuck.OfPod(pod); ok {
+		r.Waiting = w.Message
 	}
 	return r
 }

@@ -16,6 +16,7 @@ import (
 type brief struct {
 	Namespace, Pod, VM, VMINode string
 	Problems                    []string
+	Waiting                     string
 }
 
 func briefs(rows []Row) []brief {
@@ -25,7 +26,7 @@ func briefs(rows []Row) []brief {
 		if vm != "" && r.VMNamespace != r.Namespace {
 			vm = r.VMNamespace + "/" + vm
 		}
-		out = append(out, brief{Namespace: r.Namespace, Pod: r.Pod, VM: vm, VMINode: r.VMINode, Problems: r.Problems})
+		out = append(out, brief{Namespace: r.Namespace, Pod: r.Pod, VM: vm, VMINode: r.VMINode, Problems: r.Problems, Waiting: r.Waiting})
 	}
 	return out
 }
@@ -84,6 +85,16 @@ func TestPair(t *testing.T) {
 			Prototypes: ptrs(proto),
 		},
 		want: []brief{{Namespace: "ns", Pod: "pending"}, {Namespace: "ns", Pod: "term"}},
+	}, {
+		// kube-scheduler found no node with the room the Pod holds for its
+		// VM: a wait, with the scheduler's reason, and no problem.
+		name: "pending for want of room waits",
+		inv: Inventory{
+			Pods: ptrs(agentPod("ns", "pending", "uid-p", "", "web", time.Hour, waitingForRoom(
+				"0/3 nodes are available: 3 Insufficient memory. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."))),
+			Prototypes: ptrs(proto),
+		},
+		want: []brief{{Namespace: "ns", Pod: "pending", Waiting: "Pod waits for room: 0/3 nodes are available: 3 Insufficient memory"}},
 	}, {
 		name: "VMI on another node than the pod",
 		inv: Inventory{

@@ -81,6 +81,10 @@ func rowCells(r Row, now time.Time) []styled.Cell {
 	if !r.Created.IsZero() {
 		age = duration.HumanDuration(now.Sub(r.Created.Time))
 	}
+	problem := styled.Cell{Text: strings.Join(r.Problems, ", "), Tone: styled.Bad}
+	if len(r.Problems) == 0 && r.Waiting != "" {
+		problem = styled.Cell{Text: r.Waiting, Tone: styled.Warn} // a wait, not a fault
+	}
 	return []styled.Cell{
 		pod,
 		orNone(r.Node),
@@ -89,7 +93,7 @@ func rowCells(r Row, now time.Time) []styled.Cell {
 		vmStatus,
 		orNone(r.VMINode),
 		styled.Text(age),
-		{Text: strings.Join(r.Problems, ", "), Tone: styled.Bad},
+		problem,
 	}
 }
 
@@ -146,7 +150,8 @@ func ToList(rows []Row) (*unstructured.UnstructuredList, error) {
 	return list, nil
 }
 
-// HasProblems reports whether any row has a problem, for --exit-code.
+// HasProblems reports whether any row has a problem, for --exit-code; a
+// row that waits (Row.Waiting) has none.
 func HasProblems(rows []Row) bool {
 	for _, r := range rows {
 		if len(r.Problems) > 0 {

@@ -30,8 +30,11 @@ func (w Warning) String() string {
 // holds for all its VMs: that its guest may outlive an agent Pod of it
 // (derive.GracePeriodTooShort), judged by the shortest delete timeout among
 // its agent Pods, which differ while a rollout changes the grace period;
-// and that it asks for an evictionStrategy its VMs do not run with
-// (derive.EvictionStrategyOverridden). They are sorted by prototype.
+// that it asks for an evictionStrategy its VMs do not run with
+// (derive.EvictionStrategyOverridden); and that KubeVirt reports another
+// memory overhead for one of its VMs than vmctl's rule computes, so its
+// agent Pods hold the wrong room (overheadWarning). They are sorted by
+// prototype.
 func Warnings(inv *Inventory, rows []Row) []Warning {
 	shown := map[types.NamespacedName]bool{}
 	for _, r := range rows {
@@ -63,6 +66,7 @@ func Warnings(inv *Inventory, rows []Row) []Warning {
 			say(derive.GracePeriodTooShort(proto, d))
 		}
 		say(derive.EvictionStrategyOverridden(proto))
+		say(overheadWarning(inv, k))
 	}
 	slices.SortStableFunc(out, func(a, b Warning) int {
 		return cmp.Or(cmp.Compare(a.PrototypeNamespace, b.PrototypeNamespace), cmp.Compare(a.Prototype, b.Prototype))

@@ -72,6 +72,7 @@ func Watch(ctx context.Context, c kube.Clients, q Query, opts WatchOptions, upda
 		if w.ensure(needs(q, inv)) {
 			continue // wait for the new sources' first list
 		}
+		w.kubeVirt(ctx, inv)
 		last = time.Now()
 		if err := update(inv); err != nil {
 			return err
@@ -84,6 +85,21 @@ type watcher struct {
 	q       Query
 	f       *kube.Follower
 	sources map[source]cache.Store
+	// kv and kvRead are the KubeVirt CR, read once when an Inventory first
+	// needs it (readKubeVirt), and whether that read worked.
+	kv             *kubevirtv1.KubeVirt
+	kvRead, kvDone bool
+}
+
+// kubeVirt gives inv the KubeVirt CR, read the first time an Inventory
+// needs it and kept after: its configuration rarely changes.
+func (w *watcher) kubeVirt(ctx context.Context, inv *Inventory) {
+	if !w.kvDone && needsKubeVirt(inv) {
+		w.kvDone = true
+		readKubeVirt(ctx, w.c, inv)
+		w.kv, w.kvRead = inv.KubeVirt, inv.KubeVirtRead
+	}
+	inv.KubeVirt, inv.KubeVirtRead = w.kv, w.kvRead
 }
 
 // ensure follows each of want that no source covers yet, and reports
@@ -104,7 +120,7 @@ func (w *watcher) ensure(want []source) bool {
 func (w *watcher) follow(src source) cache.Store {
 	o := src.listOptions(w.q)
 	sel := kube.Selector{Label: o.LabelSelector, Field: o.FieldSelector}
-	opts := kube.FollowOptions{Client: w.c.KubeVirt, What: src.String(), Transform: kube.Slim, FailUntilSynced: true}
+	opts := kube.FollowOptions{Client: w.c.KubeVirt, What: src.String(), Transform: slim, FailUntilSynced: true}
 	switch src.resource() {
 	case "pods":
 		opts.Client = w.c.Kube

@@ -15,13 +15,24 @@ type State struct {
 	// Help is what it means and what to do, as the README's troubleshooting
 	// row says it (Markdown, one line).
 	Help string
+	// Waits marks the state of an agent Pod that waits (OfPod): it ends by
+	// itself, so `status --exit-code` does not count it, and no agent runs
+	// to post an Event or answer /readyz (Reasons leaves it out).
+	Waits bool
 }
 
-// States lists every state Of reports, in the order of the troubleshooting
-// table. Some share a Reason: a DataVolume refused and one failed are both
+// States lists every state Of and OfPod report, in the order of the
+// troubleshooting table. Some share a Reason: a DataVolume refused and one failed are both
 // VMDataVolumeFailed.
 func States() []State {
 	return []State{{
+		Reason: ReasonWaitsForRoom, Prefix: WaitsForRoom, Waits: true,
+		Short: "no node has room for its VM yet: a wait, not a problem",
+		Help: "the agent Pod is Pending: no node has the room its VM needs, or none it may go to (kube-scheduler's reason follows the colon), so no VM is made yet. " +
+			"A wait, not a fault: `status --exit-code` exits 0 for it, and the scheduler places the Pod by itself once room comes " +
+			"(a VM goes, a node is added; the cluster autoscaler adds one for such a Pod). " +
+			"For room sooner, scale the workload down or add nodes; `kubectl describe pod` shows the scheduler's `FailedScheduling` Events",
+	}, {
 		Reason: ReasonUnschedulable, Prefix: Unschedulable,
 		Short: "it does not fit on its Pod's node",
 		Help: "the VM's launcher Pod does not fit on the agent Pod's node, the only one the VM may run on; kube-scheduler's reason follows the colon. " +
@@ -71,11 +82,12 @@ func States() []State {
 	}}
 }
 
-// Reasons lists the distinct Reasons of States, in their order.
+// Reasons lists the distinct Reasons of the States an agent reports (on
+// /readyz and in Events: all but those that wait), in their order.
 func Reasons() []string {
 	var out []string
 	for _, s := range States() {
-		if !slices.Contains(out, s.Reason) {
+		if !s.Waits && !slices.Contains(out, s.Reason) {
 			out = append(out, s.Reason)
 		}
 	}

@@ -10,26 +10,36 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
-// TestStatesMatchOf: every problem Of finds in ofCases is a State (its
-// Message starts with the Prefix of a State of its Reason), and every State
-// has a case, so a new state cannot go without its troubleshooting row, nor
+// TestStatesMatchOf: every problem Of finds in ofCases, and every wait
+// OfPod finds in podCases, is a State (its Message starts with the Prefix
+// of a State of its Reason; Waits for OfPod's alone), and every State has a
+// case, so a new state cannot go without its troubleshooting row, nor
 // without the fixture TestOfSameOnSlim needs.
 func TestStatesMatchOf(t *testing.T) {
 	seen := map[string]bool{}
-	for _, tt := range ofCases() {
-		if tt.want == nil {
-			continue
+	check := func(name string, want *Problem, waits bool) {
+		if want == nil {
+			return
 		}
-		s, ok := stateOf(*tt.want)
+		s, ok := stateOf(*want)
 		if !ok {
-			t.Errorf("%s: %+v is no State: add it to States", tt.name, *tt.want)
-			continue
+			t.Errorf("%s: %+v is no State: add it to States", name, *want)
+			return
+		}
+		if s.Waits != waits {
+			t.Errorf("%s: State %q has Waits %v; want %v", name, s.Prefix, s.Waits, waits)
 		}
 		seen[s.Prefix] = true
 	}
+	for _, tt := range ofCases() {
+		check(tt.name, tt.want, false)
+	}
+	for _, tt := range podCases() {
+		check(tt.name, tt.want, true)
+	}
 	for _, s := range States() {
 		if !seen[s.Prefix] {
-			t.Errorf("State %q has no case in ofCases: add a VM that Of finds in it", s.Prefix)
+			t.Errorf("State %q has no case in ofCases or podCases: add a VM that Of, or a Pod that OfPod, finds in it", s.Prefix)
 		}
 		if s.Reason == "" || s.Short == "" || s.Help == "" || strings.Contains(s.Help, "\n") {
 			t.Errorf("State %q wants a Reason, a Short and a one-line Help: %+v", s.Prefix, s)

@@ -1,8 +1,10 @@
 // Package stuck names the states of a derived VirtualMachine that KubeVirt
 // does not leave by itself, with the cause KubeVirt gives, so that the
 // agent's /readyz and Events and the PROBLEM column of `kubectl vmctl status`
-// say the same. It is pure: it reads the VM's status, which virt-controller
-// fills with its own conditions and those of the VM's instance.
+// say the same; and the one state of an agent Pod that ends by itself, a
+// wait for room (OfPod), so that status words it as a wait. It is pure: it
+// reads the VM's status, which virt-controller fills with its own
+// conditions and those of the VM's instance, and the Pod's.
 package stuck
 
 import (

@@ -134,7 +134,7 @@ func run(m *testing.M) int {
 	defer func() { _ = logFile.Close() }()
 	virtDone := make(chan error, 1)
 	go func() {
-		virtDone <- doubles.RunVirtHandler(ctx, kv.HandlerConfig, slog.New(slog.NewTextHandler(logFile, nil)))
+		virtDone <- doubles.RunVirtHandler(ctx, kv, slog.New(slog.NewTextHandler(logFile, nil)))
 	}()
 	fmt.Fprintf(os.Stderr, "realnode: cluster and node %s up, kubeconfig %s, image %s\n", n.Name, c.Kubeconfig, e.image)
 

@@ -16,11 +16,24 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 )
 
+// HandlerIdentity is virt-handler's identity, as KubeVirt gives it to the
+// virt-handler of every node: its ServiceAccount kubevirt-handler, whose
+// RBAC lets it follow every VMI, and, on each node, a token bound to that
+// node, without which KubeVirt's node restriction (on by default from
+// v1.9) refuses its changes to the VMIs of that node.
+type HandlerIdentity interface {
+	// Config authenticates as the ServiceAccount, on no node.
+	Config() *rest.Config
+	// ConfigOn authenticates as the ServiceAccount on node.
+	ConfigOn(ctx context.Context, node string) (*rest.Config, error)
+}
+
 // RunVirtHandler runs a stand-in for KubeVirt's virt-handler, the node agent
-// that starts the guest in a launcher Pod, against the cluster behind cfg
-// until ctx is done. There is no libvirt here and no guest: it does only the
-// two phase changes of a VMI that virt-handler reports and that KubeVirt's
-// real virt-controller (package kubevirt) waits for.
+// that starts the guest in a launcher Pod, on every node of the cluster id
+// authenticates to, until ctx is done. There is no libvirt here and no
+// guest: it does only the two phase changes of a VMI that virt-handler
+// reports and that KubeVirt's real virt-controller (package kubevirt) waits
+// for.
 //
 //   - A VMI that virt-controller handed over (phase Scheduled: its launcher
 //     Pod runs and is Ready on a node) becomes Running, as when the guest
@@ -30,14 +43,13 @@ import (
 //     when the guest shuts down; virt-controller then deletes the launcher
 //     Pod and removes its finalizers.
 //
-// Each change records its phase transition timestamp, as virt-handler does.
-//
-// cfg should authenticate as KubeVirt's kubevirt-handler ServiceAccount
-// (kubevirt.KubeVirt.HandlerConfig): virt-api takes VMI status changes only
-// from KubeVirt's own identities. It returns nil once ctx is done, and an
+// Each change records its phase transition timestamp, as virt-handler does,
+// and is made as the virt-handler of the VMI's node (id.ConfigOn): virt-api
+// takes VMI status changes only from KubeVirt's own identities, and from
+// v1.9 only from the VMI's node. It returns nil once ctx is done, and an
 // error only when it cannot start.
-func RunVirtHandler(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
-	client, err := kubevirt.NewForConfig(cfg)
+func RunVirtHandler(ctx context.Context, id HandlerIdentity, log *slog.Logger) error {
+	client, err := kubevirt.NewForConfig(id.Config())
 	if err != nil {
 		return fmt.Errorf("virt-handler stand-in: build the KubeVirt client: %w", err)
 	}
@@ -76,6 +88,7 @@ func RunVirtHandler(ctx context.Context, cfg *rest.Config, log *slog.Logger) err
 		return nil
 	}
 	log.Info("started")
+	nodes := &nodeClients{id: id, clients: map[string]kubevirt.Interface{}}
 	go func() {
 		<-ctx.Done()
 		queue.ShutDown()
@@ -86,7 +99,7 @@ func RunVirtHandler(ctx context.Context, cfg *rest.Config, log *slog.Logger) err
 		if shutdown {
 			return nil
 		}
-		err := setPhase(ctx, client, informer.GetIndexer(), key, log)
+		err := setPhase(ctx, nodes.client, informer.GetIndexer(), key, log)
 		switch {
 		case err == nil:
 			queue.Forget(key)
@@ -102,7 +115,7 @@ func RunVirtHandler(ctx context.Context, cfg *rest.Config, log *slog.Logger) err
 // the VMI as virt-handler does (KubeVirt gives virt-handler update, not
 // patch); the resourceVersion makes a stale copy fail rather than overwrite
 // what virt-controller wrote since.
-func setPhase(ctx context.Context, client kubevirt.Interface, store cache.Indexer, key cache.ObjectName, log *slog.Logger) error {
+func setPhase(ctx context.Context, clientOn func(context.Context, string) (kubevirt.Interface, error), store cache.Indexer, key cache.ObjectName, log *slog.Logger) error {
 	obj, ok, err := store.GetByKey(key.String())
 	if err != nil || !ok {
 		return err
@@ -119,6 +132,10 @@ func setPhase(ctx context.Context, client kubevirt.Interface, store cache.Indexe
 	// failed start and the VM backs off before the next.
 	updated.Status.PhaseTransitionTimestamps = append(updated.Status.PhaseTransitionTimestamps,
 		kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: next, PhaseTransitionTimestamp: metav1.Now()})
+	client, err := clientOn(ctx, vmi.Status.NodeName)
+	if err != nil {
+		return err
+	}
 	_, err = client.KubevirtV1().VirtualMachineInstances(vmi.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -143,4 +160,28 @@ func nextPhase(vmi *kubevirtv1.VirtualMachineInstance) kubevirtv1.VirtualMachine
 		return kubevirtv1.Running
 	}
 	return ""
+}
+
+// nodeClients are the virt-handler clients of each node, made on first use.
+// setPhase runs on one goroutine, so they need no lock.
+type nodeClients struct {
+	id      HandlerIdentity
+	clients map[string]kubevirt.Interface
+}
+
+// client is the virt-handler client of node.
+func (n *nodeClients) client(ctx context.Context, node string) (kubevirt.Interface, error) {
+	if c, ok := n.clients[node]; ok {
+		return c, nil
+	}
+	cfg, err := n.id.ConfigOn(ctx, node)
+	if err != nil {
+		return nil, fmt.Errorf("virt-handler stand-in: authenticate on node %s: %w", node, err)
+	}
+	c, err := kubevirt.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("virt-handler stand-in: build the KubeVirt client of node %s: %w", node, err)
+	}
+	n.clients[node] = c
+	return c, nil
 }

@@ -34,6 +34,10 @@ type Release struct {
 var (
 	// Newest is the release `make demo` and the e2e suite run.
 	Newest = Release{ModFile: "go.mod"}
+	// Previous is the release before it: the tests that check vmctl against
+	// KubeVirt's own rules run on it too. Without cgo, as Newest, so that
+	// the many packages the two releases share come from Go's build cache.
+	Previous = Release{ModFile: "kubevirt-v1.8.0.mod", Tags: "kubevirt_v1_8"}
 	// Oldest is the oldest release users run that the harness builds: the
 	// tests that check vmctl against KubeVirt's own rules run on it too, and
 	// the real node runs its node side (NodeRelease).
@@ -41,7 +45,7 @@ var (
 )
 
 // Releases are the releases the harness builds, newest first.
-var Releases = []Release{Newest, Oldest}
+var Releases = []Release{Newest, Previous, Oldest}
 
 // ReleaseOf is the release of version, such as v1.7.0: for a run that
 // picks its KubeVirt (VMCTL_KUBEVIRT).
@@ -106,6 +110,9 @@ type Binaries struct {
 	// Webhooks holds virt-api's ValidatingWebhookConfiguration and
 	// MutatingWebhookConfiguration, pointing at virt-api's Service.
 	Webhooks string
+	// APIServices holds the APIServices of virt-api's subresource API
+	// (subresources.kubevirt.io), pointing at virt-api's Service.
+	APIServices string
 	// Handler holds virt-handler's DaemonSet, as virt-operator makes it.
 	Handler string
 }
@@ -117,7 +124,7 @@ func (b Binaries) LauncherImage() string { return "quay.io/kubevirt/virt-launche
 const generatorPkg = "cmd/kubevirt-manifests"
 
 // manifestSets are kubevirt-manifests' arguments, each printed to <set>.yaml.
-var manifestSets = []string{"crds", "rbac", "webhooks", "handler"}
+var manifestSets = []string{"crds", "rbac", "webhooks", "apiservices", "handler"}
 
 func binariesIn(dir, version string) Binaries {
 	return Binaries{
@@ -127,6 +134,7 @@ func binariesIn(dir, version string) Binaries {
 		CRDs:           filepath.Join(dir, "manifests", "crds.yaml"),
 		RBAC:           filepath.Join(dir, "manifests", "rbac.yaml"),
 		Webhooks:       filepath.Join(dir, "manifests", "webhooks.yaml"),
+		APIServices:    filepath.Join(dir, "manifests", "apiservices.yaml"),
 		Handler:        filepath.Join(dir, "manifests", "handler.yaml"),
 	}
 }
@@ -170,7 +178,7 @@ func EnsureRelease(ctx context.Context, r Release, cacheDir string, progress io.
 		return Binaries{}, err
 	}
 	b := binariesIn(dir, version)
-	for _, f := range []string{b.VirtAPI, b.VirtController, b.CRDs, b.RBAC, b.Webhooks, b.Handler} {
+	for _, f := range []string{b.VirtAPI, b.VirtController, b.CRDs, b.RBAC, b.Webhooks, b.APIServices, b.Handler} {
 		if _, err := os.Stat(f); err != nil {
 			return Binaries{}, fmt.Errorf("KubeVirt built into %s but incomplete (%w); remove that directory and retry", dir, err)
 		}

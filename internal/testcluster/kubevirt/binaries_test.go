@@ -46,3 +46,13 @@ func TestNodeReleaseBuildsWithCgo(t *testing.T) {
 		t.Errorf("NodeRelease (%s) builds virt-api and virt-controller without cgo; its node side's build would compile KubeVirt's dependencies again", NodeRelease.ModFile)
 	}
 }
+
+// The releases that are not the node's build as Newest does, without cgo,
+// so the many packages they share with it come from Go's build cache.
+func TestOtherReleasesBuildAsNewest(t *testing.T) {
+	for _, r := range Releases {
+		if r != NodeRelease && r.Cgo != Newest.Cgo {
+			t.Errorf("%s builds with cgo=%t, Newest with cgo=%t: their shared packages would compile twice", r.ModFile, r.Cgo, Newest.Cgo)
+		}
+	}
+}

@@ -9,15 +9,18 @@
 //     print its CRDs, RBAC and webhook configurations there. EnsureBinaries
 //     is EnsureRelease of Newest.
 //   - The cluster installs the CRDs (testcluster.Options.CRDs).
-//   - Start installs the RBAC, runs each component as its own KubeVirt
+//   - Start installs the RBAC, creates the KubeVirt CR (CRName) with the
+//     status virt-operator would give it, the release among it as
+//     observedKubeVirtVersion, runs each component as its own KubeVirt
 //     ServiceAccount, registers virt-api's validating and mutating webhooks
 //     pointed at virt-api on 127.0.0.1 with a CA of its own, and restarts a
 //     component that exits. Stopping the cluster (also on Ctrl-C, see
 //     testcluster.Cluster.StopOnSignal) removes the webhooks and stops both.
 //
 // On kwok's nodes virt-handler does not run: the stand-in in package doubles
-// reports the two VMI phases it would, with the identity in
-// KubeVirt.HandlerConfig, and kwok never pulls Options.LauncherImage. On the
+// reports the two VMI phases it would, with virt-handler's identity on each
+// node (KubeVirt is a doubles.HandlerIdentity), and kwok never pulls
+// Options.LauncherImage. On the
 // real node (package node), StartHandler runs KubeVirt's own virt-handler as
 // virt-operator's DaemonSet, from images of KubeVirt's node side
 // (EnsureNodeSide, package images), with Options.Emulation on.
@@ -31,5 +34,5 @@
 //	defer c.Stop() // stops KubeVirt first
 //	kv, err := kubevirt.Start(ctx, c, kubevirt.Options{Binaries: kvBins})
 //	...
-//	go doubles.RunVirtHandler(ctx, kv.HandlerConfig, log)
+//	go doubles.RunVirtHandler(ctx, kv, log)
 package kubevirt

@@ -77,7 +77,7 @@ type Options struct {
 	// Binaries.LauncherImage: kwok's nodes never pull it; a real node would
 	// need one it can run.
 	LauncherImage string
-	// Emulation creates the KubeVirt CR with developerConfiguration's
+	// Emulation gives the KubeVirt CR developerConfiguration's
 	// useEmulation, as on a node whose /dev/kvm cannot run guests: launchers
 	// run qemu under TCG and ask for no KVM device.
 	Emulation bool
@@ -104,10 +104,12 @@ type KubeVirt struct {
 
 	cluster  *testcluster.Cluster
 	admin    kubernetes.Interface
+	dyn      dynamic.Interface
 	log      io.Writer
 	begin    time.Time
-	mu       sync.Mutex // guards webhooks, procs and stopped
+	mu       sync.Mutex // guards webhooks, apis, procs and stopped
 	webhooks webhooks
+	apis     apiServices
 	procs    []*supervised
 	stopped  bool
 	stopOnce sync.Once
@@ -148,6 +150,9 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *KubeVi
 	if k.admin, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
 		return nil, fmt.Errorf("create a client: %w", err)
 	}
+	if k.dyn, err = dynamic.NewForConfig(c.RESTConfig); err != nil {
+		return nil, fmt.Errorf("create a client: %w", err)
+	}
 	dir := filepath.Join(c.Dir, "kubevirt")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create KubeVirt's directory: %w", err)
@@ -162,10 +167,8 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *KubeVi
 	if err := k.installRBAC(ctx); err != nil {
 		return nil, err
 	}
-	if opts.Emulation {
-		if err := k.createKubeVirtCR(ctx); err != nil {
-			return nil, err
-		}
+	if err := k.createKubeVirtCR(ctx, opts.Emulation); err != nil {
+		return nil, err
 	}
 	kubeconfigs := map[string]string{}
 	for _, sa := range []string{apiServiceAccount, controllerServiceAccount, handlerServiceAccount} {
@@ -212,6 +215,10 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *KubeVi
 		return nil, err
 	}
 	k.logf("virt-api's webhooks registered and answering")
+	if err := k.installAPIServices(ctx, ports[0], caBundle); err != nil {
+		return nil, err
+	}
+	k.logf("virt-api's subresource API registered and available")
 
 	ctrl, err := k.supervise(VirtController, bins.VirtController,
 		"--kubeconfig="+kubeconfigs[controllerServiceAccount],
@@ -242,27 +249,33 @@ func (k *KubeVirt) installRBAC(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(k.cluster.RESTConfig)
-	if err != nil {
-		return fmt.Errorf("create a client: %w", err)
-	}
 	disco, err := discovery.NewDiscoveryClientForConfig(k.cluster.RESTConfig)
 	if err != nil {
 		return fmt.Errorf("create a client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	if err := createAll(ctx, dyn, mapper, objs); err != nil {
+	if err := createAll(ctx, k.dyn, mapper, objs); err != nil {
 		return fmt.Errorf("install KubeVirt's RBAC: %w", err)
 	}
 	return nil
 }
 
+// CRName is the KubeVirt CR Start creates in Namespace, the one whose
+// spec.configuration virt-api and virt-controller run with: a test may
+// change its configuration as a user would.
+const CRName = "kubevirt"
+
 // createKubeVirtCR creates the KubeVirt CR that virt-operator's users write,
-// with emulation on. The components read their configuration from it; no
-// virt-operator runs to act on the rest.
-func (k *KubeVirt) createKubeVirtCR(ctx context.Context) error {
-	cr := []byte(`{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","metadata":{"name":"kubevirt","namespace":"` + Namespace + `"},` +
-		`"spec":{"configuration":{"developerConfiguration":{"useEmulation":true}}}}`)
+// configuring nothing but, with emulation, useEmulation, and gives it the
+// status virt-operator would. The components read their configuration from
+// it; no virt-operator runs to act on the rest.
+func (k *KubeVirt) createKubeVirtCR(ctx context.Context, emulation bool) error {
+	spec := `{}`
+	if emulation {
+		spec = `{"configuration":{"developerConfiguration":{"useEmulation":true}}}`
+	}
+	cr := []byte(`{"apiVersion":"kubevirt.io/v1","kind":"KubeVirt","metadata":{"name":"` + CRName + `","namespace":"` + Namespace + `"},` +
+		`"spec":` + spec + `}`)
 	err := k.admin.CoreV1().RESTClient().Post().AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts").
 		SetHeader("Content-Type", "application/json").Body(cr).Do(ctx).Error()
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -270,13 +283,42 @@ func (k *KubeVirt) createKubeVirtCR(ctx context.Context) error {
 	}
 	// The components read a KubeVirt CR only once virt-operator gave it a
 	// phase (virtconfig's GetConfigFromKubeVirtCR), and take the VMs'
-	// default architecture from its status.
-	err = k.admin.CoreV1().RESTClient().Patch(types.MergePatchType).AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts", "kubevirt", "status").
-		Body([]byte(`{"status":{"phase":"Deployed","defaultArchitecture":"` + runtime.GOARCH + `"}}`)).Do(ctx).Error()
+	// default architecture from its status; virt-operator records the
+	// release it deployed as observedKubeVirtVersion, which vmctl reads.
+	status := fmt.Sprintf(`{"status":{"phase":"Deployed","defaultArchitecture":%q,"observedKubeVirtVersion":%q}}`, runtime.GOARCH, k.Binaries.Version)
+	err = k.admin.CoreV1().RESTClient().Patch(types.MergePatchType).AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts", CRName, "status").
+		Body([]byte(status)).Do(ctx).Error()
 	if err != nil {
 		return fmt.Errorf("mark the KubeVirt CR deployed: %w", err)
 	}
 	return nil
+}
+
+// Config is the virt-handler stand-in's identity on no node
+// (doubles.HandlerIdentity): HandlerConfig.
+func (k *KubeVirt) Config() *rest.Config { return k.HandlerConfig }
+
+// ConfigOn is virt-handler's identity on node (doubles.HandlerIdentity): a
+// token of the kubevirt-handler ServiceAccount bound to the Node, whose
+// name the API server then passes on (authentication.kubernetes.io/node-name),
+// as it does for virt-handler's Pod on that node.
+func (k *KubeVirt) ConfigOn(ctx context.Context, node string) (*rest.Config, error) {
+	n, err := k.admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("bind virt-handler's token to node %s: %w", node, err)
+	}
+	tr, err := k.admin.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, handlerServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: ptr.To(int64(tokenLifetime.Seconds())),
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Node", Name: node, UID: n.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("issue virt-handler's token on node %s: %w", node, err)
+	}
+	rc := rest.AnonymousClientConfig(k.cluster.RESTConfig)
+	rc.BearerToken = tr.Status.Token
+	return rc, nil
 }
 
 // identity issues a token of ServiceAccount sa and writes a kubeconfig with
@@ -308,7 +350,9 @@ func (k *KubeVirt) identity(ctx context.Context, dir, sa string) (*rest.Config, 
 // for it, and returns the files and the CA bundle the API server trusts.
 func servingCert(dir string) (certFile, keyFile string, caBundle []byte, err error) {
 	// The certificate file holds the serving certificate and then its CA.
-	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.IPv4(127, 0, 0, 1)}, nil)
+	// The aggregator checks the name of virt-api's Service (see
+	// installAPIServices), the webhooks the address.
+	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.IPv4(127, 0, 0, 1)}, []string{apiServiceName + "." + Namespace + ".svc"})
 	if err != nil {
 		return "", "", nil, fmt.Errorf("generate virt-api's certificate: %w", err)
 	}
@@ -361,6 +405,23 @@ func (k *KubeVirt) supervise(name, binary string, args ...string) (*supervised, 
 	}
 	k.procs = append(k.procs, s)
 	return s, nil
+}
+
+// installAPIServices registers virt-api's subresource API unless Stop was
+// called; Stop removes it (see installAPIServices).
+func (k *KubeVirt) installAPIServices(ctx context.Context, port int, caBundle []byte) error {
+	k.mu.Lock()
+	if k.stopped {
+		k.mu.Unlock()
+		return errStopped
+	}
+	apis, err := installAPIServices(ctx, k.admin, k.dyn, k.Binaries.APIServices, port, caBundle)
+	k.apis = apis
+	k.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return apis.waitAvailable(ctx, k.dyn)
 }
 
 // installWebhooks registers hooks unless Stop was called; Stop removes them.
@@ -479,14 +540,17 @@ func (k *KubeVirt) Stop() error {
 	k.stopOnce.Do(func() {
 		k.mu.Lock()
 		k.stopped = true
-		hooks, procs := k.webhooks, k.procs
+		hooks, apis, procs := k.webhooks, k.apis, k.procs
 		k.mu.Unlock()
 		var errs []error
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if hooks.validating != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			errs = append(errs, hooks.remove(ctx, k.admin))
-			cancel()
 		}
+		if len(apis.names) > 0 {
+			errs = append(errs, apis.remove(ctx, k.dyn))
+		}
+		cancel()
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].stop()
 		}

@@ -4,6 +4,7 @@ package kubevirt_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -51,7 +52,7 @@ func TestKubeVirt(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	handlerDone := make(chan error, 1)
 	go func() {
-		handlerDone <- doubles.RunVirtHandler(ctx, kv.HandlerConfig, slog.New(slog.NewTextHandler(logWriter{t}, nil)))
+		handlerDone <- doubles.RunVirtHandler(ctx, kv, slog.New(slog.NewTextHandler(logWriter{t}, nil)))
 	}()
 	t.Cleanup(func() {
 		stop()
@@ -109,6 +110,38 @@ func TestKubeVirt(t *testing.T) {
 		}
 		if got.Spec.Template.Spec.Architecture == "" {
 			t.Errorf("stored VM has no spec.template.spec.architecture: KubeVirt's mutating webhook did not run")
+		}
+	})
+
+	t.Run("virt-api's subresource API answers through the API server", func(t *testing.T) {
+		// expand-spec applies a VM's instancetype as KubeVirt does: the
+		// aggregator reaches virt-api on loopback, through the ExternalName
+		// Service, with the front proxy's certificate.
+		it := []byte(`{"apiVersion":"instancetype.kubevirt.io/v1beta1","kind":"VirtualMachineInstancetype","metadata":{"name":"small"},` +
+			`"spec":{"cpu":{"guest":2},"memory":{"guest":"1Gi"}}}`)
+		if err := cs.CoreV1().RESTClient().Post().AbsPath("/apis/instancetype.kubevirt.io/v1beta1/namespaces", ns, "virtualmachineinstancetypes").
+			SetHeader("Content-Type", "application/json").Body(it).Do(t.Context()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		vm := pinnedVM("typed", node)
+		vm.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "small", Kind: "VirtualMachineInstancetype"}
+		vm.Spec.Template.Spec.Domain.Resources = kubevirtv1.ResourceRequirements{}
+		vm.Spec.Template.Spec.Domain.Memory, vm.Spec.Template.Spec.Domain.CPU = nil, nil
+		vm.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyHalted)
+		if _, err := vms.Create(t.Context(), vm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := virt.KubevirtV1().RESTClient().Get().
+			AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachines", "typed", "expand-spec").DoRaw(t.Context())
+		if err != nil {
+			t.Fatalf("expand-spec: %v", err)
+		}
+		var expanded kubevirtv1.VirtualMachine
+		if err := json.Unmarshal(raw, &expanded); err != nil {
+			t.Fatal(err)
+		}
+		if expanded.Spec.Instancetype != nil || expanded.Spec.Template.Spec.Domain.CPU == nil || expanded.Spec.Template.Spec.Domain.CPU.Sockets != 2 {
+			t.Errorf("expand-spec returned instancetype %v, CPU %+v; want the instancetype's 2 vCPUs applied", expanded.Spec.Instancetype, expanded.Spec.Template.Spec.Domain.CPU)
 		}
 	})
 
@@ -186,6 +219,10 @@ func TestKubeVirt(t *testing.T) {
 		if _, err := adm.MutatingWebhookConfigurations().Get(t.Context(), "virt-api-mutator", metav1.GetOptions{}); err != nil {
 			t.Fatalf("before Stop: %v", err)
 		}
+		apiServices := cs.CoreV1().RESTClient().Get().AbsPath("/apis/apiregistration.k8s.io/v1/apiservices/v1.subresources.kubevirt.io")
+		if err := apiServices.Do(t.Context()).Error(); err != nil {
+			t.Fatalf("before Stop: %v", err)
+		}
 		pids := kv.Pids()
 		if len(pids) != 2 {
 			t.Fatalf("running components %v, want virt-api and virt-controller", pids)
@@ -203,6 +240,9 @@ func TestKubeVirt(t *testing.T) {
 		}
 		if _, err := adm.MutatingWebhookConfigurations().Get(t.Context(), "virt-api-mutator", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("MutatingWebhookConfiguration virt-api-mutator after Stop: %v, want NotFound", err)
+		}
+		if err := apiServices.Do(t.Context()).Error(); !apierrors.IsNotFound(err) {
+			t.Errorf("APIService v1.subresources.kubevirt.io after Stop: %v, want NotFound", err)
 		}
 		// Nothing fails closed: VMs can still be written without virt-api.
 		if _, err := vms.Create(t.Context(), pinnedVM("after-stop", node), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {

@@ -22,7 +22,7 @@ func runDoubles(ctx context.Context, c *testcluster.Cluster, kv *kubevirt.KubeVi
 	errs := make([]error, 2)
 	wg.Go(func() {
 		defer cancel()
-		errs[0] = doubles.RunVirtHandler(ctx, kv.HandlerConfig, log)
+		errs[0] = doubles.RunVirtHandler(ctx, kv, log)
 	})
 	if vmctlBinary != "" {
 		wg.Go(func() {

@@ -5,6 +5,7 @@
 //	kubevirt-manifests crds      every KubeVirt CRD (components.New...Crd)
 //	kubevirt-manifests rbac      ServiceAccounts, Roles and bindings (rbac.GetAll...)
 //	kubevirt-manifests webhooks  virt-api's validating and mutating webhook configurations
+//	kubevirt-manifests apiservices  the APIServices of virt-api's subresource API
 //	kubevirt-manifests handler   virt-handler's DaemonSet and the PriorityClass it runs at
 //
 // The handler's images are KubeVirt's own names for the module's version,
@@ -15,8 +16,9 @@
 // loopback instead.
 //
 // It builds against the module's go.mod (the newest KubeVirt the harness
-// runs) and, with -tags kubevirt_v1_7, against kubevirt-v1.7.0.mod; the
-// functions whose signatures or lists differ live in kubevirt_v1_*.go.
+// runs) and, with -tags kubevirt_v1_8 or kubevirt_v1_7, against
+// kubevirt-v1.8.0.mod or kubevirt-v1.7.0.mod; the functions whose
+// signatures or lists differ live in kubevirt_*.go.
 package main
 
 import (
@@ -37,7 +39,7 @@ const namespace = "kubevirt"
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: kubevirt-manifests crds|rbac|webhooks|handler")
+		fmt.Fprintln(os.Stderr, "usage: kubevirt-manifests crds|rbac|webhooks|apiservices|handler")
 		os.Exit(2)
 	}
 	objs, err := manifests(os.Args[1])
@@ -66,6 +68,12 @@ func manifests(what string) ([]runtime.Object, error) {
 			components.NewVirtAPIValidatingWebhookConfiguration(namespace),
 			components.NewVirtAPIMutatingWebhookConfiguration(namespace),
 		}, nil
+	case "apiservices":
+		var objs []runtime.Object
+		for _, a := range components.NewVirtAPIAPIServices(namespace) {
+			objs = append(objs, a)
+		}
+		return objs, nil
 	case "handler":
 		version, err := kubevirtVersion()
 		if err != nil {
@@ -73,7 +81,7 @@ func manifests(what string) ([]runtime.Object, error) {
 		}
 		return []runtime.Object{components.NewKubeVirtPriorityClassCR(), handlerDaemonSet(version)}, nil
 	}
-	return nil, fmt.Errorf("unknown manifest set %q: want crds, rbac, webhooks or handler", what)
+	return nil, fmt.Errorf("unknown manifest set %q: want crds, rbac, webhooks, apiservices or handler", what)
 }
 
 // crds lists the KubeVirt CRD, which KubeVirt's install manifests create with
