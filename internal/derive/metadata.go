@@ -2,6 +2,7 @@ package derive
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,18 +69,19 @@ func derivedLabels(prototype, pod string) map[string]string {
 	}
 }
 
-// bookkeepingAnnotation reports whether key records state of the prototype
-// object itself (kubectl apply's last state, KubeVirt's observed API
-// versions), which would be wrong on a different object.
-func bookkeepingAnnotation(key string) bool {
-	switch key {
-	case corev1.LastAppliedConfigAnnotation,
+// DroppedAnnotations are the prototype's annotations a derived VM does not
+// carry: they record state of the prototype object itself (kubectl apply's
+// last state, KubeVirt's observed API versions), which would be wrong on a
+// different object.
+func DroppedAnnotations() []string {
+	return []string{
+		corev1.LastAppliedConfigAnnotation,
 		kubevirtv1.ControllerAPILatestVersionObservedAnnotation,
-		kubevirtv1.ControllerAPIStorageVersionObservedAnnotation:
-		return true
+		kubevirtv1.ControllerAPIStorageVersionObservedAnnotation,
 	}
-	return false
 }
+
+func bookkeepingAnnotation(key string) bool { return slices.Contains(DroppedAnnotations(), key) }
 
 // templateMeta labels the VMI template so the running VMI can be traced to
 // its Pod too, and drops identity fields KubeVirt fills in from the VM.
