@@ -7,11 +7,12 @@
 # side takes: libvirt's headers and pkg-config for the cgo build of
 # virt-launcher and virt-handler, and for their images
 # (internal/testcluster/kubevirt/images) debootstrap with Debian's archive
-# keyring, and gcc with the static libc for container-disk. The guest is made
-# of Debian packages that apt-get download fetches, so apt's package lists are
-# updated when they lack them. `make e2e` runs it, so CI and a fresh developer
-# machine (both root, with apt) need no manual step. Nothing is done when all
-# is there.
+# keyring, and gcc with the static libc for container-disk; and cpio, which
+# reads the guest's initramfs back in its unit test. The guest is made of
+# Debian packages that apt-get download fetches, so apt's package lists are
+# updated when they lack them. `make unit` and `make e2e` run it, so CI and a
+# fresh developer machine (both root, with apt) need no manual step. Nothing
+# is done when all is there.
 set -euo pipefail
 
 # Debian's package for each command or file the node uses.
@@ -28,6 +29,7 @@ declare -A need=(
 	[/usr/share/keyrings/debian-archive-keyring.gpg]=debian-archive-keyring
 	[gcc]=gcc
 	["/usr/lib/$(uname -m)-linux-gnu/libc.a"]=libc6-dev
+	[cpio]=cpio
 )
 missing=()
 for what in "${!need[@]}"; do
@@ -46,7 +48,8 @@ fi
 [[ ${#missing[@]} -eq 0 && $lists_stale == false ]] && exit 0
 
 if [[ $(id -u) -ne 0 ]]; then
-	# The real node's and the guest's tests skip without root anyway.
+	# The real node's and the guest's tests skip without root anyway, and
+	# so does the initramfs's read-back without cpio (outside CI).
 	echo "hack/node-deps.sh: not root: the real node's and the guest's tests will skip (they would need ${missing[*]:-apt-get update})" >&2
 	exit 0
 fi

@@ -162,7 +162,6 @@ func opDerived(t *testing.T, proto *kubevirtv1.VirtualMachine, pod *corev1.Pod, 
 	vm.UID = types.UID("uid-vm-" + vm.Name)
 	vm.CreationTimestamp = opAgo(age)
 	vm.Annotations[kubevirtv1.ControllerAPILatestVersionObservedAnnotation] = "v1"
-	vm.Spec.Template.Spec.Domain.Machine = &kubevirtv1.Machine{Type: "q35"}
 	vm.Status = kubevirtv1.VirtualMachineStatus{Ready: true, PrintableStatus: kubevirtv1.VirtualMachineStatusRunning}
 	for _, m := range mods {
 		m(vm)

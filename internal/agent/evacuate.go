@@ -36,6 +36,11 @@ func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMach
 			return false
 		},
 		func(vmi *kubevirtv1.VirtualMachineInstance) bool {
+			if vmi != nil {
+				// Each state looked at, for debugging; tests wait for it
+				// before they check that a state changed nothing.
+				defer klog.FromContext(ctx).V(4).Info("Looked at the VMI for a drain", "resourceVersion", vmi.ResourceVersion, "evacuationNodeName", vmi.Status.EvacuationNodeName)
+			}
 			if vmi != nil && len(stopped) > 0 && !stopped[vmi.UID] && vmiReady(vmi) {
 				a.vmiReplaced(ctx)
 			}

@@ -31,7 +31,7 @@ func TestStopsVMWhenADrainMarksItsVMI(t *testing.T) {
 
 	// A migration target elsewhere is not this node's drain.
 	h.api.putVMI(markedVMI("1", "node-9"))
-	time.Sleep(100 * time.Millisecond)
+	h.vmiLooked()
 	if n := h.api.count("delete vmi "); n != 0 {
 		t.Fatalf("%d VMI deletes for a mark naming another node, want none", n)
 	}
@@ -64,6 +64,12 @@ func TestStopsVMWhenADrainMarksItsVMI(t *testing.T) {
 	}
 }
 
+// vmiLooked waits until the agent looked at its VMI as it is now.
+func (h *harness) vmiLooked() {
+	h.t.Helper()
+	h.logged("Looked at the VMI for a drain", h.api.vmiObject(testVM).ResourceVersion)
+}
+
 // readyVMI is a VMI of testVM whose guest is up.
 func readyVMI(uid string) *kubevirtv1.VirtualMachineInstance {
 	vmi := markedVMI(uid, "")
@@ -94,8 +100,9 @@ func TestBackFromADrainItsVMStatusNeverShowed(t *testing.T) {
 	// The VM's status, written again, still says ready: the old VMI's.
 	vm.Labels["touched"] = "1"
 	h.api.put(vm)
+	h.observed(h.api.object(testVM).ResourceVersion)
 	h.api.putVMI(markedVMI("2", "")) // the next VMI, not up yet
-	time.Sleep(100 * time.Millisecond)
+	h.vmiLooked()
 	if code, body := h.readyz(); code != 503 || !strings.Contains(body, ReadyzEvacuated) {
 		t.Fatalf("/readyz %d %q before the next VMI is ready, want 503 %s", code, body, ReadyzEvacuated)
 	}

@@ -9,6 +9,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // Reasons of the Events the agent records on its Pod.
@@ -36,7 +38,7 @@ const (
 )
 
 // EventComponent is the source.component of the agent's Events.
-const EventComponent = "vmctl-agent"
+const EventComponent = contract.EventComponent
 
 // problem is why the agent is not ready. Its message goes to /readyz, the
 // log and a Warning Event.
@@ -66,8 +68,21 @@ type reporter struct {
 func (r *reporter) startEvents(ctx context.Context, events typedcorev1.EventsGetter, pod Identity) {
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(countingEvents{&typedcorev1.EventSinkImpl{Interface: events.Events("")}, r.metrics})
-	r.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent, Host: pod.Node})
-	r.pod = &corev1.ObjectReference{
+	r.recorder = b.NewRecorder(scheme.Scheme, EventSource(pod))
+	r.pod = EventSubject(pod)
+}
+
+// EventSource is who the agent of pod says records its Events: the agent,
+// on pod's node. The event policy scaffold writes admits no other.
+func EventSource(pod Identity) corev1.EventSource {
+	return corev1.EventSource{Component: EventComponent, Host: pod.Node}
+}
+
+// EventSubject is what every Event of the agent of pod is about: pod
+// itself, by name and UID. The event policy scaffold writes admits no
+// other.
+func EventSubject(pod Identity) *corev1.ObjectReference {
+	return &corev1.ObjectReference{
 		APIVersion: "v1",
 		Kind:       "Pod",
 		Name:       pod.PodName,

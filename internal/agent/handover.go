@@ -135,13 +135,16 @@ func (a *Agent) handOver(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	defer stopFollowing()
 	h := &handoverRun{a: a, vm: vm, logger: klog.FromContext(ctx).WithValues("selector", a.launcherSelector()), canNominate: true}
 	if !a.holdsRoom() {
-		h.grace = time.After(a.grace)
+		h.grace = a.clock.After(handoverGrace)
 	}
 	for {
 		// The VM as observe last saw it: a change it told of before this
 		// loop began is not lost.
 		if cur := a.latest.Load(); cur != nil && cur.UID == vm.UID {
 			over, err := h.step(ctx, fctx, cur)
+			// Each state the handover acted on, for debugging; tests wait
+			// for it before they check that a state made no write.
+			h.logger.V(4).Info("Handover looked at the VM", "resourceVersion", cur.ResourceVersion, "status", cur.Status.PrintableStatus, "over", over)
 			if err != nil {
 				h.blind(ctx, err, "pods")
 				return
@@ -242,7 +245,7 @@ func (h *handoverRun) nominate(ctx context.Context, launcher *corev1.Pod) {
 // release gives back the room, once, and starts the grace.
 func (h *handoverRun) release(ctx context.Context) {
 	if h.grace == nil && h.a.giveBackRetrying(ctx) {
-		h.grace = time.After(h.a.grace)
+		h.grace = h.a.clock.After(handoverGrace)
 	}
 }
 

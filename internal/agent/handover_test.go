@@ -10,13 +10,16 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -59,6 +62,8 @@ type podWrites struct {
 	resizesAtList int
 	listed        bool
 	refuse        map[string]bool
+	// watches are the watches of Pods the agent opened.
+	watches []*watch.RaceFreeFakeWatcher
 }
 
 func (w *podWrites) watch(h *harness) {
@@ -73,6 +78,20 @@ func (w *podWrites) watch(h *harness) {
 			w.createsAtList, w.resizesAtList = h.api.count("create"), w.countLocked("resize")
 		}
 		return false, nil, nil
+	})
+	h.kube.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := a.(k8stesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		wi, err := h.kube.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
+		if err != nil {
+			return true, nil, err
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.watches = append(w.watches, wi.(*watch.RaceFreeFakeWatcher))
+		return true, wi, nil
 	})
 	h.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "eviction" {
@@ -132,15 +151,47 @@ func (w *podWrites) writes() []string {
 	return slices.Clone(w.log)
 }
 
+// wasListed reports whether the agent listed Pods.
+func (w *podWrites) wasListed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.listed
+}
+
+// unwatched waits until the agent stopped every watch of Pods it opened:
+// no change of the launcher Pod reaches it then.
+func (w *podWrites) unwatched(h *harness) {
+	h.t.Helper()
+	h.eventually("the launcher Pod no longer watched", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, wi := range w.watches {
+			if !wi.IsStopped() {
+				return false
+			}
+		}
+		return len(w.watches) > 0
+	})
+}
+
+// noMove is the MoveAfter of tests that mean no move: the agent's mover
+// starts its clock on a VM unschedulable with nothing to excuse it, and no
+// test lasts long enough for it to evict. A test that means a move gives
+// a MoveAfter of a millisecond, and waits for the eviction.
+const noMove = time.Hour
+
 // reservingHarness runs an agent whose Pod holds its VM's room (or, with
 // own requests now, gave it back before a restart), with vms, and the
 // launcher Pod made with the VM, or at once when vms hold the VM (none
-// when launcher is nil).
-func reservingHarness(t *testing.T, now corev1.ResourceList, launcher *corev1.Pod, vms ...*kubevirtv1.VirtualMachine) (*harness, *podWrites) {
+// when launcher is nil). The agent moves after moveAfter; its handover's
+// grace runs on a fake clock, and ends only when the test ends it
+// (endGrace).
+func reservingHarness(t *testing.T, moveAfter time.Duration, now corev1.ResourceList, launcher *corev1.Pod, vms ...*kubevirtv1.VirtualMachine) (*harness, *podWrites) {
 	cfg := reservingConfig(now)
-	cfg.MoveAfter = time.Millisecond
+	cfg.MoveAfter = moveAfter
 	h := newHarness(t, cfg, append([]*kubevirtv1.VirtualMachine{prototype(testProto)}, vms...), agentPod(now))
-	h.agent.grace = 200 * time.Millisecond
+	h.clock = clocktesting.NewFakeClock(time.Now())
+	h.agent.clock = h.clock
 	w := &podWrites{}
 	w.watch(h)
 	if launcher != nil {
@@ -179,6 +230,21 @@ func (h *harness) playVirtController() {
 	h.api.put(vm)
 }
 
+// endGrace ends the handover's grace: it waits until the grace runs (the
+// room was given back) and advances the agent's clock past it.
+func (h *harness) endGrace() {
+	h.t.Helper()
+	h.eventually("the handover's grace running", h.clock.HasWaiters)
+	h.clock.Step(handoverGrace)
+}
+
+// handoverLooked waits until the handover acted on the VM at
+// resourceVersion rv.
+func (h *harness) handoverLooked(rv string) {
+	h.t.Helper()
+	h.logged("Handover looked at the VM", rv)
+}
+
 // launcher is the launcher Pod as the fake API server holds it now.
 func (h *harness) launcher() *corev1.Pod {
 	h.t.Helper()
@@ -207,9 +273,10 @@ func (h *harness) schedule(change func(*corev1.Pod)) {
 // its node, and only then resizes its Pod to its own requests, once. When
 // the scheduler clears the nomination (the launcher Pod failed an attempt
 // before the room was free), the agent nominates it again; once the
-// launcher Pod is bound, it does nothing more.
+// launcher Pod is bound, it stops watching it and does nothing more, nor
+// when its grace ends.
 func TestHandOverNominatesThenGivesBack(t *testing.T) {
-	h, w := reservingHarness(t, reservedRequests(), launcherPod(launcherNeeds()))
+	h, w := reservingHarness(t, noMove, reservedRequests(), launcherPod(launcherNeeds()))
 	h.start()
 	h.eventually("the room is given back", func() bool { return w.count("resize") == 1 })
 	if w.createsAtList != 1 || w.resizesAtList != 0 {
@@ -234,12 +301,17 @@ func TestHandOverNominatesThenGivesBack(t *testing.T) {
 	h.schedule(func(p *corev1.Pod) { p.Status.NominatedNodeName = "" })
 	h.eventually("the launcher Pod nominated again", func() bool { return w.count("nominate") == 2 })
 	h.schedule(func(p *corev1.Pod) { p.Spec.NodeName, p.Status.NominatedNodeName = testNode, "" })
-	h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
+	w.unwatched(h)
 	writes := w.writes()
 	h.schedule(func(p *corev1.Pod) { p.Status.NominatedNodeName = "" })
-	time.Sleep(50 * time.Millisecond)
+	h.handoverLooked(h.api.object(testVM).ResourceVersion)
 	if diff := cmp.Diff(writes, w.writes()); diff != "" {
 		t.Errorf("writes to Pods after the launcher Pod was bound (-before +after):\n%s", diff)
+	}
+	h.endGrace()
+	h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
+	if diff := cmp.Diff(writes, w.writes()); diff != "" {
+		t.Errorf("writes to Pods at the end of the grace, the launcher Pod bound (-before +after):\n%s", diff)
 	}
 	if n := w.count("resize"); n != 1 || len(writes) < 3 || len(writes) > 1+maxNominations || writes[0] != "nominate" || writes[1] != "resize" {
 		t.Errorf("writes to Pods %q: want a nomination, the resize, then a nomination each time the scheduler cleared it (at most %d)", writes, maxNominations)
@@ -297,13 +369,14 @@ func TestHandOverReadsByName(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			launcher := launcherPod(launcherNeeds())
 			launcher.Spec.PreemptionPolicy = tt.policy
-			h, w := reservingHarness(t, reservedRequests(), launcher)
+			h, w := reservingHarness(t, noMove, reservedRequests(), launcher)
 			h.start()
 			h.eventually("the room is given back", func() bool { return w.count("resize") == 1 })
 			if tt.watches > 0 {
 				h.launcherWatched()
 			}
 			h.schedule(func(p *corev1.Pod) { p.Spec.NodeName = testNode })
+			h.setRunning()
 			h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
 			byName := "metadata.name=" + launcher.Name
 			lists, watches := podReads(h, "list"), podReads(h, "watch")
@@ -341,14 +414,14 @@ func TestHandOverReadsByName(t *testing.T) {
 func TestHandOverToALauncherThatFits(t *testing.T) {
 	bound := launcherPod(launcherNeeds())
 	bound.Spec.NodeName = testNode
-	h, w := reservingHarness(t, reservedRequests(), bound)
+	h, w := reservingHarness(t, noMove, reservedRequests(), bound)
 	h.start()
 	h.watchFollowed()
-	h.eventually("the VM starting", func() bool {
-		vm := h.agent.latest.Load()
-		return vm != nil && vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStarting
-	})
-	time.Sleep(50 * time.Millisecond)
+	starting := h.api.object(testVM)
+	if starting.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusStarting {
+		t.Fatalf("VM %s, want it Starting, its launcher Pod bound", starting.Status.PrintableStatus)
+	}
+	h.handoverLooked(starting.ResourceVersion)
 	if n := w.count("resize"); n != 0 {
 		t.Errorf("%d resizes before the VM runs, want none: the launcher Pod may still need the room", n)
 	}
@@ -357,7 +430,7 @@ func TestHandOverToALauncherThatFits(t *testing.T) {
 	if diff := cmp.Diff([]string{"resize"}, w.writes()); diff != "" {
 		t.Errorf("writes to Pods (-want +got):\n%s", diff)
 	}
-	if w.listed {
+	if w.wasListed() {
 		t.Error("the agent listed Pods")
 	}
 	want := []string{"get testvm", "watch " + testPodVMs + " rv= initial", "watch " + testVM + " rv= initial", "create " + testVM}
@@ -372,9 +445,9 @@ func TestHandOverToALauncherThatFits(t *testing.T) {
 // says the agent is handing over, and no Event is posted nor a move begun.
 // A refused launcher Pod makes the agent give the room back without
 // reading Pods. Once the handover is over and the VM still cannot be
-// scheduled, the agent says so.
+// scheduled, the agent says so, and moves.
 func TestHandOverKeepsUnschedulableToItself(t *testing.T) {
-	h, w := reservingHarness(t, reservedRequests(), nil)
+	h, w := reservingHarness(t, time.Millisecond, reservedRequests(), nil)
 	h.start()
 	h.watchFollowed()
 	vm := h.api.object(testVM)
@@ -383,23 +456,40 @@ func TestHandOverKeepsUnschedulableToItself(t *testing.T) {
 		Reason: "FailedCreate", Message: `failed to create virtual machine pod: pods "virt-launcher-x" is forbidden: exceeded quota: vms`,
 	}}
 	h.api.put(vm)
-	h.waitReadyz(http.StatusServiceUnavailable, ReadyzHandingOver)
-	h.eventually("the room given back to a refused launcher Pod", func() bool { return w.count("resize") == 1 })
-	if w.listed {
+	h.handoverLooked(h.api.object(testVM).ResourceVersion)
+	if n := w.count("resize"); n != 1 {
+		t.Errorf("%d resizes once the launcher Pod was refused, want 1", n)
+	}
+	if w.wasListed() {
 		t.Error("the agent listed Pods for a launcher Pod the API server refused")
 	}
-	h.setUnschedulable()
-	h.waitReadyz(http.StatusServiceUnavailable, ReadyzHandingOver)
-	if n := w.count("evict"); n != 0 {
-		t.Errorf("%d evictions during the handover", n)
-	}
-	h.eventually("a move once the handover is over", func() bool { return w.count("evict") == 1 })
-	for _, e := range h.events() {
-		if e.Reason == stuck.ReasonLauncherRefused {
-			t.Errorf("Event %s %s: %s, posted during the handover", e.Type, e.Reason, e.Message)
+	duringHandover := func(when string) {
+		t.Helper()
+		if code, body := h.readyz(); code != http.StatusServiceUnavailable || body != ReadyzHandingOver {
+			t.Errorf("%s: /readyz %d %q, want %d %s", when, code, body, http.StatusServiceUnavailable, ReadyzHandingOver)
+		}
+		if h.agent.move.armed() || w.count("evict") != 0 {
+			t.Errorf("%s: a move begun (evictions %d)", when, w.count("evict"))
+		}
+		for _, e := range h.events() {
+			if e.Reason == stuck.ReasonLauncherRefused || e.Reason == stuck.ReasonUnschedulable {
+				t.Errorf("%s: Event %s %s: %s", when, e.Type, e.Reason, e.Message)
+			}
 		}
 	}
+	duringHandover("launcher Pod refused")
+	h.setUnschedulable()
+	h.handoverLooked(h.api.object(testVM).ResourceVersion)
+	duringHandover("launcher Pod unschedulable")
+
+	h.endGrace()
+	h.eventually("a move once the handover is over", func() bool { return w.count("evict") == 1 })
 	h.waitEvent(corev1.EventTypeWarning, stuck.ReasonUnschedulable)
+	for _, e := range h.events() {
+		if e.Reason == stuck.ReasonLauncherRefused {
+			t.Errorf("Event %s %s: %s, of a refusal during the handover", e.Type, e.Reason, e.Message)
+		}
+	}
 	if diff := cmp.Diff([]string{"resize", "evict"}, w.writes()); diff != "" {
 		t.Errorf("writes to Pods (-want +got):\n%s", diff)
 	}
@@ -407,21 +497,26 @@ func TestHandOverKeepsUnschedulableToItself(t *testing.T) {
 
 // TestHandOverWithoutRights: an agent whose Role predates the handover
 // gives the room back all the same: at once after making its VM where it
-// cannot read Pods, and without a nomination where it cannot patch
-// pods/status, having tried once.
+// cannot read Pods, its handover over then; and without a nomination
+// where it cannot patch pods/status, having tried once.
 func TestHandOverWithoutRights(t *testing.T) {
 	for _, tt := range []struct {
 		refused string
 		writes  []string
+		// atOnce: the handover ends without waiting out its grace.
+		atOnce bool
 	}{
-		{refused: "list", writes: []string{"resize"}},
+		{refused: "list", writes: []string{"resize"}, atOnce: true},
 		{refused: "nominate", writes: []string{"nominate", "resize"}},
 	} {
 		t.Run("refused "+tt.refused, func(t *testing.T) {
-			h, w := reservingHarness(t, reservedRequests(), launcherPod(launcherNeeds()))
+			h, w := reservingHarness(t, noMove, reservedRequests(), launcherPod(launcherNeeds()))
 			w.setRefused(tt.refused, true)
 			h.start()
 			h.eventually("the room is given back", func() bool { return w.count("resize") == 1 })
+			if !tt.atOnce {
+				h.endGrace()
+			}
 			h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
 			if diff := cmp.Diff(tt.writes, w.writes()); diff != "" {
 				t.Errorf("writes to Pods (-want +got):\n%s", diff)
@@ -432,9 +527,10 @@ func TestHandOverWithoutRights(t *testing.T) {
 
 // TestGiveBackFails: while the resize is refused, the VM's launcher Pod
 // waits; the agent says why on /readyz and in one Warning Event, and
-// retries. Once it goes through, the handover ends.
+// retries. Once it goes through, the grace begins, and the handover ends
+// with it.
 func TestGiveBackFails(t *testing.T) {
-	h, w := reservingHarness(t, reservedRequests(), launcherPod(launcherNeeds()))
+	h, w := reservingHarness(t, noMove, reservedRequests(), launcherPod(launcherNeeds()))
 	w.setRefused("resize", true)
 	h.start()
 	h.waitReadyz(http.StatusServiceUnavailable, ReasonResizeFailed)
@@ -448,8 +544,12 @@ func TestGiveBackFails(t *testing.T) {
 	if n := len(h.eventStrings()); n != 2 {
 		t.Errorf("Events %q, want Created and one ResizeFailed", h.eventStrings())
 	}
+	if h.clock.HasWaiters() {
+		t.Error("the handover's grace began before the room was given back")
+	}
 	w.setRefused("resize", false)
 	h.schedule(func(p *corev1.Pod) { p.Spec.NodeName = testNode })
+	h.endGrace()
 	h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
 	if n := h.api.count("create"); n != 1 {
 		t.Errorf("%d VM creates, want 1", n)
@@ -457,22 +557,35 @@ func TestGiveBackFails(t *testing.T) {
 }
 
 // TestGiveBackOnlyOnce: an agent restarted after its resize (its requests
-// are its own now) asks nothing more; one restarted before it resized
-// adopts the VM it made and hands the room over.
+// are its own now) asks nothing more: it neither hands over nor reads
+// Pods, and says its VM cannot be scheduled; one restarted before it
+// resized adopts the VM it made and hands the room over.
 func TestGiveBackOnlyOnce(t *testing.T) {
 	for _, tt := range []struct {
-		name    string
-		now     corev1.ResourceList
-		resizes int
+		name   string
+		now    corev1.ResourceList
+		writes []string
 	}{
 		{name: "resized before the restart", now: ownRequests()},
-		{name: "VM made, Pod still holds the room", now: reservedRequests(), resizes: 1},
+		{name: "VM made, Pod still holds the room", now: reservedRequests(), writes: []string{"nominate", "resize", "withdraw"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h, w := reservingHarness(t, tt.now, launcherPod(launcherNeeds()), derived(t, testIdentity, "vm-uid"))
+			h, w := reservingHarness(t, noMove, tt.now, launcherPod(launcherNeeds()), derived(t, testIdentity, "vm-uid"))
 			h.start()
 			h.watchFollowed()
-			h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() && w.count("resize") == tt.resizes })
+			if tt.writes == nil {
+				// The agent decides on a handover before it looks at the VM.
+				h.waitReadyz(http.StatusServiceUnavailable, stuck.ReasonUnschedulable)
+				if h.agent.handover.inProgress() || w.wasListed() {
+					t.Errorf("an agent that gave the room back before its restart hands over (listed Pods: %v)", w.wasListed())
+				}
+			} else {
+				h.endGrace()
+				h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
+			}
+			if diff := cmp.Diff(tt.writes, w.writes(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("writes to Pods (-want +got):\n%s", diff)
+			}
 			if uid := h.api.object(testVM).UID; uid != "vm-uid" {
 				t.Errorf("VM %s has UID %s, want the adopted vm-uid", testVM, uid)
 			}
@@ -484,8 +597,8 @@ func TestGiveBackOnlyOnce(t *testing.T) {
 		w.watch(h)
 		h.start()
 		h.watchFollowed()
-		if h.agent.needsLauncher() || w.listed || len(w.writes()) > 0 {
-			t.Errorf("an agent without a reservation follows its launcher Pod (listed %v) or writes Pods: %q", w.listed, w.writes())
+		if h.agent.needsLauncher() || w.wasListed() || len(w.writes()) > 0 {
+			t.Errorf("an agent without a reservation follows its launcher Pod (listed %v) or writes Pods: %q", w.wasListed(), w.writes())
 		}
 	})
 }
@@ -494,13 +607,14 @@ func TestGiveBackOnlyOnce(t *testing.T) {
 // template holds (the template was rolled back) makes the agent say so
 // once, with both sizes and the fix, and as a warning on /readyz while the
 // VM is ready; a VM that then cannot be scheduled does not move, since its
-// Pod's replacement would hold as little. One that asks for what the
-// template holds says nothing.
+// Pod's replacement would hold as little: the agent does not even start
+// the clock of a move that would be due at once. One that asks for what
+// the template holds says nothing.
 func TestReservationStale(t *testing.T) {
 	t.Run("template holds less", func(t *testing.T) {
 		bigger := launcherNeeds()
 		bigger[corev1.ResourceMemory] = resource.MustParse("12544Mi")
-		h, w := reservingHarness(t, reservedRequests(), launcherPod(bigger))
+		h, w := reservingHarness(t, time.Millisecond, reservedRequests(), launcherPod(bigger))
 		h.agent.cfg.Reservation = "cpu=1100m,memory=12Gi"
 		h.start()
 		e := h.waitEvent(corev1.EventTypeWarning, ReasonReservationStale)
@@ -514,14 +628,15 @@ func TestReservationStale(t *testing.T) {
 		h.waitReadyz(http.StatusOK, "ok\nwarning: "+ReasonReservationStale)
 		h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
 		h.setUnschedulable()
+		// Said once the agent looked at the unschedulable VM, after it
+		// decided on the move.
 		h.waitReadyz(http.StatusServiceUnavailable, ReasonReservationStale)
-		time.Sleep(50 * h.agent.cfg.MoveAfter)
-		if n := w.count("evict"); n != 0 {
-			t.Errorf("%d evictions of a Pod whose template holds too little: its replacement would too", n)
+		if h.agent.move.armed() || w.count("evict") != 0 {
+			t.Errorf("a move begun (evictions %d) of a Pod whose template holds too little: its replacement would too", w.count("evict"))
 		}
 	})
 	t.Run("template holds what the launcher asks", func(t *testing.T) {
-		h, w := reservingHarness(t, reservedRequests(), launcherPod(launcherNeeds()))
+		h, w := reservingHarness(t, noMove, reservedRequests(), launcherPod(launcherNeeds()))
 		h.start()
 		h.eventually("the room is given back", func() bool { return w.count("resize") == 1 })
 		h.schedule(func(p *corev1.Pod) { p.Spec.NodeName = testNode })
@@ -543,9 +658,10 @@ func TestReservationStale(t *testing.T) {
 // a launcher Pod that never preempts would otherwise keep, and with it the
 // room, from every Pod of its priority.
 func TestHandOverWithdrawsAnUnusedNomination(t *testing.T) {
-	h, w := reservingHarness(t, reservedRequests(), launcherPod(launcherNeeds()))
+	h, w := reservingHarness(t, noMove, reservedRequests(), launcherPod(launcherNeeds()))
 	h.start()
-	h.eventually("the handover over", func() bool { return w.count("withdraw") == 1 })
+	h.endGrace()
+	h.eventually("the handover over", func() bool { return !h.agent.handover.inProgress() })
 	if diff := cmp.Diff([]string{"nominate", "resize", "withdraw"}, w.writes()); diff != "" {
 		t.Errorf("writes to Pods (-want +got):\n%s", diff)
 	}

@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -51,6 +52,9 @@ type harness struct {
 	done   chan struct{} // closed when Run returns
 	err    error         // what Run returned
 	logs   ktesting.Buffer
+	// clock is the agent's clock where a test advances it (the handover's
+	// grace), or nil.
+	clock *clocktesting.FakeClock
 }
 
 func newHarness(t *testing.T, cfg Config, vms []*kubevirtv1.VirtualMachine, kubeObjs ...runtime.Object) *harness {
@@ -116,6 +120,30 @@ func (h *harness) eventually(what string, cond func() bool) {
 	if err != nil {
 		h.t.Fatalf("timed out waiting until %s", what)
 	}
+}
+
+// logged waits until the agent logged msg of the object at resourceVersion
+// rv: the V(4) lines that say the agent is done with a state of its VM or
+// VMI. A test that checks that a state changed nothing waits for them
+// first, rather than for a while: on a slow machine a while may pass before
+// the agent looked.
+func (h *harness) logged(msg, rv string) {
+	h.t.Helper()
+	want := `resourceVersion="` + rv + `"`
+	h.eventually(fmt.Sprintf("the agent logs %q at resourceVersion %s", msg, rv), func() bool {
+		for line := range strings.SplitSeq(h.logs.String(), "\n") {
+			if strings.Contains(line, msg) && strings.Contains(line, want) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// observed waits until the agent observed its VM at resourceVersion rv.
+func (h *harness) observed(rv string) {
+	h.t.Helper()
+	h.logged("Observed the VM", rv)
 }
 
 func (h *harness) readyz() (int, string) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
@@ -65,10 +66,10 @@ type Agent struct {
 	// its VM (giveBack).
 	resized atomic.Bool
 	// handover is where the handing of that room to the VM's launcher Pod
-	// stands (handOver); it lasts at most grace after the room is given
-	// back.
+	// stands (handOver); it lasts at most handoverGrace after the room is
+	// given back, on clock, which tests advance themselves.
 	handover handover
-	grace    time.Duration
+	clock    clock.Clock
 	// reservationStale is set once the VM's launcher Pod was seen to ask
 	// for another size than the Pod's template holds (checkReservation).
 	reservationStale atomic.Bool
@@ -111,7 +112,7 @@ func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, revs revisionAPI, kube kuberne
 	}
 	a.stateDir = cfg.StateDir
 	a.handover.vmChanged = make(chan struct{}, 1)
-	a.grace = handoverGrace
+	a.clock = clock.RealClock{}
 	a.move = &mover{after: cfg.MoveAfter, giveUp: a.giveUp}
 	return a
 }
@@ -391,6 +392,9 @@ func (a *Agent) observeLocked(ctx context.Context, vm *kubevirtv1.VirtualMachine
 		a.wasReady = ready
 		klog.FromContext(ctx).Info("VM readiness changed", "ready", ready, "status", vm.Status.PrintableStatus)
 	}
+	// Each state observed, for debugging; tests wait for it before they
+	// check that a state changed nothing.
+	klog.FromContext(ctx).V(4).Info("Observed the VM", "resourceVersion", vm.ResourceVersion, "status", vm.Status.PrintableStatus, "ready", ready)
 	return ready
 }
 

@@ -44,6 +44,14 @@ func (e *evictions) count() int {
 	return len(e.asked)
 }
 
+// armed reports whether the mover's clock runs, or ran out: it saw the VM
+// unschedulable with nothing to excuse it.
+func (m *mover) armed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.timer != nil
+}
+
 func newMoveHarness(t *testing.T, after time.Duration, refusals int) (*harness, *evictions) {
 	cfg := testConfig()
 	cfg.MoveAfter = after
@@ -112,14 +120,15 @@ func TestUnschedulableVMMovesPacedByTheBudget(t *testing.T) {
 }
 
 // TestSchedulableInTimeStaysPut: a VM that is scheduled again within
-// --move-after keeps its Pod, and so does one whose agent does not move
-// (--move-after=0, a DaemonSet's).
+// --move-after stops the clock of its move, and so keeps its Pod; one
+// whose agent does not move (--move-after=0, a DaemonSet's) never starts
+// it.
 func TestSchedulableInTimeStaysPut(t *testing.T) {
 	for name, tc := range map[string]struct {
 		after   time.Duration
 		recover bool
 	}{
-		"scheduled again in time": {after: 200 * time.Millisecond, recover: true},
+		"scheduled again in time": {after: time.Hour, recover: true},
 		"never moves":             {after: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -127,10 +136,16 @@ func TestSchedulableInTimeStaysPut(t *testing.T) {
 			h.setUnschedulable()
 			h.waitReadyz(503, stuck.ReasonUnschedulable)
 			if tc.recover {
+				if !h.agent.move.armed() {
+					t.Error("the clock of the move did not start on an unschedulable VM")
+				}
 				h.setRunning()
 				h.waitReadyz(200, "ok")
 			}
-			time.Sleep(400 * time.Millisecond)
+			// /readyz says what observe saw after it told the mover.
+			if h.agent.move.armed() {
+				t.Error("the clock of the move runs")
+			}
 			if n := ev.count(); n != 0 {
 				t.Errorf("eviction requests = %d; want none", n)
 			}

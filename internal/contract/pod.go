@@ -1,5 +1,9 @@
 package contract
 
+// EventComponent is the source.component and reportingComponent of the
+// Events the agent records; the event policy admits no other.
+const EventComponent = "vmctl-agent"
+
 // ContainerName is the agent's container in the Pods scaffold writes: the
 // one the agent resizes, and whose requests carry the reservation.
 const ContainerName = "agent"

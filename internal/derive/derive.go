@@ -62,7 +62,8 @@ type Options struct {
 // and annotations, is owned by the Pod when in the Pod's namespace, is
 // pinned to pod.Node, runs with runStrategy Always and evictionStrategy
 // External, and has the prototype's
-// machine identity and dataVolumeTemplate names replaced by its own. It
+// machine identity and dataVolumeTemplate names replaced by its own:
+// Fields lists every field it sets rather than copies. It
 // returns a *SharedVolumeError when the prototype's writable storage would
 // be shared by every derived VM, unless opts.AllowSharedVolumes.
 func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.VirtualMachine, error) {
@@ -102,7 +103,7 @@ func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.Vi
 	renameDataVolumes(&vm.Spec, name)
 	clearRevisions(&vm.Spec)
 	templateMeta(vm.Spec.Template, proto.Name, pod.Name)
-	clearIdentity(&vm.Spec.Template.Spec, name)
+	setIdentity(&vm.Spec.Template.Spec, name, pod.UID)
 	stableIdentity(vm, pod.Name, opts.Subdomain)
 	launcherPriority(vm, opts.LauncherPriorityClass)
 	vm.Spec.Template.Spec.Affinity = pinToNode(vm.Spec.Template.Spec.Affinity, pod.Node)

@@ -4,22 +4,27 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
-// clearIdentity removes what makes a machine one particular machine, so
-// that derived VMs do not all claim the prototype's identity: the SMBIOS
-// UUID and serial (KubeVirt derives a UUID from the VM name when unset) and
-// the interfaces' MAC addresses (KubeVirt or the network assigns fresh
-// ones). A hostname set on the prototype becomes the VM's own name.
-func clearIdentity(spec *kubevirtv1.VirtualMachineInstanceSpec, vmName string) {
-	if fw := spec.Domain.Firmware; fw != nil {
-		fw.UUID = ""
-		fw.Serial = ""
+// setIdentity gives the VM an identity of its own, so that derived VMs do
+// not all claim the prototype's: the Pod's UID as the SMBIOS UUID and
+// serial, no MAC address on any interface (KubeVirt or the network assigns
+// fresh ones), and the VM's own name as a hostname set on the prototype.
+// Left empty, the UUID and serial would get random values from KubeVirt's
+// mutating webhook, which the create policy could not tell from values an
+// agent chose; the Pod's UID is a UUID, unique, and what the policy knows
+// from the agent's bound token.
+func setIdentity(spec *kubevirtv1.VirtualMachineInstanceSpec, vmName string, podUID types.UID) {
+	if spec.Domain.Firmware == nil {
+		spec.Domain.Firmware = &kubevirtv1.Firmware{}
 	}
+	spec.Domain.Firmware.UUID = podUID
+	spec.Domain.Firmware.Serial = string(podUID)
 	for i := range spec.Domain.Devices.Interfaces {
 		spec.Domain.Devices.Interfaces[i].MacAddress = ""
 	}

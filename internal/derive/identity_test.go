@@ -11,7 +11,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
-func TestVMClearsIdentity(t *testing.T) {
+func TestVMSetsIdentity(t *testing.T) {
 	efi := &kubevirtv1.Bootloader{EFI: &kubevirtv1.EFI{SecureBoot: ptr.To(false)}}
 	masquerade := kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}
 
@@ -21,16 +21,16 @@ func TestVMClearsIdentity(t *testing.T) {
 		want  func(*kubevirtv1.VirtualMachineInstanceSpec)
 	}{
 		{
-			name: "firmware uuid and serial are cleared, the bootloader is kept",
+			name: "firmware uuid and serial are the Pod's UID, the bootloader is kept",
 			proto: func(s *kubevirtv1.VirtualMachineInstanceSpec) {
 				s.Domain.Firmware = &kubevirtv1.Firmware{UUID: "5d307ca9-b3ef-428c-8861-06e72d69f223", Serial: "abc", Bootloader: efi}
 			},
 			want: func(s *kubevirtv1.VirtualMachineInstanceSpec) {
-				s.Domain.Firmware = &kubevirtv1.Firmware{Bootloader: efi}
+				s.Domain.Firmware = &kubevirtv1.Firmware{UUID: testPod().UID, Serial: string(testPod().UID), Bootloader: efi}
 			},
 		},
 		{
-			name: "no firmware stays none",
+			name: "no firmware gets the Pod's UID",
 		},
 		{
 			name: "every interface's MAC address is cleared",
@@ -62,6 +62,7 @@ func TestVMClearsIdentity(t *testing.T) {
 				tc.proto(&proto.Spec.Template.Spec)
 			}
 			want := testPrototype().Spec.Template.Spec.DeepCopy()
+			want.Domain.Firmware = &kubevirtv1.Firmware{UUID: testPod().UID, Serial: string(testPod().UID)}
 			if tc.want != nil {
 				tc.want(want)
 			}

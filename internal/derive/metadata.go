@@ -2,6 +2,7 @@ package derive
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,7 +65,7 @@ func derivedLabels(prototype, pod string) map[string]string {
 }
 
 // CarriedAnnotations are the annotations of a prototype that its derived
-// VMs carry: all but bookkeeping ones. Never nil.
+// VMs carry: all but DroppedAnnotations. Never nil.
 func CarriedAnnotations(annotations map[string]string) map[string]string {
 	out := make(map[string]string, len(annotations)+8)
 	for k, v := range annotations {
@@ -75,18 +76,19 @@ func CarriedAnnotations(annotations map[string]string) map[string]string {
 	return out
 }
 
-// bookkeepingAnnotation reports whether key records state of the prototype
-// object itself (kubectl apply's last state, KubeVirt's observed API
-// versions), which would be wrong on a different object.
-func bookkeepingAnnotation(key string) bool {
-	switch key {
-	case corev1.LastAppliedConfigAnnotation,
+// DroppedAnnotations are the prototype's annotations a derived VM does not
+// carry: they record state of the prototype object itself (kubectl apply's
+// last state, KubeVirt's observed API versions), which would be wrong on a
+// different object.
+func DroppedAnnotations() []string {
+	return []string{
+		corev1.LastAppliedConfigAnnotation,
 		kubevirtv1.ControllerAPILatestVersionObservedAnnotation,
-		kubevirtv1.ControllerAPIStorageVersionObservedAnnotation:
-		return true
+		kubevirtv1.ControllerAPIStorageVersionObservedAnnotation,
 	}
-	return false
 }
+
+func bookkeepingAnnotation(key string) bool { return slices.Contains(DroppedAnnotations(), key) }
 
 // templateMeta labels the VMI template so the running VMI can be traced to
 // its Pod too, and drops identity fields KubeVirt fills in from the VM.

@@ -211,7 +211,7 @@ func TestCheckVMSeesAPlacementChange(t *testing.T) {
 	proto.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "gpu"}
 	proto.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
 	c := CheckVM(&live, proto)
-	if c.Err != nil || !strings.Contains(c.Diff, "+      nodeSelector:") || !strings.Contains(c.Diff, "+        pool: gpu") ||
+	if c.Err != nil || !strings.Contains(c.Diff, "-        kubevirt.io/schedulable: \"true\"") || !strings.Contains(c.Diff, "+        pool: gpu") ||
 		!strings.Contains(c.Diff, "+      tolerations:") {
 		t.Errorf("diff of a prototype with a new placement:\n%s (err %v)", c.Diff, c.Err)
 	}

@@ -25,12 +25,13 @@ func (r Result) Drifted() bool { return r.Diff != "" }
 
 // Compare compares live with derived (what derive.VM makes for live's Pod
 // from today's prototype). Both are reduced to labels, annotations and spec
-// with empty values pruned; then live loses the values the cluster filled
-// in that derived lacks (see dropDefaults) and KubeVirt's own metadata.
-//
-// Known blind spot: a map key someone added to a derived VM's spec by hand
-// looks like a cluster default and is not reported. Changed or removed
-// values, and added or removed list elements, are.
+// with empty values pruned; then live loses the fields the cluster writes
+// into a derived VM that derived lacks (derive.ClusterFields, see
+// dropClusterFields) and the bookkeeping annotations (ignoredAnnotations).
+// Every other difference is
+// reported: a changed or removed value, an added or removed list element,
+// and a field the VM holds and derived lacks, which derive would not have
+// made.
 func Compare(live, derived *kubevirtv1.VirtualMachine, derivedFrom string) (Result, error) {
 	r := Result{Namespace: live.Namespace, Name: live.Name}
 	l, err := controlled(live)
@@ -41,9 +42,8 @@ func Compare(live, derived *kubevirtv1.VirtualMachine, derivedFrom string) (Resu
 	if err != nil {
 		return r, err
 	}
-	dropClusterMetadata(l, d)
 	if ls, ok := l["spec"]; ok {
-		l["spec"] = dropDefaults(ls, d["spec"])
+		l["spec"] = dropClusterFields(ls, d["spec"], "", clusterPaths())
 	}
 	lb, err := yaml.Marshal(l)
 	if err != nil {

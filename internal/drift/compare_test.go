@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	k8sv1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -40,9 +39,9 @@ func mustDerive(t *testing.T, proto *kubevirtv1.VirtualMachine) *kubevirtv1.Virt
 	return vm
 }
 
-// asStored is vm as the API server returns it after KubeVirt's webhooks,
-// controllers and kubemacpool had their way: defaults and bookkeeping that
-// diff must not report.
+// asStored is vm as the API server returns it after KubeVirt's webhook and
+// controllers had their way: the fields and bookkeeping the cluster writes,
+// which diff must not report.
 func asStored(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
 	vm = vm.DeepCopy()
 	vm.UID, vm.ResourceVersion, vm.Generation = "vm-uid", "777", 2
@@ -51,33 +50,41 @@ func asStored(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
 	vm.Annotations[kubevirtv1.ControllerAPILatestVersionObservedAnnotation] = "v1"
 	vm.Annotations[kubevirtv1.ControllerAPIStorageVersionObservedAnnotation] = "v1"
 	vm.Annotations[k8sv1.LastAppliedConfigAnnotation] = "{}"
-	vm.Labels["kubevirt.io/created-by"] = "someone"
-	spec := &vm.Spec.Template.Spec
-	spec.Architecture = "amd64"
-	spec.Domain.Machine = &kubevirtv1.Machine{Type: "q35"}
-	if spec.Domain.Firmware == nil {
-		spec.Domain.Firmware = &kubevirtv1.Firmware{}
-	}
-	spec.Domain.Firmware.UUID = "6a1e7c10-0000-4000-8000-000000000001"
-	spec.Domain.Resources.Requests = k8sv1.ResourceList{k8sv1.ResourceMemory: resource.MustParse("2Gi")}
-	spec.Domain.Devices.Interfaces[0].MacAddress = "02:11:22:33:44:55"
-	for i := range spec.Domain.Devices.Disks {
-		spec.Domain.Devices.Disks[i].Disk.Bus = "virtio"
+	// What KubeVirt writes into a VM's spec (derive.ClusterFields): v1.8's
+	// webhook a PCI topology the prototype, made by v1.7, lacks, and
+	// virt-controller the rest.
+	vm.Spec.Template.ObjectMeta.Annotations[kubevirtv1.PciTopologyVersionAnnotation] = kubevirtv1.PciTopologyVersionV3
+	vm.Spec.Template.ObjectMeta.Annotations[kubevirtv1.PciInterfaceSlotCountAnnotation] = "4"
+	if vm.Spec.Instancetype != nil {
+		vm.Spec.Instancetype.RevisionName = vm.Name + "-u1.small-1"
+		vm.Spec.Preference.RevisionName = vm.Name + "-fedora-1"
 	}
 	vm.Status = kubevirtv1.VirtualMachineStatus{Ready: true, PrintableStatus: kubevirtv1.VirtualMachineStatusRunning}
 	return vm
 }
 
-func TestCompareIgnoresClusterDefaults(t *testing.T) {
-	proto := loadPrototype(t)
-	live := asStored(mustDerive(t, proto))
-	r, err := Compare(live, mustDerive(t, proto), "vms/fedora")
-	if err != nil {
-		t.Fatal(err)
+func TestCompareIgnoresClusterFields(t *testing.T) {
+	for name, proto := range map[string]*kubevirtv1.VirtualMachine{"sized": loadPrototype(t), "of an instancetype": withInstancetype(loadPrototype(t))} {
+		t.Run(name, func(t *testing.T) {
+			live := asStored(mustDerive(t, proto))
+			r, err := Compare(live, mustDerive(t, proto), "vms/fedora")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Drifted() {
+				t.Errorf("a freshly derived VM as stored drifted:\n%s", r.Diff)
+			}
+		})
 	}
-	if r.Drifted() {
-		t.Errorf("a freshly derived VM as stored drifted:\n%s", r.Diff)
-	}
+}
+
+// withInstancetype sizes proto by an instancetype and a preference, whose
+// revisions KubeVirt names, as it names them on the prototype.
+func withInstancetype(proto *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
+	proto.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "u1.small", RevisionName: "fedora-u1.small-1"}
+	proto.Spec.Preference = &kubevirtv1.PreferenceMatcher{Name: "fedora", RevisionName: "fedora-fedora-1"}
+	proto.Spec.Template.Spec.Domain.CPU, proto.Spec.Template.Spec.Domain.Memory = nil, nil
+	return proto
 }
 
 func TestCompareIgnoresPrototypeGenerationAlone(t *testing.T) {
@@ -126,6 +133,36 @@ func TestCompareReportsDrift(t *testing.T) {
 		},
 		wantLines: []string{"-          - bridge: {}", "+          - masquerade: {}"},
 	}, {
+		name: "a kernel booted from another image",
+		editLive: func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Firmware.KernelBoot = &kubevirtv1.KernelBoot{
+				Container: &kubevirtv1.KernelBootContainer{Image: "attacker.example/evil-kernel", KernelPath: "/boot/vmlinuz"}}
+		},
+		wantLines: []string{"-          kernelBoot:", "-              image: attacker.example/evil-kernel"},
+	}, {
+		name: "a MAC address chosen",
+		editLive: func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].MacAddress = "02:11:22:33:44:55"
+		},
+		wantLines: []string{`-          - macAddress: "02:11:22:33:44:55"`},
+	}, {
+		name: "a toleration added",
+		editLive: func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Tolerations = []k8sv1.Toleration{{Operator: k8sv1.TolerationOpExists}}
+		},
+		wantLines: []string{"-      tolerations:", "-      - operator: Exists"},
+	}, {
+		name:      "a template label added",
+		editLive:  func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.ObjectMeta.Labels["app"] = "payments" },
+		wantLines: []string{"-        app: payments", "+        app: fedora"},
+	}, {
+		name: "a requirement added to an unnamed list's element",
+		editLive: func(vm *kubevirtv1.VirtualMachine) {
+			terms := vm.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+			terms[0].MatchFields[0].Values = append(terms[0].MatchFields[0].Values, "node-b")
+		},
+		wantLines: []string{"-                - node-b"},
+	}, {
 		name:      "runStrategy halted by hand",
 		editLive:  func(vm *kubevirtv1.VirtualMachine) { vm.Spec.RunStrategy = ptr(kubevirtv1.RunStrategyHalted) },
 		wantLines: []string{"-  runStrategy: Halted", "+  runStrategy: Always"},
@@ -137,6 +174,12 @@ func TestCompareReportsDrift(t *testing.T) {
 		name:      "annotation added by a user",
 		editLive:  func(vm *kubevirtv1.VirtualMachine) { vm.Annotations["owner"] = "bob" },
 		wantLines: []string{"-    owner: bob"},
+	}, {
+		name: "a KubeVirt annotation added by hand",
+		editLive: func(vm *kubevirtv1.VirtualMachine) {
+			vm.Annotations["kubevirt.io/immediate-data-volume-creation"] = "false"
+		},
+		wantLines: []string{`-    kubevirt.io/immediate-data-volume-creation: "false"`},
 	}, {
 		name:      "vmctl annotation tampered with",
 		editLive:  func(vm *kubevirtv1.VirtualMachine) { vm.Annotations[contract.AnnotationNode] = "node-b" },
@@ -185,8 +228,8 @@ func TestCompareDiffText(t *testing.T) {
 	}
 	want := `--- vms/fedora-web-0 (live)
 +++ vms/fedora-web-0 (derived from vms/fedora, generation 3)
-@@ -76,7 +76,7 @@
-             weight: 100
+@@ -77,7 +77,7 @@
+       architecture: amd64
        domain:
          cpu:
 -          cores: 8

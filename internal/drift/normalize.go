@@ -8,22 +8,19 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 // ignoredAnnotations are bookkeeping, not derivation: kubectl's and
-// KubeVirt's records of past writes, and the prototype generation, which
-// status already reports and which changes with every prototype edit even
-// when nothing a derived VM holds does.
-var ignoredAnnotations = []string{
-	corev1.LastAppliedConfigAnnotation,
-	kubevirtv1.ControllerAPILatestVersionObservedAnnotation,
-	kubevirtv1.ControllerAPIStorageVersionObservedAnnotation,
-	contract.AnnotationPrototypeGeneration,
-	contract.AnnotationPrototypeUID,
+// KubeVirt's records of past writes (which derive drops from the prototype
+// and KubeVirt writes into the VM, derive.ClusterFields), and the prototype
+// generation, which status already reports and which changes with every
+// prototype edit even when nothing a derived VM holds does.
+func ignoredAnnotations() []string {
+	return append(derive.DroppedAnnotations(), contract.AnnotationPrototypeGeneration, contract.AnnotationPrototypeUID)
 }
 
 // controlled returns the part of vm the derivation controls, as JSON
@@ -34,7 +31,7 @@ func controlled(vm *kubevirtv1.VirtualMachine) (map[string]any, error) {
 	for k, v := range vm.Annotations {
 		annotations[k] = v
 	}
-	for _, k := range ignoredAnnotations {
+	for _, k := range ignoredAnnotations() {
 		delete(annotations, k)
 	}
 	doc := struct {
@@ -104,12 +101,28 @@ func prune(v any) any {
 	return v
 }
 
-// dropDefaults removes from live the map keys that want lacks: values the
-// cluster filled in (KubeVirt's webhooks and controllers default machine
-// type, firmware UUID, resources and more). Lists are matched element by
-// element: by "name" when the elements have one, else by position when the
-// lengths agree. A live-only `{}` is kept, being a choice, not a default.
-func dropDefaults(live, want any) any {
+// clusterPaths are the paths, as dropClusterFields spells them, of the
+// fields the cluster writes into a derived VM's spec (derive.ClusterFields):
+// "a.b.c" for map keys, "[]" for a list's elements.
+func clusterPaths() map[string]bool {
+	out := map[string]bool{}
+	for _, f := range derive.ClusterFields() {
+		path, ok := strings.CutPrefix(f.Path, "spec.")
+		if !ok {
+			continue
+		}
+		path = strings.NewReplacer("[]", "[]", "[", ".", "]", "").Replace(path)
+		out[path] = true
+	}
+	return out
+}
+
+// dropClusterFields removes from live, the spec at path, the map keys that
+// want lacks and the cluster writes (clusterPaths): every other key live
+// holds and want lacks stays, to be reported, for derive would not have
+// made it. Lists are matched element by element: by "name" when the
+// elements have one, else by position when the lengths agree.
+func dropClusterFields(live, want any, path string, cluster map[string]bool) any {
 	switch l := live.(type) {
 	case map[string]any:
 		w, ok := want.(map[string]any)
@@ -118,14 +131,15 @@ func dropDefaults(live, want any) any {
 		}
 		out := make(map[string]any, len(l))
 		for k, lv := range l {
+			at := strings.TrimPrefix(path+"."+k, ".")
 			wv, inWant := w[k]
-			if !inWant {
-				if m, isMap := lv.(map[string]any); isMap && len(m) == 0 {
-					out[k] = lv
-				}
-				continue
+			switch {
+			case !inWant && cluster[at]:
+			case !inWant:
+				out[k] = lv
+			default:
+				out[k] = dropClusterFields(lv, wv, at, cluster)
 			}
-			out[k] = dropDefaults(lv, wv)
 		}
 		return out
 	case []any:
@@ -135,14 +149,15 @@ func dropDefaults(live, want any) any {
 		}
 		out := make([]any, len(l))
 		byName := named(w)
+		at := path + "[]"
 		for i, lv := range l {
 			switch {
 			case byName != nil:
 				if wv, found := byName[nameOf(lv)]; found {
-					lv = dropDefaults(lv, wv)
+					lv = dropClusterFields(lv, wv, at, cluster)
 				}
 			case len(l) == len(w):
-				lv = dropDefaults(lv, w[i])
+				lv = dropClusterFields(lv, w[i], at, cluster)
 			}
 			out[i] = lv
 		}
@@ -172,35 +187,4 @@ func nameOf(v any) string {
 	m, _ := v.(map[string]any)
 	n, _ := m["name"].(string)
 	return n
-}
-
-// dropClusterMetadata removes from live's labels and annotations the keys
-// want lacks that KubeVirt's own components write (the kubevirt.io domain
-// and its subdomains, except vmctl's).
-func dropClusterMetadata(live, want map[string]any) {
-	lm, _ := live["metadata"].(map[string]any)
-	wm, _ := want["metadata"].(map[string]any)
-	for _, field := range []string{"labels", "annotations"} {
-		l, _ := lm[field].(map[string]any)
-		w, _ := wm[field].(map[string]any)
-		for k := range l {
-			if _, ok := w[k]; ok {
-				continue
-			}
-			if kubevirtOwned(k) {
-				delete(l, k)
-			}
-		}
-		if len(l) == 0 {
-			delete(lm, field)
-		}
-	}
-}
-
-func kubevirtOwned(key string) bool {
-	domain, _, ok := strings.Cut(key, "/")
-	if !ok || domain == "vmctl.kubevirt.io" {
-		return false
-	}
-	return domain == "kubevirt.io" || strings.HasSuffix(domain, ".kubevirt.io")
 }

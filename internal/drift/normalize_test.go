@@ -32,49 +32,61 @@ func TestPrune(t *testing.T) {
 	}
 }
 
-func TestDropDefaults(t *testing.T) {
+func TestDropClusterFields(t *testing.T) {
+	cluster := map[string]bool{"instancetype.revisionName": true, "template.metadata.annotations.kubevirt.io/pci-topology-version": true, "list[].x": true}
 	tests := []struct {
 		name       string
 		live, want any
 		wantLive   any
 	}{{
-		name:     "live-only keys are cluster defaults",
-		live:     map[string]any{"cpu": 2.0, "machine": map[string]any{"type": "q35"}},
+		name:     "live-only keys stay: derive would not have made them",
+		live:     map[string]any{"cpu": 2.0, "kernelBoot": map[string]any{"container": map[string]any{"image": "evil"}}},
 		want:     map[string]any{"cpu": 2.0},
-		wantLive: map[string]any{"cpu": 2.0},
+		wantLive: map[string]any{"cpu": 2.0, "kernelBoot": map[string]any{"container": map[string]any{"image": "evil"}}},
+	}, {
+		name:     "live-only keys the cluster writes go",
+		live:     map[string]any{"instancetype": map[string]any{"name": "u1.small", "revisionName": "r-1"}},
+		want:     map[string]any{"instancetype": map[string]any{"name": "u1.small"}},
+		wantLive: map[string]any{"instancetype": map[string]any{"name": "u1.small"}},
+	}, {
+		name: "map keys with dots are matched whole",
+		live: map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			"kubevirt.io/pci-topology-version": "v3", "kubevirt.io/other": "x"}}}},
+		want:     map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{}}}},
+		wantLive: map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"kubevirt.io/other": "x"}}}},
+	}, {
+		name:     "a cluster field the derivation holds is compared",
+		live:     map[string]any{"instancetype": map[string]any{"revisionName": "r-2"}},
+		want:     map[string]any{"instancetype": map[string]any{"revisionName": "r-1"}},
+		wantLive: map[string]any{"instancetype": map[string]any{"revisionName": "r-2"}},
 	}, {
 		name:     "changed values stay",
 		live:     map[string]any{"cpu": 4.0},
 		want:     map[string]any{"cpu": 2.0},
 		wantLive: map[string]any{"cpu": 4.0},
 	}, {
-		name:     "a live-only empty map is a choice, not a default",
-		live:     map[string]any{"name": "default", "bridge": map[string]any{}},
-		want:     map[string]any{"name": "default", "masquerade": map[string]any{}},
-		wantLive: map[string]any{"name": "default", "bridge": map[string]any{}},
-	}, {
 		name: "named list elements are matched by name, whatever the order and length",
-		live: []any{
-			map[string]any{"name": "b", "bus": "virtio", "bootOrder": 1.0},
+		live: map[string]any{"list": []any{
+			map[string]any{"name": "b", "bus": "virtio", "x": 1.0},
 			map[string]any{"name": "a", "bus": "sata", "serial": "x"},
-			map[string]any{"name": "extra", "bus": "virtio"},
-		},
-		want: []any{map[string]any{"name": "a", "bus": "sata"}, map[string]any{"name": "b", "bus": "virtio"}},
-		wantLive: []any{
+			map[string]any{"name": "extra", "bus": "virtio", "x": 1.0},
+		}},
+		want: map[string]any{"list": []any{map[string]any{"name": "a", "bus": "sata"}, map[string]any{"name": "b", "bus": "virtio"}}},
+		wantLive: map[string]any{"list": []any{
 			map[string]any{"name": "b", "bus": "virtio"},
-			map[string]any{"name": "a", "bus": "sata"},
-			map[string]any{"name": "extra", "bus": "virtio"},
-		},
+			map[string]any{"name": "a", "bus": "sata", "serial": "x"},
+			map[string]any{"name": "extra", "bus": "virtio", "x": 1.0},
+		}},
 	}, {
 		name:     "unnamed lists of equal length are matched by position",
-		live:     []any{map[string]any{"key": "k", "operator": "In", "x": 1.0}},
-		want:     []any{map[string]any{"key": "k", "operator": "In"}},
-		wantLive: []any{map[string]any{"key": "k", "operator": "In"}},
+		live:     map[string]any{"list": []any{map[string]any{"key": "k", "x": 1.0, "y": 1.0}}},
+		want:     map[string]any{"list": []any{map[string]any{"key": "k"}}},
+		wantLive: map[string]any{"list": []any{map[string]any{"key": "k", "y": 1.0}}},
 	}, {
 		name:     "unnamed lists of different length are left alone",
-		live:     []any{map[string]any{"key": "k", "x": 1.0}, map[string]any{"key": "j"}},
-		want:     []any{map[string]any{"key": "k"}},
-		wantLive: []any{map[string]any{"key": "k", "x": 1.0}, map[string]any{"key": "j"}},
+		live:     map[string]any{"list": []any{map[string]any{"key": "k", "x": 1.0}, map[string]any{"key": "j"}}},
+		want:     map[string]any{"list": []any{map[string]any{"key": "k"}}},
+		wantLive: map[string]any{"list": []any{map[string]any{"key": "k", "x": 1.0}, map[string]any{"key": "j"}}},
 	}, {
 		name:     "type change stays",
 		live:     map[string]any{"a": "x"},
@@ -83,24 +95,23 @@ func TestDropDefaults(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.wantLive, dropDefaults(tt.live, tt.want)); diff != "" {
-				t.Errorf("dropDefaults (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.wantLive, dropClusterFields(tt.live, tt.want, "", cluster)); diff != "" {
+				t.Errorf("dropClusterFields (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func TestKubevirtOwned(t *testing.T) {
-	for key, want := range map[string]bool{
-		"kubevirt.io/latest-observed-api-version": true,
-		"vm.kubevirt.io/flavor":                   true,
-		"vmctl.kubevirt.io/pod":                   false,
-		"app":                                     false,
-		"example.com/kubevirt.io":                 false,
-		"notkubevirt.io/x":                        false,
-	} {
-		if got := kubevirtOwned(key); got != want {
-			t.Errorf("kubevirtOwned(%q) = %v, want %v", key, got, want)
-		}
+// TestClusterPaths: every field the cluster writes into a VM's spec, by the
+// path dropClusterFields spells.
+func TestClusterPaths(t *testing.T) {
+	want := map[string]bool{
+		"template.metadata.annotations.kubevirt.io/pci-topology-version":     true,
+		"template.metadata.annotations.kubevirt.io/pci-interface-slot-count": true,
+		"instancetype.revisionName":                                          true,
+		"preference.revisionName":                                            true,
+	}
+	if diff := cmp.Diff(want, clusterPaths()); diff != "" {
+		t.Errorf("clusterPaths (-want +got):\n%s", diff)
 	}
 }

@@ -28,9 +28,9 @@ func BenchmarkReservation(b *testing.B) {
 				createPrototype(b, ns, "testvm.yaml")
 				deploy(b, ns, scaffold.KindDeployment, "testvm", "--replicas", fmt.Sprint(replicas), fmt.Sprintf("--reserve=%v", reserve))
 				pairs := waitPaired(b, ns, "testvm", replicas, settle)
-				perPod, _ := agentRequestsByPod(b, ns)
+				perPod := agentRequestsByPod(b, ns)
 				for pod := range pairs {
-					requests[reserve] = append(requests[reserve], perPod[pod])
+					requests[reserve] = append(requests[reserve], requestTotal(perPod[pod]))
 				}
 				d, restarted := startToCreated(b, ns, agentProcesses(b, ns).started)
 				if restarted > 0 {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,16 +41,37 @@ func clusterProcesses() components {
 	return c
 }
 
-// usage reads each process's CPU time so far and memory now (VmRSS, KiB).
-func (c components) usage() (cpu map[string]time.Duration, rss map[string]int) {
+// read reads each process's CPU time so far and memory now (VmRSS, KiB),
+// and says which processes it could not read.
+func (c components) read() (cpu map[string]time.Duration, rss map[string]int, err error) {
 	cpu, rss = map[string]time.Duration{}, map[string]int{}
+	var errs []error
 	for name, pid := range c {
-		if t, err := cpuTime(pid); err == nil {
-			cpu[name] = t
+		t, err := cpuTime(pid)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s (pid %d): %w", name, pid, err))
+			continue
 		}
-		if _, total, err := readMemory(pid); err == nil {
-			rss[name] = total
+		cpu[name] = t
+		_, total, err := readMemory(pid)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s (pid %d): %w", name, pid, err))
+			continue
 		}
+		rss[name] = total
+	}
+	return cpu, rss, errors.Join(errs...)
+}
+
+// usage is read, and fails t where a process could not be read: left out
+// of one reading, it would count as nothing, or, read at the next one,
+// with all the CPU of its life (a control plane process the harness
+// restarted has another pid).
+func (c components) usage(t testing.TB) (cpu map[string]time.Duration, rss map[string]int) {
+	t.Helper()
+	cpu, rss, err := c.read()
+	if err != nil {
+		t.Fatalf("cannot measure the cluster's processes: %v", err)
 	}
 	return cpu, rss
 }
@@ -60,6 +82,8 @@ type sampler struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	peak   map[string]int
+	// err is the first reading that failed.
+	err error
 }
 
 // sample reads the processes' memory every period until stop.
@@ -70,10 +94,13 @@ func (c components) sample(period time.Duration) *sampler {
 		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
-			_, rss := c.usage()
+			_, rss, err := c.read()
 			s.mu.Lock()
 			for name, kib := range rss {
 				s.peak[name] = max(s.peak[name], kib)
+			}
+			if s.err == nil && err != nil {
+				s.err = err
 			}
 			s.mu.Unlock()
 			select {
@@ -86,10 +113,15 @@ func (c components) sample(period time.Duration) *sampler {
 	return s
 }
 
-// stop ends sampling and returns the peaks (KiB).
-func (s *sampler) stop() map[string]int {
+// stop ends sampling and returns the peaks (KiB); it fails t where a
+// sample could not read a process, whose peak it may have missed.
+func (s *sampler) stop(t testing.TB) map[string]int {
+	t.Helper()
 	close(s.stopCh)
 	<-s.done
+	if s.err != nil {
+		t.Fatalf("cannot measure the cluster's processes' peak memory: %v", s.err)
+	}
 	return s.peak
 }
 

@@ -74,7 +74,7 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 	// The ramp.
 	mark := auditMark(b)
 	procs := clusterProcesses()
-	cpu0, _ := procs.usage()
+	cpu0, _ := procs.usage(b)
 	sampler := procs.sample(time.Second)
 	reqs0 := countAPIRequests(b)
 	t0 := time.Now()
@@ -92,8 +92,8 @@ func runFleet(b *testing.B, ns string, n int, timeout time.Duration, obs *fleetO
 		return s.ready >= n, s.String()
 	}).Sub(t0)
 	ramp := time.Since(t0)
-	peaks := sampler.stop()
-	cpu1, _ := procs.usage()
+	peaks := sampler.stop(b)
+	cpu1, _ := procs.usage(b)
 	reqs1 := countAPIRequests(b)
 	fmt.Printf("fleet: scale to %d: %d derived VMs created after %s; KubeVirt's virt-controller made their VMIs by %s, Running (the virt-handler stand-in) by %s; %d Pods Ready after %s\n",
 		n, n, derivedAfter.Round(time.Millisecond), vmisAfter.Round(time.Millisecond), runningAfter.Round(time.Millisecond), n, readyAfter.Round(time.Millisecond))

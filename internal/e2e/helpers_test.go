@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -55,8 +54,11 @@ func dumpAgentLogs(t testing.TB, ns string) {
 
 // repoFile is the path of a file in the repository.
 func repoFile(rel string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", rel)
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		panic(err) // the tests run in the checkout, where RepoRoot finds it
+	}
+	return filepath.Join(root, rel)
 }
 
 // createPrototype creates the prototype VM of testdata/<file> in ns.

@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
@@ -112,20 +111,42 @@ spec:
 
 // A prototype whose derived VM KubeVirt's validating webhook rejects gives no
 // VM, and the webhook's own message shows on the agent's /readyz, in its log
-// and in an Event on its Pod, which is not ready. KubeVirt v1.3 dropped the
-// slirp binding for new VMs (validated on create only), so a VM stored before
-// keeps it but nothing may be derived from it.
+// and in an Event on its Pod, which is not ready. KubeVirt validates a VM
+// against its instancetype when the VM is written, so an instancetype that
+// changes under a stored prototype can make every VM derived from it
+// conflict: here the instancetype comes to set the ioThreadsPolicy the
+// prototype's template sets too, a conflict KubeVirt refuses on every
+// release vmctl supports.
 func TestPrototypeKubeVirtRejects(t *testing.T) {
 	ns := namespace(t)
 	ctx := context.Background()
-	createPrototype(t, ns, "testvm.yaml")
-	patch := []byte(`[{"op":"replace","path":"/spec/template/spec/domain/devices/interfaces/0","value":{"name":"default","slirp":{}}}]`)
-	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Patch(ctx, "testvm", types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("give the prototype a slirp interface: %v", err)
+	instancetypes := e.virt.InstancetypeV1beta1().VirtualMachineInstancetypes(ns)
+	it, err := instancetypes.Create(ctx, &instancetypev1beta1.VirtualMachineInstancetype{
+		ObjectMeta: metav1.ObjectMeta{Name: "small"},
+		Spec: instancetypev1beta1.VirtualMachineInstancetypeSpec{
+			CPU:    instancetypev1beta1.CPUInstancetype{Guest: 1},
+			Memory: instancetypev1beta1.MemoryInstancetype{Guest: apiresource.MustParse("256Mi")},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	createPrototypeWith(t, ns, "testvm.yaml", func(vm *kubevirtv1.VirtualMachine) {
+		vm.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Kind: "VirtualMachineInstancetype", Name: it.Name}
+		domain := &vm.Spec.Template.Spec.Domain
+		domain.CPU, domain.Memory = nil, nil
+		domain.IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicyShared)
+	})
+	// scaffold sizes the VMs with the instancetype applied and would
+	// refuse the conflict itself, so the instancetype changes after it.
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "0")
+	it.Spec.IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicyShared)
+	if _, err := instancetypes.Update(ctx, it, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("give the instancetype an ioThreadsPolicy: %v", err)
+	}
+	scale(t, ns, scaffold.DefaultName("testvm"), 1)
 
-	const webhookSays = "Slirp interface support has been discontinued"
+	const webhookSays = "spec.template.spec.domain.ioThreadsPolicy conflicts with selected instance type"
 	pod := waitWarningEvent(t, ns, "a Warning Event with KubeVirt's message", func(msg string) bool {
 		return strings.Contains(msg, `admission webhook "virtualmachine-validator.kubevirt.io" denied`) && strings.Contains(msg, webhookSays)
 	})

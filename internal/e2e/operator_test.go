@@ -291,22 +291,26 @@ func TestMissingPrototype(t *testing.T) {
 // (which may list VMIs, not get them).
 func reportVMIAddress(t *testing.T, ns, name, ip string) {
 	t.Helper()
-	handler, err := kubevirt.NewForConfig(e.kv.HandlerConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vmis := handler.KubevirtV1().VirtualMachineInstances(ns)
 	eventually(t, settle, "VMI "+name+" reports address "+ip, func(ctx context.Context) (bool, string, error) {
-		list, err := vmis.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		if len(list.Items) != 1 {
-			return false, fmt.Sprintf("%d VMIs", len(list.Items)), nil
+		if vmi.Status.NodeName == "" {
+			return false, "VMI on no node yet", nil
 		}
-		vmi := &list.Items[0]
+		// virt-api takes a VMI's status only from the virt-handler of
+		// the VMI's node: a token bound to that Node.
+		cfg, err := e.kv.ConfigOn(ctx, vmi.Status.NodeName)
+		if err != nil {
+			return false, "", err
+		}
+		handler, err := kubevirt.NewForConfig(cfg)
+		if err != nil {
+			return false, "", err
+		}
 		vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "default", IP: ip, IPs: []string{ip}}}
-		_, err = vmis.Update(ctx, vmi, metav1.UpdateOptions{})
+		_, err = handler.KubevirtV1().VirtualMachineInstances(ns).Update(ctx, vmi, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			return false, err.Error(), nil
 		}

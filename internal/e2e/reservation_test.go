@@ -303,51 +303,94 @@ func parseResources(s string) (corev1.ResourceList, error) {
 
 // TestReservationRequests: a reserving agent makes at most three requests
 // more than one that does not, counted in the audit log from its start
-// until its VM is ready: one list of the VM's launcher Pods and the
-// launcher Pod's nomination where it waits for the room, and its own Pod's
-// resize (see handOver); where the launcher Pod fits beside the room, the
-// resize alone. Its launcher Pod never preempts (scaffold's launcher
-// class), so the agent does not watch it.
+// until its VM is ready, and per kind of request: one list of the VM's
+// launcher Pods and the launcher Pod's nomination where it waits for the
+// room, and its own Pod's resize (see handOver); where the launcher Pod
+// fits beside the room, the resize alone. Its launcher Pod never preempts
+// (scaffold's launcher class), so the agent does not watch it: any other
+// kind of request on Pods than those three it makes no more often than an
+// agent that does not reserve.
 func TestReservationRequests(t *testing.T) {
 	const replicas = 3
 	counts := map[bool][]int{}
+	kinds := map[bool][]map[string]int{}
 	for _, reserve := range []bool{false, true} {
 		ns := namespace(t)
 		createPrototype(t, ns, "testvm.yaml")
 		deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", fmt.Sprint(replicas), fmt.Sprintf("--reserve=%v", reserve))
 		pairs := waitPaired(t, ns, "testvm", replicas, settle)
-		perPod, resizes := agentRequestsByPod(t, ns)
+		perPod := agentRequestsByPod(t, ns)
+		resizes := 0
 		for pod := range pairs {
-			counts[reserve] = append(counts[reserve], perPod[pod])
+			counts[reserve] = append(counts[reserve], requestTotal(perPod[pod]))
+			kinds[reserve] = append(kinds[reserve], perPod[pod])
+			resizes += perPod[pod][resizeKind]
 		}
 		slices.Sort(counts[reserve])
-		t.Logf("--reserve=%v: requests per agent until its VM was ready %v, resizes %d", reserve, counts[reserve], resizes)
+		t.Logf("--reserve=%v: requests per agent until its VM was ready %v, resizes %d; by kind %v", reserve, counts[reserve], resizes, kinds[reserve])
 		if want := map[bool]int{false: 0, true: replicas}[reserve]; resizes != want {
 			t.Errorf("--reserve=%v: %d resizes, want %d", reserve, resizes, want)
+		}
+		if slices.Min(counts[reserve]) == 0 {
+			t.Errorf("--reserve=%v: an agent with no request in the audit log: its count is broken", reserve)
 		}
 	}
 	if most, least := slices.Max(counts[true]), slices.Min(counts[false]); most > least+3 {
 		t.Errorf("a reserving agent made %d requests, one that does not as few as %d: more than three requests more", most, least)
 	}
+	handover := map[string]int{"list pods": 1, "patch pods/status": 1, resizeKind: 1}
+	for _, reserving := range kinds[true] {
+		for kind, n := range reserving {
+			if !strings.HasSuffix(strings.SplitN(kind, "/", 2)[0], " pods") {
+				continue
+			}
+			most, ok := handover[kind]
+			if !ok {
+				for _, plain := range kinds[false] {
+					most = max(most, plain[kind])
+				}
+			}
+			if n > most {
+				t.Errorf("a reserving agent made %d requests %q, want at most %d: %v", n, kind, most, reserving)
+			}
+		}
+	}
 }
 
+// requestTotal counts the requests of all kinds.
+func requestTotal(kinds map[string]int) int {
+	n := 0
+	for _, c := range kinds {
+		n += c
+	}
+	return n
+}
+
+// resizeKind is the kind of request of a resize (see agentRequestsByPod).
+const resizeKind = "patch pods/resize"
+
 // agentRequestsByPod counts the requests of ns's vmctl-testvm agents in the
-// audit log, by the Pod whose token made them, and their resizes.
-func agentRequestsByPod(t testing.TB, ns string) (perPod map[string]int, resizes int) {
+// audit log, by the Pod whose token made them and by kind: "verb
+// resource", or "verb resource/subresource".
+func agentRequestsByPod(t testing.TB, ns string) map[string]map[string]int {
 	t.Helper()
 	events, err := e.cluster.ReadAudit()
 	if err != nil {
 		t.Fatal(err)
 	}
-	perPod = map[string]int{}
+	perPod := map[string]map[string]int{}
 	for _, ev := range events {
 		if ev.User.Username != "system:serviceaccount:"+ns+":vmctl-testvm" {
 			continue
 		}
-		perPod[ev.Pod()]++
-		if ev.ObjectRef.Subresource == "resize" {
-			resizes++
+		kind := ev.Verb + " " + ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			kind += "/" + ev.ObjectRef.Subresource
 		}
+		if perPod[ev.Pod()] == nil {
+			perPod[ev.Pod()] = map[string]int{}
+		}
+		perPod[ev.Pod()][kind]++
 	}
-	return perPod, resizes
+	return perPod
 }

@@ -16,10 +16,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
@@ -118,6 +121,90 @@ var securityRows = []struct {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	}, [3]bool{true, false, false}},
+	{"create its own VM booting its own kernel", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Firmware.KernelBoot = &kubevirtv1.KernelBoot{Container: &kubevirtv1.KernelBootContainer{
+				Image: "attacker.example/evil-kernel", KernelPath: "/boot/vmlinuz"}}
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM with another app's labels on its launcher Pod", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.ObjectMeta.Labels["app"] = "payments" })
+	}, [3]bool{true, false, false}},
+	{"create its own VM labelled for another agent's Pod", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Labels[contract.LabelPod] = derive.LabelValue(f.other.Name)
+			vm.Spec.Template.ObjectMeta.Labels[contract.LabelPod] = derive.LabelValue(f.other.Name)
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM whose readiness probe asks a host it picks", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.ReadinessProbe = &kubevirtv1.Probe{Handler: kubevirtv1.Handler{HTTPGet: &corev1.HTTPGetAction{
+				Host: "169.254.169.254", Path: "/latest/meta-data/", Port: intstr.FromInt32(80)}}}
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM with a MAC address", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].MacAddress = "02:00:00:0a:0b:0c"
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM bridged in place of masquerade", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].InterfaceBindingMethod = kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM tolerating every taint, on a control-plane node", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+			vm.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM with another scheduler", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.SchedulerName = "my-scheduler" })
+	}, [3]bool{true, false, false}},
+	{"create its own VM never evicted", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyNone)
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM with a persistent TPM", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Devices.TPM = &kubevirtv1.TPMDevice{Persistent: ptr.To(true)}
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM with another firmware UUID", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Firmware.UUID = f.other.UID
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM with a DNS server it picks", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.DNSPolicy = corev1.DNSNone
+			vm.Spec.Template.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.53"}}
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM with another app's resource claim", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.ResourceClaims = []kubevirtv1.VirtualMachineInstanceResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("payments-gpu")}}
+		})
+	}, [3]bool{true, false, false}},
+	{"create its own VM with a finalizer", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Finalizers = []string{"example.com/never"} })
+	}, [3]bool{true, false, false}},
+	{"record an Event about its own Pod", func(t *testing.T, f *agentFleet) error {
+		_, err := f.kube.CoreV1().Events(f.ns).Create(t.Context(), agentEvent(f, f.pod), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}, [3]bool{true, true, true}},
+	{"record an Event about another agent's Pod, signed as the kubelet", func(t *testing.T, f *agentFleet) error {
+		ev := agentEvent(f, f.other)
+		ev.Source.Component, ev.ReportingController = "kubelet", "kubelet"
+		_, err := f.kube.CoreV1().Events(f.ns).Create(t.Context(), ev, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}, [3]bool{true, false, false}},
+	{"patch the scheduler's Events", func(t *testing.T, f *agentFleet) error {
+		_, err := f.kube.CoreV1().Events(f.ns).Patch(t.Context(), schedulerEvent(t, f), types.MergePatchType,
+			[]byte(`{"message":"nothing to see"}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}, [3]bool{true, false, false}},
 	{"change (patch) the prototype", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Patch(t.Context(), f.proto.Name, types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"stolen":"yes"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
@@ -162,6 +249,49 @@ var securityRows = []struct {
 	{"evict another agent's Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunEvict(t, f, f.other)
 	}, [3]bool{true, false, false}},
+}
+
+// dryRunOwn asks, as a server-side dry run, to create the token's own
+// Pod's derived VM as change makes it. Admission judges it as it would the
+// real thing; with the policy off the API server then finds the name taken
+// (AlreadyExists), which the table counts as allowed.
+func dryRunOwn(t *testing.T, f *agentFleet, change func(*kubevirtv1.VirtualMachine)) error {
+	vm := derivedFor(t, f, f.pod)
+	change(vm)
+	_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
+}
+
+// agentEvent is an Event about pod as its agent records it (the agent's
+// source and subject).
+func agentEvent(f *agentFleet, pod corev1.Pod) *corev1.Event {
+	id := agent.Identity{PodName: pod.Name, PodNamespace: pod.Namespace, PodUID: pod.UID, Node: pod.Spec.NodeName}
+	now := metav1.Now()
+	source := agent.EventSource(id)
+	return &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: f.ns},
+		InvolvedObject: *agent.EventSubject(id),
+		Reason:         agent.ReasonCreated, Message: "Created VM", Type: corev1.EventTypeNormal,
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		Source: source, ReportingController: source.Component, ReportingInstance: source.Host,
+	}
+}
+
+// schedulerEvent names an Event kube-scheduler recorded about the other
+// agent's Pod.
+func schedulerEvent(t *testing.T, f *agentFleet) string {
+	t.Helper()
+	list, err := e.kube.CoreV1().Events(f.ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + f.other.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range list.Items {
+		if ev.ReportingController == "default-scheduler" || ev.Source.Component == "default-scheduler" {
+			return ev.Name
+		}
+	}
+	t.Fatalf("no Event of kube-scheduler about %s among %d", f.other.Name, len(list.Items))
+	return ""
 }
 
 // dryRunResize asks, as a server-side dry run, to set the agent container's

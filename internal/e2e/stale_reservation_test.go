@@ -52,11 +52,12 @@ func staleProblems(t *testing.T, ns string) map[string]string {
 // their agents make VMs of the new one. status's PROBLEM says so for each
 // Pod, and `vmctl diff`, which exits 1 with the template's reservation
 // against the prototype's, for the workload. The agents, whose launcher
-// Pods fit, read no launcher Pod and say nothing: a warning that holds
-// for the whole template is not said by every agent (the agent's own
-// ReservationStale, where the launcher Pod waits for the room, is
-// TestTooSmallReservationDoesNotMove's). `vmctl rollout restart` clears
-// them.
+// Pods fit, read no launcher Pod and say nothing (checked in the audit log
+// and the namespace's Events once their VMs are ready, which ends their
+// handover): a warning that holds for the whole template is not said by
+// every agent (the agent's own ReservationStale, where the launcher Pod
+// waits for the room, is TestTooSmallReservationDoesNotMove's). `vmctl
+// rollout restart` clears them.
 func TestRolloutUndoLeavesAStaleReservation(t *testing.T) {
 	ns := namespace(t)
 	createPrototype(t, ns, "testvm.yaml")
@@ -72,6 +73,7 @@ func TestRolloutUndoLeavesAStaleReservation(t *testing.T) {
 		t.Fatalf("rollout restart left the reservation at %s for a prototype of twice the memory", small)
 	}
 
+	mark := auditMark(t)
 	kubectl(t, nil, "rollout", "undo", "deployment/web", "-n", ns)
 	kubectl(t, nil, "rollout", "status", "deployment/web", "-n", ns, "--timeout=2m")
 	if got := templateReservation(t, ns, "web"); got != small {
@@ -88,6 +90,7 @@ func TestRolloutUndoLeavesAStaleReservation(t *testing.T) {
 		}
 		return true, "", nil
 	})
+	checkReadNoLauncherPod(t, ns, "web", mark, len(pairs))
 	out, errOut, code := vmctlCode(t, "diff", "-n", ns)
 	if code != 1 || !strings.Contains(out, "-  "+contract.AnnotationReservation+": "+small+"\n") ||
 		!strings.Contains(out, "+  "+contract.AnnotationReservation+": "+big+"\n") {
@@ -172,6 +175,43 @@ func TestTooSmallReservationDoesNotMove(t *testing.T) {
 	}
 	if len(pods.Items) != 1 || pods.Items[0].Name != pod {
 		t.Errorf("agent Pods %v, want %s alone", podNames(pods.Items), pod)
+	}
+}
+
+// checkReadNoLauncherPod checks that the agents of ns's workload name, n
+// of them made their VMs after the audit log's first mark requests, read
+// no Pod but their own (no list, no watch, no GET of another, no change of
+// a Pod's status), and that no agent recorded a ReservationStale Event.
+func checkReadNoLauncherPod(t *testing.T, ns, name string, mark, n int) {
+	t.Helper()
+	events, err := e.cluster.ReadAudit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	creates := 0
+	for _, ev := range events[mark:] {
+		if ev.User.Username != "system:serviceaccount:"+ns+":"+name {
+			continue
+		}
+		r := ev.ObjectRef
+		if ev.Verb == "create" && r.Resource == "virtualmachines" && r.Subresource == "" {
+			creates++
+		}
+		if r.Resource == "pods" && (r.Name != ev.Pod() || r.Subresource == "status") {
+			t.Errorf("agent Pod %s: %s pods %s/%s (%s): an agent whose launcher Pod fits reads none", ev.Pod(), ev.Verb, r.Name, r.Subresource, ev.RequestURI)
+		}
+	}
+	if creates < n {
+		t.Errorf("%d VM creates by the agents of %s in the audit log, want %d at least: the audit log's count is broken", creates, name, n)
+	}
+	list, err := e.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range list.Items {
+		if ev.Reason == agent.ReasonReservationStale {
+			t.Errorf("Event %s on %s: %s; an agent whose launcher Pod fits says nothing", ev.Reason, ev.InvolvedObject.Name, ev.Message)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -31,16 +32,22 @@ type cpuMark struct {
 	reaped, agents time.Duration
 }
 
-func markCPU(c components, agents time.Duration) cpuMark {
-	cpu, _ := c.usage()
-	reaped, _ := reapedCPUTime(os.Getpid())
+// markCPU fails t where it cannot read a process: see components.usage.
+func markCPU(t testing.TB, c components, agents time.Duration) cpuMark {
+	t.Helper()
+	cpu, _ := c.usage(t)
+	reaped, err := reapedCPUTime(os.Getpid())
+	if err != nil {
+		t.Fatalf("cannot measure the CPU of this process's reaped children: %v", err)
+	}
 	return cpuMark{procs: cpu, reaped: reaped, agents: agents}
 }
 
 // cpuSince is what each of c's processes used since m, with agents, the
 // CPU time of the agents running now that started after m, or 0.
-func cpuSince(c components, m cpuMark, agents time.Duration) clusterCPU {
-	now := markCPU(c, 0)
+func cpuSince(t testing.TB, c components, m cpuMark, agents time.Duration) clusterCPU {
+	t.Helper()
+	now := markCPU(t, c, 0)
 	used := clusterCPU{}
 	for name, t := range now.procs {
 		used[name] = t - m.procs[name]

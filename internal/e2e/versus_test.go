@@ -189,9 +189,9 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 	for i, c := range []*contender{newPool(b, nil), newAgents(b, nil)} {
 		f := &got[i]
 		procs := clusterProcesses()
-		_, rss0 := procs.usage()
+		_, rss0 := procs.usage(b)
 		mark := auditMark(b)
-		cpu0 := markCPU(procs, 0)
+		cpu0 := markCPU(b, procs, 0)
 		stopProfile := profileAPIServer(b, fmt.Sprintf("%s-%d-kube-apiserver", profileName(c), n))
 		t0 := time.Now()
 		c.scale(b, n)
@@ -202,14 +202,14 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		c.watch.until(b, t0, versusTimeout, c.name+": Pods Ready", func(s nsNow) bool { return s.podsReady == s.pods })
 		f.podsPerVM = float64(c.watch.now().pods) / float64(n)
 		f.up, f.upThrottled = requestsIn(b, c.ns, mark)
-		_, rss1 := procs.usage()
+		_, rss1 := procs.usage(b)
 		f.controllerGrowth = rss1["virt-controller"] - rss0["virt-controller"]
 		var agentsCPU time.Duration
 		if c.agents {
 			a := agentProcesses(b, c.ns)
 			f.agentsAnon, agentsCPU = a.anonSum, a.cpuSum
 		}
-		f.cpuUp = cpuSince(procs, cpu0, agentsCPU)
+		f.cpuUp = cpuSince(b, procs, cpu0, agentsCPU)
 		for _, who := range []string{"agents", "kube-controller-manager"} {
 			if kinds, throttled := requestKinds(b, c.ns, mark, who); len(kinds) > 0 {
 				fmt.Printf("versus: %s: scale 0 → %d: %s's requests per VM by verb and resource: %s; of them answered 429: %s\n",
@@ -220,7 +220,7 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 			c.name, n, f.created.Round(time.Millisecond), f.ready.Round(time.Millisecond), f.podsPerVM, f.up.perVM(n), f.upThrottled.perVM(n), f.cpuUp.perVM(n))
 
 		mark = auditMark(b)
-		cpu1 := markCPU(procs, agentsCPU)
+		cpu1 := markCPU(b, procs, agentsCPU)
 		t1 := time.Now()
 		c.scale(b, 0)
 		f.gone = c.watch.until(b, t1, versusTimeout, c.name+": all gone", nsNow.empty)
@@ -230,7 +230,7 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		f.down, f.downThrottled = requestsIn(b, c.ns, mark)
 		// The agents exit and are reaped: their CPU since cpu1 is in
 		// cpuReaped.
-		f.cpuDown = cpuSince(procs, cpu1, 0)
+		f.cpuDown = cpuSince(b, procs, cpu1, 0)
 		for _, who := range []string{"agents", "kube-controller-manager"} {
 			if kinds, throttled := requestKinds(b, c.ns, mark, who); len(kinds) > 0 {
 				fmt.Printf("versus: %s: scale %d → 0: %s's requests per VM by verb and resource: %s; of them answered 429: %s\n",

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
 	admissioncel "k8s.io/apiserver/pkg/admission/plugin/cel"
@@ -39,13 +40,18 @@ import (
 // what the user sees, and so what the cases below expect.
 const (
 	// The create policy's, with the prototype as its parameter.
-	ruleUID        = "does not hold the requesting Pod's UID"
-	ruleName       = "name is not"
-	ruleRunsOwned  = "runs always and is owned by its agent's Pod"
-	ruleVolumes    = "volumes or dataVolumeTemplates are not the prototype's"
-	ruleDNSName    = "hostname or subdomain is not its own"
-	ruleHostAccess = "devices, networks, credentials, instancetype"
-	rulePriority   = "priority class is not"
+	ruleName        = "name is not"
+	ruleMetadata    = "holds fields a derived VM never has"
+	ruleOwner       = "is owned by its agent's Pod alone"
+	ruleLabels      = "labels or its template's are not"
+	ruleAnnotations = "annotations are not the prototype's"
+	ruleRuns        = "runs always (runStrategy Always"
+	ruleIdentity    = "machine identity is not its own"
+	rulePin         = "is not pinned to its Pod's node"
+	ruleVolumes     = "volumes or dataVolumeTemplates are not the prototype's"
+	ruleDNSName     = "hostname or subdomain is not its own"
+	rulePriority    = "priority class is not"
+	ruleUnlisted    = "fields not derive's are not the prototype's"
 	// The guard's.
 	ruleLabelled = "may only create and delete VMs and VMIs labelled"
 	ruleBoundPod = "the request carries no Pod"
@@ -53,6 +59,9 @@ const (
 	ruleNotProto = "may never change or delete its prototype"
 	ruleOwnVM    = "the VirtualMachine is not this Pod's"
 	ruleOwnVMI   = "may only delete its own Pod's VMI"
+	// The event policy's.
+	ruleOwnEvent    = "may only record Events about its own Pod"
+	ruleEventSigned = "Events are signed vmctl-agent from its own node"
 	// The pod policy's.
 	ruleOwnPod      = "may only resize or evict its own Pod"
 	ruleSmaller     = "may only make its own Pod smaller"
@@ -71,8 +80,8 @@ func ruleOf(message string) string {
 }
 
 func allRules() []string {
-	return []string{ruleUID, ruleName, ruleRunsOwned, ruleVolumes, ruleDNSName, ruleHostAccess, rulePriority,
-		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleOwnPod, ruleSmaller, ruleOwnLauncher, ruleNomination}
+	return []string{ruleName, ruleMetadata, ruleOwner, ruleLabels, ruleAnnotations, ruleRuns, ruleIdentity, rulePin, ruleVolumes, ruleDNSName, rulePriority, ruleUnlisted,
+		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleOwnEvent, ruleEventSigned, ruleOwnPod, ruleSmaller, ruleOwnLauncher, ruleNomination}
 }
 
 // The UIDs of the agents' Pods and of the prototype.
@@ -157,10 +166,13 @@ type fleet struct {
 	p          Params
 	proto      *kubevirtv1.VirtualMachine
 	pod, other derive.Pod
+	// stored, when set, is proto as the API server's informer holds it,
+	// which the policies get as their parameter in its place.
+	stored *unstructured.Unstructured
 }
 
 // newFleet scaffolds with the policies on, as change makes the Params.
-func newFleet(t *testing.T, change func(*Params)) *fleet {
+func newFleet(t testing.TB, change func(*Params)) *fleet {
 	t.Helper()
 	p := validParams(KindDeployment)
 	p.AdmissionPolicy = true
@@ -254,8 +266,33 @@ func nominateTo(node string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) { p.Status.NominatedNodeName = node }
 }
 
-func create(obj runtime.Object) request { return request{op: admission.Create, object: obj} }
-func del(obj runtime.Object) request    { return request{op: admission.Delete, oldObject: obj} }
+func create(obj runtime.Object) request { return request{op: admission.Create, object: admitted(obj)} }
+
+// admitted is obj as the API server hands a create of it to validating
+// admission: a VM (a custom resource with a status subresource) without
+// its status, and with the metadata the server sets (the generic
+// registry's BeforeCreate and the custom resource strategy's
+// PrepareForCreate).
+func admitted(obj runtime.Object) runtime.Object {
+	if _, isVM := obj.(*kubevirtv1.VirtualMachine); !isVM {
+		if u, ok := obj.(*unstructured.Unstructured); !ok || u.GetKind() != "VirtualMachine" {
+			return obj
+		}
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	delete(u.Object, "status")
+	u.SetUID("uid-created")
+	u.SetCreationTimestamp(metav1.Now())
+	u.SetGeneration(1)
+	u.SetDeletionTimestamp(nil)
+	u.SetDeletionGracePeriodSeconds(nil)
+	return u
+}
+func del(obj runtime.Object) request { return request{op: admission.Delete, oldObject: obj} }
 func update(obj runtime.Object) request {
 	return request{op: admission.Update, object: obj, oldObject: obj.DeepCopyObject()}
 }
@@ -277,14 +314,16 @@ func (r request) resource() string {
 		return virtualMachineInstances
 	case *corev1.Pod, *policyv1.Eviction:
 		return "pods"
+	case *corev1.Event:
+		return "events"
 	}
 	return virtualMachines
 }
 
 // gvr is the request's resource, without its subresource.
 func (r request) gvr() schema.GroupVersionResource {
-	if r.resource() == "pods" {
-		return corev1.SchemeGroupVersion.WithResource("pods")
+	if r.resource() == "pods" || r.resource() == "events" {
+		return corev1.SchemeGroupVersion.WithResource(r.resource())
 	}
 	return kubevirtv1.SchemeGroupVersion.WithResource(r.resource())
 }
@@ -324,7 +363,7 @@ func (f *fleet) user(tok token) user.Info {
 // any expression that does not compile. It allows only the CEL that
 // Kubernetes 1.30, the first to serve admissionregistration.k8s.io/v1
 // policies as the scaffold writes them, accepts in a new policy.
-func compile(t *testing.T, policy *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Validator {
+func compile(t testing.TB, policy *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Validator {
 	t.Helper()
 	decls := admissioncel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
 	compiler, err := admissioncel.NewCompositedCompiler(environment.MustBaseEnvSet(version.MajorMinor(1, 30)))
@@ -380,11 +419,12 @@ type boundPolicy struct {
 }
 
 // policies compiles the scaffold's policies.
-func (f *fleet) policies(t *testing.T) []boundPolicy {
+func (f *fleet) policies(t testing.TB) []boundPolicy {
 	t.Helper()
 	policies := []boundPolicy{
 		{f.p.admissionPolicy(), f.p.admissionPolicyBinding(), compile(t, f.p.admissionPolicy())},
 		{f.p.guardPolicy(), f.p.guardPolicyBinding(), compile(t, f.p.guardPolicy())},
+		{f.p.eventPolicy(), f.p.eventPolicyBinding(), compile(t, f.p.eventPolicy())},
 	}
 	if f.p.hasPodPolicy() {
 		policies = append(policies, boundPolicy{f.p.podPolicy(), f.p.podPolicyBinding(), compile(t, f.p.podPolicy())})
@@ -396,7 +436,7 @@ func (f *fleet) policies(t *testing.T) []boundPolicy {
 // hold maps, and cannot be a map key.
 func (f *fleet) policiesKey(t *testing.T) string {
 	t.Helper()
-	objs := []any{f.p.admissionPolicy(), f.p.guardPolicy()}
+	objs := []any{f.p.admissionPolicy(), f.p.guardPolicy(), f.p.eventPolicy()}
 	if f.p.hasPodPolicy() {
 		objs = append(objs, f.p.podPolicy())
 	}
@@ -477,6 +517,23 @@ func (r request) selectedBy(m *admissionregistrationv1.MatchResources) bool {
 // server sends r to; a refusal that no rule explains is an error.
 func (f *fleet) refusals(t *testing.T, policies []boundPolicy, r request) []string {
 	t.Helper()
+	var refused []string
+	for _, d := range f.denials(t, policies, r) {
+		rule := ruleOf(d.Message)
+		if d.Evaluation != validating.EvalDeny || rule == "" {
+			t.Errorf("%s refused by no rule: %s", d.Evaluation, d.Message)
+			continue
+		}
+		refused = append(refused, rule)
+	}
+	slices.Sort(refused)
+	return refused
+}
+
+// denials are the decisions that refuse r in every policy the API server
+// sends r to.
+func (f *fleet) denials(t testing.TB, policies []boundPolicy, r request) []validating.PolicyDecision {
+	t.Helper()
 	target := r.target()
 	gvk := r.object
 	if gvk == nil {
@@ -491,7 +548,7 @@ func (f *fleet) refusals(t *testing.T, policies []boundPolicy, r request) []stri
 		VersionedOldObject: r.oldObject,
 		VersionedKind:      kind,
 	}
-	var refused []string
+	var denied []validating.PolicyDecision
 	for _, bp := range policies {
 		if !r.selectedBy(bp.policy.Spec.MatchConstraints) || !r.selectedBy(bp.binding.Spec.MatchResources) {
 			continue
@@ -499,28 +556,46 @@ func (f *fleet) refusals(t *testing.T, policies []boundPolicy, r request) []stri
 		var params runtime.Object
 		if bp.policy.Spec.ParamKind != nil {
 			params = f.proto
+			if f.stored != nil {
+				params = f.stored
+			}
 		}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target.GetNamespace(), Labels: map[string]string{corev1.LabelMetadataName: target.GetNamespace()}}}
 		res := bp.validator.Validate(t.Context(), gvr, attrs, params, ns, celconfig.RuntimeCELCostBudget, nil)
 		for _, d := range res.Decisions {
-			if d.Action != validating.ActionDeny {
-				continue
+			if d.Action == validating.ActionDeny {
+				d.Message = bp.policy.Name + ": " + d.Message
+				denied = append(denied, d)
 			}
-			rule := ruleOf(d.Message)
-			if d.Evaluation != validating.EvalDeny || rule == "" {
-				t.Errorf("%s: %s refused by no rule: %s", bp.policy.Name, d.Evaluation, d.Message)
-				continue
-			}
-			refused = append(refused, rule)
 		}
 	}
-	slices.Sort(refused)
-	return refused
+	return denied
 }
 
 // shrink resizes an agent's Pod to its own requests and limits.
 func shrink(pod *corev1.Pod) {
 	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: OwnRequests(), Limits: OwnLimits()}
+}
+
+// unknownField is vm as JSON with a field this build's types do not have
+// at path, as a newer KubeVirt or Kubernetes may serve.
+func unknownField(t *testing.T, vm *kubevirtv1.VirtualMachine, path ...string) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(obj, "on", path...); err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// launcherClass gives vm the launcher priority class class, as derive does
+// for an agent that holds its VM's room.
+func launcherClass(vm *kubevirtv1.VirtualMachine, class string) {
+	vm.Spec.Template.Spec.PriorityClassName = class
+	vm.Annotations[contract.AnnotationLauncherPriorityClass] = class
 }
 
 // annotationAllowClaimAdoption lets CDI make a DataVolume of an existing
@@ -579,7 +654,15 @@ func TestAdmissionPolicies(t *testing.T) {
 		// class, which never preempts; never one that would let it
 		// preempt others.
 		{name: "create its own VM with the launcher priority class", fleet: reserving, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { launcherClass(vm, f.p.launcherPriorityClassName()) }))
+		}},
+		{name: "create its own VM with the launcher priority class, not named in its annotation", fleet: reserving, refuse: []string{rulePriority}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.PriorityClassName = f.p.launcherPriorityClassName() }))
+		}},
+		{name: "create its own VM naming the launcher priority class without it", fleet: reserving, refuse: []string{rulePriority}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Annotations[contract.AnnotationLauncherPriorityClass] = f.p.launcherPriorityClassName()
+			}))
 		}},
 		{name: "create its own VM with another priority class", fleet: reserving, refuse: []string{rulePriority}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.PriorityClassName = "system-node-critical" }))
@@ -591,38 +674,38 @@ func TestAdmissionPolicies(t *testing.T) {
 			return create(f.own(t, func(vm *vm) { vm.Name = derive.Name(f.p.Prototype, f.other.Name) }))
 		}},
 		{name: "create a second VM", refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Name += "-2"; vm.Spec.Template.Spec.Hostname = "" }))
+			return create(f.own(t, func(vm *vm) { vm.Name += "-2"; vm.Spec.Template.Spec.Hostname = vm.Name }))
 		}},
-		{name: "create another Pod's VM", refuse: []string{ruleUID, ruleName, ruleRunsOwned, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+		{name: "create another Pod's VM", refuse: []string{ruleAnnotations, ruleIdentity, ruleLabels, ruleName, ruleOwner, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
 			return create(f.vm(t, f.other, nil))
 		}},
-		{name: "create its VM with another Pod's UID", refuse: []string{ruleUID}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with another Pod's UID", refuse: []string{ruleAnnotations}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPodUID] = string(otherPodUID) }))
 		}},
-		{name: "create its VM without its Pod's UID", refuse: []string{ruleUID}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM without its Pod's UID", refuse: []string{ruleAnnotations}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { delete(vm.Annotations, contract.AnnotationPodUID) }))
 		}},
-		{name: "create its VM halted", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM halted", refuse: []string{ruleRuns}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyHalted) }))
 		}},
-		{name: "create its VM owned by another Pod", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM owned by another Pod", refuse: []string{ruleOwner}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.OwnerReferences[0].Name, vm.OwnerReferences[0].UID = f.other.Name, f.other.UID }))
 		}},
-		{name: "create its VM owned by an earlier Pod of its name", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM owned by an earlier Pod of its name", refuse: []string{ruleOwner}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.OwnerReferences[0].UID = otherPodUID }))
 		}},
-		{name: "create its VM owned by its Pod and by a ReplicaSet", refuse: []string{ruleRunsOwned}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM owned by its Pod and by a ReplicaSet", refuse: []string{ruleOwner}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.OwnerReferences = append(vm.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: f.pod.Name, UID: f.pod.UID})
 			}))
 		}},
-		{name: "create its VM owned by nothing", try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM owned by nothing", refuse: []string{ruleOwner}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.OwnerReferences = nil }))
 		}},
 
 		// Volumes: the prototype's, with its dataVolumeTemplates' claims
 		// renamed per VM.
-		{name: "create its VM with a serviceAccount volume", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with a serviceAccount volume", refuse: []string{ruleUnlisted, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				spec := &vm.Spec.Template.Spec
 				spec.Volumes = append(spec.Volumes, kubevirtv1.Volume{Name: "stolen",
@@ -797,10 +880,10 @@ func TestAdmissionPolicies(t *testing.T) {
 		}},
 
 		// DNS names.
-		{name: "create its VM with its Pod's hostname", try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with its Pod's hostname", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Hostname = f.pod.Name }))
 		}},
-		{name: "create its VM with no hostname", try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with no hostname", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Hostname = "" }))
 		}},
 		{name: "create its VM with another VM's hostname", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
@@ -816,57 +899,222 @@ func TestAdmissionPolicies(t *testing.T) {
 		{name: "a Deployment's VM in a StatefulSet's subdomain", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Subdomain = f.p.Name }))
 		}},
-		{name: "create its VM labelled for a subdomain it is not in", refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM labelled for a subdomain it is not in", refuse: []string{ruleLabels}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain] = "db" }))
 		}},
 
 		// What reaches beyond the guest: all as the prototype has it.
-		{name: "create its VM with a host device", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with a host device", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.Spec.Template.Spec.Domain.Devices.HostDevices = []kubevirtv1.HostDevice{{Name: "nic", DeviceName: "intel.com/sriov"}}
 			}))
 		}},
-		{name: "create its VM with a GPU", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with a GPU", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.Spec.Template.Spec.Domain.Devices.GPUs = []kubevirtv1.GPU{{Name: "gpu", DeviceName: "nvidia.com/GA102"}}
 			}))
 		}},
-		{name: "create its VM with a filesystem", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with a filesystem", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.Spec.Template.Spec.Domain.Devices.Filesystems = []kubevirtv1.Filesystem{{Name: "shared", Virtiofs: &kubevirtv1.FilesystemVirtiofs{}}}
 			}))
 		}},
-		{name: "create its VM with downward metrics", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with downward metrics", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Domain.Devices.DownwardMetrics = &kubevirtv1.DownwardMetrics{} }))
 		}},
-		{name: "create its VM with access credentials", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with access credentials", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.Spec.Template.Spec.AccessCredentials = []kubevirtv1.AccessCredential{{SSHPublicKey: &kubevirtv1.SSHPublicKeyAccessCredential{
 					Source: kubevirtv1.SSHPublicKeyAccessCredentialSource{Secret: &kubevirtv1.AccessCredentialSecretSource{SecretName: "db-password"}}}}}
 			}))
 		}},
-		{name: "create its VM on another network", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM on another network", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.Spec.Template.Spec.Networks = append(vm.Spec.Template.Spec.Networks,
 					kubevirtv1.Network{Name: "storage", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "storage-net"}}})
 			}))
 		}},
-		{name: "create its VM with a hook sidecar", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with a hook sidecar", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.Spec.Template.ObjectMeta.Annotations["hooks.kubevirt.io/hookSidecars"] = `[{"image": "example.com/evil:1"}]`
 			}))
 		}},
-		{name: "create its VM of another instancetype", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM of another instancetype", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Instancetype.Name = "u1.2xlarge" }))
 		}},
-		{name: "create its VM of an instancetype of another kind", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM of an instancetype of another kind", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Instancetype.Kind = "VirtualMachineInstancetype" }))
 		}},
-		{name: "create its VM of another preference", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM of another preference", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Preference.Name = "windows" }))
 		}},
-		{name: "create its VM of a preference of another kind", refuse: []string{ruleHostAccess}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM of a preference of another kind", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Preference.Kind = "VirtualMachinePreference" }))
+		}},
+
+		// Refused by default: every field the prototype's but those derive
+		// sets, each to its rule (the findings of issue 48 first).
+		{name: "create its VM booting its own kernel", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Domain.Firmware.KernelBoot = &kubevirtv1.KernelBoot{
+					Container: &kubevirtv1.KernelBootContainer{Image: "attacker.example/evil-kernel", KernelPath: "/boot/vmlinuz"}}
+			}))
+		}},
+		{name: "create its VM with another app's template label", refuse: []string{ruleLabels}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels["app"] = "payments" }))
+		}},
+		{name: "create its VM with a template label added", refuse: []string{ruleLabels}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels["tier"] = "payments" }))
+		}},
+		{name: "create its VM without a template label of the prototype's", refuse: []string{ruleLabels}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { delete(vm.Spec.Template.ObjectMeta.Labels, "app") }))
+		}},
+		{name: "create its VM with another app's label", refuse: []string{ruleLabels}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Labels["app"] = "payments" }))
+		}},
+		{name: "create its VM with another Pod in its template's labels", refuse: []string{ruleLabels}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels[contract.LabelPod] = f.other.Name }))
+		}},
+		{name: "create its VM with another Pod in its labels", refuse: []string{ruleLabels}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Labels[contract.LabelPod] = f.other.Name }))
+		}},
+		{name: "create its VM probing a host it picks", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.ReadinessProbe = &kubevirtv1.Probe{Handler: kubevirtv1.Handler{HTTPGet: &corev1.HTTPGetAction{
+					Host: "169.254.169.254", Path: "/latest/meta-data/", Port: intstr.FromInt32(80)}}}
+			}))
+		}},
+		{name: "create its VM with a MAC address", refuse: []string{ruleIdentity}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].MacAddress = "02:00:00:0a:0b:0c" }))
+		}},
+		{name: "create its VM bridged in place of masquerade", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].InterfaceBindingMethod = kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}
+			}))
+		}},
+		{name: "create its VM tolerating all and on the control plane", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+				vm.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+			}))
+		}},
+		{name: "create its VM with another scheduler", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.SchedulerName = "my-scheduler" }))
+		}},
+		{name: "create its VM never evicted", refuse: []string{ruleRuns}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyNone) }))
+		}},
+		{name: "create its VM running, as well as always", refuse: []string{ruleRuns}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Running = ptr.To(true) }))
+		}},
+		{name: "create its VM with a persistent TPM", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Domain.Devices.TPM = &kubevirtv1.TPMDevice{Persistent: ptr.To(true)}
+			}))
+		}},
+		{name: "create its VM with another firmware UUID", refuse: []string{ruleIdentity}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Domain.Firmware.UUID = "5d307ca9-b3ef-428c-8861-06e72d69f223" }))
+		}},
+		{name: "create its VM with another firmware serial", refuse: []string{ruleIdentity}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Domain.Firmware.Serial = string(otherPodUID) }))
+		}},
+		{name: "create its VM with its own DNS config", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.53"}}
+				vm.Spec.Template.Spec.DNSPolicy = corev1.DNSNone
+			}))
+		}},
+		{name: "create its VM with another app's resource claim", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.ResourceClaims = []kubevirtv1.VirtualMachineInstanceResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("payments-gpu")}}
+			}))
+		}},
+		{name: "create its VM with a finalizer", refuse: []string{ruleMetadata}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Finalizers = []string{"example.com/never"} }))
+		}},
+		{name: "create its VM with a generateName", refuse: []string{ruleMetadata}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.GenerateName = "web-" }))
+		}},
+		{name: "create its VM with a name in its template", refuse: []string{ruleMetadata}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Name = "web" }))
+		}},
+		{name: "create its VM with a field this build does not know", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(unknownField(t, f.own(t, nil), "spec", "template", "spec", "domain", "futureDevice"))
+		}},
+		{name: "create its VM with a field this build does not know in its metadata", refuse: []string{ruleMetadata}, try: func(t *testing.T, f *fleet) request {
+			return create(unknownField(t, f.own(t, nil), "metadata", "futureField"))
+		}},
+		{name: "create its VM of another kind of object", refuse: []string{ruleMetadata}, try: func(t *testing.T, f *fleet) request {
+			return create(unknownField(t, f.own(t, nil), "futureField"))
+		}},
+		{name: "create its VM pinned to another node", refuse: []string{ruleAnnotations, rulePin}, try: func(t *testing.T, f *fleet) request {
+			return create(f.vm(t, derive.Pod{Name: f.pod.Name, Namespace: f.pod.Namespace, UID: f.pod.UID, Node: "node-2"}, nil))
+		}},
+		{name: "create its VM pinned to no node", refuse: []string{rulePin}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Affinity = nil }))
+		}},
+		{name: "create its VM with a node selector term that pins nothing", refuse: []string{rulePin}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				required := vm.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+				required.NodeSelectorTerms = append(required.NodeSelectorTerms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "kubernetes.io/os", Operator: corev1.NodeSelectorOpExists}}})
+			}))
+		}},
+		{name: "create its own VM beside a prototype with node selector terms", try: func(t *testing.T, f *fleet) request {
+			f.proto.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{
+					{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}},
+					{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"node-9"}}}},
+				}}}}
+			return create(f.own(t, nil))
+		}},
+		{name: "create its VM with a node selector term of the prototype's changed", refuse: []string{rulePin}, try: func(t *testing.T, f *fleet) request {
+			f.proto.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}}}}}
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"arm64"}
+			}))
+		}},
+		{name: "create its VM with a preferred node of its own", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = []corev1.PreferredSchedulingTerm{{Weight: 100,
+					Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "disk", Operator: corev1.NodeSelectorOpExists}}}}}
+			}))
+		}},
+		{name: "create its VM with the prototype's instancetype revision", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Instancetype.RevisionName = "testvm-u1.small-1" }))
+		}},
+		{name: "create its VM with KubeVirt's PCI topology where the prototype has none", try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.ObjectMeta.Annotations[kubevirtv1.PciTopologyVersionAnnotation] = kubevirtv1.PciTopologyVersionV3
+			}))
+		}},
+		{name: "create its VM with an older PCI topology where the prototype has none", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.ObjectMeta.Annotations[kubevirtv1.PciTopologyVersionAnnotation] = kubevirtv1.PciTopologyVersionV2
+			}))
+		}},
+		{name: "create its VM with another PCI topology than the prototype's", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			f.proto.Spec.Template.ObjectMeta.Annotations[kubevirtv1.PciTopologyVersionAnnotation] = kubevirtv1.PciTopologyVersionV2
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.ObjectMeta.Annotations[kubevirtv1.PciTopologyVersionAnnotation] = kubevirtv1.PciTopologyVersionV3
+			}))
+		}},
+		{name: "create its VM owned by its Pod, blocking its deletion", refuse: []string{ruleOwner}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.OwnerReferences[0].BlockOwnerDeletion = ptr.To(true) }))
+		}},
+		{name: "create its VM with the prototype's last applied configuration", refuse: []string{ruleAnnotations}, try: func(t *testing.T, f *fleet) request {
+			f.proto.Annotations[corev1.LastAppliedConfigAnnotation] = "{}"
+			return create(f.own(t, func(vm *vm) { vm.Annotations[corev1.LastAppliedConfigAnnotation] = "{}" }))
+		}},
+		{name: "create its VM of another prototype generation", refuse: []string{ruleAnnotations}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPrototypeGeneration] = "1" }))
+		}},
+		{name: "create its VM for another node", refuse: []string{ruleAnnotations}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationNode] = "node-2" }))
+		}},
+		{name: "create its VM with an annotation added", refuse: []string{ruleAnnotations}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations["kubevirt.io/immediate-data-volume-creation"] = "false" }))
 		}},
 
 		// The guard: the agent's own VM by its labels and annotations, never
@@ -901,25 +1149,25 @@ func TestAdmissionPolicies(t *testing.T) {
 		{name: "delete its VM relabelled for another prototype", refuse: []string{ruleLabelled, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
 			return del(f.own(t, func(vm *vm) { vm.Labels[contract.LabelPrototype] = "db" }))
 		}},
-		{name: "create its VM without the Pod label", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM without the Pod label", refuse: []string{ruleLabels, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { delete(vm.Labels, contract.LabelPod) }))
 		}},
-		{name: "create its VM for a Pod of another namespace", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM for a Pod of another namespace", refuse: []string{ruleAnnotations, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPodNamespace] = "other" }))
 		}},
-		{name: "create its VM for another prototype name", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM for another prototype name", refuse: []string{ruleAnnotations, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPrototypeName] = "db" }))
 		}},
-		{name: "create its VM for a prototype in another namespace", refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM for a prototype in another namespace", refuse: []string{ruleAnnotations, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPrototypeNamespace] = "other" }))
 		}},
 
 		// The token: an agent's Pod's bound one.
-		{name: "create its VM with a token bound to no Pod", refuse: []string{ruleUID, ruleName, ruleRunsOwned, ruleBoundPod, ruleOwnVM},
+		{name: "create its VM with a token bound to no Pod", refuse: []string{ruleAnnotations, ruleIdentity, ruleLabels, ruleName, ruleOwner, rulePin, ruleBoundPod, ruleOwnVM},
 			try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)).as(noPodToken) }},
 		{name: "delete its VM with a token bound to no Pod", refuse: []string{ruleBoundPod, ruleOwnVM},
 			try: func(t *testing.T, f *fleet) request { return del(f.own(t, nil)).as(noPodToken) }},
-		{name: "create its VM as the ServiceAccount impersonated", refuse: []string{ruleUID, ruleName, ruleRunsOwned, ruleBoundPod, ruleOwnVM},
+		{name: "create its VM as the ServiceAccount impersonated", refuse: []string{ruleAnnotations, ruleIdentity, ruleLabels, ruleName, ruleOwner, rulePin, ruleBoundPod, ruleOwnVM},
 			try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)).as(impersonated) }},
 		{name: "delete its VM as the ServiceAccount impersonated", refuse: []string{ruleBoundPod, ruleOwnVM},
 			try: func(t *testing.T, f *fleet) request { return del(f.own(t, nil)).as(impersonated) }},
@@ -959,7 +1207,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		{name: "create its own Pod's VM beside another namespace's prototype", fleet: prototypeElsewhere, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, nil))
 		}},
-		{name: "create its VM for a prototype beside it", fleet: prototypeElsewhere, refuse: []string{ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM for a prototype beside it", fleet: prototypeElsewhere, refuse: []string{ruleAnnotations, ruleOwnVM}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationPrototypeNamespace] = f.p.Namespace }))
 		}},
 		{name: "delete its VM named as the prototype, beside another namespace's prototype", fleet: prototypeElsewhere, try: func(t *testing.T, f *fleet) request {
@@ -969,7 +1217,7 @@ func TestAdmissionPolicies(t *testing.T) {
 
 		// A StatefulSet's VMs are named in DNS for their Pods.
 		{name: "create a StatefulSet Pod's VM", fleet: statefulSet, try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
-		{name: "create a StatefulSet Pod's VM in the prototype's subdomain", fleet: statefulSet, try: func(t *testing.T, f *fleet) request {
+		{name: "create a StatefulSet Pod's VM in the prototype's subdomain", fleet: statefulSet, refuse: []string{ruleDNSName, ruleLabels}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.Spec.Template.Spec.Subdomain = ""
 				delete(vm.Spec.Template.ObjectMeta.Labels, contract.LabelSubdomain)
@@ -978,7 +1226,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		{name: "create a StatefulSet Pod's VM with another Pod's hostname", fleet: statefulSet, refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Hostname = f.other.Name }))
 		}},
-		{name: "create a StatefulSet Pod's VM labelled for another subdomain", fleet: statefulSet, refuse: []string{ruleDNSName}, try: func(t *testing.T, f *fleet) request {
+		{name: "create a StatefulSet Pod's VM labelled for another subdomain", fleet: statefulSet, refuse: []string{ruleLabels}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain] = "db" }))
 		}},
 
@@ -987,24 +1235,27 @@ func TestAdmissionPolicies(t *testing.T) {
 		{name: "create a VM of a long name of another prototype", fleet: longPrototype, refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				vm.Name = derive.Name("x"+f.p.Prototype, f.pod.Name)
-				vm.Spec.Template.Spec.Hostname = ""
+				vm.Spec.Template.Spec.Hostname = vm.Name
 			}))
 		}},
 		{name: "create a VM of a long name without the hyphen before its hash", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				cut := len(vm.Name) - 11
 				vm.Name = vm.Name[:cut] + "x" + vm.Name[cut+1:]
-				vm.Spec.Template.Spec.Hostname = ""
+				vm.Spec.Template.Spec.Hostname = vm.Name
 			}))
 		}},
 		{name: "create a VM of a long name cut shorter than derive cuts it", fleet: longPrototype, refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Name = vm.Name[:20] + vm.Name[len(vm.Name)-11:]; vm.Spec.Template.Spec.Hostname = "" }))
+			return create(f.own(t, func(vm *vm) {
+				vm.Name = vm.Name[:20] + vm.Name[len(vm.Name)-11:]
+				vm.Spec.Template.Spec.Hostname = vm.Name
+			}))
 		}},
 		{name: "create a VM of a long name whose hash is not derive's alphabet", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Name = vm.Name[:len(vm.Name)-1] + "1"; vm.Spec.Template.Spec.Hostname = "" }))
+			return create(f.own(t, func(vm *vm) { vm.Name = vm.Name[:len(vm.Name)-1] + "1"; vm.Spec.Template.Spec.Hostname = vm.Name }))
 		}},
 		{name: "create a VM of a short name for a long one", fleet: longPrototype, refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Name = "web"; vm.Spec.Template.Spec.Hostname = "" }))
+			return create(f.own(t, func(vm *vm) { vm.Name = "web"; vm.Spec.Template.Spec.Hostname = vm.Name }))
 		}},
 		{name: "delete a VMI with no Pod label, as a Pod whose name is cut in labels", fleet: longPrototype, refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
 			vmi := vmi(f.own(t, nil))
@@ -1149,9 +1400,10 @@ func TestAdmissionPolicies(t *testing.T) {
 			seen[r] = true
 		}
 	}
-	// A rule no case expects to refuse could be broken unnoticed.
+	// A rule no case expects to refuse could be broken unnoticed; the event
+	// policy's have TestAgentEventsAdmitted.
 	for _, r := range allRules() {
-		if !seen[r] {
+		if !seen[r] && r != ruleOwnEvent && r != ruleEventSigned {
 			t.Errorf("no case is refused by %q", r)
 		}
 	}

@@ -34,7 +34,8 @@ func Build(p Params) ([]runtime.Object, error) {
 		objs = append(objs, store)
 	}
 	if p.AdmissionPolicy {
-		objs = append(objs, p.admissionPolicy(), p.admissionPolicyBinding(), p.guardPolicy(), p.guardPolicyBinding())
+		objs = append(objs, p.admissionPolicy(), p.admissionPolicyBinding(), p.guardPolicy(), p.guardPolicyBinding(),
+			p.eventPolicy(), p.eventPolicyBinding())
 	}
 	if p.hasPodPolicy() {
 		objs = append(objs, p.podPolicy(), p.podPolicyBinding())

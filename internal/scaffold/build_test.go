@@ -142,6 +142,8 @@ func TestBuildObjects(t *testing.T) {
 				"ValidatingAdmissionPolicyBinding /web.vms",
 				"ValidatingAdmissionPolicy /web-guard.vms",
 				"ValidatingAdmissionPolicyBinding /web-guard.vms",
+				"ValidatingAdmissionPolicy /web-events.vms",
+				"ValidatingAdmissionPolicyBinding /web-events.vms",
 				"Service vms/web",
 				"StatefulSet vms/web",
 				"Service vms/web-vms",
@@ -684,7 +686,7 @@ func TestAdmissionPolicyNamesAreUniquePerNamespace(t *testing.T) {
 			}
 		}
 	}
-	if len(names) != 12 {
-		t.Errorf("got %d shared-scope objects, want 12: %v", len(names), names)
+	if len(names) != 16 {
+		t.Errorf("got %d shared-scope objects, want 16: %v", len(names), names)
 	}
 }

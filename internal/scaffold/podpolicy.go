@@ -109,6 +109,7 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 
 // podStatusFields are the fields of a PodStatus (Kubernetes 1.36) but
 // nominatedNodeName: those a nomination leaves as they were.
+// TestPodStatusFieldsAreKubernetes fails when k8s.io/api's differ.
 var podStatusFields = []string{
 	"observedGeneration", "phase", "conditions", "message", "reason",
 	"hostIP", "hostIPs", "podIP", "podIPs", "startTime",

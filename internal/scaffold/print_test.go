@@ -33,7 +33,7 @@ func TestWriteYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, unwanted := range []string{"creationTimestamp", "status:", ": {}", ": null"} {
+	for _, unwanted := range []string{"creationTimestamp:", "status:", ": {}", ": null"} {
 		if strings.Contains(out, unwanted) {
 			t.Errorf("output contains %q:\n%s", unwanted, out)
 		}
@@ -58,6 +58,7 @@ func TestWriteYAML(t *testing.T) {
 	}
 	want := []string{"ServiceAccount", "Role", "RoleBinding", "Role", "RoleBinding",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 		"Service", "StatefulSet", "Service", "PodDisruptionBudget"}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Errorf("kinds (-want +got):\n%s", diff)
@@ -85,7 +86,7 @@ func TestWriteJSON(t *testing.T) {
 	if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) != len(objs) {
 		t.Errorf("got %s %s with %d items, want v1 List with %d", list.APIVersion, list.Kind, len(list.Items), len(objs))
 	}
-	if strings.Contains(buf.String(), "creationTimestamp") || strings.Contains(buf.String(), `"status"`) {
+	if strings.Contains(buf.String(), `"creationTimestamp"`) || strings.Contains(buf.String(), `"status"`) {
 		t.Errorf("output carries creationTimestamp or status:\n%s", buf.String())
 	}
 	if !strings.HasSuffix(buf.String(), "}\n") {

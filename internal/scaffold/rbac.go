@@ -50,6 +50,9 @@ func (p Params) VMRules() []rbacv1.PolicyRule {
 			Verbs: []string{"create", "get", "list", "watch", "delete"},
 		},
 		{
+			// client-go's recorder creates an Event and patches it to
+			// count a repeat; the event policy (eventPolicy) keeps both to
+			// Events about the agent's own Pod.
 			APIGroups: []string{""},
 			Resources: []string{"events"},
 			Verbs:     []string{"create", "patch"},

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 )
 
 func TestExecName(t *testing.T) {
@@ -48,7 +50,7 @@ func writeModule(t *testing.T) string {
 
 func TestBuildCommands(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
+		ci.Skip(t, "no go command")
 	}
 	mod := writeModule(t)
 	bin := filepath.Join(t.TempDir(), "bin")

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 )
 
@@ -367,7 +368,7 @@ func TestCluster(t *testing.T) {
 	t.Run("kubectl reads the server version", func(t *testing.T) {
 		kubectl, err := exec.LookPath("kubectl")
 		if err != nil {
-			t.Skip("kubectl is not on PATH")
+			ci.Skip(t, "kubectl is not on PATH")
 		}
 		out, err := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", c.Kubeconfig, "version", "-o", "json").Output()
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -18,12 +17,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // createPrototype creates testdata/guest.yaml's prototype in ns: its VMs
@@ -35,8 +36,11 @@ func createPrototype(t *testing.T, ns string) {
 
 // repoFile is the path of a file in the repository.
 func repoFile(rel string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", rel)
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		panic(err) // the tests run in the checkout, where RepoRoot finds it
+	}
+	return filepath.Join(root, rel)
 }
 
 // guestBoot bounds a guest's way from its agent Pod's creation to its
@@ -103,7 +107,11 @@ func drainPowersOff(t *testing.T, ns string, pods []corev1.Pod) {
 	var evicted, kept corev1.Pod
 	eventually(t, drainTimeout, "one agent Pod to be evicted and go", func(ctx context.Context) (bool, string, error) {
 		for i, p := range pods {
-			if _, err := e.kube.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{}); err != nil {
+			gone, err := podGone(ctx, ns, p)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			if gone {
 				evicted, kept = p, pods[1-i]
 				return true, "", nil
 			}
@@ -298,7 +306,12 @@ func scaleDownPowersOff(t *testing.T, ns string, pods []corev1.Pod) {
 	eventually(t, time.Minute, "the Deployment to pick a Pod to remove", func(ctx context.Context) (bool, string, error) {
 		for _, p := range pods {
 			cur, err := e.kube.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
-			if err == nil && cur.DeletionTimestamp == nil {
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				// Not an answer about the Pod: ask again.
+				return false, err.Error(), nil
+			case cur.UID == p.UID && cur.DeletionTimestamp == nil:
 				continue
 			}
 			gone = p

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
@@ -26,7 +28,7 @@ import (
 func namespace(t *testing.T) string {
 	t.Helper()
 	if skipReason != "" {
-		t.Skip(skipReason)
+		ci.Skip(t, skipReason)
 	}
 	return testcluster.Namespace(t, e.kube, func(ns string) {
 		t.Logf("kubelet log (last lines):\n%s", testcluster.Tail(e.node.LogFile(node.Kubelet), 25))
@@ -108,4 +110,18 @@ func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodConditi
 		}
 	}
 	return nil
+}
+
+// podGone reports whether Pod p is gone: the API server answers NotFound
+// for its name, or holds another Pod of that name. Any other error says
+// nothing of p, and is returned.
+func podGone(ctx context.Context, ns string, p corev1.Pod) (bool, error) {
+	cur, err := e.kube.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return cur.UID != p.UID, nil
 }

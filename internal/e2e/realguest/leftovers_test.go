@@ -42,25 +42,37 @@ func nothingLeftOf(t *testing.T, ns, vmi string, pods ...types.UID) {
 				t.Errorf("a mount of Pod %s is left: %s", uid, line)
 			}
 		}
-		for _, c := range podCgroups(uid) {
+		for _, c := range podCgroups(t, uid) {
 			t.Errorf("a cgroup of Pod %s is left: %s", uid, c)
 		}
 	}
 }
 
 // podCgroups lists the cgroups of Pod uid under the node's cgroup root, in
-// every hierarchy (the kubelet's cgroupfs names them pod<uid>, under a QoS
-// class's cgroup or not).
-func podCgroups(uid types.UID) []string {
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*" + node.CgroupRoot)
+// every hierarchy the machine mounts, v1's controllers and v2's unified one,
+// as the harness finds them (node.CgroupHierarchies): the kubelet's
+// cgroupfs names them pod<uid>, under a QoS class's cgroup or not. It fails
+// t where it finds no hierarchy holding the node's cgroup root, as it could
+// find no leftover there either.
+func podCgroups(t *testing.T, uid types.UID) []string {
+	t.Helper()
 	var found []string
-	for _, root := range roots {
+	roots := 0
+	for _, h := range node.CgroupHierarchies() {
+		root := filepath.Join(h, node.CgroupRoot)
+		if _, err := os.Stat(root); err != nil {
+			continue
+		}
+		roots++
 		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() && d.Name() == "pod"+string(uid) {
 				found = append(found, p)
 			}
 			return nil
 		})
+	}
+	if roots == 0 {
+		t.Fatalf("no cgroup hierarchy of %v holds the node's cgroup root %s: cannot look for the cgroups Pod %s left", node.CgroupHierarchies(), node.CgroupRoot, uid)
 	}
 	return found
 }

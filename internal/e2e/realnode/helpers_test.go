@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
 
@@ -32,7 +32,7 @@ import (
 func namespace(t *testing.T) string {
 	t.Helper()
 	if skipReason != "" {
-		t.Skip(skipReason)
+		ci.Skip(t, skipReason)
 	}
 	return testcluster.Namespace(t, e.kube, func(ns string) {
 		t.Logf("kubelet log (last lines):\n%s", testcluster.Tail(e.node.LogFile(node.Kubelet), 25))
@@ -46,8 +46,11 @@ func namespace(t *testing.T) string {
 
 // repoFile is the path of a file in the repository.
 func repoFile(rel string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", rel)
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		panic(err) // the tests run in the checkout, where RepoRoot finds it
+	}
+	return filepath.Join(root, rel)
 }
 
 // createPrototype creates the prototype VM of testdata/<file> in ns.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/guest"
 )
 
@@ -36,7 +37,7 @@ const hostname = "vmctl-guest-test"
 // shutdown), so qemu exits 0.
 func TestGuestBootsServesAndPowersOff(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the guest's test runs as root, as make e2e does (hack/node-deps.sh installs qemu then)")
+		ci.Skip(t, "the guest's test runs as root, as make e2e does (hack/node-deps.sh installs qemu then)")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()

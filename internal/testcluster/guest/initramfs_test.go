@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 )
 
 func TestInitramfsEntries(t *testing.T) {
@@ -54,7 +56,7 @@ func TestInitramfsEntries(t *testing.T) {
 func TestScriptsParse(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		ci.Skip(t, "no sh")
 	}
 	for name, script := range map[string][]byte{"init.sh": initScript, "udhcpc.sh": udhcpcScript, "power.sh": powerScript} {
 		if !strings.HasPrefix(string(script), "#!/bin/sh\n") {

@@ -274,9 +274,9 @@ func linkExists(name string) bool {
 	return err == nil
 }
 
-// cgroupHierarchies lists the mounted cgroup hierarchies (v1 controllers and
+// CgroupHierarchies lists the mounted cgroup hierarchies (v1 controllers and
 // the v2 one).
-func cgroupHierarchies() []string {
+func CgroupHierarchies() []string {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil
@@ -303,7 +303,7 @@ func killCgroupProcesses() error {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		pids := map[int]bool{}
-		for _, h := range cgroupHierarchies() {
+		for _, h := range CgroupHierarchies() {
 			_ = filepath.WalkDir(filepath.Join(h, CgroupRoot), func(p string, d fs.DirEntry, err error) error {
 				if err != nil || !d.IsDir() {
 					return nil
@@ -526,7 +526,7 @@ func hasRules(listing string) bool {
 // removeCgroups removes CgroupRoot from every hierarchy, deepest first.
 func removeCgroups() error {
 	var errs []error
-	for _, h := range cgroupHierarchies() {
+	for _, h := range CgroupHierarchies() {
 		root := filepath.Join(h, CgroupRoot)
 		var dirs []string
 		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -598,7 +598,7 @@ func removeEmptyTree(dir string) {
 // starts, which it requires ("cgroup ... has some missing paths"); a cpuset
 // cgroup needs cpus and mems before it can hold anything.
 func createCgroupRoot() error {
-	for _, h := range cgroupHierarchies() {
+	for _, h := range CgroupHierarchies() {
 		dir := filepath.Join(h, CgroupRoot)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create cgroup %s: %w", dir, err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 )
 
 // A shim started from a cache reached through a symlink runs under the
@@ -15,7 +17,7 @@ import (
 func TestKillByExeFollowsSymlinks(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skip("no sleep binary")
+		ci.Skip(t, "no sleep binary")
 	}
 	data, err := os.ReadFile(sleep)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
 
@@ -82,7 +83,7 @@ func err2s(err error) string {
 
 func TestRealNodeRunsAPodAndLeavesNothingBehind(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("a real node needs root")
+		ci.Skip(t, "a real node needs root")
 	}
 	before := machineState(t)
 	ctx := t.Context()

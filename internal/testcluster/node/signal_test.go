@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
 
@@ -91,7 +92,7 @@ func startHelper(t *testing.T) *exec.Cmd {
 
 func TestInterruptedNodeLeavesNothingBehind(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("a real node needs root")
+		ci.Skip(t, "a real node needs root")
 	}
 	if _, err := testcluster.EnsureBinaries(t.Context(), "", os.Stderr); err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestInterruptedNodeLeavesNothingBehind(t *testing.T) {
 
 func TestKilledNodeIsSweptByTheNextStart(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("a real node needs root")
+		ci.Skip(t, "a real node needs root")
 	}
 	bins, err := testcluster.EnsureBinaries(t.Context(), "", os.Stderr)
 	if err != nil {

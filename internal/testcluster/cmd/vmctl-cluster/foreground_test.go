@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 )
 
 // takeTerminalEnv makes the test binary stand in for vmctl-cluster under
@@ -52,7 +54,7 @@ func runUntilInterrupted(take bool) {
 // make dies of the SIGINT it receives too, although its recipe exited 0.
 func TestCtrlCUnderMakeExitsZero(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("make is not installed")
+		ci.Skip(t, "make is not installed")
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -135,7 +137,7 @@ func openPTY(t *testing.T) (ptm, pts *os.File) {
 	t.Helper()
 	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
+		ci.Skip(t, fmt.Sprintf("no pseudo-terminals here: %v", err))
 	}
 	t.Cleanup(func() { _ = ptm.Close() })
 	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)

@@ -1,0 +1,143 @@
+package scaffold
+
+import (
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+)
+
+// pciTopology is the PCI topology annotation KubeVirt v1.8's webhook adds to
+// a VM template that lacks one, and its value.
+const pciTopology = kubevirtv1.PciTopologyVersionAnnotation
+
+// specVariables judge the VM's spec: the source's, but the fields derive
+// sets, part by part.
+func (p Params) specVariables() []admissionregistrationv1.Variable {
+	v := func(name, expression string) admissionregistrationv1.Variable {
+		return admissionregistrationv1.Variable{Name: name, Expression: expression}
+	}
+	matcher := func(m string) string {
+		return fmt.Sprintf("('%[1]s' in variables.spec) == ('%[1]s' in variables.sourceSpec) && (!('%[1]s' in variables.sourceSpec) || (\n  %[2]s &&\n  %[3]s))",
+			m, sameBut("variables.spec."+m, "variables.sourceSpec."+m, listed("spec."+m+".")...), unset("variables.spec."+m, "revisionName"))
+	}
+	ta, sta := "variables.templateAnnotations", "variables.sourceTemplateAnnotations"
+	orEmpty := func(cond, path string) string { return "(" + cond + " ? [] : ['" + path + "'])" }
+	return []admissionregistrationv1.Variable{
+		v("runsAlways", value("variables.spec", "runStrategy")+" == 'Always' && !('running' in variables.spec) &&\n"+
+			value("variables.templateSpec", "evictionStrategy")+" == 'External'"),
+		v("ownIdentity", value("variables.firmware", "uuid")+" == variables.podUID && "+value("variables.firmware", "serial")+" == variables.podUID &&\n"+
+			"variables.interfaces.all(i, !('macAddress' in i))"),
+		// The node pin, as derive's pinToNode makes it: first in the
+		// matchFields of each required term, of which there is one, empty
+		// but for the pin, where the source has none.
+		v("pin", `{'key': dyn('metadata.name'), 'operator': dyn('In'), 'values': dyn([variables.node])}`),
+		v("sourceTerms", `variables.sourceRequired.?nodeSelectorTerms.orValue([])`),
+		v("pinnedTerms", cel(`
+			(size(variables.sourceTerms) == 0 ? [{}] : variables.sourceTerms).map(t, {
+				?'matchExpressions': t.?matchExpressions,
+				'matchFields': dyn([variables.pin] + t.?matchFields.orValue([]).filter(f, f != variables.pin))})`)),
+		v("pinned", `variables.required.?nodeSelectorTerms.orValue([]) == variables.pinnedTerms`),
+		// dataVolumeTemplates in the source's order, each the source's but
+		// named "<template>-<VM>" as derive.Name names it (nameRule) and in
+		// no namespace; else a template could take the name of another
+		// app's PersistentVolumeClaim, which CDI adopts into the VM's
+		// DataVolume (KubeVirt marks every DataVolume it makes from a
+		// template cdi.kubevirt.io/allowClaimAdoption).
+		v("templatePairs", pairs("variables.templates", "variables.sourceTemplates", "variables.sourceTemplateNames")),
+		v("templatesDerived", cel(`
+			size(variables.templates) == size(variables.sourceTemplates) && `+unique("variables.sourceTemplateNames")+` &&
+			variables.templatePairs.all(p,
+				`+sameBut("p.vm", "p.source", listed("spec.dataVolumeTemplates[].")...)+` &&
+				`+sameBut("p.vm.?metadata.orValue({})", "p.source.?metadata.orValue({})", listed("spec.dataVolumeTemplates[].metadata.")...)+` &&
+				`+unset("p.vm.?metadata.orValue({})", "namespace")+` &&
+				(`+nameRule("p.vm.?metadata.?name.orValue('')", "(p.source.?metadata.?name.orValue('') + '-' + object.metadata.name)", "\t\t\t\t")+`))`)),
+		// Volumes in the source's order, each the source's but a claim the
+		// source makes from a dataVolumeTemplate (through a dataVolume, a
+		// persistentVolumeClaim or an ephemeral volume), which is the VM's
+		// own template in that template's place.
+		v("volumePairs", pairs("variables.volumes", "variables.sourceVolumes", "variables.sourceVolumeNames")),
+		v("volumesDerived", cel(`
+			variables.volumeNames == variables.sourceVolumeNames && `+unique("variables.sourceVolumeNames")+` &&
+			size(variables.templateNames) == size(variables.sourceTemplateNames) &&
+			variables.volumePairs.all(p,
+				`+sameBut("p.vm", "p.source", listed("spec.template.spec.volumes[].")...)+` &&
+				`+renamedClaim("p.vm", "p.source", "dataVolume", "name")+` &&
+				`+renamedClaim("p.vm", "p.source", "persistentVolumeClaim", "claimName")+` &&
+				('ephemeral' in p.vm) == ('ephemeral' in p.source) && (!('ephemeral' in p.source) || (
+					`+sameBut("p.vm.ephemeral", "p.source.ephemeral", listed("spec.template.spec.volumes[].ephemeral.")...)+` &&
+					`+renamedClaim("p.vm.ephemeral", "p.source.ephemeral", "persistentVolumeClaim", "claimName")+`)))`)),
+		v("interfacePairs", pairs("variables.interfaces", "variables.sourceInterfaces", "variables.sourceInterfaceNames")),
+		v("ownDNSName", p.dnsNameExpression()),
+		v("priorityClass", p.priorityClassExpression()),
+		// Where the VM differs from the source in a field derive does not
+		// set: the paths down to each field it sets, every key but that
+		// field's, and those fields of the source derive keeps.
+		v("unlisted", differs("variables.spec", "variables.sourceSpec", "spec.")+" +\n"+
+			orEmpty(matcher("instancetype"), "spec.instancetype")+" +\n"+
+			orEmpty(matcher("preference"), "spec.preference")+" +\n"+
+			differs("variables.template", "variables.sourceTemplate", "spec.template.")+" +\n"+
+			differs("variables.templateMeta", "variables.sourceTemplateMeta", "spec.template.metadata.")+" +\n"+
+			// KubeVirt v1.8's webhook gives a VM a PCI topology where the
+			// source, made before, has none (derive.ClusterFields).
+			orEmpty(sameBut(ta, sta, pciTopology)+" &&\n("+literal(pciTopology)+" in "+sta+" ? "+value(ta, pciTopology)+" == "+sta+"["+literal(pciTopology)+"] : "+
+				value(ta, pciTopology)+" in ['', "+literal(kubevirtv1.PciTopologyVersionV3)+"])", "spec.template.metadata.annotations")+" +\n"+
+			differs("variables.templateSpec", "variables.sourceTemplateSpec", "spec.template.spec.")+" +\n"+
+			differs("variables.domain", "variables.sourceDomain", "spec.template.spec.domain.")+" +\n"+
+			differs("variables.firmware", "variables.sourceFirmware", "spec.template.spec.domain.firmware.")+" +\n"+
+			differs("variables.devices", "variables.sourceDevices", "spec.template.spec.domain.devices.")+" +\n"+
+			orEmpty("variables.interfaceNames == variables.sourceInterfaceNames && "+unique("variables.sourceInterfaceNames")+" &&\n"+
+				"variables.interfacePairs.all(p, "+sameBut("p.vm", "p.source", listed("spec.template.spec.domain.devices.interfaces[].")...)+")",
+				"spec.template.spec.domain.devices.interfaces")+" +\n"+
+			differs("variables.affinity", "variables.sourceAffinity", "spec.template.spec.affinity.")+" +\n"+
+			differs("variables.nodeAffinity", "variables.sourceNodeAffinity", "spec.template.spec.affinity.nodeAffinity.")+" +\n"+
+			differs("variables.required", "variables.sourceRequired", "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.")),
+	}
+}
+
+// dnsNameExpression holds when the VM's hostname and subdomain are what
+// derive gives it: for a StatefulSet's VM its Pod's name and the
+// StatefulSet's Service; else its own name where the source has a hostname,
+// and the source's subdomain. Else one agent could take another VM's
+// <hostname>.<subdomain> name.
+func (p Params) dnsNameExpression() string {
+	hostname, subdomain := value("variables.templateSpec", "hostname"), value("variables.templateSpec", "subdomain")
+	if p.subdomain() != "" {
+		return hostname + " == variables.pod && " + subdomain + " == variables.statefulSetService"
+	}
+	return hostname + " == (" + value("variables.sourceTemplateSpec", "hostname") + " != '' ? object.metadata.name.replace('.', '-') : '') &&\n" +
+		subdomain + " == " + value("variables.sourceTemplateSpec", "subdomain")
+}
+
+// dnsNameMessage says what dnsNameExpression allows.
+func (p Params) dnsNameMessage() string {
+	want := "where the prototype has a hostname its own name (dots as dashes), and the prototype's subdomain"
+	if s := p.subdomain(); s != "" {
+		want = "its Pod's name, and subdomain " + s
+	}
+	return "the VirtualMachine's hostname or subdomain is not its own: a vmctl agent may only create a VM whose hostname and subdomain are derive's: " + want
+}
+
+// priorityClassExpression holds when the VM's priority class is the
+// source's, or where the workload has one its launcher priority class,
+// and the VM's annotation names the launcher class exactly when it has it.
+func (p Params) priorityClassExpression() string {
+	class, launcher := value("variables.templateSpec", "priorityClassName"), value("variables.annotations", contract.AnnotationLauncherPriorityClass)
+	source := value("variables.sourceTemplateSpec", "priorityClassName")
+	if !p.hasLauncherPriorityClass() {
+		return class + " == " + source + " && " + launcher + " == ''"
+	}
+	name := literal(p.launcherPriorityClassName())
+	return "(" + class + " == " + source + " && " + launcher + " == '') ||\n(" + class + " == " + name + " && " + launcher + " == " + name + ")"
+}
+
+// priorityClassMessage says what priorityClassExpression allows.
+func (p Params) priorityClassMessage() string {
+	allowed := "the prototype's"
+	if p.hasLauncherPriorityClass() {
+		allowed += " or " + p.launcherPriorityClassName() + " (and annotation " + contract.AnnotationLauncherPriorityClass + " naming it)"
+	}
+	return fmt.Sprintf("the VirtualMachine's priority class is not %s: a vmctl agent may only create VMs derived from %s/%s", allowed, p.protoNamespace(), p.Prototype)
+}
