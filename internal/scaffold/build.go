@@ -90,4 +90,9 @@ func (p Params) workloadLabels() map[string]string {
 
 // qualifiedName names an object outside Namespace: the workload's name and
 // namespace, which cannot contain dots, so no two scaffolds share it.
-func (p Params) qualifiedName() string { return p.Name + "." + p.Namespace }
+func (p Params) qualifiedName() string { return CreatePolicyName(p.Name, p.Namespace) }
+
+// CreatePolicyName names the create policy, and its binding, of the
+// workload called workload in namespace: cluster-scoped, so qualified by
+// the namespace.
+func CreatePolicyName(workload, namespace string) string { return workload + "." + namespace }
