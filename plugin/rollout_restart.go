@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -196,6 +197,11 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 // copies as the writes would. The store goes first: the Pods of the new
 // template find their revision there.
 func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload, t rollout.Target) error {
+	if rollout.PinnedRevision(w) == "" {
+		if err := o.checkCreatePolicy(ctx, w); err != nil {
+			return err
+		}
+	}
 	cur, err := rollout.Store(ctx, o.clients.Kube, w)
 	if err != nil {
 		return err
@@ -257,4 +263,30 @@ func (o *RolloutRestartOptions) grantStore(ctx context.Context, w rollout.Worklo
 			"grant its ServiceAccount get, list and watch on it (could not add the rule to Role %s/%s: %v), or apply `kubectl vmctl scaffold` again\n",
 			w, ns, revision.StoreName(name), ns, name, err)
 	}
+}
+
+// checkCreatePolicy errs when w, which pins no VM revision yet, has
+// scaffold's create policy with the prototype as its parameter: that
+// policy refuses a VM that claims a revision, so pinning w would leave
+// its new Pods without VMs. Writing the policy that reads the revision
+// store needs cluster-admin, and what scaffold knows (its flags), which
+// rollout restart does not: scaffolding w again pins it. A binding that
+// cannot be read is no reason to stop: it warns.
+func (o *RolloutRestartOptions) checkCreatePolicy(ctx context.Context, w rollout.Workload) error {
+	ns, name := w.Meta().GetNamespace(), w.Meta().GetName()
+	policy := scaffold.CreatePolicyName(name, ns)
+	b, err := o.clients.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, policy, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		_, _ = fmt.Fprintf(o.ErrOut, "Warning: could not read the create policy binding %s of %s (%v): if it binds the prototype, "+
+			"its policy refuses the VMs of the revision %s now pins; apply `kubectl vmctl scaffold` for it again\n", policy, w, err, w)
+		return nil
+	case b.Spec.ParamRef != nil && b.Spec.ParamRef.Name == revision.StoreName(name) && b.Spec.ParamRef.Namespace == ns:
+		return nil
+	}
+	return fmt.Errorf("%s pins no VM revision, and its create policy %s compares VMs with prototype %s itself, so it would refuse the VMs of a revision: "+
+		"apply the output of `kubectl vmctl scaffold` for it again (as cluster-admin, with the flags it was scaffolded with), "+
+		"which pins the revision and writes the policy that reads the revision store", w, policy, w.Prototype())
 }

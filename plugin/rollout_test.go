@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -197,6 +198,27 @@ func TestRolloutRestartPinsAWorkloadThatFollowedThePrototype(t *testing.T) {
 		if !strings.Contains(strings.Join(calls, "\n"), want) {
 			t.Errorf("requests lack %q:\n%s", want, strings.Join(calls, "\n"))
 		}
+	}
+}
+
+// TestRolloutRestartKeepsALegacyCreatePolicy: a workload that pins no
+// revision, whose create policy takes the prototype as its parameter, is
+// not pinned: that policy would refuse its VMs. Scaffolding it again does.
+func TestRolloutRestartKeepsALegacyCreatePolicy(t *testing.T) {
+	kube, virt, _ := rolloutScene(t, nil)
+	web := kube[0].(*appsv1.Deployment)
+	delete(web.Spec.Template.Annotations, contract.AnnotationVMRevision)
+	web.Spec.Template.Spec.Containers[0].Args = []string{"testvm", "--state-dir=/run/vmctl"}
+	kube = append(kube, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "web.vms"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "web.vms",
+			ParamRef: &admissionregistrationv1.ParamRef{Name: "testvm", Namespace: "vms"}}})
+	out, _, calls, err := runRolloutRestart(t, kube, virt, "testvm")
+	if err == nil || !strings.Contains(err.Error(), "its create policy web.vms compares VMs with prototype vms/testvm itself") ||
+		!strings.Contains(err.Error(), "kubectl vmctl scaffold") {
+		t.Errorf("error %v, want it to name the policy and scaffold", err)
+	}
+	if out != "" || strings.Contains(strings.Join(calls, "\n"), "patch ") || strings.Contains(strings.Join(calls, "\n"), "create controllerrevisions") {
+		t.Errorf("printed %q and sent %q", out, calls)
 	}
 }
 
