@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	k8stesting "k8s.io/client-go/testing"
@@ -30,11 +31,12 @@ func runDiff(t *testing.T, virtObjs []runtime.Object, args ...string) (stdout, s
 // runDiffWith is runDiff with core and apps objects too.
 func runDiffWith(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
 	t.Helper()
-	kube, virt, log := opFakes(kubeObjs, virtObjs)
+	kube, virt, dyn, log := opFakesWithStores(kubeObjs, virtObjs)
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewDiffOptions(streams)
 	o.Getenv = func(string) string { return "" }
 	f := opFactory(t, kube, virt)
+	f.Dynamic = dyn
 	err = opRun(t.Context(), f, newCmdDiff(f, o), args...)
 	return out.String(), errOut.String(), *log, err
 }
@@ -151,7 +153,7 @@ func diffPinnedScene(t *testing.T) (kubeObjs []runtime.Object, hash string, web 
 					delete(o.Spec.Template.Labels, contract.LabelAgentPrototype)
 				}
 				out = append(out, o)
-			case *appsv1.ControllerRevision:
+			case *unstructured.Unstructured: // the revision store
 				out = append(out, o)
 			}
 		}
@@ -192,7 +194,7 @@ func TestDiffPinned(t *testing.T) {
 	}
 	wantCalls := []string{
 		"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
-		"list controllerrevisions vms app.kubernetes.io/component=vm-revisions",
+		"list vmrevisionstores vms app.kubernetes.io/component=vm-revisions",
 		"list deployments vms", "list statefulsets vms", "list daemonsets vms",
 		"list virtualmachines vms metadata.name=web",
 	}

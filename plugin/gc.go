@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/gc"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // DefaultGCMinAge is how old an orphan must be before gc deletes it: an
@@ -66,18 +68,17 @@ Pod gc reads names as its prototype (a prototype copied from a derived VM). Each
 replaced in the meantime is not deleted. Reads one paged LIST of derived VMs
 and one of Pods (whatever their labels).
 
-Then prune the workloads' VM revision stores (ControllerRevisions
+Then prune the workloads' VM revision stores (VMRevisionStores
 <workload>-vm-revisions): gc never deletes a VM revision that a retained
 template names, that of a live Pod, of a Deployment or its ReplicaSets, of a
 StatefulSet or DaemonSet or their ControllerRevisions, so kubectl rollout
-undo finds every revision it can go back to. It drops the others, replacing
-the store (a ControllerRevision's data cannot change) on condition that it
-is still the one gc read; it deletes the store of a workload that no
-longer exists, and one of whose revisions no template names any. A store
-younger than --min-age is left alone: a rollout writes it before the
-template that names its new revision. Reads one LIST of ControllerRevisions
-and, where it holds a store, one each of Deployments, StatefulSets,
-DaemonSets and ReplicaSets.`,
+undo finds every revision it can go back to. It drops the others, updating
+the store on condition that it is still the one gc read; it deletes the
+store of a workload that no longer exists, and one of whose revisions no
+template names any. A store, or a revision in it, younger than --min-age is
+left alone: a rollout writes it before the template that names it. Reads
+one LIST of VMRevisionStores and, where there is a store, one each of
+ControllerRevisions, Deployments, StatefulSets, DaemonSets and ReplicaSets.`,
 		Example: `  # See what would be deleted in the current namespace
   kubectl vmctl gc --dry-run=client
 
@@ -174,7 +175,7 @@ func (o *GCOptions) Run(ctx context.Context) error {
 	}
 	for _, a := range found.Stores {
 		if o.dryRun != cmdutil.DryRunClient {
-			err := gc.Collect(ctx, o.clients.Kube, a, dryRun)
+			err := gc.Collect(ctx, o.clients.Dynamic, a, dryRun)
 			if skip, err := o.skipped(storeName(a.Name), a.Namespace, err); skip || err != nil {
 				if err != nil {
 					errs = append(errs, err)
@@ -232,4 +233,6 @@ func (o *GCOptions) printDone(name, op, namespace, why string) error {
 }
 
 // storeName is a revision store's name as kubectl's -o name prints it.
-func storeName(name string) string { return "controllerrevision.apps/" + name }
+func storeName(name string) string {
+	return strings.ToLower(revision.StoreKind) + "." + revision.StoreGroup + "/" + name
+}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,7 +52,7 @@ var metav1Time = opAgo(time.Second)
 // runGC runs `kubectl vmctl gc args...` against fakes holding the objects.
 func runGC(t *testing.T, kubeObjs, virtObjs []runtime.Object, react k8stesting.ReactionFunc, args ...string) (stdout, stderr string, calls []string, err error) {
 	t.Helper()
-	kube, virt, log := opFakes(kubeObjs, virtObjs)
+	kube, virt, dyn, log := opFakesWithStores(kubeObjs, virtObjs)
 	if react != nil {
 		virt.PrependReactor("delete", "virtualmachines", react)
 	}
@@ -59,6 +60,7 @@ func runGC(t *testing.T, kubeObjs, virtObjs []runtime.Object, react k8stesting.R
 	o := NewGCOptions(streams)
 	o.Now = func() time.Time { return opNow }
 	f := opFactory(t, kube, virt)
+	f.Dynamic = dyn
 	err = opRun(t.Context(), f, newCmdGC(f, o), args...)
 	return out.String(), errOut.String(), *log, err
 }
@@ -75,7 +77,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
-			"list controllerrevisions vms",
+			"list vmrevisionstores vms",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
 		},
@@ -86,7 +88,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods ",
-			"list controllerrevisions ",
+			"list vmrevisionstores ",
 			"delete virtualmachines team2 db-old uid=uid-vm-db-old",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
@@ -98,7 +100,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
-			"list controllerrevisions vms",
+			"list vmrevisionstores vms",
 		},
 	}, {
 		name:   "server dry run asks the server",
@@ -107,7 +109,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
-			"list controllerrevisions vms",
+			"list vmrevisionstores vms",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone dryRun=All",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r dryRun=All",
 		},
@@ -118,7 +120,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
-			"list controllerrevisions vms",
+			"list vmrevisionstores vms",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
 			"delete virtualmachines vms web-web-young uid=uid-vm-web-web-young",
@@ -152,7 +154,7 @@ func TestGCFollowsPodsIntoOtherNamespaces(t *testing.T) {
 		"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 		"list pods vms",
 		"list pods pods",
-		"list controllerrevisions vms",
+		"list vmrevisionstores vms",
 	}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
@@ -262,17 +264,18 @@ func gcStoreScene(t *testing.T) []runtime.Object {
 		tmpl.Annotations = map[string]string{contract.AnnotationVMRevision: hash}
 		tmpl.Spec.Containers = []corev1.Container{{Name: "agent", Args: []string{"web", "--vm-revisions=" + revision.StoreName(workload)}}}
 	}
-	store := func(workload string, age time.Duration, hashes ...string) *appsv1.ControllerRevision {
+	store := func(workload string, age time.Duration, hashes ...string) *unstructured.Unstructured {
 		s := revision.NewStore("vms", workload)
 		for _, h := range hashes {
 			s.Revisions[h] = revision.Snapshot(opPrototype("vms", "web", 1))
 		}
-		cr, err := s.Object()
+		u, err := s.Object()
 		if err != nil {
 			t.Fatal(err)
 		}
-		cr.UID, cr.CreationTimestamp = types.UID("uid-"+cr.Name), opAgo(age)
-		return cr
+		u.SetUID(types.UID("uid-" + u.GetName()))
+		u.SetCreationTimestamp(opAgo(age))
+		return u
 	}
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: "web"}}
 	pin(&web.Spec.Template, "web", "2222222222")
@@ -289,7 +292,7 @@ func gcStoreScene(t *testing.T) []runtime.Object {
 }
 
 // TestGCRevisionStores: gc drops the revisions no retained template names
-// by replacing the store, deletes the store of a workload that is gone,
+// by updating the store, deletes the store of a workload that is gone,
 // leaves a young store alone, and says what it did as for VMs.
 func TestGCRevisionStores(t *testing.T) {
 	tests := []struct {
@@ -299,39 +302,39 @@ func TestGCRevisionStores(t *testing.T) {
 		wantCalls []string
 	}{{
 		name: "for real",
-		wantOut: "controllerrevision.apps/gone-vm-revisions deleted from vms namespace (no Deployment, StatefulSet or DaemonSet gone)\n" +
-			"controllerrevision.apps/web-vm-revisions pruned in vms namespace (VM revision 0000000000 named by no template)\n",
+		wantOut: "vmrevisionstore.vmctl.kubevirt.io/gone-vm-revisions deleted from vms namespace (no Deployment, StatefulSet or DaemonSet gone)\n" +
+			"vmrevisionstore.vmctl.kubevirt.io/web-vm-revisions pruned in vms namespace (VM revision 0000000000 named by no template)\n",
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list vmrevisionstores vms",
 			"list controllerrevisions vms",
 			"list deployments vms", "list statefulsets vms", "list daemonsets vms", "list replicasets vms",
-			"delete controllerrevisions vms gone-vm-revisions uid=uid-gone-vm-revisions",
-			"create controllerrevisions vms",
-			"delete controllerrevisions vms web-vm-revisions uid=uid-web-vm-revisions",
-			"create controllerrevisions vms",
+			"delete vmrevisionstores vms gone-vm-revisions uid=uid-gone-vm-revisions",
+			"update vmrevisionstores vms",
 		},
 	}, {
 		name: "server dry run",
 		args: []string{"--dry-run=server"},
-		wantOut: "controllerrevision.apps/gone-vm-revisions deleted from vms namespace (server dry run) (no Deployment, StatefulSet or DaemonSet gone)\n" +
-			"controllerrevision.apps/web-vm-revisions pruned in vms namespace (server dry run) (VM revision 0000000000 named by no template)\n",
+		wantOut: "vmrevisionstore.vmctl.kubevirt.io/gone-vm-revisions deleted from vms namespace (server dry run) (no Deployment, StatefulSet or DaemonSet gone)\n" +
+			"vmrevisionstore.vmctl.kubevirt.io/web-vm-revisions pruned in vms namespace (server dry run) (VM revision 0000000000 named by no template)\n",
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list vmrevisionstores vms",
 			"list controllerrevisions vms",
 			"list deployments vms", "list statefulsets vms", "list daemonsets vms", "list replicasets vms",
-			"delete controllerrevisions vms gone-vm-revisions uid=uid-gone-vm-revisions dryRun=All",
-			"create controllerrevisions vms",
-			"delete controllerrevisions vms web-vm-revisions uid=uid-web-vm-revisions dryRun=All",
+			"delete vmrevisionstores vms gone-vm-revisions uid=uid-gone-vm-revisions dryRun=All",
+			"update vmrevisionstores vms",
 		},
 	}, {
 		name:    "client dry run, -o name, and a young store too",
 		args:    []string{"--dry-run=client", "-o", "name", "--min-age=10s"},
-		wantOut: "controllerrevision.apps/gone-vm-revisions\ncontrollerrevision.apps/web-vm-revisions\ncontrollerrevision.apps/young-vm-revisions\n",
+		wantOut: "vmrevisionstore.vmctl.kubevirt.io/gone-vm-revisions\nvmrevisionstore.vmctl.kubevirt.io/web-vm-revisions\nvmrevisionstore.vmctl.kubevirt.io/young-vm-revisions\n",
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list vmrevisionstores vms",
 			"list controllerrevisions vms",
 			"list deployments vms", "list statefulsets vms", "list daemonsets vms", "list replicasets vms",
 		},

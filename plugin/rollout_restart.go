@@ -72,13 +72,12 @@ and PodDisruptionBudgets, as kubectl rollout restart does.
 A workload's Pod template pins a VM revision: a snapshot of the prototype,
 its instancetype and preference expanded by KubeVirt, named by a hash of its
 content (vmctl.kubevirt.io/vm-revision). Its agents derive their VMs from
-that revision, held in the workload's revision store (the ControllerRevision
+that revision, held in the workload's revision store (the VMRevisionStore
 WORKLOAD-vm-revisions), never from the live prototype: a prototype edit
 reaches no VM, not even a scale-up's, until it is rolled out.
 
 rollout restart takes the prototype's revision, adds it to each store that
-lacks it (a ControllerRevision cannot change: the store is deleted and made
-again), then writes it into the template with the placement and the room
+lacks it (one patch; a revision the store holds never changes), then writes it into the template with the placement and the room
 for its VMs computed from the same revision, stamps the restart
 (kubectl.kubernetes.io/restartedAt) and records the change-cause that
 kubectl rollout history shows. A workload that pins the prototype as it is
@@ -202,7 +201,7 @@ func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload,
 			return err
 		}
 	}
-	cur, err := rollout.Store(ctx, o.clients.Kube, w)
+	cur, err := rollout.Store(ctx, o.clients.Dynamic, w)
 	if err != nil {
 		return err
 	}
@@ -220,7 +219,7 @@ func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload,
 			return err
 		}
 		if o.dryRun != cmdutil.DryRunClient {
-			if obj, err = rollout.WriteStore(ctx, o.clients.Kube, cur, store, dryRun); err != nil {
+			if obj, err = rollout.WriteStore(ctx, o.clients.Dynamic, cur, store, o.Now(), dryRun); err != nil {
 				return err
 			}
 		}
@@ -259,7 +258,7 @@ func (o *RolloutRestartOptions) grantStore(ctx context.Context, w rollout.Worklo
 		_, err = roles.Update(ctx, role, metav1.UpdateOptions{FieldManager: rollout.FieldManager, DryRun: dryRun})
 	}
 	if err != nil {
-		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s now pins a VM revision, which its agents read from ControllerRevision %s/%s: "+
+		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s now pins a VM revision, which its agents read from VMRevisionStore %s/%s: "+
 			"grant its ServiceAccount get, list and watch on it (could not add the rule to Role %s/%s: %v), or apply `kubectl vmctl scaffold` again\n",
 			w, ns, revision.StoreName(name), ns, name, err)
 	}

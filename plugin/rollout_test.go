@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -27,6 +28,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 // rolloutScene is a prototype testvm in vms, and a Deployment "web" of two
@@ -53,7 +55,7 @@ func rolloutScene(t *testing.T, edit func(*kubevirtv1.VirtualMachine)) (kube, vi
 		switch o := o.(type) {
 		case *appsv1.Deployment:
 			web = o
-		case *appsv1.ControllerRevision:
+		case *unstructured.Unstructured: // the revision store
 			kube = append(kube, o)
 		}
 	}
@@ -94,10 +96,19 @@ func moreMemory(vm *kubevirtv1.VirtualMachine) {
 // fakes holding the objects, and returns what it printed and the requests.
 func runRolloutRestart(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
 	t.Helper()
-	kube := kubefake.NewClientset(kubeObjs...)
+	var stores, others []runtime.Object
+	for _, o := range kubeObjs {
+		if _, ok := o.(*unstructured.Unstructured); ok {
+			stores = append(stores, o)
+		} else {
+			others = append(others, o)
+		}
+	}
+	kube := kubefake.NewClientset(others...)
 	virt := kubevirtfake.NewSimpleClientset(virtObjs...)
+	dyn := fakeapi.NewDynamic(stores...)
 	var mu sync.Mutex
-	for _, f := range []*k8stesting.Fake{&kube.Fake, &virt.Fake} {
+	for _, f := range []*k8stesting.Fake{&kube.Fake, &virt.Fake, &dyn.Fake} {
 		f.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -116,6 +127,7 @@ func runRolloutRestart(t *testing.T, kubeObjs, virtObjs []runtime.Object, args .
 	o := NewRolloutRestartOptions(streams)
 	o.Now = func() time.Time { return time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC) }
 	f := opFactory(t, kube, virt)
+	f.Dynamic = dyn
 	err = opRun(t.Context(), f, newCmdRolloutRestart(f, o), args...)
 	return out.String(), errOut.String(), calls, err
 }
@@ -126,18 +138,16 @@ func TestRolloutRestart(t *testing.T) {
 		edit  func(*kubevirtv1.VirtualMachine)
 		args  []string
 		out   string // with the revision the prototype has now for %[1]s
-		write bool   // the store replaced and the Deployment patched
-		// dryRun: a server dry run cannot create a store it did not delete
-		dryRun bool
+		write bool   // the store and the Deployment patched
 	}{
 		{name: "the prototype changed: pinned again", edit: moreMemory, args: []string{"testvm"}, write: true,
-			out: "controllerrevision.apps/web-vm-revisions configured\ndeployment.apps/web restarted\n"},
+			out: "vmrevisionstore.vmctl.kubevirt.io/web-vm-revisions configured\ndeployment.apps/web restarted\n"},
 		{name: "-o name", edit: moreMemory, args: []string{"testvm", "-o", "name"}, write: true,
-			out: "controllerrevision.apps/web-vm-revisions\ndeployment.apps/web\n"},
-		{name: "server dry run: the API server judges, nothing changes", edit: moreMemory, args: []string{"testvm", "--dry-run=server"}, write: true, dryRun: true,
-			out: "controllerrevision.apps/web-vm-revisions configured (server dry run)\ndeployment.apps/web restarted (server dry run)\n"},
+			out: "vmrevisionstore.vmctl.kubevirt.io/web-vm-revisions\ndeployment.apps/web\n"},
+		{name: "server dry run: the API server judges, nothing changes", edit: moreMemory, args: []string{"testvm", "--dry-run=server"}, write: true,
+			out: "vmrevisionstore.vmctl.kubevirt.io/web-vm-revisions configured (server dry run)\ndeployment.apps/web restarted (server dry run)\n"},
 		{name: "client dry run: no write", edit: moreMemory, args: []string{"testvm", "--dry-run=client"},
-			out: "controllerrevision.apps/web-vm-revisions configured (dry run)\ndeployment.apps/web restarted (dry run)\n"},
+			out: "vmrevisionstore.vmctl.kubevirt.io/web-vm-revisions configured (dry run)\ndeployment.apps/web restarted (dry run)\n"},
 		{name: "nothing changed: nothing happens", args: []string{"testvm"},
 			out: "deployment.apps/web unchanged (pins VM revision %[1]s of prototype vms/testvm already)\n"},
 		{name: "nothing changed, -o name prints nothing", args: []string{"testvm", "-o", "name"}},
@@ -158,12 +168,9 @@ func TestRolloutRestart(t *testing.T) {
 				}
 			}
 			var want []string
-			switch {
-			case tt.dryRun:
-				want = []string{"delete controllerrevisions", "patch deployments web"}
-			case tt.write:
+			if tt.write {
 				// The store holds the new revision before the template names it.
-				want = []string{"delete controllerrevisions", "create controllerrevisions", "patch deployments web"}
+				want = []string{"patch vmrevisionstores web-vm-revisions", "patch deployments web"}
 			}
 			if diff := cmp.Diff(want, writes, cmp.Transformer("verb", func(c string) string {
 				if i := strings.Index(c, " {"); i > 0 {
@@ -185,16 +192,16 @@ func TestRolloutRestartPinsAWorkloadThatFollowedThePrototype(t *testing.T) {
 	web := kube[0].(*appsv1.Deployment)
 	delete(web.Spec.Template.Annotations, contract.AnnotationVMRevision)
 	web.Spec.Template.Spec.Containers[0].Args = []string{"testvm", "--state-dir=/run/vmctl"}
-	kube = slices.DeleteFunc(kube, func(o runtime.Object) bool { _, ok := o.(*appsv1.ControllerRevision); return ok })
+	kube = slices.DeleteFunc(kube, func(o runtime.Object) bool { _, ok := o.(*unstructured.Unstructured); return ok })
 	kube = append(kube, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "vms"}})
 	out, errOut, calls, err := runRolloutRestart(t, kube, virt, "testvm")
 	if err != nil || errOut != "" {
 		t.Fatalf("rollout restart: %v (stderr %q)", err, errOut)
 	}
-	if want := "controllerrevision.apps/web-vm-revisions configured\ndeployment.apps/web restarted\n"; out != want {
+	if want := "vmrevisionstore.vmctl.kubevirt.io/web-vm-revisions configured\ndeployment.apps/web restarted\n"; out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
-	for _, want := range []string{"create controllerrevisions", "update roles", `"--vm-revisions=web-vm-revisions"`, `"vmctl.kubevirt.io/vm-revision":"` + now + `"`} {
+	for _, want := range []string{"create vmrevisionstores", "update roles", `"--vm-revisions=web-vm-revisions"`, `"vmctl.kubevirt.io/vm-revision":"` + now + `"`} {
 		if !strings.Contains(strings.Join(calls, "\n"), want) {
 			t.Errorf("requests lack %q:\n%s", want, strings.Join(calls, "\n"))
 		}
@@ -217,7 +224,7 @@ func TestRolloutRestartKeepsALegacyCreatePolicy(t *testing.T) {
 		!strings.Contains(err.Error(), "kubectl vmctl scaffold") {
 		t.Errorf("error %v, want it to name the policy and scaffold", err)
 	}
-	if out != "" || strings.Contains(strings.Join(calls, "\n"), "patch ") || strings.Contains(strings.Join(calls, "\n"), "create controllerrevisions") {
+	if out != "" || strings.Contains(strings.Join(calls, "\n"), "patch ") || strings.Contains(strings.Join(calls, "\n"), "create vmrevisionstores") {
 		t.Errorf("printed %q and sent %q", out, calls)
 	}
 }
@@ -230,7 +237,7 @@ func TestRolloutRestartOutputYAML(t *testing.T) {
 	}
 	// Everything the pin needs, for a GitOps repository: the store with
 	// both revisions, and the Deployment pinning the new one.
-	for _, want := range []string{"kind: ControllerRevision\n", "name: web-vm-revisions\n", "    " + now + ":\n", "guest: 2Gi\n",
+	for _, want := range []string{"kind: VMRevisionStore\n", "name: web-vm-revisions\n", "    " + now + ":\n", "guest: 2Gi\n",
 		"---\n", "kind: Deployment\n", "name: web\n",
 		"kubectl.kubernetes.io/restartedAt: \"2026-11-23T13:00:00Z\"", "vmctl.kubevirt.io/vm-revision: " + now + "\n"} {
 		if !strings.Contains(out, want) {
@@ -256,7 +263,7 @@ func TestRolloutRestartErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "is paused: run kubectl rollout resume deployment/web -n vms first") {
 			t.Errorf("error %v, want it to say the Deployment is paused", err)
 		}
-		if out != "" || strings.Contains(strings.Join(calls, "\n"), "patch ") || strings.Contains(strings.Join(calls, "\n"), "controllerrevisions") {
+		if out != "" || strings.Contains(strings.Join(calls, "\n"), "patch ") || strings.Contains(strings.Join(calls, "\n"), "vmrevisionstores") {
 			t.Errorf("printed %q and sent %q for a paused Deployment", out, calls)
 		}
 	})

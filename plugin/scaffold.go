@@ -122,8 +122,10 @@ cannot be computed (a missing instancetype), scaffold fails.
 Kinds: ` + scaffold.ValidKinds + `.
 
 By default the output includes a ValidatingAdmissionPolicy and its binding,
-which are cluster-scoped: applying them needs cluster-admin rights. They
-confine the ServiceAccount to what an agent does: create the one VM derived
+and the CustomResourceDefinition of the VM revision stores (VMRevisionStore),
+which are cluster-scoped: applying them needs cluster-admin rights, and on a
+cluster without that CRD, kubectl apply makes the store only when run again.
+The policies confine the ServiceAccount to what an agent does: create the one VM derived
 from the prototype for its own Pod, with no volume, device, network or
 credential the prototype lacks, and delete its own Pod's VM; never change or
 delete the prototype. Without cluster-admin, pass --admission-policy=false and
@@ -170,7 +172,7 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 	flags.StringVar(&o.Service, "service", o.Service, "Add a Service named NAME-vms in front of the VMs, as PORT[:TARGETPORT].")
 	flags.StringVar(&o.PDB, "pdb", o.PDB, "Add a PodDisruptionBudget keeping MIN_AVAILABLE agent Pods (a number or a percentage) and so their VMs.")
 	flags.BoolVar(&o.AdmissionPolicy, "admission-policy", o.AdmissionPolicy,
-		"Add a cluster-scoped ValidatingAdmissionPolicy and binding that confine the ServiceAccount to creating and deleting its own Pods' VMs, derived from the prototype; applying them needs cluster-admin. --admission-policy=false leaves them out.")
+		"Add a cluster-scoped ValidatingAdmissionPolicy and binding that confine the ServiceAccount to creating and deleting its own Pods' VMs, derived from the prototype; applying them needs cluster-admin. --admission-policy=false leaves them out, and the revision stores' CRD, which a cluster admin then installs once.")
 	flags.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes,
 		"Let the agents derive VMs from a prototype with writable PersistentVolumeClaims, which all VMs then share.")
 	flags.BoolVar(&o.PodMonitor, "pod-monitor", o.PodMonitor,

@@ -5,21 +5,22 @@ import (
 	"encoding/json"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 	"kubevirt.io/client-go/kubevirt/scheme"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // vmAPI is all the agent asks of KubeVirt: one VM at a time, by name, and
@@ -64,13 +65,13 @@ type podAPI interface {
 }
 
 // revisionAPI is what the agent asks of its workload's revision store, the
-// one ControllerRevision that holds the VM revisions the workload's
+// one VMRevisionStore that holds the VM revisions the workload's
 // templates pin: a GET of it by name on each attempt to make the VM, and,
 // while it lacks the revision the Pod pins, a list and watch narrowed to
 // its name (kube.ByName), which a Role's resourceNames can allow.
 type revisionAPI interface {
-	getRevisions(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error)
-	listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*appsv1.ControllerRevisionList, error)
+	getRevisions(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
+	listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
 	watchRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
@@ -136,26 +137,23 @@ func listWatchRequest(rc rest.Interface, codec runtime.ParameterCodec, namespace
 		VersionedParams(&opts, codec).Timeout(timeout).MaxRetries(0)
 }
 
-type kubeRevisions struct{ cs kubernetes.Interface }
+type kubeRevisions struct{ dyn dynamic.Interface }
 
-func (c kubeRevisions) getRevisions(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error) {
-	return c.cs.AppsV1().ControllerRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
+func (c kubeRevisions) getRevisions(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	return c.dyn.Resource(revision.StoreGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (c kubeRevisions) listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*appsv1.ControllerRevisionList, error) {
-	list := &appsv1.ControllerRevisionList{}
-	return list, c.listWatch(namespace, name, opts).Do(ctx).Into(list)
+func (c kubeRevisions) listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	opts.FieldSelector = kube.ByName(name).Field
+	return c.dyn.Resource(revision.StoreGVR).Namespace(namespace).List(ctx, opts)
 }
 
+// watchRevisions watches the one store name. The dynamic client keeps
+// client-go's retries of a 429 (see listWatch): this watch is opened only
+// while the store lacks the revision the Pod pins.
 func (c kubeRevisions) watchRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.Watch = true
-	return c.listWatch(namespace, name, opts).Watch(ctx)
-}
-
-// listWatch is the list or watch of the one ControllerRevision name, with
-// the VMs' policy (kubevirtVMs.listWatch).
-func (c kubeRevisions) listWatch(namespace, name string, opts metav1.ListOptions) *rest.Request {
-	return listWatchRequest(c.cs.AppsV1().RESTClient(), kubescheme.ParameterCodec, namespace, "controllerrevisions", kube.ByName(name), opts)
+	opts.FieldSelector = kube.ByName(name).Field
+	return c.dyn.Resource(revision.StoreGVR).Namespace(namespace).Watch(ctx, opts)
 }
 
 func (c kubevirtVMs) deleteVMI(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {

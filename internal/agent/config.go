@@ -96,7 +96,7 @@ type Config struct {
 	// the live prototype.
 	VMRevision string
 	// VMRevisions is the name of the workload's revision store, a
-	// ControllerRevision in the Pod's namespace (--vm-revisions). Required
+	// VMRevisionStore in the Pod's namespace (--vm-revisions). Required
 	// when VMRevision is set.
 	VMRevisions string
 	// StateDir is where the agent records the VM it makes (see record.go):
@@ -133,7 +133,7 @@ func (c Config) Validate() error {
 	}
 	if c.VMRevisions != "" {
 		if msgs := validation.IsDNS1123Subdomain(c.VMRevisions); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--%s %q is not a valid ControllerRevision name: %s", contract.FlagVMRevisions, c.VMRevisions, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("--%s %q is not a valid VMRevisionStore name: %s", contract.FlagVMRevisions, c.VMRevisions, strings.Join(msgs, "; ")))
 		}
 	} else if c.pinned() {
 		errs = append(errs, fmt.Errorf("the Pod's template pins VM revision %q (%s) but the agent's arguments name no revision store: "+

@@ -29,7 +29,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "pinned without a store", change: func(c *Config) { c.VMRevision = "5f1c0b9e2a" },
 			want: []string{`pins VM revision "5f1c0b9e2a" (VMCTL_VM_REVISION)`, "add --vm-revisions=<workload>-vm-revisions"}},
 		{name: "a store of no valid name", change: func(c *Config) { c.VMRevision, c.VMRevisions = "5f1c0b9e2a", "Web_revisions" },
-			want: []string{`--vm-revisions "Web_revisions" is not a valid ControllerRevision name`}},
+			want: []string{`--vm-revisions "Web_revisions" is not a valid VMRevisionStore name`}},
 		{name: "several problems at once", change: func(c *Config) { c.Prototype, c.ProbeAddress = "", "" },
 			want: []string{"prototype is empty", "probe address is empty"}},
 	}

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,10 +27,11 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // fakeAPI stands in for the API server's VirtualMachine endpoints (and the
-// VMI and ControllerRevision ones the agent uses) in unit tests, with the resourceVersion rules of its watch cache that client-go's
+// VMI and VMRevisionStore ones the agent uses) in unit tests, with the resourceVersion rules of its watch cache that client-go's
 // fake clientsets lack (they ignore resourceVersion and sendInitialEvents):
 //
 //   - every write takes the next resourceVersion;
@@ -52,7 +53,7 @@ type fakeAPI struct {
 	cacheStart int64
 	vms        map[string]*kubevirtv1.VirtualMachine // by name; one namespace
 	vmis       map[string]*kubevirtv1.VirtualMachineInstance
-	revisions  map[string]*appsv1.ControllerRevision // revision stores, by name
+	revisions  map[string]*unstructured.Unstructured // revision stores, by name
 	history    []watch.Event                         // every change, oldest first
 	watches    map[*fakeWatch]bool
 	requests   []string
@@ -81,7 +82,7 @@ type fakeAPI struct {
 func newFakeAPI(t *testing.T, vms ...*kubevirtv1.VirtualMachine) *fakeAPI {
 	f := &fakeAPI{
 		t: t, rev: 10, vms: map[string]*kubevirtv1.VirtualMachine{}, vmis: map[string]*kubevirtv1.VirtualMachineInstance{},
-		revisions: map[string]*appsv1.ControllerRevision{},
+		revisions: map[string]*unstructured.Unstructured{},
 		watches:   map[*fakeWatch]bool{}, seen: make(chan string, 1000),
 	}
 	for _, vm := range vms {
@@ -376,7 +377,9 @@ func (f *fakeAPI) bookmark() {
 		}
 		meta := metav1.ObjectMeta{ResourceVersion: f.version()}
 		if w.revisions {
-			w.send(watch.Event{Type: watch.Bookmark, Object: &appsv1.ControllerRevision{ObjectMeta: meta}})
+			b := &unstructured.Unstructured{}
+			b.SetResourceVersion(meta.ResourceVersion)
+			w.send(watch.Event{Type: watch.Bookmark, Object: b})
 			continue
 		}
 		w.send(watch.Event{Type: watch.Bookmark, Object: &kubevirtv1.VirtualMachine{ObjectMeta: meta}})
@@ -536,10 +539,10 @@ func (f *fakeAPI) vmiObject(name string) *kubevirtv1.VirtualMachineInstance {
 	return nil
 }
 
-// The ControllerRevision endpoints, for the revision store, with history:
+// The VMRevisionStore endpoints, for the revision store, with history:
 // a GET, and a list and watch narrowed to one name, as the agent asks.
 
-func (f *fakeAPI) getRevisions(_ context.Context, _, name string) (*appsv1.ControllerRevision, error) {
+func (f *fakeAPI) getRevisions(_ context.Context, _, name string) (*unstructured.Unstructured, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("get revisions " + name); err != nil {
@@ -547,18 +550,19 @@ func (f *fakeAPI) getRevisions(_ context.Context, _, name string) (*appsv1.Contr
 	}
 	cr, ok := f.revisions[name]
 	if !ok {
-		return nil, apierrors.NewNotFound(appsv1.Resource("controllerrevisions"), name)
+		return nil, apierrors.NewNotFound(revision.StoreGVR.GroupResource(), name)
 	}
 	return cr.DeepCopy(), nil
 }
 
-func (f *fakeAPI) listRevisions(_ context.Context, _, name string, opts metav1.ListOptions) (*appsv1.ControllerRevisionList, error) {
+func (f *fakeAPI) listRevisions(_ context.Context, _, name string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record(fmt.Sprintf("list revisions %s rv=%s", name, opts.ResourceVersion)); err != nil {
 		return nil, err
 	}
-	list := &appsv1.ControllerRevisionList{ListMeta: metav1.ListMeta{ResourceVersion: f.version()}}
+	list := &unstructured.UnstructuredList{Object: map[string]any{}}
+	list.SetResourceVersion(f.version())
 	if cr, ok := f.revisions[name]; ok {
 		list.Items = append(list.Items, *cr.DeepCopy())
 	}
@@ -583,10 +587,10 @@ func (f *fakeAPI) watchRevisions(_ context.Context, _, name string, opts metav1.
 		if cr, ok := f.revisions[name]; ok {
 			w.send(watch.Event{Type: watch.Added, Object: cr})
 		}
-		w.send(watch.Event{Type: watch.Bookmark, Object: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{
-			ResourceVersion: f.version(),
-			Annotations:     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
-		}}})
+		b := &unstructured.Unstructured{}
+		b.SetResourceVersion(f.version())
+		b.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		w.send(watch.Event{Type: watch.Bookmark, Object: b})
 	case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
 		if cr, ok := f.revisions[name]; ok {
 			w.send(watch.Event{Type: watch.Added, Object: cr})
@@ -609,20 +613,20 @@ func (f *fakeAPI) watchRevisions(_ context.Context, _, name string, opts metav1.
 
 // putRevisions stores a revision store as `kubectl vmctl rollout` would
 // write it, at the next resourceVersion.
-func (f *fakeAPI) putRevisions(cr *appsv1.ControllerRevision) {
+func (f *fakeAPI) putRevisions(cr *unstructured.Unstructured) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cr = cr.DeepCopy()
 	typ := watch.Modified
-	if _, ok := f.revisions[cr.Name]; !ok {
+	if _, ok := f.revisions[cr.GetName()]; !ok {
 		typ = watch.Added
 	}
 	f.rev++
-	cr.ResourceVersion = f.version()
-	if cr.Namespace == "" {
-		cr.Namespace = testNamespace
+	cr.SetResourceVersion(f.version())
+	if cr.GetNamespace() == "" {
+		cr.SetNamespace(testNamespace)
 	}
-	f.revisions[cr.Name] = cr
+	f.revisions[cr.GetName()] = cr
 	f.publish(watch.Event{Type: typ, Object: cr.DeepCopy()})
 }
 
@@ -636,12 +640,12 @@ func objectRV(obj runtime.Object) int64 {
 }
 
 // fakeWatch is one watch on the VMs a selection selects, or on one VMI or
-// ControllerRevision.
+// VMRevisionStore.
 type fakeWatch struct {
 	name      string // the selection's name in the request log
 	matches   func(*kubevirtv1.VirtualMachine) bool
 	vmi       bool // watches the VMI called name, not VMs
-	revisions bool // watches the ControllerRevision called name, not VMs
+	revisions bool // watches the VMRevisionStore called name, not VMs
 	bookmarks bool
 	ch        chan watch.Event
 
@@ -653,8 +657,8 @@ func (w *fakeWatch) wants(ev watch.Event) bool {
 	switch o := ev.Object.(type) {
 	case *kubevirtv1.VirtualMachineInstance:
 		return w.vmi && o.Name == w.name
-	case *appsv1.ControllerRevision:
-		return w.revisions && o.Name == w.name
+	case *unstructured.Unstructured:
+		return w.revisions && o.GetName() == w.name
 	case *kubevirtv1.VirtualMachine:
 		return !w.vmi && !w.revisions && w.matches(o)
 	}

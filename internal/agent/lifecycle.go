@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -91,8 +92,8 @@ type Agent struct {
 }
 
 // New returns an Agent for cfg, which must have passed Validate.
-func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface) *Agent {
-	return newAgent(cfg, kubevirtVMs{kv}, kubevirtVMs{kv}, kubeRevisions{kube}, kube)
+func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface, dyn dynamic.Interface) *Agent {
+	return newAgent(cfg, kubevirtVMs{kv}, kubevirtVMs{kv}, kubeRevisions{dyn}, kube)
 }
 
 func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, revs revisionAPI, kube kubernetes.Interface) *Agent {

@@ -8,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/record"
@@ -300,13 +300,13 @@ type countingRevisions struct {
 	m *metrics
 }
 
-func (c countingRevisions) getRevisions(ctx context.Context, namespace, name string) (*appsv1.ControllerRevision, error) {
+func (c countingRevisions) getRevisions(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
 	cr, err := c.revisionAPI.getRevisions(ctx, namespace, name)
 	c.m.apiError("get", err)
 	return cr, err
 }
 
-func (c countingRevisions) listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*appsv1.ControllerRevisionList, error) {
+func (c countingRevisions) listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
 	list, err := c.revisionAPI.listRevisions(ctx, namespace, name, opts)
 	c.m.apiError("list", err)
 	return list, err

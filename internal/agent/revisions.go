@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
@@ -33,12 +33,12 @@ func (a *Agent) pinnedRevision(ctx context.Context) (*kubevirtv1.VirtualMachine,
 	cr, err := a.revs.getRevisions(ctx, ns, name)
 	if apierrors.IsNotFound(err) {
 		return nil, &sourceSeen{}, a.revisionMissing(
-			fmt.Sprintf("revision %s is not in ControllerRevision %s, which does not exist: it was deleted or never rolled out", hash, ref), err)
+			fmt.Sprintf("revision %s is not in VMRevisionStore %s, which does not exist: it was deleted or never rolled out", hash, ref), err)
 	}
 	if err != nil {
 		return nil, nil, storeProblem(ref, ns, name, hash, err)
 	}
-	seen := &sourceSeen{resourceVersion: cr.ResourceVersion}
+	seen := &sourceSeen{resourceVersion: cr.GetResourceVersion()}
 	store, err := revision.FromObject(cr)
 	if err != nil {
 		return nil, seen, a.revisionMissing(fmt.Sprintf("revision %s cannot be read: %v", hash, err), err)
@@ -46,13 +46,13 @@ func (a *Agent) pinnedRevision(ctx context.Context) (*kubevirtv1.VirtualMachine,
 	r := store.Revisions[hash]
 	if r == nil {
 		return nil, seen, a.revisionMissing(
-			fmt.Sprintf("revision %s is not in ControllerRevision %s: it was pruned or never rolled out", hash, ref), nil)
+			fmt.Sprintf("revision %s is not in VMRevisionStore %s: it was pruned or never rolled out", hash, ref), nil)
 	}
 	if r.Name != a.cfg.Prototype || r.Namespace != a.cfg.PrototypeNamespace {
 		// Its VM would have another name than the agent's, and another
 		// prototype's marks: a template edited by hand.
 		return nil, seen, &problem{reason: ReasonInvalidPrototype, msg: fmt.Sprintf(
-			"VM revision %s in ControllerRevision %s is a snapshot of prototype %s/%s, not of %s/%s, which the agent's arguments name; %s",
+			"VM revision %s in VMRevisionStore %s is a snapshot of prototype %s/%s, not of %s/%s, which the agent's arguments name; %s",
 			hash, ref, r.Namespace, r.Name, a.cfg.PrototypeNamespace, a.cfg.Prototype, a.repin())}
 	}
 	return r, seen, nil
@@ -71,10 +71,10 @@ func (a *Agent) repin() string {
 }
 
 func storeProblem(ref, namespace, name, hash string, err error) *problem {
-	p := &problem{reason: ReasonRevisionUnavailable, err: err, msg: fmt.Sprintf("reading VM revision %s from ControllerRevision %s: %v", hash, ref, err)}
+	p := &problem{reason: ReasonRevisionUnavailable, err: err, msg: fmt.Sprintf("reading VM revision %s from VMRevisionStore %s: %v", hash, ref, err)}
 	if apierrors.IsForbidden(err) {
-		p.msg = fmt.Sprintf("reading VM revision %s from ControllerRevision %s: forbidden; "+
-			"grant the Pod's service account get, list and watch on controllerrevisions.apps named %s in namespace %s", hash, ref, name, namespace)
+		p.msg = fmt.Sprintf("reading VM revision %s from VMRevisionStore %s: forbidden; "+
+			"grant the Pod's service account get, list and watch on vmrevisionstores.vmctl.kubevirt.io named %s in namespace %s", hash, ref, name, namespace)
 	}
 	return p
 }
@@ -86,11 +86,11 @@ func storeProblem(ref, namespace, name, hash string, err error) *problem {
 func (a *Agent) waitStoreChange(ctx context.Context, seen sourceSeen) bool {
 	ns, name := a.pod.PodNamespace, a.cfg.VMRevisions
 	list, watchFn := a.storeOf(ns, name)
-	err := watchOne(ctx, a, ns, name, &appsv1.ControllerRevision{}, giveUp, func(cur *appsv1.ControllerRevision) bool {
+	err := watchOne(ctx, a, ns, name, &unstructured.Unstructured{}, giveUp, func(cur *unstructured.Unstructured) bool {
 		if cur == nil {
 			return seen.changedTo(false, "")
 		}
-		return seen.changedTo(true, cur.ResourceVersion)
+		return seen.changedTo(true, cur.GetResourceVersion())
 	}, list, watchFn)
 	if kube.Refused(err) {
 		klog.FromContext(ctx).V(1).Info("Cannot watch the VM revision store; polling it instead", "store", klog.KRef(ns, name), "err", err)
@@ -99,7 +99,7 @@ func (a *Agent) waitStoreChange(ctx context.Context, seen sourceSeen) bool {
 	return true
 }
 
-// storeOf lists and watches, for a Reflector, the one ControllerRevision
+// storeOf lists and watches, for a Reflector, the one VMRevisionStore
 // namespace/name.
 func (a *Agent) storeOf(namespace, name string) (
 	func(context.Context, metav1.ListOptions) (runtime.Object, error),

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -28,7 +28,7 @@ const (
 
 // revisionStore is the revision store that holds a revision of each of
 // protos, and their hashes, in order.
-func revisionStore(t *testing.T, protos ...*kubevirtv1.VirtualMachine) (*appsv1.ControllerRevision, []string) {
+func revisionStore(t *testing.T, protos ...*kubevirtv1.VirtualMachine) (*unstructured.Unstructured, []string) {
 	t.Helper()
 	s := revision.NewStore(testNamespace, testWorkload)
 	var hashes []string
@@ -43,8 +43,8 @@ func revisionStore(t *testing.T, protos ...*kubevirtv1.VirtualMachine) (*appsv1.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cr.Name != testStore {
-		t.Fatalf("revision.StoreName(%q) = %q; these tests assume %q", testWorkload, cr.Name, testStore)
+	if cr.GetName() != testStore {
+		t.Fatalf("revision.StoreName(%q) = %q; these tests assume %q", testWorkload, cr.GetName(), testStore)
 	}
 	return cr, hashes
 }
@@ -146,16 +146,16 @@ func TestRevisionMissingWaitsForTheStore(t *testing.T) {
 	pin := hashes[0]
 	without, _ := revisionStore(t, edited())
 	unreadable, _ := revisionStore(t)
-	unreadable.Data.Raw = []byte(`{"revisions": ["` + pin + `"]}`)
+	unreadable.Object["spec"] = map[string]any{"revisions": []any{pin}}
 	for _, tt := range []struct {
 		name  string
-		store *appsv1.ControllerRevision // nil: none
+		store *unstructured.Unstructured // nil: none
 		want  string
 	}{
-		{name: "no store", want: "VM revision missing: revision " + pin + " is not in ControllerRevision default/web-vm-revisions, which does not exist: " +
+		{name: "no store", want: "VM revision missing: revision " + pin + " is not in VMRevisionStore default/web-vm-revisions, which does not exist: " +
 			"it was deleted or never rolled out; `kubectl vmctl rollout restart testvm -n default` pins a new one, " +
 			"or `kubectl rollout undo` to a template whose revision is retained"},
-		{name: "pruned", store: without, want: "VM revision missing: revision " + pin + " is not in ControllerRevision default/web-vm-revisions: " +
+		{name: "pruned", store: without, want: "VM revision missing: revision " + pin + " is not in VMRevisionStore default/web-vm-revisions: " +
 			"it was pruned or never rolled out; `kubectl vmctl rollout restart testvm -n default` pins a new one, " +
 			"or `kubectl rollout undo` to a template whose revision is retained"},
 		{name: "unreadable", store: unreadable, want: "VM revision missing: revision " + pin + " cannot be read: " +
@@ -209,14 +209,14 @@ func TestRevisionStoreForbidden(t *testing.T) {
 	denied.Store(true)
 	h.api.fail = func(req string) error {
 		if denied.Load() && strings.HasPrefix(req, "get revisions ") {
-			return apierrors.NewForbidden(appsv1.Resource("controllerrevisions"), testStore, errors.New("no get"))
+			return apierrors.NewForbidden(revision.StoreGVR.GroupResource(), testStore, errors.New("no get"))
 		}
 		return nil
 	}
 	h.start()
 	h.waitReadyz(503, ReasonRevisionUnavailable)
 	ev := h.waitEvent(corev1.EventTypeWarning, ReasonRevisionUnavailable)
-	if want := "grant the Pod's service account get, list and watch on controllerrevisions.apps named web-vm-revisions in namespace default"; !strings.Contains(ev.Message, want) {
+	if want := "grant the Pod's service account get, list and watch on vmrevisionstores.vmctl.kubevirt.io named web-vm-revisions in namespace default"; !strings.Contains(ev.Message, want) {
 		t.Errorf("Event message %q does not say %q", ev.Message, want)
 	}
 	h.eventually("the agent retries", func() bool { return h.api.count("get revisions ") >= 3 })
@@ -235,7 +235,7 @@ func TestRevisionMissingPollsWithoutWatchPermission(t *testing.T) {
 	h := newHarness(t, pinned(testConfig(), hashes[0]), nil)
 	h.api.fail = func(req string) error {
 		if strings.HasPrefix(req, "list revisions ") || strings.HasPrefix(req, "watch revisions ") {
-			return apierrors.NewForbidden(appsv1.Resource("controllerrevisions"), testStore, errors.New("get only"))
+			return apierrors.NewForbidden(revision.StoreGVR.GroupResource(), testStore, errors.New("get only"))
 		}
 		return nil
 	}

@@ -144,9 +144,9 @@ once. /metrics on the probe address serves Prometheus metrics.
 		"A directory that lives as long as the Pod, an emptyDir volume, where the agent records the VM it makes, so that a restarted agent container follows that VM by name. "+
 			"Without it, a starting agent lists the VMs labelled for its Pod to find one an earlier container made.")
 	flags.StringVar(&o.VMRevisions, contract.FlagVMRevisions, o.VMRevisions,
-		"The workload's revision store: the ControllerRevision, in the Pod's namespace, that holds the VM revisions its templates pin. "+
+		"The workload's revision store: the VMRevisionStore, in the Pod's namespace, that holds the VM revisions its templates pin. "+
 			"When "+contract.EnvVMRevision+" (downward API) names the revision the Pod pins, the agent derives its VM from that revision, and never reads the prototype itself. "+
-			"Needs get, list and watch on that ControllerRevision.")
+			"Needs get, list and watch on that VMRevisionStore.")
 	flags.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
 	o.Profile.AddFlags(flags)
 	return cmd
@@ -260,7 +260,7 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 	out := &lockedWriter{w: o.ErrOut}
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(o.Verbosity)))
 	ctx = klog.NewContext(ctx, logger)
-	return agent.New(o.config, o.clients.KubeVirt, o.clients.Kube).Run(ctx)
+	return agent.New(o.config, o.clients.KubeVirt, o.clients.Kube, o.clients.Dynamic).Run(ctx)
 }
 
 // stuckReasonsHelp names the /readyz words of a VM KubeVirt cannot start,

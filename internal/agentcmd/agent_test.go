@@ -247,8 +247,8 @@ func TestAgentRunsAgainstAPIServer(t *testing.T) {
 		env:    pinned,
 		flags:  []string{"--" + contract.FlagVMRevisions + "=web-vm-revisions"},
 		readyz: stuck.ReasonRevisionMissing,
-		first:  "GET /apis/apps/v1/namespaces/default/controllerrevisions/web-vm-revisions kubectl-vmctl-agent",
-		then:   "/apis/apps/v1/namespaces/default/controllerrevisions?fieldSelector=metadata.name%3Dweb-vm-revisions",
+		first:  "GET /apis/vmctl.kubevirt.io/v1alpha1/namespaces/default/vmrevisionstores/web-vm-revisions kubectl-vmctl-agent",
+		then:   "/apis/vmctl.kubevirt.io/v1alpha1/namespaces/default/vmrevisionstores?fieldSelector=metadata.name%3Dweb-vm-revisions",
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			var mu sync.Mutex

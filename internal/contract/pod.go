@@ -24,7 +24,7 @@ const (
 	// ComponentAgent is the LabelComponent of the agent Pods and what serves them.
 	ComponentAgent = "agent"
 	// ComponentVMRevisions is the LabelComponent of a workload's revision
-	// store, the ControllerRevision that holds the VM revisions its
+	// store, the VMRevisionStore that holds the VM revisions its
 	// templates pin.
 	ComponentVMRevisions = "vm-revisions"
 )

@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 // derivedFor is the stored VM the agent of Pod name (uid, on node a) made from proto.
@@ -36,7 +37,7 @@ func derivedFor(t *testing.T, proto *kubevirtv1.VirtualMachine, pod string) kube
 // sources are the Sources of VMs read through virt, without revision
 // stores.
 func sources(virt kubevirt.Interface, allNamespaces bool) *Sources {
-	return NewSources(kube.Clients{Kube: kubefake.NewClientset(), KubeVirt: virt}, allNamespaces)
+	return NewSources(kube.Clients{Kube: kubefake.NewClientset(), KubeVirt: virt, Dynamic: fakeapi.NewDynamic()}, allNamespaces)
 }
 
 type outcome struct {

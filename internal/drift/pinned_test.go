@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 // pinnedScene is prototype vms/fedora, the revision of it that workload
@@ -75,21 +76,22 @@ func TestEachPinned(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list virtualmachines vms metadata.name=fedora",
-			"list controllerrevisions vms app.kubernetes.io/component=vm-revisions",
+			"list vmrevisionstores vms app.kubernetes.io/component=vm-revisions",
 		},
 	}, {
 		wantCalls: []string{
 			"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list virtualmachines vms metadata.name=fedora",
-			"list controllerrevisions  app.kubernetes.io/component=vm-revisions",
+			"list vmrevisionstores  app.kubernetes.io/component=vm-revisions",
 		},
 	}} {
 		t.Run("namespace "+tt.namespace, func(t *testing.T) {
-			kc := kubefake.NewClientset(store)
+			kc := kubefake.NewClientset()
+			dyn := fakeapi.NewDynamic(store)
 			virt := kubevirtfake.NewSimpleClientset(objs...)
 			var mu sync.Mutex
 			var calls []string
-			for _, f := range []*k8stesting.Fake{&kc.Fake, &virt.Fake} {
+			for _, f := range []*k8stesting.Fake{&kc.Fake, &virt.Fake, &dyn.Fake} {
 				f.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 					r := a.(k8stesting.ListAction).GetListRestrictions()
 					mu.Lock()
@@ -99,7 +101,7 @@ func TestEachPinned(t *testing.T) {
 				})
 			}
 			checks := map[string]Check{}
-			err := NewSources(kube.Clients{Kube: kc, KubeVirt: virt}, tt.namespace == "").Each(t.Context(), tt.namespace, "", func(c Check) error {
+			err := NewSources(kube.Clients{Kube: kc, KubeVirt: virt, Dynamic: dyn}, tt.namespace == "").Each(t.Context(), tt.namespace, "", func(c Check) error {
 				checks[c.Name] = c
 				return nil
 			})

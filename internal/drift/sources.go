@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -57,10 +58,10 @@ func (s *Sources) findRevisions(ctx context.Context, namespaces []string) error 
 		}
 		s.listed[ns] = true
 		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return s.c.Kube.AppsV1().ControllerRevisions(ns).List(ctx, opts)
+			return s.c.Dynamic.Resource(revision.StoreGVR).Namespace(ns).List(ctx, opts)
 		}
 		err := kube.EachItem(ctx, list, metav1.ListOptions{LabelSelector: StoreSelector}, func(obj runtime.Object) error {
-			store, err := revision.FromObject(obj.(*appsv1.ControllerRevision))
+			store, err := revision.FromObject(obj.(*unstructured.Unstructured))
 			if err != nil {
 				klog.FromContext(ctx).V(1).Info("Skipping a revision store", "err", err)
 				return nil
@@ -70,8 +71,13 @@ func (s *Sources) findRevisions(ctx context.Context, namespaces []string) error 
 			}
 			return nil
 		})
+		if apierrors.IsNotFound(err) {
+			// No VMRevisionStore CRD: no workload pins a revision.
+			s.listed[""] = true
+			return nil
+		}
 		if err != nil {
-			return fmt.Errorf("list %s: %w", kube.Describe("controllerrevisions", ns, ""), err)
+			return fmt.Errorf("list %s: %w", kube.Describe(revision.StoreResource, ns, ""), err)
 		}
 	}
 	return nil

@@ -12,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/doubles"
 	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
@@ -27,6 +31,7 @@ type env struct {
 	kv      *kvharness.KubeVirt
 	kube    kubernetes.Interface
 	virt    kubevirt.Interface
+	dyn     dynamic.Interface // the revision stores
 	kubelet *doubles.Kubelet
 	binary  string
 }
@@ -66,7 +71,16 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build KubeVirt:", err)
 		return 2
 	}
-	c, err := testcluster.Start(ctx, testcluster.Options{Nodes: nodes, Binaries: bins, CRDs: []string{kvBins.CRDs}, Log: os.Stderr})
+	// The revision stores' CRD is installed with KubeVirt's, as a cluster
+	// admin installs it once: kubectl apply cannot create a custom
+	// resource in the same run as its CRD, and scaffold's output has both.
+	storeCRD, err := writeStoreCRD()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer func() { _ = os.Remove(storeCRD) }()
+	c, err := testcluster.Start(ctx, testcluster.Options{Nodes: nodes, Binaries: bins, CRDs: []string{kvBins.CRDs, storeCRD}, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the control plane:", err)
 		return 2
@@ -101,6 +115,10 @@ func run(m *testing.M) int {
 		return 2
 	}
 	if e.virt, err = kubevirt.NewForConfig(c.RESTConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if e.dyn, err = dynamic.NewForConfig(c.RESTConfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -143,4 +161,18 @@ func vmctlBinary() (string, error) {
 		return "", fmt.Errorf("build kubectl-vmctl: %w", err)
 	}
 	return out, nil
+}
+
+// writeStoreCRD writes the revision stores' CRD (revision.StoreCRD), as
+// scaffold prints it, to a temporary file, and returns its path.
+func writeStoreCRD() (string, error) {
+	f, err := os.CreateTemp("", "vmctl-store-crd-*.yaml")
+	if err != nil {
+		return "", fmt.Errorf("write the revision stores' CRD: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	if err := scaffold.WriteYAML(f, []runtime.Object{revision.StoreCRD()}); err != nil {
+		return "", fmt.Errorf("write the revision stores' CRD: %w", err)
+	}
+	return f.Name(), nil
 }

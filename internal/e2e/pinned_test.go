@@ -80,7 +80,7 @@ func TestTemplatePinsTheRevision(t *testing.T) {
 
 			// rollout restart rolls the edit out, at the workload's pace.
 			out = vmctl(t, "rollout", "restart", "testvm", "-n", ns)
-			if want := "controllerrevision.apps/vmctl-testvm-vm-revisions configured\n" + strings.Replace(workload, "/", ".apps/", 1) + " restarted\n"; out != want {
+			if want := "vmrevisionstore.vmctl.kubevirt.io/vmctl-testvm-vm-revisions configured\n" + strings.Replace(workload, "/", ".apps/", 1) + " restarted\n"; out != want {
 				t.Errorf("rollout restart printed %q, want %q", out, want)
 			}
 			vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m")

@@ -189,7 +189,7 @@ func TestRolloutRestart(t *testing.T) {
 			fleet := watchFleet(t, ns, old)
 			start := time.Now()
 			out = vmctl(t, "rollout", "restart", "testvm", "-n", ns)
-			if want := "controllerrevision.apps/vmctl-testvm-vm-revisions configured\n" + kindName + " restarted\n"; out != want {
+			if want := "vmrevisionstore.vmctl.kubevirt.io/vmctl-testvm-vm-revisions configured\n" + kindName + " restarted\n"; out != want {
 				t.Errorf("rollout restart printed %q, want %q", out, want)
 			}
 			rev := podTemplateAnnotations(t, ns, workload)[contract.AnnotationVMRevision]

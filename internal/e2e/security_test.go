@@ -447,7 +447,7 @@ func derivedFor(t *testing.T, f *agentFleet, pod corev1.Pod) *kubevirtv1.Virtual
 	t.Helper()
 	hash := pod.Annotations[contract.AnnotationVMRevision]
 	name := revision.StoreName(scaffold.DefaultName(f.proto.Name))
-	cr, err := e.kube.AppsV1().ControllerRevisions(f.ns).Get(t.Context(), name, metav1.GetOptions{})
+	cr, err := e.dyn.Resource(revision.StoreGVR).Namespace(f.ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

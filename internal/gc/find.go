@@ -6,16 +6,17 @@ import (
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // Found is what gc found to collect.
@@ -40,9 +41,9 @@ type Found struct {
 // its prototype.
 //
 // Then it plans what to do with the revision stores of namespace
-// (PlanStores): one LIST of its ControllerRevisions, the stores and the
-// StatefulSets' and DaemonSets' histories alike, and where it holds a
-// store, one LIST each of its Deployments, StatefulSets, DaemonSets and
+// (PlanStores): one LIST of its VMRevisionStores, and where it holds a
+// store, one LIST each of its ControllerRevisions (the StatefulSets' and
+// DaemonSets' histories), Deployments, StatefulSets, DaemonSets and
 // ReplicaSets; the Pods are those listed above.
 func Find(ctx context.Context, c kube.Clients, namespace string, now time.Time, minAge time.Duration) (Found, error) {
 	var found Found
@@ -71,7 +72,7 @@ func Find(ctx context.Context, c kube.Clients, namespace string, now time.Time, 
 		}
 	}
 	found.Orphans, found.Spared = Orphans(pods, vms, now, minAge)
-	t, err := readTemplates(ctx, c.Kube, namespace, pods)
+	t, err := readTemplates(ctx, c, namespace, pods)
 	if err != nil {
 		return found, err
 	}
@@ -80,15 +81,24 @@ func Find(ctx context.Context, c kube.Clients, namespace string, now time.Time, 
 }
 
 // readTemplates reads the Templates of namespace ("" for all), given its
-// Pods (and perhaps others'): its ControllerRevisions, and only where those hold a revision
-// store, its workloads and ReplicaSets.
-func readTemplates(ctx context.Context, c kubernetes.Interface, namespace string, pods []corev1.Pod) (Templates, error) {
+// Pods (and perhaps others'): its revision stores, and only where there
+// are any, its ControllerRevisions, workloads and ReplicaSets. Without the
+// VMRevisionStore CRD there are no stores.
+func readTemplates(ctx context.Context, c kube.Clients, namespace string, pods []corev1.Pod) (Templates, error) {
 	t := Templates{Pods: pods}
-	apps := c.AppsV1()
-	err := list(ctx, namespace, "controllerrevisions", &t.ControllerRevisions, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		return apps.ControllerRevisions(namespace).List(ctx, o)
+	err := list(ctx, namespace, revision.StoreResource, &t.Stores, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.Dynamic.Resource(revision.StoreGVR).Namespace(namespace).List(ctx, o)
 	})
-	if err != nil || !slices.ContainsFunc(t.ControllerRevisions, func(cr appsv1.ControllerRevision) bool { return isStore(&cr) }) {
+	if apierrors.IsNotFound(err) {
+		return t, nil
+	}
+	if err != nil || !slices.ContainsFunc(t.Stores, func(u unstructured.Unstructured) bool { return isStore(&u) }) {
+		return t, err
+	}
+	apps := c.Kube.AppsV1()
+	if err := list(ctx, namespace, "controllerrevisions", &t.ControllerRevisions, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return apps.ControllerRevisions(namespace).List(ctx, o)
+	}); err != nil {
 		return t, err
 	}
 	if err := list(ctx, namespace, "deployments", &t.Deployments, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -140,31 +150,16 @@ func Delete(ctx context.Context, c kubevirt.Interface, o Orphan, dryRun []string
 }
 
 // Collect does a, a StoreAction, on condition that the store is still the
-// object gc read, unchanged (else the API server answers a conflict). A
-// replacement is checked first (a create the API server runs all but
-// storing, as a dry run; it answers that the store exists): only then is
-// the store deleted and its replacement created, so a replacement the API
-// server refuses leaves the store as it was. dryRun is passed on as the
-// API's dryRun (metav1.DryRunAll for a server-side dry run).
-func Collect(ctx context.Context, c kubernetes.Interface, a StoreAction, dryRun []string) error {
-	crs := c.AppsV1().ControllerRevisions(a.Namespace)
-	if !a.Delete {
-		_, err := crs.Create(ctx, a.Replacement, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if !apierrors.IsAlreadyExists(err) {
-			if err == nil {
-				err = apierrors.NewNotFound(appsv1.Resource("controllerrevisions"), a.Name) // it went meanwhile
-			}
-			return err
-		}
+// object gc read, unchanged (its UID and resourceVersion; else the API
+// server answers a conflict): it deletes the store, or updates it in
+// place to its Replacement, without the pruned revisions. dryRun is passed
+// on as the API's dryRun (metav1.DryRunAll for a server-side dry run).
+func Collect(ctx context.Context, c dynamic.Interface, a StoreAction, dryRun []string) error {
+	stores := c.Resource(revision.StoreGVR).Namespace(a.Namespace)
+	if a.Delete {
+		uid, rv := a.UID, a.ResourceVersion
+		return stores.Delete(ctx, a.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}, DryRun: dryRun})
 	}
-	uid, rv := a.UID, a.ResourceVersion
-	err := crs.Delete(ctx, a.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}, DryRun: dryRun})
-	if err != nil || a.Delete || len(dryRun) > 0 {
-		return err
-	}
-	if _, err := crs.Create(ctx, a.Replacement, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("deleted revision store %s/%s to replace it without VM revisions %v, but could not create the replacement: %w; "+
-			"its agents lack their revisions until `kubectl vmctl rollout restart` writes it again", a.Namespace, a.Name, a.Pruned, err)
-	}
-	return nil
+	_, err := stores.Update(ctx, a.Replacement, metav1.UpdateOptions{DryRun: dryRun})
+	return err
 }

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -14,8 +15,8 @@ import (
 // all), and so name the VM revisions they pin: the live Pods themselves,
 // the Deployments, StatefulSets and DaemonSets, the ReplicaSets (a
 // Deployment's history, as far as its revisionHistoryLimit keeps it), and
-// the ControllerRevisions (a StatefulSet's or DaemonSet's history, and
-// the revision stores).
+// the ControllerRevisions (a StatefulSet's or DaemonSet's history); and
+// the revision stores (VMRevisionStores) whose revisions they name.
 type Templates struct {
 	Pods                []corev1.Pod
 	Deployments         []appsv1.Deployment
@@ -23,6 +24,7 @@ type Templates struct {
 	DaemonSets          []appsv1.DaemonSet
 	ReplicaSets         []appsv1.ReplicaSet
 	ControllerRevisions []appsv1.ControllerRevision
+	Stores              []unstructured.Unstructured
 }
 
 // Retained returns, by revision store (namespace and name), the VM
@@ -30,7 +32,7 @@ type Templates struct {
 // contract.AnnotationVMRevision, in the store its agent's arguments name
 // (contract.VMRevisionStore) in its namespace. A StatefulSet's or
 // DaemonSet's ControllerRevision holds its template in its data, a patch
-// of spec.template; the revision stores among them name nothing.
+// of spec.template.
 func Retained(t Templates) map[types.NamespacedName]map[string]bool {
 	out := map[types.NamespacedName]map[string]bool{}
 	name := func(namespace string, annotations map[string]string, spec *corev1.PodSpec) {
@@ -79,7 +81,7 @@ func Retained(t Templates) map[types.NamespacedName]map[string]bool {
 // revision store, or a ControllerRevision of another shape (KubeVirt's
 // instancetypes), holds none.
 func historyTemplate(cr *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, bool) {
-	if isStore(cr) || len(cr.Data.Raw) == 0 {
+	if len(cr.Data.Raw) == 0 {
 		return nil, false
 	}
 	var patch struct {
@@ -93,6 +95,6 @@ func historyTemplate(cr *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, bo
 	return patch.Spec.Template, true
 }
 
-func isStore(cr *appsv1.ControllerRevision) bool {
-	return cr.Labels[contract.LabelComponent] == contract.ComponentVMRevisions
+func isStore(u *unstructured.Unstructured) bool {
+	return u.GetLabels()[contract.LabelComponent] == contract.ComponentVMRevisions
 }

@@ -3,24 +3,23 @@ package gc
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // StoreAction is what gc does to one revision store: delete it, or
-// replace it (its data cannot change) by Replacement, without the
-// revisions Pruned.
+// update it to Replacement, without the revisions Pruned.
 type StoreAction struct {
 	Namespace, Name string
 	// UID and ResourceVersion are the store's as gc read it: it is deleted
-	// on condition that it is still that object, unchanged.
+	// or updated on condition that it is still that object, unchanged.
 	UID             types.UID
 	ResourceVersion string
 	// Workload is the name of the workload the store is of.
@@ -31,10 +30,9 @@ type StoreAction struct {
 	WorkloadGone bool
 	// Pruned are the hashes of the revisions that go, sorted.
 	Pruned []string
-	// Replacement, unless Delete, is the store without the pruned
-	// revisions: its labels, annotations and owners, revision number one
-	// more.
-	Replacement *appsv1.ControllerRevision
+	// Replacement, unless Delete, is the store as gc read it (its UID and
+	// resourceVersion too) without the pruned revisions.
+	Replacement *unstructured.Unstructured
 }
 
 // Why explains the action as gc prints it.
@@ -59,15 +57,18 @@ type Unreadable struct {
 	Err             error
 }
 
-// PlanStores returns what to do with each revision store among
-// t.ControllerRevisions (contract.ComponentVMRevisions): the revisions
-// that no template of t names (Retained) go; a store left with none, or
+// PlanStores returns what to do with each revision store among t.Stores
+// (contract.ComponentVMRevisions): the revisions that no template of t
+// names (Retained) go, but for one stored less than minAge ago (its
+// metadata.creationTimestamp, which rollout restart sets when it adds
+// it): a rollout adds its revision before it writes the template that
+// names it; a store left with none, or
 // whose workload (contract.LabelWorkload) is no Deployment, StatefulSet or
 // DaemonSet of its namespace, is deleted, unless a template still names
 // one of its revisions (a workload deleted with its Pods orphaned: those
-// Pods keep what they pin). A store younger than minAge is left alone: it
-// is replaced with each revision a rollout adds, before the rollout
-// writes the template that names it. So is one being deleted. Actions are
+// Pods keep what they pin). A store younger than minAge is left alone, as
+// scaffold's output writes it before the template that names its
+// revision. So is one being deleted. Actions are
 // sorted by namespace and name.
 func PlanStores(t Templates, now time.Time, minAge time.Duration) ([]StoreAction, []Unreadable) {
 	retained := Retained(t)
@@ -83,28 +84,36 @@ func PlanStores(t Templates, now time.Time, minAge time.Duration) ([]StoreAction
 	}
 	var actions []StoreAction
 	var unreadable []Unreadable
-	for i := range t.ControllerRevisions {
-		cr := &t.ControllerRevisions[i]
-		if !isStore(cr) || cr.DeletionTimestamp != nil || now.Sub(cr.CreationTimestamp.Time) < minAge {
+	for i := range t.Stores {
+		u := &t.Stores[i]
+		if !isStore(u) || u.GetDeletionTimestamp() != nil || now.Sub(u.GetCreationTimestamp().Time) < minAge {
 			continue
 		}
-		store, err := revision.FromObject(cr)
+		store, err := revision.FromObject(u)
 		if err != nil {
-			unreadable = append(unreadable, Unreadable{Namespace: cr.Namespace, Name: cr.Name, Err: err})
+			unreadable = append(unreadable, Unreadable{Namespace: u.GetNamespace(), Name: u.GetName(), Err: err})
 			continue
 		}
-		a := StoreAction{Namespace: cr.Namespace, Name: cr.Name, UID: cr.UID, ResourceVersion: cr.ResourceVersion, Workload: store.Workload}
-		named := retained[types.NamespacedName{Namespace: cr.Namespace, Name: cr.Name}]
-		a.WorkloadGone = !workloads[types.NamespacedName{Namespace: cr.Namespace, Name: store.Workload}] && len(named) == 0
+		a := StoreAction{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(), Workload: store.Workload}
+		named := maps.Clone(retained[types.NamespacedName{Namespace: a.Namespace, Name: a.Name}])
+		if named == nil {
+			named = map[string]bool{}
+		}
+		a.WorkloadGone = !workloads[types.NamespacedName{Namespace: a.Namespace, Name: store.Workload}] && len(named) == 0
+		for h, r := range store.Revisions {
+			if now.Sub(r.CreationTimestamp.Time) < minAge {
+				named[h] = true // just added: its template may be on its way
+			}
+		}
 		a.Pruned = slices.DeleteFunc(store.Hashes(), func(h string) bool { return named[h] })
 		if !store.Retain(named) && !a.WorkloadGone {
 			continue // every revision named
 		}
 		a.Delete = a.WorkloadGone || len(store.Revisions) == 0
 		if !a.Delete {
-			a.Replacement, err = replacement(cr, store)
+			a.Replacement, err = replacement(u, store)
 			if err != nil {
-				unreadable = append(unreadable, Unreadable{Namespace: cr.Namespace, Name: cr.Name, Err: err})
+				unreadable = append(unreadable, Unreadable{Namespace: a.Namespace, Name: a.Name, Err: err})
 				continue
 			}
 		}
@@ -116,17 +125,14 @@ func PlanStores(t Templates, now time.Time, minAge time.Duration) ([]StoreAction
 	return actions, unreadable
 }
 
-// replacement is cr holding store, one revision number on: what gc
-// creates in its place, with its labels, annotations and owners.
-func replacement(cr *appsv1.ControllerRevision, store *revision.Store) (*appsv1.ControllerRevision, error) {
-	store.Number = cr.Revision + 1
+// replacement is u holding store: what gc updates u to, with its
+// metadata, resourceVersion included.
+func replacement(u *unstructured.Unstructured, store *revision.Store) (*unstructured.Unstructured, error) {
 	obj, err := store.Object()
 	if err != nil {
 		return nil, err
 	}
-	obj.ObjectMeta = metav1.ObjectMeta{
-		Name: cr.Name, Namespace: cr.Namespace,
-		Labels: cr.Labels, Annotations: cr.Annotations, OwnerReferences: cr.OwnerReferences,
-	}
-	return obj, nil
+	r := u.DeepCopy()
+	r.Object["spec"] = obj.Object["spec"]
+	return r, nil
 }

@@ -13,9 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	kubefake "k8s.io/client-go/kubernetes/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -63,21 +65,24 @@ func history(t *testing.T, ns, workload, hash string, number int64) appsv1.Contr
 		Data: runtime.RawExtension{Raw: raw}, Revision: number}
 }
 
-// store is workload's revision store, written age ago, holding hashes.
-func store(t *testing.T, ns, workload string, age time.Duration, hashes ...string) appsv1.ControllerRevision {
+// store is workload's revision store, written age ago, holding hashes,
+// each stored as long ago.
+func store(t *testing.T, ns, workload string, age time.Duration, hashes ...string) unstructured.Unstructured {
 	t.Helper()
 	s := revision.NewStore(ns, workload)
-	s.Number = 3
 	for _, h := range hashes {
-		s.Revisions[h] = &revision.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{"rev": h}}}
+		s.Revisions[h] = &revision.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{"rev": h},
+			CreationTimestamp: metav1.NewTime(t0.Add(-age))}}
 	}
-	cr, err := s.Object()
+	u, err := s.Object()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr.UID, cr.ResourceVersion, cr.CreationTimestamp = types.UID("uid-"+cr.Name), "41", metav1.NewTime(t0.Add(-age))
-	cr.Annotations = map[string]string{"note": "kept"}
-	return *cr
+	u.SetUID(types.UID("uid-" + u.GetName()))
+	u.SetResourceVersion("41")
+	u.SetCreationTimestamp(metav1.NewTime(t0.Add(-age)))
+	u.SetAnnotations(map[string]string{"note": "kept"})
+	return *u
 }
 
 func TestRetained(t *testing.T) {
@@ -87,9 +92,9 @@ func TestRetained(t *testing.T) {
 		ReplicaSets:  []appsv1.ReplicaSet{replicaSet("ns", "web", "0000000000"), replicaSet("other", "web", "9999999999")},
 		StatefulSets: []appsv1.StatefulSet{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}, Spec: appsv1.StatefulSetSpec{Template: template("db-vm-revisions", "3333333333")}}},
 		DaemonSets:   []appsv1.DaemonSet{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "node"}, Spec: appsv1.DaemonSetSpec{Template: template("node-vm-revisions", "")}}},
+		Stores:       []unstructured.Unstructured{store(t, "ns", "db", time.Hour, "5555555555")}, // a store names nothing
 		ControllerRevisions: []appsv1.ControllerRevision{
 			history(t, "ns", "db", "4444444444", 1),
-			store(t, "ns", "db", time.Hour, "5555555555"), // a store names nothing
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "instancetype"}, Data: runtime.RawExtension{Raw: []byte(`{"spec":{"cpu":{"guest":2}}}`)}},
 			{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "garbage"}, Data: runtime.RawExtension{Raw: []byte(`[`)}},
 		},
@@ -119,17 +124,17 @@ func TestPlanStores(t *testing.T) {
 	}{{
 		name: "every revision named: nothing to do",
 		templates: Templates{
-			Deployments:         []appsv1.Deployment{deployment("ns", "web", "2222222222")},
-			ReplicaSets:         []appsv1.ReplicaSet{replicaSet("ns", "web", "1111111111")},
-			ControllerRevisions: []appsv1.ControllerRevision{store(t, "ns", "web", time.Hour, "1111111111", "2222222222")},
+			Deployments: []appsv1.Deployment{deployment("ns", "web", "2222222222")},
+			ReplicaSets: []appsv1.ReplicaSet{replicaSet("ns", "web", "1111111111")},
+			Stores:      []unstructured.Unstructured{store(t, "ns", "web", time.Hour, "1111111111", "2222222222")},
 		},
 	}, {
-		name: "revisions no retained template names go; the store is replaced with the rest",
+		name: "revisions no retained template names go; the store is updated to the rest",
 		templates: Templates{
 			Pods:        []corev1.Pod{pinnedPod("ns", "web-old-1", "web-vm-revisions", "1111111111")},
 			Deployments: []appsv1.Deployment{deployment("ns", "web", "2222222222")},
+			Stores:      []unstructured.Unstructured{store(t, "ns", "web", time.Hour, "0000000000", "1111111111", "2222222222", "ffffffffff")},
 			ControllerRevisions: []appsv1.ControllerRevision{
-				store(t, "ns", "web", time.Hour, "0000000000", "1111111111", "2222222222", "ffffffffff"),
 				history(t, "ns", "web", "ffffffffff", 1), // another workload's history would name another store
 			},
 		},
@@ -139,7 +144,7 @@ func TestPlanStores(t *testing.T) {
 		name: "the store of a workload that is gone is deleted, with the revisions no one names",
 		templates: Templates{
 			StatefulSets: []appsv1.StatefulSet{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}, Spec: appsv1.StatefulSetSpec{Template: template("db-vm-revisions", "3333333333")}}},
-			ControllerRevisions: []appsv1.ControllerRevision{
+			Stores: []unstructured.Unstructured{
 				store(t, "ns", "web", time.Hour, "1111111111", "2222222222"),
 				store(t, "ns", "db", time.Hour, "3333333333", "4444444444"),
 				store(t, "other", "db", time.Hour, "3333333333"), // a db elsewhere is not this one
@@ -153,31 +158,47 @@ func TestPlanStores(t *testing.T) {
 	}, {
 		name: "a workload deleted with its Pods orphaned: its store keeps what they pin",
 		templates: Templates{
-			Pods:                []corev1.Pod{pinnedPod("ns", "web-abc-1", "web-vm-revisions", "1111111111")},
-			ControllerRevisions: []appsv1.ControllerRevision{store(t, "ns", "web", time.Hour, "1111111111", "2222222222")},
+			Pods:   []corev1.Pod{pinnedPod("ns", "web-abc-1", "web-vm-revisions", "1111111111")},
+			Stores: []unstructured.Unstructured{store(t, "ns", "web", time.Hour, "1111111111", "2222222222")},
 		},
 		want: []brief{{Name: "web-vm-revisions", Pruned: []string{"2222222222"}, Kept: []string{"1111111111"}, Why: "VM revision 2222222222 named by no template"}},
 	}, {
 		name: "a workload rolled back to a template that pins nothing: its store goes",
 		templates: Templates{
-			Deployments:         []appsv1.Deployment{deployment("ns", "web", "")},
-			ControllerRevisions: []appsv1.ControllerRevision{store(t, "ns", "web", time.Hour, "1111111111", "2222222222")},
+			Deployments: []appsv1.Deployment{deployment("ns", "web", "")},
+			Stores:      []unstructured.Unstructured{store(t, "ns", "web", time.Hour, "1111111111", "2222222222")},
 		},
 		want: []brief{{Name: "web-vm-revisions", Delete: true, Pruned: []string{"1111111111", "2222222222"}, Why: "no template names its VM revisions"}},
 	}, {
+		name: "a revision a rollout has just added is kept: the template that names it is on its way",
+		templates: Templates{
+			Deployments: []appsv1.Deployment{deployment("ns", "web", "1111111111")},
+			Stores: []unstructured.Unstructured{func() unstructured.Unstructured {
+				u := store(t, "ns", "web", time.Hour, "0000000000", "1111111111")
+				s, _ := revision.FromObject(&u)
+				s.Revisions["2222222222"] = &revision.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web",
+					CreationTimestamp: metav1.NewTime(t0.Add(-30 * time.Second))}}
+				added, _ := s.Object()
+				u.Object["spec"] = added.Object["spec"]
+				return u
+			}()},
+		},
+		want: []brief{{Name: "web-vm-revisions", Pruned: []string{"0000000000"}, Kept: []string{"1111111111", "2222222222"},
+			Why: "VM revision 0000000000 named by no template"}},
+	}, {
 		name: "a young store, one being deleted and one gc cannot read are left alone",
 		templates: Templates{
-			ControllerRevisions: []appsv1.ControllerRevision{
+			Stores: []unstructured.Unstructured{
 				store(t, "ns", "young", 30*time.Second, "1111111111"),
-				func() appsv1.ControllerRevision {
-					cr := store(t, "ns", "leaving", time.Hour, "1111111111")
-					cr.DeletionTimestamp = &metav1.Time{Time: t0}
-					return cr
+				func() unstructured.Unstructured {
+					u := store(t, "ns", "leaving", time.Hour, "1111111111")
+					u.SetDeletionTimestamp(&metav1.Time{Time: t0})
+					return u
 				}(),
-				func() appsv1.ControllerRevision {
-					cr := store(t, "ns", "broken", time.Hour, "1111111111")
-					cr.Data.Raw = []byte(`{"revisions": [1]}`)
-					return cr
+				func() unstructured.Unstructured {
+					u := store(t, "ns", "broken", time.Hour, "1111111111")
+					u.Object["spec"] = map[string]any{"revisions": []any{int64(1)}}
+					return u
 				}(),
 			},
 		},
@@ -196,8 +217,8 @@ func TestPlanStores(t *testing.T) {
 					}
 					b.Kept = s.Hashes()
 					r := a.Replacement
-					if r.Revision != 4 || r.Labels[contract.LabelWorkload] == "" || r.Annotations["note"] != "kept" || r.UID != "" || r.ResourceVersion != "" {
-						t.Errorf("replacement of %s: revision %d, metadata %+v; want revision 4, the labels and annotations, no identity", a.Name, r.Revision, r.ObjectMeta)
+					if r.GetLabels()[contract.LabelWorkload] == "" || r.GetAnnotations()["note"] != "kept" || r.GetUID() != a.UID || r.GetResourceVersion() != "41" {
+						t.Errorf("replacement of %s: metadata %+v; want the store's, its resourceVersion too", a.Name, r.Object["metadata"])
 					}
 				}
 				if a.UID != types.UID("uid-"+a.Name) || a.ResourceVersion != "41" {
@@ -219,27 +240,33 @@ func TestPlanStores(t *testing.T) {
 	}
 }
 
-// TestCollect: a store is deleted on condition that it is the one gc
-// read, unchanged; a replacement is tried first, as a dry run, so one the
-// API server refuses leaves the store as it was.
+// TestCollect: a store is deleted, or updated to its replacement, on
+// condition that it is the one gc read, unchanged.
 func TestCollect(t *testing.T) {
-	plan := func(t *testing.T, cr appsv1.ControllerRevision, templates Templates) StoreAction {
-		templates.ControllerRevisions = []appsv1.ControllerRevision{cr}
+	plan := func(t *testing.T, u unstructured.Unstructured, templates Templates) StoreAction {
+		templates.Stores = []unstructured.Unstructured{u}
 		actions, _ := PlanStores(templates, t0, time.Minute)
 		if len(actions) != 1 {
 			t.Fatalf("%d actions, want 1", len(actions))
 		}
 		return actions[0]
 	}
-	pruned := func(t *testing.T) (appsv1.ControllerRevision, StoreAction) {
-		cr := store(t, "ns", "web", time.Hour, "1111111111", "2222222222")
-		return cr, plan(t, cr, Templates{Deployments: []appsv1.Deployment{deployment("ns", "web", "2222222222")}})
+	pruned := func(t *testing.T) (unstructured.Unstructured, StoreAction) {
+		u := store(t, "ns", "web", time.Hour, "1111111111", "2222222222")
+		return u, plan(t, u, Templates{Deployments: []appsv1.Deployment{deployment("ns", "web", "2222222222")}})
+	}
+	client := func(u unstructured.Unstructured) *dynamicfake.FakeDynamicClient {
+		dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{revision.StoreGVR: revision.StoreKind + "List"}, &u)
+		dc.ClearActions()
+		return dc
 	}
 	describe := func(a k8stesting.Action) string {
 		s := a.GetVerb()
 		switch a := a.(type) {
-		case k8stesting.CreateActionImpl:
-			s += fmt.Sprintf(" dryRun=%v", a.CreateOptions.DryRun)
+		case k8stesting.UpdateActionImpl:
+			u := a.GetObject().(*unstructured.Unstructured)
+			s += fmt.Sprintf(" uid=%s rv=%s dryRun=%v", u.GetUID(), u.GetResourceVersion(), a.UpdateOptions.DryRun)
 		case k8stesting.DeleteAction:
 			o := a.GetDeleteOptions()
 			s += fmt.Sprintf(" uid=%s rv=%s dryRun=%v", *o.Preconditions.UID, *o.Preconditions.ResourceVersion, o.DryRun)
@@ -251,18 +278,17 @@ func TestCollect(t *testing.T) {
 		dryRun []string
 		want   []string
 	}{
-		{name: "for real", want: []string{"create dryRun=[All]", "delete uid=uid-web-vm-revisions rv=41 dryRun=[]", "create dryRun=[]"}},
-		{name: "server dry run", dryRun: []string{metav1.DryRunAll}, want: []string{"create dryRun=[All]", "delete uid=uid-web-vm-revisions rv=41 dryRun=[All]"}},
+		{name: "for real", want: []string{"update uid=uid-web-vm-revisions rv=41 dryRun=[]"}},
+		{name: "server dry run", dryRun: []string{metav1.DryRunAll}, want: []string{"update uid=uid-web-vm-revisions rv=41 dryRun=[All]"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cr, a := pruned(t)
-			kc := kubefake.NewClientset(&cr)
-			kc.ClearActions()
-			if err := Collect(t.Context(), kc, a, tt.dryRun); err != nil {
+			u, a := pruned(t)
+			dc := client(u)
+			if err := Collect(t.Context(), dc, a, tt.dryRun); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, act := range kc.Actions() {
+			for _, act := range dc.Actions() {
 				got = append(got, describe(act))
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -272,46 +298,31 @@ func TestCollect(t *testing.T) {
 	}
 
 	t.Run("a deletion is one request", func(t *testing.T) {
-		cr := store(t, "ns", "gone", time.Hour, "1111111111")
-		kc := kubefake.NewClientset(&cr)
-		kc.ClearActions()
-		if err := Collect(t.Context(), kc, plan(t, cr, Templates{}), nil); err != nil {
+		u := store(t, "ns", "gone", time.Hour, "1111111111")
+		dc := client(u)
+		if err := Collect(t.Context(), dc, plan(t, u, Templates{}), nil); err != nil {
 			t.Fatal(err)
 		}
-		if len(kc.Actions()) != 1 || kc.Actions()[0].GetVerb() != "delete" {
-			t.Errorf("requests %v, want one delete", kc.Actions())
+		if got := dc.Actions(); len(got) != 1 || describe(got[0]) != "delete uid=uid-gone-vm-revisions rv=41 dryRun=[]" {
+			t.Errorf("requests %v, want one delete on condition", got)
 		}
 	})
 
-	t.Run("a refused replacement leaves the store", func(t *testing.T) {
-		cr, a := pruned(t)
-		kc := kubefake.NewClientset(&cr)
-		kc.PrependReactor("create", "controllerrevisions", func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewForbidden(appsv1.Resource("controllerrevisions"), cr.Name, errors.New("no"))
+	t.Run("a store changed meanwhile is a conflict", func(t *testing.T) {
+		u, a := pruned(t)
+		dc := client(u)
+		dc.PrependReactor("update", revision.StoreResource, func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewConflict(revision.StoreGVR.GroupResource(), u.GetName(), errors.New("the object has been modified"))
 		})
-		kc.ClearActions()
-		if err := Collect(t.Context(), kc, a, nil); !apierrors.IsForbidden(err) {
-			t.Errorf("Collect: %v, want the refusal", err)
-		}
-		for _, act := range kc.Actions() {
-			if act.GetVerb() == "delete" {
-				t.Errorf("the store was deleted though its replacement was refused")
-			}
-		}
-	})
-
-	t.Run("a store replaced meanwhile is a conflict", func(t *testing.T) {
-		cr, a := pruned(t)
-		kc := kubefake.NewClientset(&cr)
-		kc.PrependReactor("delete", "controllerrevisions", func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewConflict(appsv1.Resource("controllerrevisions"), cr.Name, errors.New("the precondition failed"))
-		})
-		err := Collect(t.Context(), kc, a, nil)
-		if !apierrors.IsConflict(err) {
+		if err := Collect(t.Context(), dc, a, nil); !apierrors.IsConflict(err) {
 			t.Errorf("Collect: %v, want the conflict", err)
 		}
-		if got, err := kc.AppsV1().ControllerRevisions("ns").Get(t.Context(), cr.Name, metav1.GetOptions{}); err != nil || !strings.Contains(string(got.Data.Raw), "1111111111") {
-			t.Errorf("the store after a conflict: %v", err)
+		got, err := dc.Resource(revision.StoreGVR).Namespace("ns").Get(t.Context(), u.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := revision.FromObject(got); !strings.Contains(strings.Join(s.Hashes(), " "), "1111111111") {
+			t.Errorf("the store after a conflict holds %v", s.Hashes())
 		}
 	})
 }

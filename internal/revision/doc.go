@@ -5,9 +5,9 @@
 // and annotations derive copies. A hash of its content names it. The
 // workload's Pod template carries that name (contract.AnnotationVMRevision),
 // so the workload's own rollout, history and undo govern which revision its
-// VMs run; the workload's revision store, one ControllerRevision beside it,
-// holds every revision its retained templates name, and is the admission
-// policy's parameter.
+// VMs run; the workload's revision store, one VMRevisionStore (a custom
+// resource of vmctl's own, StoreCRD) beside it, holds every revision its
+// retained templates name, and is the admission policy's parameter.
 //
 // Everything here is pure: reading the prototype and writing the store is
 // the callers'.

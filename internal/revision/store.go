@@ -6,36 +6,51 @@ import (
 	"maps"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
+// The revision store's kind: a namespaced custom resource of vmctl's own
+// (StoreCRD), not a ControllerRevision. The API server's informer of a
+// built-in parameter kind of an admission policy stops for good once no
+// binding uses that kind (kubernetes/kubernetes#130887), and the create
+// policy's parameter is the store; a custom resource's informer is not
+// affected.
+const (
+	StoreGroup    = "vmctl.kubevirt.io"
+	StoreVersion  = "v1alpha1"
+	StoreKind     = "VMRevisionStore"
+	StoreResource = "vmrevisionstores"
+)
+
+// StoreGVR is the revision stores' resource, for the dynamic client.
+var StoreGVR = schema.GroupVersionResource{Group: StoreGroup, Version: StoreVersion, Resource: StoreResource}
+
 // Store is a workload's revision store: every revision its retained
-// templates name, by hash. It lives in one ControllerRevision (Object),
-// which the create policy reads by name as its parameter, so that a
-// revision's existence and its content are one object: a VM that claims a
-// revision the store lacks is refused, never judged against nothing.
+// templates name, by hash. It lives in one VMRevisionStore (Object), which
+// the create policy reads by name as its parameter, so that a revision's
+// existence and its content are one object: a VM that claims a revision the
+// store lacks is refused, never judged against nothing. The API server
+// refuses a change to a revision the store retains (StoreCRD), so the store
+// is updated in place.
 type Store struct {
-	// Name and Namespace are the ControllerRevision's: StoreName of the
+	// Name and Namespace are the VMRevisionStore's: StoreName of the
 	// workload, beside it.
 	Name, Namespace string
 	// Workload is the name of the workload whose templates the revisions
 	// are of.
 	Workload string
-	// Number is the ControllerRevision's revision, one more with each
-	// replacement.
-	Number int64
 	// Revisions are the revisions by hash.
 	Revisions map[string]*Revision
 }
 
-// storeData is the ControllerRevision's data. Its field names are what the
-// create policy's CEL reads: data.revisions[<hash>].
-type storeData struct {
+// storeSpec is the VMRevisionStore's spec. Its field names are what the
+// create policy's CEL reads: spec.revisions[<hash>].
+type storeSpec struct {
 	Revisions map[string]stored `json:"revisions"`
 }
 
@@ -53,7 +68,7 @@ func StoreName(workload string) string { return workload + "-vm-revisions" }
 
 // NewStore is the empty store of workload in namespace.
 func NewStore(namespace, workload string) *Store {
-	return &Store{Name: StoreName(workload), Namespace: namespace, Workload: workload, Number: 1, Revisions: map[string]*Revision{}}
+	return &Store{Name: StoreName(workload), Namespace: namespace, Workload: workload, Revisions: map[string]*Revision{}}
 }
 
 // Add puts r in s under its hash, which it returns.
@@ -77,57 +92,76 @@ func (s *Store) Retain(keep map[string]bool) bool {
 	return len(s.Revisions) != n
 }
 
-// forceAnnotations ask GitOps tools to make the store again where they would
-// patch it: its data cannot change, so an apply of a changed store fails
-// otherwise (`kubectl apply --force` does the same).
-var forceAnnotations = map[string]string{
-	"argocd.argoproj.io/sync-options":   "Force=true,Replace=true",
-	"kustomize.toolkit.fluxcd.io/force": "enabled",
-}
-
-// Object is s as the ControllerRevision that holds it. Its labels never
-// match the workload's selector (which has contract.LabelInstance): a
-// StatefulSet or DaemonSet controller adopts the ControllerRevisions its
-// selector matches, and `kubectl rollout history` would list it. For the
-// same reason it has no controller owner.
-func (s *Store) Object() (*appsv1.ControllerRevision, error) {
-	d := storeData{Revisions: make(map[string]stored, len(s.Revisions))}
+// Object is s as the VMRevisionStore that holds it, labelled as vmctl's.
+// Its labels never match the workload's selector (which has
+// contract.LabelInstance), and it has no owner: deleting the workload
+// leaves the revisions its orphaned Pods pin (gc prunes them).
+//
+// Null values are left out: the API server prunes them from a custom
+// resource, and the stored revision would then differ from what was
+// written, which the store's rule that a retained revision never changes
+// would refuse on the next write.
+func (s *Store) Object() (*unstructured.Unstructured, error) {
+	spec := storeSpec{Revisions: make(map[string]stored, len(s.Revisions))}
 	for h, r := range s.Revisions {
-		d.Revisions[h] = stored{TypeMeta: r.TypeMeta, Metadata: r.ObjectMeta, Spec: r.Spec}
+		spec.Revisions[h] = stored{TypeMeta: r.TypeMeta, Metadata: r.ObjectMeta, Spec: r.Spec}
 	}
-	data, err := json.Marshal(d)
+	data, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encode the revision store %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	return &appsv1.ControllerRevision{
-		TypeMeta: metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "ControllerRevision"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        s.Name,
-			Namespace:   s.Namespace,
-			Annotations: maps.Clone(forceAnnotations),
-			Labels: map[string]string{
-				contract.LabelName:      contract.AppName,
-				contract.LabelManagedBy: contract.ManagedBy,
-				contract.LabelComponent: contract.ComponentVMRevisions,
-				contract.LabelWorkload:  s.Workload,
-			},
-		},
-		Data:     runtime.RawExtension{Raw: data},
-		Revision: s.Number,
-	}, nil
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("encode the revision store %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	dropNulls(m)
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": m}}
+	u.SetAPIVersion(StoreGroup + "/" + StoreVersion)
+	u.SetKind(StoreKind)
+	u.SetName(s.Name)
+	u.SetNamespace(s.Namespace)
+	u.SetLabels(map[string]string{
+		contract.LabelName:      contract.AppName,
+		contract.LabelManagedBy: contract.ManagedBy,
+		contract.LabelComponent: contract.ComponentVMRevisions,
+		contract.LabelWorkload:  s.Workload,
+	})
+	return u, nil
 }
 
-// FromObject reads the store cr holds.
-func FromObject(cr *appsv1.ControllerRevision) (*Store, error) {
-	s := &Store{Name: cr.Name, Namespace: cr.Namespace, Workload: cr.Labels[contract.LabelWorkload], Number: cr.Revision}
-	var d storeData
-	if len(cr.Data.Raw) > 0 {
-		if err := json.Unmarshal(cr.Data.Raw, &d); err != nil {
-			return nil, fmt.Errorf("the revision store %s/%s holds no revisions vmctl can read: %w", cr.Namespace, cr.Name, err)
+// dropNulls deletes, recursively, the keys of m whose value is null.
+func dropNulls(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropNulls(v)
+		case []any:
+			for _, e := range v {
+				if e, ok := e.(map[string]any); ok {
+					dropNulls(e)
+				}
+			}
 		}
 	}
-	s.Revisions = make(map[string]*Revision, len(d.Revisions))
-	for h, r := range d.Revisions {
+}
+
+// FromObject reads the store u holds.
+func FromObject(u *unstructured.Unstructured) (*Store, error) {
+	s := &Store{Name: u.GetName(), Namespace: u.GetNamespace(), Workload: u.GetLabels()[contract.LabelWorkload]}
+	var spec storeSpec
+	if m, ok := u.Object["spec"]; ok && m != nil {
+		data, err := json.Marshal(m)
+		if err == nil {
+			err = json.Unmarshal(data, &spec)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the revision store %s/%s holds no revisions vmctl can read: %w", s.Namespace, s.Name, err)
+		}
+	}
+	s.Revisions = make(map[string]*Revision, len(spec.Revisions))
+	for h, r := range spec.Revisions {
 		s.Revisions[h] = &Revision{TypeMeta: r.TypeMeta, ObjectMeta: r.Metadata, Spec: r.Spec}
 	}
 	return s, nil

@@ -1,8 +1,15 @@
 package rollout
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
@@ -23,13 +30,57 @@ func TestWithRevision(t *testing.T) {
 		t.Error("a store that holds the revision changed")
 	}
 	next, changed, err := WithRevision(cur, w, target("h3"))
-	if err != nil || !changed || !slices.Equal(next.Hashes(), []string{"h2", "h3"}) || next.Number != s.Number+1 {
-		t.Errorf("adding h3: %+v changed %v err %v, want h2 and h3, number %d", next, changed, err, s.Number+1)
+	if err != nil || !changed || !slices.Equal(next.Hashes(), []string{"h2", "h3"}) {
+		t.Errorf("adding h3: %+v changed %v err %v, want h2 and h3", next, changed, err)
 	}
 	if next.Revisions["h3"] != target("h3").Revision && next.Revisions["h3"].Name != "testvm" {
 		t.Errorf("the store holds %+v as h3", next.Revisions["h3"])
 	}
 	if _, err := revision.FromObject(cur); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWriteStore: the first revision creates the store; a later one is
+// added with one merge patch that names only it, stamped with the time
+// it was stored, on condition that the store is the one read.
+func TestWriteStore(t *testing.T) {
+	w := testWorkload()
+	first := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	dyn := fakeapi.NewDynamic()
+	s, _, _ := WithRevision(nil, w, target("h2"))
+	cur, err := WriteStore(t.Context(), dyn, nil, s, first, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.SetUID("uid-1") // the fake sets none
+	next, _, _ := WithRevision(cur, w, target("h3"))
+	dyn.ClearActions()
+	got, err := WriteStore(t.Context(), dyn, cur, next, first.Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acts := dyn.Actions(); len(acts) != 1 || acts[0].GetVerb() != "patch" {
+		t.Fatalf("requests %v, want one patch", acts)
+	}
+	patch := string(dyn.Actions()[0].(k8stesting.PatchAction).GetPatch())
+	if strings.Contains(patch, `"h2"`) || !strings.Contains(patch, `"h3"`) || !strings.Contains(patch, `"uid":"uid-1"`) {
+		t.Errorf("patch %s, want h3 alone, on condition of the store's uid", patch)
+	}
+	store, err := revision.FromObject(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(store.Hashes(), []string{"h2", "h3"}) {
+		t.Errorf("the store holds %v, want h2 and h3", store.Hashes())
+	}
+	for h, want := range map[string]time.Time{"h2": first, "h3": first.Add(time.Hour)} {
+		if at := store.Revisions[h].CreationTimestamp.Time; !at.Equal(want) {
+			b, _ := json.Marshal(store.Revisions[h].ObjectMeta)
+			t.Errorf("%s stored at %v, want %v (%s)", h, at, want, b)
+		}
+	}
+	if !next.Revisions["h3"].CreationTimestamp.IsZero() {
+		t.Error("WriteStore stamped the revision it was given, not a copy")
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // Values of contract.LabelComponent on what serves other than the agents.
@@ -16,7 +17,8 @@ const (
 )
 
 // Build returns the objects that run p's agents, in the order
-// `kubectl apply -f -` should create them: ServiceAccount, RBAC, the
+// `kubectl apply -f -` should create them: the revision stores' CRD
+// (cluster-scoped, with the admission policies), ServiceAccount, RBAC, the
 // revision store, admission policy, the launcher priority class, workload, Services,
 // PodDisruptionBudget, PodMonitor. Every object
 // has its apiVersion and kind set.
@@ -24,7 +26,11 @@ func Build(p Params) ([]runtime.Object, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	objs := []runtime.Object{p.serviceAccount()}
+	var objs []runtime.Object
+	if p.Pinned() && p.AdmissionPolicy {
+		objs = append(objs, revision.StoreCRD())
+	}
+	objs = append(objs, p.serviceAccount())
 	objs = append(objs, p.rbac()...)
 	if p.Pinned() {
 		store, err := p.store()

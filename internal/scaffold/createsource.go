@@ -4,17 +4,17 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // What the create policy compares a VM with, its source. A workload that
 // pins a VM revision (Pinned) has its revision store as the policy's
 // parameter, and the source is the revision the VM claims in its
-// contract.AnnotationVMRevision, read from the store's data
-// (data.revisions[<hash>], see package revision): a revision the store
+// contract.AnnotationVMRevision, read from the store's spec
+// (spec.revisions[<hash>], see package revision): a revision the store
 // lacks, never rolled out or pruned, is no source, and the VM is refused.
 // The store is one object, so a revision's existence and its content are
 // read together: no cache lag admits a VM of a revision the store holds
@@ -29,7 +29,7 @@ import (
 // paramKind is the kind of the create policy's parameter.
 func (p Params) paramKind() *admissionregistrationv1.ParamKind {
 	if p.Pinned() {
-		return &admissionregistrationv1.ParamKind{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "ControllerRevision"}
+		return &admissionregistrationv1.ParamKind{APIVersion: revision.StoreGVR.GroupVersion().String(), Kind: revision.StoreKind}
 	}
 	return &admissionregistrationv1.ParamKind{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"}
 }
@@ -62,7 +62,7 @@ func (p Params) sourceVariables() []admissionregistrationv1.Variable {
 			{Name: "source", Expression: `params`},
 		}
 	}
-	stored := `params.?data.?revisions[?variables.revision]`
+	stored := `params.?spec.?revisions[?variables.revision]`
 	return []admissionregistrationv1.Variable{claim,
 		{Name: "claimHeld", Expression: `variables.revision != '' && ` + stored + `.hasValue()`},
 		{Name: "source", Expression: stored + `.orValue(` + noSource + `)`},
@@ -76,10 +76,10 @@ func (p Params) claimValidation() admissionregistrationv1.Validation {
 		return forbid(`variables.claimHeld`, fmt.Sprintf("the VirtualMachine claims a VM revision (%s), but workload %s/%s pins none: "+
 			"its VMs are derived from prototype %s/%s itself", contract.AnnotationVMRevision, p.Namespace, p.Name, p.protoNamespace(), p.Prototype))
 	}
-	v := forbid(`variables.claimHeld`, fmt.Sprintf("the VirtualMachine claims no VM revision that ControllerRevision %s/%s holds (%s): "+
-		"a vmctl agent may only create VMs of a revision its workload rolled out and still retains", p.Namespace, p.storeName(), contract.AnnotationVMRevision))
-	v.MessageExpression = fmt.Sprintf(`"the VirtualMachine claims VM revision '" + variables.revision + "', which ControllerRevision %s/%s does not hold: `+
-		`a vmctl agent may only create VMs of a revision its workload rolled out and still retains"`, p.Namespace, p.storeName())
+	v := forbid(`variables.claimHeld`, fmt.Sprintf("the VirtualMachine claims no VM revision that %s %s/%s holds (%s): "+
+		"a vmctl agent may only create VMs of a revision its workload rolled out and still retains", revision.StoreKind, p.Namespace, p.storeName(), contract.AnnotationVMRevision))
+	v.MessageExpression = fmt.Sprintf(`"the VirtualMachine claims VM revision '" + variables.revision + "', which %s %s/%s does not hold: `+
+		`a vmctl agent may only create VMs of a revision its workload rolled out and still retains"`, revision.StoreKind, p.Namespace, p.storeName())
 	return v
 }
 

@@ -3,9 +3,9 @@ package scaffold
 import (
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
@@ -32,7 +32,7 @@ func ChangeCause(rev *revision.Revision, hash string) string {
 }
 
 // store is the workload's revision store, holding the revision p pins.
-func (p Params) store() (*appsv1.ControllerRevision, error) {
+func (p Params) store() (*unstructured.Unstructured, error) {
 	s := revision.NewStore(p.Namespace, p.Name)
 	s.Revisions[p.RevisionHash] = p.Revision
 	return s.Object()
@@ -63,8 +63,8 @@ func VMRevisionEnv() corev1.EnvVar {
 // agent's are.
 func StoreRule(store string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{
-		APIGroups:     []string{appsv1.GroupName},
-		Resources:     []string{"controllerrevisions"},
+		APIGroups:     []string{revision.StoreGroup},
+		Resources:     []string{revision.StoreResource},
 		ResourceNames: []string{store},
 		Verbs:         []string{"get", "list", "watch"},
 	}

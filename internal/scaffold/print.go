@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // clean turns obj into a map without what a new object has no business
 // carrying: metadata.creationTimestamp: null (also in Pod templates), an empty
-// status and empty structs such as strategy: {}. The revision store's data
+// status and empty structs such as strategy: {}. The revision store's spec
 // is the VM revisions as they are: an empty map there has a meaning
 // (masquerade: {}, pod: {}), and the create policy compares it.
 func clean(obj runtime.Object) (map[string]any, error) {
@@ -22,14 +23,14 @@ func clean(obj runtime.Object) (map[string]any, error) {
 		return nil, fmt.Errorf("converting %T: %w", obj, err)
 	}
 	delete(m, "status")
-	_, isRevision := obj.(*appsv1.ControllerRevision)
-	data := m["data"]
-	if isRevision {
-		delete(m, "data")
+	isStore := obj.GetObjectKind().GroupVersionKind() == revision.StoreGVR.GroupVersion().WithKind(revision.StoreKind)
+	spec := m["spec"]
+	if isStore {
+		delete(m, "spec")
 	}
 	prune(m)
-	if isRevision && data != nil {
-		m["data"] = data
+	if isStore && spec != nil {
+		m["spec"] = spec
 	}
 	return m, nil
 }

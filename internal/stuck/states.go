@@ -86,7 +86,7 @@ func States() []State {
 	}, {
 		Reason: ReasonRevisionMissing, Prefix: RevisionMissing, NoVM: true,
 		Short: "the Pod pins a revision its workload's store lacks",
-		Help: "the agent Pod's template pins a VM revision that its workload's ControllerRevision `<workload>-vm-revisions` does not hold " +
+		Help: "the agent Pod's template pins a VM revision that its workload's VMRevisionStore `<workload>-vm-revisions` does not hold " +
 			"(pruned, or never rolled out), so the agent makes no VM and waits for it: " +
 			"`kubectl vmctl rollout restart PROTOTYPE` pins a new one, or `kubectl rollout undo` goes back to a template whose revision is kept",
 	}}
