@@ -190,7 +190,7 @@ func TestScaffoldNamespace(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, doc := range strings.Split(out, "---\n") {
-				if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") || strings.Contains(doc, "kind: PriorityClass") || strings.Contains(doc, "kind: CustomResourceDefinition") {
+				if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") || strings.Contains(doc, "kind: PriorityClass") || strings.Contains(doc, "kind: CustomResourceDefinition") || strings.Contains(doc, "kind: ClusterRole\n") {
 					continue // cluster-scoped
 				}
 				if !strings.Contains(doc, "\n  namespace: "+tt.want+"\n") {

@@ -17,8 +17,9 @@ const (
 )
 
 // Build returns the objects that run p's agents, in the order
-// `kubectl apply -f -` should create them: the revision stores' CRD
-// (cluster-scoped, with the admission policies), ServiceAccount, RBAC, the
+// `kubectl apply -f -` should create them: the revision stores' CRD and
+// the ClusterRoles that add them to view, edit and admin (cluster-scoped,
+// with the admission policies), ServiceAccount, RBAC, the
 // revision store, admission policy, the launcher priority class, workload, Services,
 // PodDisruptionBudget, PodMonitor. Every object
 // has its apiVersion and kind set.
@@ -29,6 +30,7 @@ func Build(p Params) ([]runtime.Object, error) {
 	var objs []runtime.Object
 	if p.Pinned() && p.AdmissionPolicy {
 		objs = append(objs, revision.StoreCRD())
+		objs = append(objs, storeClusterRoles()...)
 	}
 	objs = append(objs, p.serviceAccount())
 	objs = append(objs, p.rbac()...)
