@@ -79,6 +79,14 @@ func TestRevisionStoreChangesInPlace(t *testing.T) {
 		return slices.Equal(got, []string{now}), fmt.Sprintf("gc exit %d, printed %q %q; the store holds %v", code, out, stderr, got), nil
 	})
 	waitPaired(t, ns, "testvm", 1, settle)
+
+	// Kubernetes' edit role reaches the stores, as it reaches the built-in
+	// kinds, through scaffold's aggregated ClusterRoles.
+	kubectl(t, nil, "create", "rolebinding", "alice-edits", "-n", ns, "--clusterrole=edit", "--user=alice")
+	eventually(t, 30*time.Second, "edit to patch revision stores", func(context.Context) (bool, string, error) {
+		out, stderr, _ := runCode(t, nil, "kubectl", "auth", "can-i", "patch", "vmrevisionstores.vmctl.kubevirt.io", "-n", ns, "--as=alice")
+		return strings.TrimSpace(out) == "yes", out + stderr, nil
+	})
 }
 
 // hashes are the revisions' hashes the store u holds, sorted.
