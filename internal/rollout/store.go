@@ -69,6 +69,10 @@ func WriteStore(ctx context.Context, c dynamic.Interface, cur *unstructured.Unst
 			return nil, err
 		}
 		created, err := stores.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: dryRun})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("create the revision store %s/%s: %w; the cluster lacks CRD %s.%s: "+
+				"a cluster admin applies `kubectl vmctl scaffold`'s output, which has it", s.Namespace, s.Name, err, revision.StoreResource, revision.StoreGroup)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("create the revision store %s/%s: %w", s.Namespace, s.Name, err)
 		}

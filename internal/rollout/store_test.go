@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
-
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 // TestWithRevision: a restart adds its revision to the workload's store,
@@ -82,5 +83,19 @@ func TestWriteStore(t *testing.T) {
 	}
 	if !next.Revisions["h3"].CreationTimestamp.IsZero() {
 		t.Error("WriteStore stamped the revision it was given, not a copy")
+	}
+}
+
+// TestWriteStoreWithoutTheCRD: on a cluster without the stores' CRD, the
+// create is refused as not found, and the error says what installs it.
+func TestWriteStoreWithoutTheCRD(t *testing.T) {
+	dyn := fakeapi.NewDynamic()
+	dyn.PrependReactor("create", revision.StoreResource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(revision.StoreGVR.GroupResource(), "")
+	})
+	s, _, _ := WithRevision(nil, testWorkload(), target("h2"))
+	_, err := WriteStore(t.Context(), dyn, nil, s, time.Now(), nil)
+	if err == nil || !strings.Contains(err.Error(), "the cluster lacks CRD vmrevisionstores.vmctl.kubevirt.io") {
+		t.Errorf("WriteStore without the CRD: %v, want it to name the CRD", err)
 	}
 }
