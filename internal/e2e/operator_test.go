@@ -291,6 +291,7 @@ func TestMissingPrototype(t *testing.T) {
 // (which may list VMIs, not get them).
 func reportVMIAddress(t *testing.T, ns, name, ip string) {
 	t.Helper()
+	var handler kubevirt.Interface // virt-handler of the VMI's node, made once
 	eventually(t, settle, "VMI "+name+" reports address "+ip, func(ctx context.Context) (bool, string, error) {
 		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -299,15 +300,16 @@ func reportVMIAddress(t *testing.T, ns, name, ip string) {
 		if vmi.Status.NodeName == "" {
 			return false, "VMI on no node yet", nil
 		}
-		// virt-api takes a VMI's status only from the virt-handler of
-		// the VMI's node: a token bound to that Node.
-		cfg, err := e.kv.ConfigOn(ctx, vmi.Status.NodeName)
-		if err != nil {
-			return false, "", err
-		}
-		handler, err := kubevirt.NewForConfig(cfg)
-		if err != nil {
-			return false, "", err
+		if handler == nil {
+			// virt-api takes a VMI's status only from the virt-handler
+			// of the VMI's node: a token bound to that Node.
+			cfg, err := e.kv.ConfigOn(ctx, vmi.Status.NodeName)
+			if err != nil {
+				return false, "", err
+			}
+			if handler, err = kubevirt.NewForConfig(cfg); err != nil {
+				return false, "", err
+			}
 		}
 		vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "default", IP: ip, IPs: []string{ip}}}
 		_, err = handler.KubevirtV1().VirtualMachineInstances(ns).Update(ctx, vmi, metav1.UpdateOptions{})

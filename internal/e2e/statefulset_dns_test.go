@@ -170,6 +170,10 @@ func equalUIDs(a, b map[string]types.UID) bool {
 // VM of another subdomain, any of which would put it in DNS under a name
 // that is not its own.
 func TestStatefulSetAgentTokenTakesNoOtherDNSName(t *testing.T) {
+	const (
+		dnsRule    = "hostname or subdomain is not its own"
+		labelsRule = "labels or its template's are not the prototype's"
+	)
 	ns := namespace(t)
 	proto := createPrototype(t, ns, "testvm.yaml")
 	foreign := plainVM(proto, "not-vmctl")
@@ -198,14 +202,17 @@ func TestStatefulSetAgentTokenTakesNoOtherDNSName(t *testing.T) {
 		name   string
 		change func(*kubevirtv1.VirtualMachine)
 		allow  bool
+		says   string // the rule that refuses it
 	}{
-		{"its own VM, as derived", func(*kubevirtv1.VirtualMachine) {}, true},
-		{"another Pod's hostname", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Hostname = "web-1" }, false},
-		{"another subdomain", func(vm *kubevirtv1.VirtualMachine) {
+		{"its own VM, as derived", func(*kubevirtv1.VirtualMachine) {}, true, ""},
+		{"another Pod's hostname", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Hostname = "web-1" }, false, dnsRule},
+		{"another subdomain", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Subdomain = "db" }, false, dnsRule},
+		// The Service's label moved with it: the labels' rule refuses first.
+		{"another subdomain, labelled for it", func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Subdomain = "db"
 			vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain] = "db"
-		}, false},
-		{"the Service's label on another subdomain", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Subdomain = "" }, false},
+		}, false, labelsRule},
+		{"the Service's label on another subdomain", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Subdomain = "" }, false, dnsRule},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			vm := derived(t)
@@ -217,8 +224,8 @@ func TestStatefulSetAgentTokenTakesNoOtherDNSName(t *testing.T) {
 			if allowed != tt.allow {
 				t.Fatalf("create: %v; want allowed=%v", err, tt.allow)
 			}
-			if !allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "hostname or subdomain is not its own")) {
-				t.Errorf("refused with %v, want the policy's Forbidden about the VM's DNS name", err)
+			if !allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tt.says)) {
+				t.Errorf("refused with %v, want the policy's Forbidden saying %q", err, tt.says)
 			}
 		})
 	}
