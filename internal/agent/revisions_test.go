@@ -33,10 +33,12 @@ func revisionStore(t *testing.T, protos ...*kubevirtv1.VirtualMachine) (*unstruc
 	s := revision.NewStore(testNamespace, testWorkload)
 	var hashes []string
 	for _, p := range protos {
-		h, err := s.Add(revision.Snapshot(p))
+		r := revision.Snapshot(p)
+		h, err := revision.Hash(r)
 		if err != nil {
 			t.Fatal(err)
 		}
+		s.Revisions[h] = r
 		hashes = append(hashes, h)
 	}
 	cr, err := s.Object()

@@ -31,10 +31,11 @@ func pinnedScene(t *testing.T) (rev *revision.Revision, hash string, store runti
 	proto.Spec.Template.Spec.Domain.Devices.Disks = proto.Spec.Template.Spec.Domain.Devices.Disks[:1]
 	rev = revision.Snapshot(proto)
 	s := revision.NewStore("vms", "web")
-	hash, err := s.Add(rev)
+	hash, err := revision.Hash(rev)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Revisions[hash] = rev
 	cr, err := s.Object()
 	if err != nil {
 		t.Fatal(err)

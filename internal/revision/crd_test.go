@@ -43,7 +43,7 @@ func TestRetainedRevisionNeverChanges(t *testing.T) {
 	v := cel.NewValidator(s, true, celconfig.PerCallLimit)
 	object := func(change func(*Store)) map[string]any {
 		st := NewStore("vms", "web")
-		if _, err := st.Add(Snapshot(prototype())); err != nil {
+		if _, err := add(st, Snapshot(prototype())); err != nil {
 			t.Fatal(err)
 		}
 		change(st)
@@ -63,7 +63,7 @@ func TestRetainedRevisionNeverChanges(t *testing.T) {
 		{"a revision added", func(st *Store) {
 			p := prototype()
 			p.Spec.Template.Spec.Domain.CPU.Cores = 4
-			_, _ = st.Add(Snapshot(p))
+			_, _ = add(st, Snapshot(p))
 		}, true},
 		{"the revision pruned", func(st *Store) { st.Retain(nil) }, true},
 		{"its spec changed", func(st *Store) {

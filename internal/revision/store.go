@@ -71,16 +71,6 @@ func NewStore(namespace, workload string) *Store {
 	return &Store{Name: StoreName(workload), Namespace: namespace, Workload: workload, Revisions: map[string]*Revision{}}
 }
 
-// Add puts r in s under its hash, which it returns.
-func (s *Store) Add(r *Revision) (string, error) {
-	h, err := Hash(r)
-	if err != nil {
-		return "", err
-	}
-	s.Revisions[h] = r
-	return h, nil
-}
-
 // Hashes are the store's revisions' hashes, sorted.
 func (s *Store) Hashes() []string { return slices.Sorted(maps.Keys(s.Revisions)) }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement/placementtest"
 )
 
 // TestRestartRollsThePlacement: a restart to another revision replaces
@@ -32,7 +33,7 @@ func TestRestartRollsThePlacement(t *testing.T) {
 
 	now := time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)
 	viaPatch := patchIsRestarted(t, w, now, tg)
-	if got := placement.FromPodSpec(&viaPatch.Spec.Template.Spec); !got.Equal(want) {
+	if got := placementtest.FromPodSpec(&viaPatch.Spec.Template.Spec); !got.Equal(want) {
 		t.Errorf("placement after the restart (-want +got):\n%s", cmp.Diff(want, got))
 	}
 	if a := viaPatch.Spec.Template.Annotations; a[contract.AnnotationPlacement] != "new" || a["keep"] != "me" {

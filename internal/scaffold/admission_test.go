@@ -259,9 +259,11 @@ func (f *fleet) param(t testing.TB) runtime.Object {
 	}
 	s := revision.NewStore(f.p.Namespace, f.p.Name)
 	for _, r := range append(f.retained, revision.Snapshot(f.proto)) {
-		if _, err := s.Add(r); err != nil {
+		h, err := revision.Hash(r)
+		if err != nil {
 			t.Fatal(err)
 		}
+		s.Revisions[h] = r
 	}
 	obj, err := s.Object()
 	if err != nil {
