@@ -224,6 +224,7 @@ func TestRevisionStoreForbidden(t *testing.T) {
 	h.eventually("the agent retries", func() bool { return h.api.count("get revisions ") >= 3 })
 	denied.Store(false)
 	h.watchFollowed()
+	h.waitEvent(corev1.EventTypeNormal, ReasonCreated)
 	if diff := cmp.Diff([]string{"Warning " + ReasonRevisionUnavailable, "Normal Created"}, h.eventStrings()); diff != "" {
 		t.Errorf("Events (-want +got):\n%s", diff)
 	}
@@ -246,6 +247,7 @@ func TestRevisionMissingPollsWithoutWatchPermission(t *testing.T) {
 	h.eventually("the agent polls the store", func() bool { return h.api.count("get revisions ") >= 3 })
 	h.api.putRevisions(withRevision)
 	h.watchFollowed()
+	h.waitEvent(corev1.EventTypeNormal, ReasonCreated)
 	if diff := cmp.Diff([]string{"Warning " + stuck.ReasonRevisionMissing, "Normal Created"}, h.eventStrings()); diff != "" {
 		t.Errorf("Events (-want +got):\n%s", diff)
 	}
