@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -24,10 +25,10 @@ type Revision = kubevirtv1.VirtualMachine
 
 // Snapshot is the Revision of proto, whose spec KubeVirt has expanded
 // (its instancetype and preference applied; see the callers): proto's
-// identity, labels, the annotations derive carries over, and that spec.
-// It never modifies proto.
+// identity, labels, the annotations derive carries over, and that spec
+// without its machine identity. It never modifies proto.
 func Snapshot(proto *kubevirtv1.VirtualMachine) *Revision {
-	return &Revision{
+	r := &Revision{
 		TypeMeta: metav1.TypeMeta{APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachine"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        proto.Name,
@@ -38,6 +39,26 @@ func Snapshot(proto *kubevirtv1.VirtualMachine) *Revision {
 			Annotations: derive.CarriedAnnotations(proto.Annotations),
 		},
 		Spec: *proto.Spec.DeepCopy(),
+	}
+	dropMachineIdentity(&r.Spec)
+	return r
+}
+
+// dropMachineIdentity clears the firmware UUID and serial. KubeVirt gives
+// every VM a random UUID of its own (VEP 14), the prototype
+// included, and every derived VM gets its Pod's UID as both instead
+// (derive), so they are no part of what its VMs are made of: kept, the
+// same prototype applied to two clusters would hash apart, and a store
+// written on one would clash with the same revision scaffolded on the
+// other.
+func dropMachineIdentity(spec *kubevirtv1.VirtualMachineSpec) {
+	if spec.Template == nil || spec.Template.Spec.Domain.Firmware == nil {
+		return
+	}
+	fw := spec.Template.Spec.Domain.Firmware
+	fw.UUID, fw.Serial = "", ""
+	if apiequality.Semantic.DeepEqual(*fw, kubevirtv1.Firmware{}) {
+		spec.Template.Spec.Domain.Firmware = nil
 	}
 }
 

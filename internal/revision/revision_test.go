@@ -60,6 +60,10 @@ func TestHashNamesContent(t *testing.T) {
 		func(p *kubevirtv1.VirtualMachine) { p.UID, p.Generation = "another", 9 },
 		func(p *kubevirtv1.VirtualMachine) { p.ResourceVersion = "999" },
 		func(p *kubevirtv1.VirtualMachine) { p.Annotations[corev1.LastAppliedConfigAnnotation] = `{"other":1}` },
+		// KubeVirt's random firmware UUID for the prototype, which no VM gets.
+		func(p *kubevirtv1.VirtualMachine) {
+			p.Spec.Template.Spec.Domain.Firmware = &kubevirtv1.Firmware{UUID: "5f1b6c2e-0000-4000-8000-000000000001", Serial: "s"}
+		},
 	}
 	for i, change := range same {
 		p := prototype()
@@ -74,6 +78,9 @@ func TestHashNamesContent(t *testing.T) {
 		"label":      func(p *kubevirtv1.VirtualMachine) { p.Labels["release"] = "v2" },
 		"annotation": func(p *kubevirtv1.VirtualMachine) { p.Annotations["team"] = "b" },
 		"spec":       func(p *kubevirtv1.VirtualMachine) { p.Spec.Template.Spec.Domain.CPU.Cores = 3 },
+		"firmware": func(p *kubevirtv1.VirtualMachine) {
+			p.Spec.Template.Spec.Domain.Firmware = &kubevirtv1.Firmware{UUID: "5f1b6c2e-0000-4000-8000-000000000001", Bootloader: &kubevirtv1.Bootloader{EFI: &kubevirtv1.EFI{}}}
+		},
 	}
 	for what, change := range other {
 		p := prototype()
