@@ -75,6 +75,36 @@ func NewCmdScaffold(f kube.Factory, streams genericiooptions.IOStreams) *cobra.C
 	return newCmdScaffold(f, NewScaffoldOptions(streams))
 }
 
+// newCmdScaffoldCRD returns `kubectl vmctl scaffold crd`: what every fleet
+// of a cluster shares, printed apart from any fleet's manifests.
+func newCmdScaffoldCRD(streams genericiooptions.IOStreams) *cobra.Command {
+	output := "yaml"
+	cmd := &cobra.Command{
+		Use:   "crd",
+		Short: "Print the CustomResourceDefinition and ClusterRoles that every fleet of a cluster shares",
+		Long: `Print what a cluster admin applies once, before the first fleet: the
+CustomResourceDefinition of the VM revision stores (VMRevisionStore,
+vmctl.kubevirt.io), which hold the VM revisions the workloads' templates pin,
+and the ClusterRoles that add the stores to Kubernetes' view, edit and admin
+roles. They belong to no fleet, so deleting one fleet's manifests leaves the
+others' stores. Applying them needs cluster-admin rights.`,
+		Example: `  # Once per cluster, before the first fleet
+  kubectl vmctl scaffold crd | kubectl apply -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "yaml":
+				return scaffold.WriteYAML(streams.Out, scaffold.ClusterObjects())
+			case "json":
+				return scaffold.WriteJSON(streams.Out, scaffold.ClusterObjects())
+			}
+			return fmt.Errorf("--output must be yaml or json, not %q", output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", output, "Output format. One of: (yaml, json).")
+	return cmd
+}
+
 func newCmdScaffold(f kube.Factory, o *ScaffoldOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scaffold deployment|daemonset|statefulset PROTOTYPE",
@@ -121,11 +151,15 @@ cannot be computed (a missing instancetype), scaffold fails.
 
 Kinds: ` + scaffold.ValidKinds + `.
 
-By default the output includes a ValidatingAdmissionPolicy and its binding,
-and the CustomResourceDefinition of the VM revision stores (VMRevisionStore),
-which are cluster-scoped: applying them needs cluster-admin rights, and on a
-cluster without that CRD, kubectl apply makes the store only when run again.
-The policies confine the ServiceAccount to what an agent does: create the one VM derived
+The workload's template pins a VM revision, a snapshot of the prototype that
+its agents derive their VMs from, held in the VMRevisionStore NAME-vm-revisions
+the output includes: a prototype edit reaches the VMs only through "kubectl
+vmctl rollout restart", and "kubectl rollout undo" brings the earlier VMs back.
+Its CustomResourceDefinition is installed once per cluster, apart from any
+fleet: "kubectl vmctl scaffold crd | kubectl apply -f -".
+
+By default the output includes ValidatingAdmissionPolicies and their bindings,
+which are cluster-scoped: applying them needs cluster-admin rights. The policies confine the ServiceAccount to what an agent does: create the one VM derived
 from the prototype for its own Pod, with no volume, device, network or
 credential the prototype lacks, and delete its own Pod's VM; never change or
 delete the prototype. Without cluster-admin, pass --admission-policy=false and
@@ -172,7 +206,7 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 	flags.StringVar(&o.Service, "service", o.Service, "Add a Service named NAME-vms in front of the VMs, as PORT[:TARGETPORT].")
 	flags.StringVar(&o.PDB, "pdb", o.PDB, "Add a PodDisruptionBudget keeping MIN_AVAILABLE agent Pods (a number or a percentage) and so their VMs.")
 	flags.BoolVar(&o.AdmissionPolicy, "admission-policy", o.AdmissionPolicy,
-		"Add a cluster-scoped ValidatingAdmissionPolicy and binding that confine the ServiceAccount to creating and deleting its own Pods' VMs, derived from the prototype; applying them needs cluster-admin. --admission-policy=false leaves them out, and the revision stores' CRD, which a cluster admin then installs once.")
+		"Add a cluster-scoped ValidatingAdmissionPolicy and binding that confine the ServiceAccount to creating and deleting its own Pods' VMs, derived from the prototype; applying them needs cluster-admin. --admission-policy=false leaves them out.")
 	flags.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes,
 		"Let the agents derive VMs from a prototype with writable PersistentVolumeClaims, which all VMs then share.")
 	flags.BoolVar(&o.PodMonitor, "pod-monitor", o.PodMonitor,
@@ -188,6 +222,7 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 			"before the agent evicts its own Pod (Eviction API, paced by PodDisruptionBudgets), so that a new Pod is placed where the VM fits. "+
 			"0 never moves. A DaemonSet's agents only report.")
 	RegisterNamespaceCompletion(cmd, f)
+	cmd.AddCommand(newCmdScaffoldCRD(o.IOStreams))
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -146,6 +147,7 @@ func TestScaffoldGolden(t *testing.T) {
 			"--proto-namespace", "protos", "--admission-policy"}},
 		{golden: "statefulset.yaml", args: []string{"statefulset", "testvm", "-n", "vms", "--replicas", "2",
 			"--pdb", "50%", "--service", "22", "--pod-monitor"}},
+		{golden: "crd.yaml", args: []string{"crd"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -170,6 +172,39 @@ func TestScaffoldGolden(t *testing.T) {
 				t.Errorf("scaffold %s (-want +got):\n%s", strings.Join(tt.args, " "), diff)
 			}
 		})
+	}
+}
+
+// TestScaffoldCRDIsNoFleets: what every fleet shares comes from scaffold
+// crd alone, never with a fleet's manifests, so deleting one fleet's leaves
+// the others' stores.
+func TestScaffoldCRDIsNoFleets(t *testing.T) {
+	fleet, _, err := runScaffold(t, "deployment", "testvm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(fleet, "kind: CustomResourceDefinition") || strings.Contains(fleet, "kind: ClusterRole\n") {
+		t.Errorf("a fleet's manifests hold what every fleet shares:\n%s", fleet)
+	}
+	out, _, err := runScaffold(t, "crd", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Items []metav1.PartialObjectMetadata }
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("scaffold crd -o json: %v:\n%s", err, out)
+	}
+	var got []string
+	for _, o := range list.Items {
+		got = append(got, o.Kind+"/"+o.Name)
+	}
+	want := []string{"CustomResourceDefinition/vmrevisionstores.vmctl.kubevirt.io",
+		"ClusterRole/vmctl-vmrevisionstores-view", "ClusterRole/vmctl-vmrevisionstores-edit"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("scaffold crd -o json (-want +got):\n%s", diff)
+	}
+	if _, _, err := runScaffold(t, "crd", "testvm"); err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Errorf("scaffold crd testvm: %v, want an error", err)
 	}
 }
 

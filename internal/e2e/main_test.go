@@ -71,9 +71,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build KubeVirt:", err)
 		return 2
 	}
-	// The revision stores' CRD is installed with KubeVirt's, as a cluster
-	// admin installs it once: kubectl apply cannot create a custom
-	// resource in the same run as its CRD, and scaffold's output has both.
+	// The revision stores' CRD is established with KubeVirt's, before any
+	// test scaffolds a fleet, whose store needs it.
 	storeCRD, err := writeStoreCRD()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -122,13 +121,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	// Apply the CRD once as the tests' scaffold outputs do, so that it has
-	// kubectl's last-applied annotation and theirs say it is unchanged,
-	// with no warning that it lacks the annotation.
-	apply := exec.CommandContext(ctx, "kubectl", "apply", "-f", storeCRD)
+	// Install what every fleet shares as a cluster admin does, once:
+	// `scaffold crd` applied gives the CRD established above kubectl's
+	// last-applied annotation, and adds the ClusterRoles.
+	apply := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", `"$0" scaffold crd | kubectl apply -f -`, binary)
 	apply.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 	if out, err := apply.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "apply the revision stores' CRD: %v: %s\n", err, out)
+		fmt.Fprintf(os.Stderr, "kubectl vmctl scaffold crd | kubectl apply -f -: %v: %s\n", err, out)
 		return 2
 	}
 	e.kubelet = doubles.NewKubelet(c.DoublesConfig, doubles.KubeletOptions{

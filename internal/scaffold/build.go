@@ -16,23 +16,25 @@ const (
 	ComponentAdmission = "admission-policy"
 )
 
+// ClusterObjects are what every fleet of a cluster shares, which a cluster
+// admin applies once before the first (`scaffold crd`): the revision
+// stores' CRD and the ClusterRoles that add the stores to view, edit and
+// admin. They are no fleet's, so that deleting one fleet's manifests
+// (kubectl delete -f) leaves every other fleet's stores.
+func ClusterObjects() []runtime.Object {
+	return append([]runtime.Object{revision.StoreCRD()}, storeClusterRoles()...)
+}
+
 // Build returns the objects that run p's agents, in the order
-// `kubectl apply -f -` should create them: the revision stores' CRD and
-// the ClusterRoles that add them to view, edit and admin (cluster-scoped,
-// with the admission policies), ServiceAccount, RBAC, the
-// revision store, admission policy, the launcher priority class, workload, Services,
+// `kubectl apply -f -` should create them: ServiceAccount, RBAC, the
+// revision store (whose CRD is among ClusterObjects), admission policy, the launcher priority class, workload, Services,
 // PodDisruptionBudget, PodMonitor. Every object
 // has its apiVersion and kind set.
 func Build(p Params) ([]runtime.Object, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	var objs []runtime.Object
-	if p.Pinned() && p.AdmissionPolicy {
-		objs = append(objs, revision.StoreCRD())
-		objs = append(objs, storeClusterRoles()...)
-	}
-	objs = append(objs, p.serviceAccount())
+	objs := []runtime.Object{p.serviceAccount()}
 	objs = append(objs, p.rbac()...)
 	if p.Pinned() {
 		store, err := p.store()
