@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
@@ -167,10 +168,10 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 		waitWatches(t, fleet)
 		reqs := fleetRequestsSince(t, ns, mark, killed)
 		t.Logf("agent requests on VirtualMachines in the %v after the agent's restart: %s", budgetWindow, reqs)
-		// Adopting costs GET prototype and the watch of the VM its Pod's
-		// record names, by name, which stays open; nothing more, and
-		// nothing from the others.
-		want := []string{"get testvm", "watch " + vm.Name}
+		// Adopting costs the GET of the revision store its template names
+		// and the watch of the VM its Pod's record names, by name, which
+		// stays open; nothing more, and nothing from the others.
+		want := []string{"get " + revision.StoreName(scaffold.DefaultName("testvm")), "watch " + vm.Name}
 		sort.Strings(want)
 		if diff := cmp.Diff(map[string][]string{pod: want}, reqs.byPod); diff != "" {
 			t.Errorf("requests by Pod (-want +got):\n%s", diff)
@@ -234,7 +235,8 @@ type fleetRequests struct {
 }
 
 // fleetRequestsSince waits until budgetWindow after from and returns the
-// requests that ns's agents made after the audit log's first mark entries.
+// requests on VirtualMachines and revision stores that ns's agents made
+// after the audit log's first mark entries.
 // The audit log says who asked (a bound token names its Pod), which the API
 // server's metrics cannot: the garbage collector and virt-controller read
 // VMs too.
@@ -250,7 +252,7 @@ func fleetRequestsSince(t *testing.T, ns string, mark int, from time.Time) fleet
 		pod := ev.Pod()
 		switch {
 		case pod == "" || !strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":") ||
-			ev.ObjectRef.Resource != "virtualmachines":
+			ev.ObjectRef.Resource != "virtualmachines" && ev.ObjectRef.Resource != revision.StoreResource:
 		case ev.Verb == "create" && ev.ResponseStatus.Code >= 300 && ev.ResponseStatus.Code != http.StatusConflict:
 			// Refused, not "already exists" (which is how an agent finds
 			// the VM it adopts).
