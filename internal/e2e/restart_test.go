@@ -127,7 +127,7 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 		// which the watch of its VM's name then follows; it reads the
 		// prototype again before each retry of a refused create.
 		refused := reqs.checkRefusals(t)
-		t.Logf("creates refused while the API server rediscovered KubeVirt's CRDs: %d", refused)
+		t.Logf("creates refused while the API server rediscovered the CRDs: %d", refused)
 		reqs.check(t, 1+requestBudget, map[string]int{victim: 1 + requestBudget + 2 + refused})
 		if got := reqs.verbs()["create"]; got != 1 {
 			t.Errorf("%d VM creates, want exactly 1, for the deleted VM", got)
@@ -269,8 +269,9 @@ func fleetRequestsSince(t *testing.T, ns string, mark int, from time.Time) fleet
 
 // checkRefusals fails t unless every refused create is the admission
 // policy's refusal while the restarted API server has not yet rediscovered
-// KubeVirt's CRDs (the policy's paramKind is VirtualMachine, and the API
-// server's policy plugin finds it through discovery), and unless the agent
+// the custom resources (the policy's paramKind, VMRevisionStore, or
+// VirtualMachine for a workload that pins no revision, the API server's
+// policy plugin finds through discovery), and unless the agent
 // retried those refusals no sooner than its backoff allows: the k-th retry
 // at least the sum of k un-jittered backoff steps after the first try
 // (latency only adds to that). It returns the count.
