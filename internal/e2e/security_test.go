@@ -445,9 +445,17 @@ func waitPolicyInForce(t *testing.T, f *agentFleet) {
 // must let through, before a row changes it.
 func derivedFor(t *testing.T, f *agentFleet, pod corev1.Pod) *kubevirtv1.VirtualMachine {
 	t.Helper()
+	return derivedFromRevision(t, scaffold.DefaultName(f.proto.Name), pod, derive.Options{Namespace: f.ns})
+}
+
+// derivedFromRevision is the VM an agent of pod, of the workload called
+// workload, derives with opts from the revision its template pins, read
+// from the workload's revision store.
+func derivedFromRevision(t *testing.T, workload string, pod corev1.Pod, opts derive.Options) *kubevirtv1.VirtualMachine {
+	t.Helper()
 	hash := pod.Annotations[contract.AnnotationVMRevision]
-	name := revision.StoreName(scaffold.DefaultName(f.proto.Name))
-	cr, err := e.dyn.Resource(revision.StoreGVR).Namespace(f.ns).Get(t.Context(), name, metav1.GetOptions{})
+	name := revision.StoreName(workload)
+	cr, err := e.dyn.Resource(revision.StoreGVR).Namespace(pod.Namespace).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,8 +467,8 @@ func derivedFor(t *testing.T, f *agentFleet, pod corev1.Pod) *kubevirtv1.Virtual
 	if !ok {
 		t.Fatalf("Pod %s pins VM revision %q, which store %s lacks", pod.Name, hash, name)
 	}
-	vm, err := derive.VM(rev, derive.Pod{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Node: pod.Spec.NodeName},
-		derive.Options{Namespace: f.ns, Revision: hash})
+	opts.Revision = hash
+	vm, err := derive.VM(rev, derive.Pod{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Node: pod.Spec.NodeName}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

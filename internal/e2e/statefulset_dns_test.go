@@ -191,12 +191,7 @@ func TestStatefulSetAgentTokenTakesNoOtherDNSName(t *testing.T) {
 	waitPolicyInForce(t, &agentFleet{ns: ns, virt: virt, kube: kube, foreign: "not-vmctl"})
 
 	derived := func(t *testing.T) *kubevirtv1.VirtualMachine {
-		vm, err := derive.VM(proto, derive.Pod{Name: pod.Name, Namespace: ns, UID: pod.UID, Node: pod.Spec.NodeName},
-			derive.Options{Subdomain: "web"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return vm
+		return derivedFromRevision(t, "web", pod, derive.Options{Subdomain: "web"})
 	}
 	for _, tt := range []struct {
 		name   string
