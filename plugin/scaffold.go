@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
@@ -132,8 +133,9 @@ vmctl.kubevirt.io/placement, so that agents go where their VMs may run; when
 the prototype cannot be read, stderr says so and no placement is written. It
 warns on stderr, in the words the agents would use, when they will refuse the
 prototype (it is missing, it shares a writable disk, it carries vmctl's own
-markers) and when its guest may take longer to shut down than the Pod is
-given. The manifests are printed all the same, unless --strict makes a
+markers), when its guest may take longer to shut down than the Pod is
+given, and when the cluster has no CRD of the VM revision stores (see
+"kubectl vmctl scaffold crd"). The manifests are printed all the same, unless --strict makes a
 warning an error.
 
 Each agent Pod asks for its VM's CPU and memory (what the scheduler counts
@@ -344,6 +346,9 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 		return nil, nil, err
 	}
 	rev := pinned.Revision
+	if msg := o.storeCRDMissing(); msg != "" {
+		warnings = append(warnings, msg)
+	}
 	if err := derive.Refusal(rev, o.params.Namespace, o.params.DeriveOptions()); err != nil {
 		warnings = append(warnings, err.Error())
 	}
@@ -362,4 +367,18 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 	o.params.Placement, o.params.PlacementKey = &pinned.Placement, pinned.PlacementKey
 	note, err := o.reservation(ctx, rev, pinned.PodNeeds)
 	return warnings, append(notes, note...), err
+}
+
+// storeCRDMissing says, where the cluster serves no revision stores, that
+// kubectl apply would make everything but the workload's store, whose
+// revision the agents then wait for, and how to install the CRD every
+// fleet shares; "" where the cluster serves them, or discovery cannot tell.
+func (o *ScaffoldOptions) storeCRDMissing() string {
+	gv := revision.StoreGVR.GroupVersion()
+	if _, err := o.clients.Kube.Discovery().ServerResourcesForGroupVersion(gv.String()); !apierrors.IsNotFound(err) {
+		return ""
+	}
+	return fmt.Sprintf("the cluster has no CRD %s, so kubectl apply would make all but the workload's revision store "+
+		"and its agents no VM: install it once, as cluster-admin, with `kubectl vmctl scaffold crd | kubectl apply -f -`",
+		gv.WithResource(revision.StoreResource).GroupResource())
 }

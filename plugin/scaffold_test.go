@@ -22,6 +22,7 @@ import (
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
@@ -68,6 +69,17 @@ func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error
 // the test cluster's, which resizes Pods in place.
 const serverVersion = "v1.36.3"
 
+// serves makes kube's discovery say the cluster is Kubernetes version and
+// serves the revision stores (scaffold crd was applied).
+func serves(kube *kubefake.Clientset, version string) {
+	discovery := kube.Discovery().(*fakediscovery.FakeDiscovery)
+	discovery.FakedServerVersion = &apiversion.Info{GitVersion: version}
+	discovery.Resources = append(discovery.Resources, &metav1.APIResourceList{
+		GroupVersion: revision.StoreGVR.GroupVersion().String(),
+		APIResources: []metav1.APIResource{{Name: revision.StoreResource, Kind: "VMRevisionStore", Namespaced: true}},
+	})
+}
+
 // runScaffoldWith is runScaffold with protos as the cluster's VMs.
 func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
@@ -78,7 +90,7 @@ func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (std
 	o.Image = scaffold.DefaultImage(o.Version)
 	// The priority class of the prototype in "protos".
 	kube := kubefake.NewClientset(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "vm-high"}, Value: 1000})
-	kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: serverVersion}
+	serves(kube, serverVersion)
 	f := fakeapi.NewFactory(t, "from-kubeconfig", kube, virt)
 	err = opRun(t.Context(), f, newCmdScaffold(f, o), args...)
 	return out.String(), errOut.String(), err
@@ -205,6 +217,35 @@ func TestScaffoldCRDIsNoFleets(t *testing.T) {
 	}
 	if _, _, err := runScaffold(t, "crd", "testvm"); err == nil || !strings.Contains(err.Error(), "unknown command") {
 		t.Errorf("scaffold crd testvm: %v, want an error", err)
+	}
+}
+
+// TestScaffoldWarnsOfNoStoreCRD: on a cluster without the revision
+// stores' CRD, kubectl apply would make all but the store, so scaffold says
+// how to install it, and --strict refuses.
+func TestScaffoldWarnsOfNoStoreCRD(t *testing.T) {
+	kube := kubefake.NewClientset()
+	kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: serverVersion}
+	virt := kubevirtfake.NewSimpleClientset(deployedKubeVirt("v1.8.0"), &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: "vms"},
+		Spec:       kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
+	})
+	f := fakeapi.NewFactory(t, "vms", kube, virt)
+	const want = "Warning: the cluster has no CRD vmrevisionstores.vmctl.kubevirt.io, so kubectl apply would make all but the workload's revision store " +
+		"and its agents no VM: install it once, as cluster-admin, with `kubectl vmctl scaffold crd | kubectl apply -f -`\n"
+	for _, strict := range []bool{false, true} {
+		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+		args := []string{"deployment", "testvm"}
+		if strict {
+			args = append(args, "--strict")
+		}
+		err := opRun(t.Context(), f, newCmdScaffold(f, NewScaffoldOptions(streams)), args...)
+		switch {
+		case strict && (err == nil || !strings.Contains(err.Error(), "no CRD vmrevisionstores.vmctl.kubevirt.io") || out.Len() > 0):
+			t.Errorf("--strict: %v, printed %d bytes; want the CRD named and nothing printed", err, out.Len())
+		case !strict && (err != nil || errOut.String() != want || !strings.Contains(out.String(), "kind: VMRevisionStore")):
+			t.Errorf("scaffold: %v, stderr %q; want %q and the manifests", err, errOut.String(), want)
+		}
 	}
 }
 
