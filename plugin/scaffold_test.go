@@ -202,7 +202,9 @@ func TestScaffoldCRDIsNoFleets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list struct{ Items []metav1.PartialObjectMetadata }
+	var list struct {
+		Items []metav1.PartialObjectMetadata
+	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("scaffold crd -o json: %v:\n%s", err, out)
 	}
