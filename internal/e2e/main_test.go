@@ -12,13 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"kubevirt.io/client-go/kubevirt"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/doubles"
 	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
@@ -71,15 +68,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build KubeVirt:", err)
 		return 2
 	}
-	// The revision stores' CRD is established with KubeVirt's, before any
-	// test scaffolds a fleet, whose store needs it.
-	storeCRD, err := writeStoreCRD()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	defer func() { _ = os.Remove(storeCRD) }()
-	c, err := testcluster.Start(ctx, testcluster.Options{Nodes: nodes, Binaries: bins, CRDs: []string{kvBins.CRDs, storeCRD}, Log: os.Stderr})
+	c, err := testcluster.Start(ctx, testcluster.Options{Nodes: nodes, Binaries: bins, CRDs: []string{kvBins.CRDs}, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the control plane:", err)
 		return 2
@@ -121,13 +110,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	// Install what every fleet shares as a cluster admin does, once:
-	// `scaffold crd` applied gives the CRD established above kubectl's
-	// last-applied annotation, and adds the ClusterRoles.
-	apply := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", `"$0" scaffold crd | kubectl apply -f -`, binary)
-	apply.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
-	if out, err := apply.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "kubectl vmctl scaffold crd | kubectl apply -f -: %v: %s\n", err, out)
+	if err := c.InstallVmctlCRD(ctx, binary); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	e.kubelet = doubles.NewKubelet(c.DoublesConfig, doubles.KubeletOptions{
@@ -171,16 +155,3 @@ func vmctlBinary() (string, error) {
 	return out, nil
 }
 
-// writeStoreCRD writes the revision stores' CRD (revision.StoreCRD), as
-// scaffold prints it, to a temporary file, and returns its path.
-func writeStoreCRD() (string, error) {
-	f, err := os.CreateTemp("", "vmctl-store-crd-*.yaml")
-	if err != nil {
-		return "", fmt.Errorf("write the revision stores' CRD: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	if err := scaffold.WriteYAML(f, []runtime.Object{revision.StoreCRD()}); err != nil {
-		return "", fmt.Errorf("write the revision stores' CRD: %w", err)
-	}
-	return f.Name(), nil
-}
