@@ -117,7 +117,7 @@ func TestPrototypeGoneUnderAPinnedFleet(t *testing.T) {
 		}
 	}
 	out, stderr, code := vmctlCode(t, "rollout", "restart", "testvm", "-n", ns)
-	if code != 1 || !strings.Contains(stderr, "prototype testvm not found; nothing to roll out") {
+	if code != 1 || !strings.Contains(stderr, "prototype "+ns+"/testvm not found; nothing to roll out") {
 		t.Errorf("rollout restart without its prototype exited %d, printed %q, %q", code, out, stderr)
 	}
 
