@@ -172,7 +172,7 @@ func equalUIDs(a, b map[string]types.UID) bool {
 func TestStatefulSetAgentTokenTakesNoOtherDNSName(t *testing.T) {
 	const (
 		dnsRule    = "hostname or subdomain is not its own"
-		labelsRule = "labels or its template's are not the prototype's"
+		labelsRule = "labels or its template's are not the VM revision's"
 	)
 	ns := namespace(t)
 	proto := createPrototype(t, ns, "testvm.yaml")
