@@ -213,7 +213,7 @@ func refusesForeignTemplates(t *testing.T, ns string, pairs map[string]kubevirtv
 		// The policy takes effect once the API server's informers have it.
 		eventually(t, 2*time.Minute, "its VM with a dataVolumeTemplate "+what+" refused", func(ctx context.Context) (bool, string, error) {
 			err := create(ctx, vm)
-			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "dataVolumeTemplates are not the prototype's"), fmt.Sprint(err), nil
+			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "dataVolumeTemplates are not the VM revision's"), fmt.Sprint(err), nil
 		})
 	}
 	if err := create(t.Context(), own); !apierrors.IsAlreadyExists(err) {
