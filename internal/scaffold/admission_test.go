@@ -369,6 +369,16 @@ func nominateTo(node string) func(*corev1.Pod) {
 
 func create(obj runtime.Object) request { return request{op: admission.Create, object: admitted(obj)} }
 
+// withTemplateCreationTimestamp is r with its VM's
+// spec.template.metadata.creationTimestamp set to v, null where v is nil.
+func withTemplateCreationTimestamp(r request, v any) request {
+	u := r.object.(*unstructured.Unstructured)
+	if err := unstructured.SetNestedField(u.Object, v, "spec", "template", "metadata", "creationTimestamp"); err != nil {
+		panic(err)
+	}
+	return r
+}
+
 // admitted is obj as the API server hands a create of it to validating
 // admission: a VM (a custom resource with a status subresource) without
 // its status, and with the metadata the server sets (the generic
@@ -752,6 +762,13 @@ func TestAdmissionPolicies(t *testing.T) {
 		// policy cannot read the Pod, so any the store retains will do.
 		{name: "create its VM of a revision rolled out before and retained", try: func(t *testing.T, f *fleet) request {
 			return create(f.earlier(t, nil))
+		}},
+		{name: "create its VM with the null creationTimestamp the Go types write in its template", try: func(t *testing.T, f *fleet) request {
+			// KubeVirt v1.7's VM CRD keeps it; the store's prunes it.
+			return withTemplateCreationTimestamp(create(f.own(t, nil)), nil)
+		}},
+		{name: "create its VM with a creationTimestamp in its template", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return withTemplateCreationTimestamp(create(f.own(t, nil)), "2026-01-01T00:00:00Z")
 		}},
 		{name: "create its VM of a revision the store lacks", refuse: []string{ruleClaim, ruleAnnotations, ruleLabels, ruleName, ruleUnlisted, ruleVolumes, ruleDNSName},
 			try: func(t *testing.T, f *fleet) request {
