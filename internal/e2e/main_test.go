@@ -154,4 +154,3 @@ func vmctlBinary() (string, error) {
 	}
 	return out, nil
 }
-
