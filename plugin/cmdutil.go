@@ -13,19 +13,6 @@ import (
 // What every command shares: where it works (-n, -A, --proto-namespace, the
 // kubeconfig), how it names a prototype, and its exit code.
 
-// flagOrContextNamespace is cmdutil.ContextNamespace, except that an
-// explicit -n reads no kubeconfig: for commands that work without a cluster.
-func flagOrContextNamespace(f kube.Factory, cmd *cobra.Command) (string, error) {
-	if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
-		return ns, nil
-	}
-	ns, err := cmdutil.ContextNamespace(f)
-	if err != nil {
-		return "", fmt.Errorf("%w, or pass -n NAMESPACE", err)
-	}
-	return ns, nil
-}
-
 // scopeNamespace resolves -n and -A: "" for all namespaces, else
 // cmdutil.ContextNamespace.
 func scopeNamespace(f kube.Factory, all bool) (string, error) {

@@ -50,7 +50,7 @@ current-context: test
 		{args: []string{"agent", "web", ""}, want: []string{}},
 		{args: []string{"agent", "-n", ""}, want: []string{"default", "prod"}},
 		{args: []string{"agent", "--proto-namespace", "p"}, want: []string{"prod"}},
-		{args: []string{"scaffold", ""}, want: []string{"deployment", "daemonset", "statefulset"}},
+		{args: []string{"scaffold", ""}, want: []string{"crd\tPrint the CustomResourceDefinition and ClusterRoles that every fleet of a cluster shares", "deployment", "daemonset", "statefulset"}},
 		{args: []string{"scaffold", "daemonset", ""}, want: []string{"web"}},
 		{args: []string{"scaffold", "daemonset", "web", ""}, want: []string{}},
 		{args: []string{"scaffold", "-n", ""}, want: []string{"default", "prod"}},

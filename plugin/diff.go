@@ -7,12 +7,17 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/klog/v2"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/drift"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/styled"
 )
@@ -51,11 +56,13 @@ func newCmdDiff(f kube.Factory, o *DiffOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "diff [PROTOTYPE] [flags]",
 		DisableFlagsInUseLine: true,
-		Short:                 "Show how derived VMs differ from what their prototype derives today",
-		Long: `Re-derive every derived VM from its prototype as it is now, for the Pod,
-namespace and node the VM records, and show a unified diff per VM that
-differs: "-" lines are what the VM holds, "+" lines what the agent would make
-today. Then print "N of M derived VMs drifted".
+		Short:                 "Show how derived VMs differ from what they derive from today",
+		Long: `Re-derive every derived VM, for the Pod, namespace and node the VM records,
+from the VM revision its Pod pins (the snapshot of the prototype that its
+workload's revision store holds), or, for a Pod scaffolded before revisions
+were pinned, from its prototype as it is now; and show a unified diff per VM
+that differs: "-" lines are what the VM holds, "+" lines what the agent would
+make today. Then print "N of M derived VMs drifted".
 
 Only what the derivation controls is compared: labels, annotations and spec.
 Values the cluster fills in (defaults, firmware UUID, MAC addresses,
@@ -63,21 +70,22 @@ KubeVirt's bookkeeping annotations) and the prototype-generation and
 prototype-uid annotations are not reported; neither is a map key added to a VM's spec by hand.
 
 Each diff is printed as soon as its VM is compared: VMs are read page by page
-of one LIST selected by vmctl's labels (other VMs are never read), and each
-page's prototypes by name, one LIST narrowed to each (past 50 in a namespace,
-one LIST of that namespace instead).
+of one LIST selected by vmctl's labels (other VMs are never read), and what
+each page needs once: its prototypes by name, one LIST narrowed to each (past
+50 in a namespace, one LIST of that namespace instead), and the revision
+stores of its pinned VMs' namespaces, one LIST of each by label.
 
 Then the Deployments, StatefulSets and DaemonSets that scaffold wrote (one
 LIST of each kind) are compared with their prototypes as they are now: where
-a Pod template places its agents by an older placement of the prototype, or
-holds another size for each VM than the prototype's VMs need (a template
-rolled back with kubectl rollout undo, an instancetype or KubeVirt's
-configuration changed), a unified diff shows the template's against what
-kubectl vmctl rollout restart would write, and "N of M workloads hold an
-older placement or reservation" follows the summary.
+a Pod template pins another VM revision than the prototype would now, a line
+says that the prototype has changed since, and which kubectl vmctl rollout
+restart rolls the change out, and "N of M workloads have prototype changes
+not rolled out" follows the summary. Each prototype is read once, and
+KubeVirt expands one with an instancetype or preference (one GET).
 
-Exit status: 0 no drift, 1 drift, 2 error (as kubectl diff; a PROTOTYPE that
-is not there, with no VMs derived from it, is an error).`,
+Exit status: 0 no drift, 1 drift (a changed prototype not rolled out
+included), 2 error (as kubectl diff; a PROTOTYPE that is not there, with no
+VMs derived from it, is an error).`,
 		Example: `  # Drift of every derived VM in the current namespace
   kubectl vmctl diff
 
@@ -130,7 +138,8 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 
 func (o *DiffOptions) run(ctx context.Context) error {
 	checked, drifted, failed := 0, 0, 0
-	err := drift.Each(ctx, o.clients.KubeVirt, o.namespace, o.Prototype, func(c drift.Check) error {
+	sources := drift.NewSources(o.clients, o.namespace == "")
+	err := sources.Each(ctx, o.namespace, o.Prototype, func(c drift.Check) error {
 		checked++
 		switch {
 		case c.Err != nil:
@@ -160,12 +169,12 @@ func (o *DiffOptions) run(ctx context.Context) error {
 	if failed > 0 {
 		summary += fmt.Sprintf(", %d could not be compared", failed)
 	}
-	stale, workloads, err := o.diffTemplates(ctx)
+	unrolled, pinned, err := o.diffPins(ctx, sources.Prototypes)
 	if err != nil {
 		return err
 	}
-	if workloads > 0 {
-		summary += fmt.Sprintf("; %d of %d workloads hold an older placement or reservation", stale, workloads)
+	if pinned > 0 {
+		summary += fmt.Sprintf("; %d of %d workloads have prototype changes not rolled out", unrolled, pinned)
 	}
 	if _, err := fmt.Fprintln(o.ErrOut, summary+inNamespace(o.namespace)); err != nil {
 		return err
@@ -173,46 +182,75 @@ func (o *DiffOptions) run(ctx context.Context) error {
 	switch {
 	case failed > 0:
 		return fmt.Errorf("could not compare %d derived VMs; see the errors above", failed)
-	case drifted > 0 || stale > 0:
+	case drifted > 0 || unrolled > 0:
 		return &cmdutil.ExitError{Code: 1}
 	}
 	return nil
 }
 
-// diffTemplates prints how each workload's Pod template differs from what
-// its prototype asks for now (rollout.TemplateDrift), and returns how many
-// differ of how many were compared: the workloads scaffold wrote, of
-// o.Prototype or of any.
-func (o *DiffOptions) diffTemplates(ctx context.Context) (stale, compared int, err error) {
+// diffPins says, once for each workload that scaffold wrote (of
+// o.Prototype or of any) whose Pod template pins a VM revision other than
+// the one its prototype would pin now (prototype.Revise), that the
+// prototype has changed since (revision.Unrolled), and returns how many
+// do of how many pinned ones it compared. It reads the workloads (one
+// LIST of each kind) and their prototypes through protos, each once, and
+// asks KubeVirt to expand each that has an instancetype or preference. A
+// workload whose prototype is gone, or cannot be expanded, is not
+// compared (logged at -v=2).
+func (o *DiffOptions) diffPins(ctx context.Context, protos *kube.VMFinder) (unrolled, compared int, err error) {
 	workloads, err := rollout.Find(ctx, o.clients, o.namespace, o.Prototype)
 	if err != nil {
 		return 0, 0, err
 	}
-	versions, err := rollout.Prototypes(ctx, o.clients, workloads)
-	if err != nil {
+	var keys []types.NamespacedName
+	for _, w := range workloads {
+		if w.Template().Annotations[contract.AnnotationVMRevision] != "" {
+			keys = append(keys, w.Prototype())
+		}
+	}
+	if err := protos.Find(ctx, keys); err != nil {
 		return 0, 0, err
 	}
-	for _, note := range rollout.Notes(versions) {
-		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s\n", note)
+	log := klog.FromContext(ctx)
+	now := map[types.NamespacedName]string{}
+	for _, k := range keys {
+		if _, done := now[k]; done {
+			continue
+		}
+		now[k] = ""
+		proto := protos.Get(k)
+		if proto == nil {
+			log.V(2).Info("Cannot tell whether the prototype changed since its workloads pinned it: it is gone", "prototype", k)
+			continue
+		}
+		if _, now[k], err = prototype.Revise(ctx, o.clients.Expand, proto); err != nil {
+			log.V(2).Info("Cannot tell whether the prototype changed since its workloads pinned it", "prototype", k, "err", err)
+		}
 	}
 	for _, w := range workloads {
-		v := versions[w.Prototype()]
-		if v.Generation < 0 {
+		pinned, current := w.Template().Annotations[contract.AnnotationVMRevision], now[w.Prototype()]
+		if pinned == "" || current == "" {
 			continue
 		}
 		compared++
-		diff, err := rollout.TemplateDrift(w, v)
-		if err != nil {
+		if pinned == current {
+			continue
+		}
+		unrolled++
+		name, namespace := w.Name(), ""
+		if ns := w.Meta().GetNamespace(); ns != w.Prototype().Namespace {
+			name += " in " + ns + " namespace"
+		}
+		if o.namespace == "" {
+			namespace = w.Meta().GetNamespace()
+		}
+		// The revision comes from an annotation anyone could have written.
+		msg := name + " " + revision.Unrolled([]string{pinned}, w.Prototype(), current, namespace)
+		if _, err := fmt.Fprintln(o.Out, printers.EscapeTerminal(msg)); err != nil {
 			return 0, 0, err
 		}
-		if diff != "" {
-			stale++
-			if err := o.printDiff(diff); err != nil {
-				return 0, 0, err
-			}
-		}
 	}
-	return stale, compared, nil
+	return unrolled, compared, nil
 }
 
 // printDiff prints one unified diff, "-" lines red and "+" lines green when

@@ -10,14 +10,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 // runDiff runs `kubectl vmctl diff args...` against fakes holding the objects.
@@ -29,11 +31,12 @@ func runDiff(t *testing.T, virtObjs []runtime.Object, args ...string) (stdout, s
 // runDiffWith is runDiff with core and apps objects too.
 func runDiffWith(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
 	t.Helper()
-	kube, virt, log := opFakes(kubeObjs, virtObjs)
+	kube, virt, dyn, log := opFakesWithStores(kubeObjs, virtObjs)
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewDiffOptions(streams)
 	o.Getenv = func(string) string { return "" }
 	f := opFactory(t, kube, virt)
+	f.Dynamic = dyn
 	err = opRun(t.Context(), f, newCmdDiff(f, o), args...)
 	return out.String(), errOut.String(), *log, err
 }
@@ -119,62 +122,112 @@ func TestDiffPrototypeElsewhere(t *testing.T) {
 	}
 }
 
-// TestDiffStaleTemplates: a scaffolded workload whose Pod template holds
-// another size for its VMs than the prototype's VMs need now (it was
-// rolled back) shows as a diff of the template's reservation against the
-// prototype's, and diff exits 1 though every VM is as derived; one that
-// holds what they need does not show. Hand-written workloads (no
-// scaffold label) are not compared.
-func TestDiffStaleTemplates(t *testing.T) {
-	web := opPrototype("vms", "web", 1)
-	kv := deployedKubeVirt("v1.9.0")
-	need, err := reserve.Launcher(web, reserve.Inputs{KubeVirt: kv})
+// diffPinnedScene is what scaffold makes of prototype vms/web pinned at
+// generation 1 (one core), as workloads pinned and unpinned: its objects,
+// and the revision's hash. Deployment web pins the revision, its store
+// holds it; legacy was scaffolded before revisions, by-hand lacks
+// scaffold's label.
+func diffPinnedScene(t *testing.T) (kubeObjs []runtime.Object, hash string, web *kubevirtv1.VirtualMachine) {
+	t.Helper()
+	web = opPrototype("vms", "web", 1)
+	web.Spec.Template.Spec.Domain.CPU = &kubevirtv1.CPU{Cores: 1}
+	rev, hash, err := prototype.Revise(t.Context(), fakeapi.NoExpand, web)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := contract.FormatResources(reserve.Round(need))
-	deployment := func(name, held string) *appsv1.Deployment {
+	build := func(name string, pinned bool) []runtime.Object {
 		p := scaffold.Params{Kind: scaffold.KindDeployment, Prototype: "web", Name: name, Namespace: "vms", Replicas: 1,
 			Image: "vmctl", GracePeriodSeconds: scaffold.DefaultGracePeriodSeconds}
-		var err error
-		if p.Reservation, err = contract.ParseResources(held); err != nil {
-			t.Fatal(err)
+		if pinned {
+			p.Revision, p.RevisionHash = rev, hash
 		}
 		objs, err := scaffold.Build(p)
 		if err != nil {
 			t.Fatal(err)
 		}
+		var out []runtime.Object
 		for _, o := range objs {
-			if d, ok := o.(*appsv1.Deployment); ok {
-				return d
+			switch o := o.(type) {
+			case *appsv1.Deployment:
+				if name == "by-hand" {
+					delete(o.Spec.Template.Labels, contract.LabelAgentPrototype)
+				}
+				out = append(out, o)
+			case *unstructured.Unstructured: // the revision store
+				out = append(out, o)
 			}
 		}
-		t.Fatal("scaffold wrote no Deployment")
-		return nil
+		return out
 	}
-	vm := opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
-	handMade := deployment("by-hand", "cpu=1m,memory=1Mi")
-	delete(handMade.Spec.Template.Labels, contract.LabelAgentPrototype)
-	out, errOut, _, err := runDiffWith(t, []runtime.Object{deployment("old", "cpu=106m,memory=559Mi"), deployment("current", now), handMade},
-		[]runtime.Object{web, vm, kv})
+	kubeObjs = append(build("web", true), build("legacy", false)...)
+	return append(kubeObjs, build("by-hand", true)...), hash, web
+}
+
+// TestDiffPinned: a VM whose Pod pins a revision is compared with that
+// revision, not with the prototype, which changed since (two cores); the
+// workload that pins it is said to have changes not rolled out, once,
+// which is a difference (exit 1); one that pins nothing, or that scaffold
+// did not write, is not compared.
+func TestDiffPinned(t *testing.T) {
+	kubeObjs, hash, web := diffPinnedScene(t)
+	rev := web.DeepCopy()
+	vm := opDerived(t, rev, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour, func(vm *kubevirtv1.VirtualMachine) {
+		vm.Annotations[contract.AnnotationVMRevision] = hash
+	})
+	web.Generation = 2
+	web.Spec.Template.Spec.Domain.CPU.Cores = 2
+	_, now, err := prototype.Revise(t.Context(), fakeapi.NoExpand, web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, calls, err := runDiffWith(t, kubeObjs, []runtime.Object{web, vm})
 	if got := opExitCode(err); got != 1 {
 		t.Errorf("exit code = %d (%v), want 1", got, err)
 	}
-	if want := "0 of 1 derived VMs drifted; 1 of 2 workloads hold an older placement or reservation in vms namespace\n"; errOut != want {
+	if want := "0 of 1 derived VMs drifted; 1 of 1 workloads have prototype changes not rolled out in vms namespace\n"; errOut != want {
 		t.Errorf("stderr = %q, want %q", errOut, want)
 	}
-	for _, want := range []string{
-		"--- vms/deployment.apps/old (Pod template)",
-		"+++ vms/deployment.apps/old (prototype vms/web now)",
-		"-  " + contract.AnnotationReservation + ": cpu=106m,memory=559Mi",
-		"+  " + contract.AnnotationReservation + ": " + now,
-	} {
-		if !strings.Contains(out, want+"\n") {
-			t.Errorf("diff does not hold %q:\n%s", want, out)
+	want := "deployment.apps/web pins VM revision " + hash + " of prototype vms/web; the prototype has changed since (now " + now +
+		"): `kubectl vmctl rollout restart web` rolls it out\n"
+	if out != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", out, want)
+	}
+	wantCalls := []string{
+		"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+		"list vmrevisionstores vms app.kubernetes.io/component=vm-revisions",
+		"list deployments vms", "list statefulsets vms", "list daemonsets vms",
+		"list virtualmachines vms metadata.name=web",
+	}
+	if diff := cmp.Diff(wantCalls, calls); diff != "" {
+		t.Errorf("API calls (-want +got):\n%s", diff)
+	}
+
+	// Rolled out: nothing to say, and the VM of the new revision is as derived.
+	kubeObjs, hash, web = diffPinnedScene(t)
+	vm = opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour, func(vm *kubevirtv1.VirtualMachine) {
+		vm.Annotations[contract.AnnotationVMRevision] = hash
+	})
+	out, errOut, _, err = runDiffWith(t, kubeObjs, []runtime.Object{web, vm}, "-A")
+	if err != nil || out != "" || errOut != "0 of 1 derived VMs drifted; 0 of 1 workloads have prototype changes not rolled out\n" {
+		t.Errorf("diff of a workload pinned to the revision now: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+}
+
+// TestDiffPinnedAllNamespaces: with -A, the command names the workload's
+// namespace, and the line its namespace where the prototype is elsewhere.
+func TestDiffPinnedAllNamespaces(t *testing.T) {
+	kubeObjs, _, web := diffPinnedScene(t)
+	for _, obj := range kubeObjs {
+		if d, ok := obj.(*appsv1.Deployment); ok && d.Name == "web" {
+			d.Namespace = "apps"
+			d.Spec.Template.Spec.Containers[0].Args = append(d.Spec.Template.Spec.Containers[0].Args, "--proto-namespace=vms")
 		}
 	}
-	if strings.Contains(out, "current") || strings.Contains(out, "by-hand") {
-		t.Errorf("diff shows a workload that holds what its VMs need, or one scaffold did not write:\n%s", out)
+	web.Spec.Template.Spec.Domain.CPU.Cores = 2
+	out, _, _, err := runDiffWith(t, kubeObjs, []runtime.Object{web}, "-A")
+	if got := opExitCode(err); got != 1 || !strings.HasPrefix(out, "deployment.apps/web in apps namespace pins VM revision ") ||
+		!strings.HasSuffix(out, "`kubectl vmctl rollout restart web -n apps` rolls it out\n") {
+		t.Errorf("exit %d (%v), stdout:\n%s", got, err, out)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,11 +16,14 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/gc"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // DefaultGCMinAge is how old an orphan must be before gc deletes it: an
 // agent creates its VM right after it starts, so a young VM without a Pod
-// is more likely a race than an orphan.
+// is more likely a race than an orphan. So must a revision store before
+// gc prunes it: a rollout writes it right before the template that names
+// its new revision.
 const DefaultGCMinAge = 60 * time.Second
 
 // GCOptions are the options of `kubectl vmctl gc`.
@@ -51,7 +55,7 @@ func newCmdGC(f kube.Factory, o *GCOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "gc [flags]",
 		DisableFlagsInUseLine: true,
-		Short:                 "Delete derived VMs whose agent Pod is gone",
+		Short:                 "Delete derived VMs whose agent Pod is gone, and VM revisions no template names",
 		Long: `Delete the derived VMs whose agent Pod no longer exists, or exists with
 another UID: VMs an agent could not delete because it was killed without its
 grace period, or that live in another namespace than their Pod, where no
@@ -62,7 +66,19 @@ an agent gives (<prototype>-<pod>) are considered; VMs younger than --min-age
 are left alone, so a starting agent is never raced, and so is any VM that a
 Pod gc reads names as its prototype (a prototype copied from a derived VM). Each deletion carries the VM's UID as precondition, so a VM
 replaced in the meantime is not deleted. Reads one paged LIST of derived VMs
-and one of Pods (whatever their labels).`,
+and one of Pods (whatever their labels).
+
+Then prune the workloads' VM revision stores (VMRevisionStores
+<workload>-vm-revisions): gc never deletes a VM revision that a retained
+template names, that of a live Pod, of a Deployment or its ReplicaSets, of a
+StatefulSet or DaemonSet or their ControllerRevisions, so kubectl rollout
+undo finds every revision it can go back to. It drops the others, updating
+the store on condition that it is still the one gc read; it deletes the
+store of a workload that no longer exists, and one of whose revisions no
+template names any. A store, or a revision in it, younger than --min-age is
+left alone: a rollout writes it before the template that names it. Reads
+one LIST of VMRevisionStores and, where there is a store, one each of
+ControllerRevisions, Deployments, StatefulSets, DaemonSets and ReplicaSets.`,
 		Example: `  # See what would be deleted in the current namespace
   kubectl vmctl gc --dry-run=client
 
@@ -81,8 +97,8 @@ and one of Pods (whatever their labels).`,
 		},
 	}
 	flags := cmd.Flags()
-	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Collect orphans in all namespaces.")
-	flags.DurationVar(&o.MinAge, "min-age", o.MinAge, "Leave VMs younger than this alone.")
+	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Collect orphans and VM revisions in all namespaces.")
+	flags.DurationVar(&o.MinAge, "min-age", o.MinAge, "Leave VMs and revision stores younger than this alone.")
 	flags.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (name).")
 	cmdutil.AddDryRunFlag(cmd)
 	return cmd
@@ -112,23 +128,29 @@ func (o *GCOptions) Validate() error {
 	return nil
 }
 
-// Run finds the orphans and deletes them, one line per VM. A VM already gone
-// or replaced meanwhile is reported and skipped; other failures are
-// returned together after the rest were tried.
+// Run finds the orphans and deletes them, one line per VM, then prunes the
+// revision stores, one line per store. A VM or store already gone or
+// replaced meanwhile is reported and skipped; other failures are returned
+// together after the rest were tried.
 func (o *GCOptions) Run(ctx context.Context) error {
-	orphans, spared, err := gc.Find(ctx, o.clients, o.namespace, o.Now(), o.MinAge)
+	found, err := gc.Find(ctx, o.clients, o.namespace, o.Now(), o.MinAge)
 	if err != nil {
 		return err
 	}
-	for _, s := range spared {
+	for _, s := range found.Spared {
 		// The Pod's name comes from an annotation anyone could have written.
 		if _, err := fmt.Fprintf(o.ErrOut, "%s in %s namespace left alone: pod %s names it as its prototype\n",
 			vmName(s.Name), s.Namespace, printers.EscapeTerminal(s.Pod.String())); err != nil {
 			return err
 		}
 	}
-	if len(orphans) == 0 {
-		_, err := fmt.Fprintf(o.ErrOut, "No orphaned VMs found%s.\n", inNamespace(o.namespace))
+	for _, u := range found.Unreadable {
+		if _, err := fmt.Fprintf(o.ErrOut, "%s in %s namespace left alone: %s\n", storeName(u.Name), u.Namespace, printers.EscapeTerminal(u.Err.Error())); err != nil {
+			return err
+		}
+	}
+	if len(found.Orphans) == 0 && len(found.Stores) == 0 {
+		_, err := fmt.Fprintf(o.ErrOut, "No orphaned VMs or unused VM revisions found%s.\n", inNamespace(o.namespace))
 		return err
 	}
 	var dryRun []string
@@ -136,47 +158,81 @@ func (o *GCOptions) Run(ctx context.Context) error {
 		dryRun = []string{metav1.DryRunAll}
 	}
 	var errs []error
-	for _, orphan := range orphans {
+	for _, orphan := range found.Orphans {
 		if o.dryRun != cmdutil.DryRunClient {
 			err := gc.Delete(ctx, o.clients.KubeVirt, orphan, dryRun)
-			var note string
-			switch {
-			case apierrors.IsNotFound(err):
-				note = "already gone from " + orphan.Namespace + " namespace"
-			case apierrors.IsConflict(err):
-				note = "in " + orphan.Namespace + " namespace skipped: replaced since it was listed"
-			case err != nil:
-				errs = append(errs, fmt.Errorf("delete %s in %s namespace: %w", vmName(orphan.Name), orphan.Namespace, err))
-				continue
-			}
-			if note != "" {
-				if _, err := fmt.Fprintf(o.ErrOut, "%s %s\n", vmName(orphan.Name), note); err != nil {
-					return err
+			if skip, err := o.skipped(vmName(orphan.Name), orphan.Namespace, err); skip || err != nil {
+				if err != nil {
+					errs = append(errs, err)
 				}
 				continue
 			}
 		}
-		if err := o.printDeleted(orphan); err != nil {
+		// The Pod name comes from an annotation anyone could have written.
+		if err := o.printDone(vmName(orphan.Name), "deleted from", orphan.Namespace, printers.EscapeTerminal(orphan.Why())); err != nil {
+			return err
+		}
+	}
+	for _, a := range found.Stores {
+		if o.dryRun != cmdutil.DryRunClient {
+			err := gc.Collect(ctx, o.clients.Dynamic, a, dryRun)
+			if skip, err := o.skipped(storeName(a.Name), a.Namespace, err); skip || err != nil {
+				if err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+		}
+		op := "pruned in"
+		if a.Delete {
+			op = "deleted from"
+		}
+		// The workload's name and the hashes come from what anyone could have written.
+		if err := o.printDone(storeName(a.Name), op, a.Namespace, printers.EscapeTerminal(a.Why())); err != nil {
 			return err
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// printDeleted prints a deletion as kubectl delete does, with the reason.
-func (o *GCOptions) printDeleted(orphan gc.Orphan) error {
+// skipped says, of an object gc found gone or replaced when it came to
+// delete it, that it skipped it, and reports true; another error it
+// returns, naming the object.
+func (o *GCOptions) skipped(name, namespace string, err error) (bool, error) {
+	var note string
+	switch {
+	case err == nil:
+		return false, nil
+	case apierrors.IsNotFound(err):
+		note = "already gone from " + namespace + " namespace"
+	case apierrors.IsConflict(err):
+		note = "in " + namespace + " namespace skipped: replaced since it was listed"
+	default:
+		return false, fmt.Errorf("delete %s in %s namespace: %w", name, namespace, err)
+	}
+	_, err = fmt.Fprintf(o.ErrOut, "%s %s\n", name, note)
+	return true, err
+}
+
+// printDone prints what gc did to the object name, as kubectl delete does,
+// with the reason: "<name> deleted from <namespace> namespace (<why>)".
+func (o *GCOptions) printDone(name, op, namespace, why string) error {
 	if o.Output == "name" {
-		_, err := fmt.Fprintln(o.Out, vmName(orphan.Name))
+		_, err := fmt.Fprintln(o.Out, name)
 		return err
 	}
-	op := "deleted from " + orphan.Namespace + " namespace"
+	op += " " + namespace + " namespace"
 	switch o.dryRun {
 	case cmdutil.DryRunClient:
 		op += " (dry run)"
 	case cmdutil.DryRunServer:
 		op += " (server dry run)"
 	}
-	// The Pod name comes from an annotation anyone could have written.
-	_, err := fmt.Fprintf(o.Out, "%s %s (%s)\n", vmName(orphan.Name), op, printers.EscapeTerminal(orphan.Why()))
+	_, err := fmt.Fprintf(o.Out, "%s %s (%s)\n", name, op, why)
 	return err
+}
+
+// storeName is a revision store's name as kubectl's -o name prints it.
+func storeName(name string) string {
+	return strings.ToLower(revision.StoreKind) + "." + revision.StoreGroup + "/" + name
 }

@@ -6,12 +6,20 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // gcScene is opScene plus orphans of every kind: in vms, web-web-gone (2h,
@@ -44,7 +52,7 @@ var metav1Time = opAgo(time.Second)
 // runGC runs `kubectl vmctl gc args...` against fakes holding the objects.
 func runGC(t *testing.T, kubeObjs, virtObjs []runtime.Object, react k8stesting.ReactionFunc, args ...string) (stdout, stderr string, calls []string, err error) {
 	t.Helper()
-	kube, virt, log := opFakes(kubeObjs, virtObjs)
+	kube, virt, dyn, log := opFakesWithStores(kubeObjs, virtObjs)
 	if react != nil {
 		virt.PrependReactor("delete", "virtualmachines", react)
 	}
@@ -52,6 +60,7 @@ func runGC(t *testing.T, kubeObjs, virtObjs []runtime.Object, react k8stesting.R
 	o := NewGCOptions(streams)
 	o.Now = func() time.Time { return opNow }
 	f := opFactory(t, kube, virt)
+	f.Dynamic = dyn
 	err = opRun(t.Context(), f, newCmdGC(f, o), args...)
 	return out.String(), errOut.String(), *log, err
 }
@@ -68,6 +77,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list vmrevisionstores vms",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
 		},
@@ -78,6 +88,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods ",
+			"list vmrevisionstores ",
 			"delete virtualmachines team2 db-old uid=uid-vm-db-old",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
@@ -89,6 +100,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list vmrevisionstores vms",
 		},
 	}, {
 		name:   "server dry run asks the server",
@@ -97,6 +109,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list vmrevisionstores vms",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone dryRun=All",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r dryRun=All",
 		},
@@ -107,6 +120,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list vmrevisionstores vms",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
 			"delete virtualmachines vms web-web-young uid=uid-vm-web-web-young",
@@ -140,11 +154,12 @@ func TestGCFollowsPodsIntoOtherNamespaces(t *testing.T) {
 		"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 		"list pods vms",
 		"list pods pods",
+		"list vmrevisionstores vms",
 	}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
 	}
-	if out != "" || errOut != "No orphaned VMs found in vms namespace.\n" {
+	if out != "" || errOut != "No orphaned VMs or unused VM revisions found in vms namespace.\n" {
 		t.Errorf("stdout %q, stderr %q", out, errOut)
 	}
 }
@@ -231,8 +246,111 @@ func TestGCSparesPrototypes(t *testing.T) {
 		}
 	}
 	want := "virtualmachine.kubevirt.io/web-web-a in vms namespace left alone: pod vms/g-0 names it as its prototype\n" +
-		"No orphaned VMs found in vms namespace.\n"
+		"No orphaned VMs or unused VM revisions found in vms namespace.\n"
 	if out != "" || errOut != want {
 		t.Errorf("stdout %q, stderr (-want +got):\n%s", out, cmp.Diff(want, errOut))
+	}
+}
+
+// gcStoreScene is, in vms, Deployment web whose template pins revision
+// 2222222222 and whose older ReplicaSet pins 1111111111, with a Pod of
+// that; web's store holds those and 0000000000, which nothing names; and
+// the store of Deployment gone, which no longer exists. young's store,
+// written 30s ago, names nothing either. Every store holds revisions of
+// prototype vms/web.
+func gcStoreScene(t *testing.T) []runtime.Object {
+	t.Helper()
+	pin := func(tmpl *corev1.PodTemplateSpec, workload, hash string) {
+		tmpl.Annotations = map[string]string{contract.AnnotationVMRevision: hash}
+		tmpl.Spec.Containers = []corev1.Container{{Name: "agent", Args: []string{"web", "--vm-revisions=" + revision.StoreName(workload)}}}
+	}
+	store := func(workload string, age time.Duration, hashes ...string) *unstructured.Unstructured {
+		s := revision.NewStore("vms", workload)
+		for _, h := range hashes {
+			s.Revisions[h] = revision.Snapshot(opPrototype("vms", "web", 1))
+		}
+		u, err := s.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.SetUID(types.UID("uid-" + u.GetName()))
+		u.SetCreationTimestamp(opAgo(age))
+		return u
+	}
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: "web"}}
+	pin(&web.Spec.Template, "web", "2222222222")
+	old := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: "web-1111"}}
+	pin(&old.Spec.Template, "web", "1111111111")
+	podOld := opPod("vms", "web-1111-a", "node-1", "web", time.Hour)
+	podOld.Annotations = map[string]string{contract.AnnotationVMRevision: "1111111111"}
+	podOld.Spec.Containers[0].Args = append(podOld.Spec.Containers[0].Args, "--vm-revisions=web-vm-revisions")
+	return []runtime.Object{web, old, podOld,
+		store("web", time.Hour, "0000000000", "1111111111", "2222222222"),
+		store("gone", time.Hour, "1111111111"),
+		store("young", 30*time.Second, "1111111111"),
+	}
+}
+
+// TestGCRevisionStores: gc drops the revisions no retained template names
+// by updating the store, deletes the store of a workload that is gone,
+// leaves a young store alone, and says what it did as for VMs.
+func TestGCRevisionStores(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		wantOut   string
+		wantCalls []string
+	}{{
+		name: "for real",
+		wantOut: "vmrevisionstore.vmctl.kubevirt.io/gone-vm-revisions deleted from vms namespace (no Deployment, StatefulSet or DaemonSet gone)\n" +
+			"vmrevisionstore.vmctl.kubevirt.io/web-vm-revisions pruned in vms namespace (VM revision 0000000000 named by no template)\n",
+		wantCalls: []string{
+			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+			"list pods vms",
+			"list vmrevisionstores vms",
+			"list controllerrevisions vms",
+			"list deployments vms", "list statefulsets vms", "list daemonsets vms", "list replicasets vms",
+			"delete vmrevisionstores vms gone-vm-revisions uid=uid-gone-vm-revisions",
+			"update vmrevisionstores vms",
+		},
+	}, {
+		name: "server dry run",
+		args: []string{"--dry-run=server"},
+		wantOut: "vmrevisionstore.vmctl.kubevirt.io/gone-vm-revisions deleted from vms namespace (server dry run) (no Deployment, StatefulSet or DaemonSet gone)\n" +
+			"vmrevisionstore.vmctl.kubevirt.io/web-vm-revisions pruned in vms namespace (server dry run) (VM revision 0000000000 named by no template)\n",
+		wantCalls: []string{
+			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+			"list pods vms",
+			"list vmrevisionstores vms",
+			"list controllerrevisions vms",
+			"list deployments vms", "list statefulsets vms", "list daemonsets vms", "list replicasets vms",
+			"delete vmrevisionstores vms gone-vm-revisions uid=uid-gone-vm-revisions dryRun=All",
+			"update vmrevisionstores vms",
+		},
+	}, {
+		name:    "client dry run, -o name, and a young store too",
+		args:    []string{"--dry-run=client", "-o", "name", "--min-age=10s"},
+		wantOut: "vmrevisionstore.vmctl.kubevirt.io/gone-vm-revisions\nvmrevisionstore.vmctl.kubevirt.io/web-vm-revisions\nvmrevisionstore.vmctl.kubevirt.io/young-vm-revisions\n",
+		wantCalls: []string{
+			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
+			"list pods vms",
+			"list vmrevisionstores vms",
+			"list controllerrevisions vms",
+			"list deployments vms", "list statefulsets vms", "list daemonsets vms", "list replicasets vms",
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, calls, err := runGC(t, gcStoreScene(t), nil, nil, tt.args...)
+			if err != nil {
+				t.Fatalf("gc: %v\n%s", err, errOut)
+			}
+			if diff := cmp.Diff(tt.wantOut, out); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantCalls, calls); diff != "" {
+				t.Errorf("API calls (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -15,14 +18,12 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes/scheme"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
-
-// rolloutFieldManager owns the fields rollout restart sets.
-const rolloutFieldManager = "kubectl-vmctl-rollout"
 
 // RolloutRestartOptions are the options of `kubectl vmctl rollout restart`.
 type RolloutRestartOptions struct {
@@ -36,7 +37,10 @@ type RolloutRestartOptions struct {
 	namespace string
 	dryRun    cmdutil.DryRunStrategy
 	printer   printers.ResourcePrinter
-	clients   kube.Clients
+	// storePrinter prints the revision stores: "configured" in place of
+	// "restarted" by name, else as printer.
+	storePrinter printers.ResourcePrinter
+	clients      kube.Clients
 
 	genericiooptions.IOStreams
 }
@@ -59,27 +63,40 @@ func newCmdRolloutRestart(f kube.Factory, o *RolloutRestartOptions) *cobra.Comma
 	cmd := &cobra.Command{
 		Use:                   "restart PROTOTYPE [flags]",
 		DisableFlagsInUseLine: true,
-		Short:                 "Restart the workloads of a prototype, so their VMs are derived from it afresh",
-		Long: `Restart every Deployment, StatefulSet and DaemonSet whose agents derive VMs
-from PROTOTYPE and hold a VM of an older prototype generation, the way
-kubectl rollout restart does (the Pod template's
-kubectl.kubernetes.io/restartedAt annotation), recording the generation it
-rolls to (vmctl.kubevirt.io/restarted-for-generation) and the prototype's UID
-(vmctl.kubevirt.io/restarted-for-prototype-uid: a prototype deleted and made
-again starts again at generation 1). A workload already
-restarted for the current generation, or whose VMs all derive from it, is
-left alone: running it again when nothing changed does nothing.
+		Short:                 "Roll a prototype's change out to its workloads' VMs",
+		Long: `Pin every Deployment, StatefulSet and DaemonSet whose agents derive VMs from
+PROTOTYPE to the prototype as it is now, and so roll the change out at the
+pace of each workload's own strategy (maxUnavailable, maxSurge, partition)
+and PodDisruptionBudgets, as kubectl rollout restart does.
+
+A workload's Pod template pins a VM revision: a snapshot of the prototype,
+its instancetype and preference expanded by KubeVirt, named by a hash of its
+content (vmctl.kubevirt.io/vm-revision). Its agents derive their VMs from
+that revision, held in the workload's revision store (the VMRevisionStore
+WORKLOAD-vm-revisions), never from the live prototype: a prototype edit
+reaches no VM, not even a scale-up's, until it is rolled out.
+
+rollout restart takes the prototype's revision, adds it to each store that
+lacks it (one patch; a revision the store holds never changes), then writes it into the template with the placement and the room
+for its VMs computed from the same revision, stamps the restart
+(kubectl.kubernetes.io/restartedAt) and records the change-cause that
+kubectl rollout history shows. A workload that pins the prototype as it is
+already is left alone: running it again when nothing changed does nothing.
+kubectl rollout undo brings an earlier template, and so its revision, back;
+kubectl vmctl gc prunes the revisions no retained template names.
 
 Workloads are found by their agent's arguments (scaffold also labels them
-vmctl.kubevirt.io/agent-prototype=PROTOTYPE): one LIST of each kind, then
-the Pods and VMs of those that may need a restart.`,
+vmctl.kubevirt.io/agent-prototype=PROTOTYPE): one LIST of each kind.`,
 		Example: `  # Change the prototype, then roll the change out and wait for it
   kubectl patch vm testvm --type merge -p '{"spec":{"template":{"spec":{"domain":{"memory":{"guest":"512Mi"}}}}}}'
   kubectl vmctl rollout restart testvm
   kubectl vmctl rollout status testvm
 
   # What would be restarted, in every namespace
-  kubectl vmctl rollout restart testvm -A --dry-run=server`,
+  kubectl vmctl rollout restart testvm -A --dry-run=server
+
+  # What to commit to Git: the revision store and the workload, pinned
+  kubectl vmctl rollout restart testvm --dry-run=client -o yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(f, cmd, args); err != nil {
@@ -112,6 +129,18 @@ func (o *RolloutRestartOptions) Complete(f kube.Factory, cmd *cobra.Command, arg
 	if o.printer, err = cmdutil.PrintFlagsWithDryRunStrategy(o.PrintFlags, o.dryRun).ToPrinter(); err != nil {
 		return err
 	}
+	o.storePrinter = o.printer
+	if f := o.PrintFlags.OutputFormat; f == nil || *f == "" || *f == "name" {
+		named := *o.PrintFlags.NamePrintFlags
+		named.Operation = "configured"
+		storeFlags := *o.PrintFlags
+		// Each printer its own: a TypeSetterPrinter keeps the last printer
+		// it wrapped.
+		storeFlags.NamePrintFlags, storeFlags.TypeSetterPrinter = &named, printers.NewTypeSetter(scheme.Scheme)
+		if o.storePrinter, err = cmdutil.PrintFlagsWithDryRunStrategy(&storeFlags, o.dryRun).ToPrinter(); err != nil {
+			return err
+		}
+	}
 	o.clients, err = f.Clients()
 	return err
 }
@@ -121,26 +150,24 @@ func (o *RolloutRestartOptions) Validate() error {
 	return validatePrototypeName(o.prototype)
 }
 
-// Run restarts what needs it, one line per workload, and returns the
-// failures together after trying every workload.
+// Run pins what needs it, one line per workload, and returns the failures
+// together after trying every workload.
 func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 	workloads, err := findWorkloads(ctx, o.clients, o.namespace, o.prototype)
 	if err != nil {
 		return err
 	}
-	gens, err := rollout.Prototypes(ctx, o.clients, workloads)
+	targets, err := rollout.Targets(ctx, o.clients, workloads)
 	if err != nil {
 		return err
 	}
-	for _, note := range rollout.Notes(gens) {
+	for _, note := range rollout.Notes(targets) {
 		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s\n", note)
 	}
-	var vms []kubevirtv1.VirtualMachine // read once, when a workload needs them
-	vmsRead := false
 	var errs []error
 	for _, w := range workloads {
-		gen := gens[w.Prototype()]
-		if gen.Generation < 0 {
+		t := targets[w.Prototype()]
+		if t.Missing {
 			errs = append(errs, fmt.Errorf("%s: prototype %s not found; nothing to roll out", w, w.Prototype()))
 			continue
 		}
@@ -148,20 +175,7 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		var pods []corev1.Pod
-		if !rollout.RestartedFor(w, gen) {
-			if pods, err = rollout.Pods(ctx, o.clients, w); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if !vmsRead {
-				if vms, err = rollout.VMs(ctx, o.clients, agentNamespaces(workloads), o.prototype); err != nil {
-					return err
-				}
-				vmsRead = true
-			}
-		}
-		plan := rollout.PlanRestart(w, gen, pods, vms)
+		plan := rollout.PlanRestart(w, t)
 		if !plan.Restart {
 			if o.PrintFlags.OutputFormat == nil || *o.PrintFlags.OutputFormat == "" {
 				if _, err := fmt.Fprintf(o.Out, "%s unchanged (%s)\n", w.Name(), plan.Why); err != nil {
@@ -170,30 +184,108 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		restarted, err := o.restart(ctx, w, gen)
-		if err != nil {
+		if err := o.restart(ctx, w, t); err != nil {
 			errs = append(errs, fmt.Errorf("restart %s: %w", w, err))
-			continue
-		}
-		if err := o.printer.PrintObj(restarted, o.Out); err != nil {
-			return err
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// restart patches w's Pod template, or for a client-side dry run changes a
-// copy as the patch would, and returns the workload as it is then.
-func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload, gen rollout.Version) (runtime.Object, error) {
-	now := o.Now()
-	if o.dryRun == cmdutil.DryRunClient {
-		w.Object = w.Object.DeepCopyObject()
-		rollout.ApplyRestart(w.Template(), now, gen)
-		return w.Object, nil
+// restart pins t's revision in w's revision store, then w's template to
+// it, and prints both as they are then; a client-side dry run changes
+// copies as the writes would. The store goes first: the Pods of the new
+// template find their revision there.
+func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload, t rollout.Target) error {
+	if rollout.PinnedRevision(w) == "" {
+		if err := o.checkCreatePolicy(ctx, w); err != nil {
+			return err
+		}
 	}
-	opts := metav1.PatchOptions{FieldManager: rolloutFieldManager}
+	cur, err := rollout.Store(ctx, o.clients.Dynamic, w)
+	if err != nil {
+		return err
+	}
+	store, changed, err := rollout.WithRevision(cur, w, t)
+	if err != nil {
+		return err
+	}
+	var dryRun []string
 	if o.dryRun == cmdutil.DryRunServer {
-		opts.DryRun = []string{metav1.DryRunAll}
+		dryRun = []string{metav1.DryRunAll}
 	}
-	return rollout.Restart(ctx, o.clients.Kube, w, now, gen, opts)
+	if changed {
+		obj, err := store.Object()
+		if err != nil {
+			return err
+		}
+		if o.dryRun != cmdutil.DryRunClient {
+			if obj, err = rollout.WriteStore(ctx, o.clients.Dynamic, cur, store, o.Now(), dryRun); err != nil {
+				return err
+			}
+		}
+		if err := o.storePrinter.PrintObj(obj, o.Out); err != nil {
+			return err
+		}
+	}
+	if rollout.PinnedRevision(w) == "" && o.dryRun != cmdutil.DryRunClient {
+		o.grantStore(ctx, w, dryRun)
+	}
+	now := o.Now()
+	var restarted runtime.Object
+	if o.dryRun == cmdutil.DryRunClient {
+		restarted = rollout.Restarted(w, now, t).Object
+	} else if restarted, err = rollout.Restart(ctx, o.clients.Kube, w, now, t, metav1.PatchOptions{DryRun: dryRun}); err != nil {
+		return err
+	}
+	return o.printer.PrintObj(restarted, o.Out)
+}
+
+// grantStore lets the agents of w, scaffolded before templates pinned a
+// VM revision, read the revision store their template is about to name:
+// it adds the rule to scaffold's Role of the workload's name, when it has
+// one and lacks the rule. It warns, rather than fails, when it cannot: the
+// agents then say, on /readyz and in an Event, which rule they lack.
+func (o *RolloutRestartOptions) grantStore(ctx context.Context, w rollout.Workload, dryRun []string) {
+	ns, name := w.Meta().GetNamespace(), w.Meta().GetName()
+	rule := scaffold.StoreRule(revision.StoreName(name))
+	roles := o.clients.Kube.RbacV1().Roles(ns)
+	role, err := roles.Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		if slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(r, rule) }) {
+			return
+		}
+		role.Rules = append(role.Rules, rule)
+		_, err = roles.Update(ctx, role, metav1.UpdateOptions{FieldManager: rollout.FieldManager, DryRun: dryRun})
+	}
+	if err != nil {
+		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s now pins a VM revision, which its agents read from VMRevisionStore %s/%s: "+
+			"grant its ServiceAccount get, list and watch on it (could not add the rule to Role %s/%s: %v), or apply `kubectl vmctl scaffold` again\n",
+			w, ns, revision.StoreName(name), ns, name, err)
+	}
+}
+
+// checkCreatePolicy errs when w, which pins no VM revision yet, has
+// scaffold's create policy with the prototype as its parameter: that
+// policy refuses a VM that claims a revision, so pinning w would leave
+// its new Pods without VMs. Writing the policy that reads the revision
+// store needs cluster-admin, and what scaffold knows (its flags), which
+// rollout restart does not: scaffolding w again pins it. A binding that
+// cannot be read is no reason to stop: it warns.
+func (o *RolloutRestartOptions) checkCreatePolicy(ctx context.Context, w rollout.Workload) error {
+	ns, name := w.Meta().GetNamespace(), w.Meta().GetName()
+	policy := scaffold.CreatePolicyName(name, ns)
+	b, err := o.clients.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, policy, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		_, _ = fmt.Fprintf(o.ErrOut, "Warning: could not read the create policy binding %s of %s (%v): if it binds the prototype, "+
+			"its policy refuses the VMs of the revision %s now pins; apply `kubectl vmctl scaffold` for it again\n", policy, w, err, w)
+		return nil
+	case b.Spec.ParamRef != nil && b.Spec.ParamRef.Name == revision.StoreName(name) && b.Spec.ParamRef.Namespace == ns:
+		return nil
+	}
+	return fmt.Errorf("%s pins no VM revision, and its create policy %s compares VMs with prototype %s itself, so it would refuse the VMs of a revision: "+
+		"apply the output of `kubectl vmctl scaffold` for it again (as cluster-admin, with the flags it was scaffolded with), "+
+		"which pins the revision and writes the policy that reads the revision store", w, policy, w.Prototype())
 }

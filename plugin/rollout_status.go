@@ -44,7 +44,7 @@ func NewCmdRolloutStatus(f kube.Factory, streams genericiooptions.IOStreams) *co
 		Short:                 "Wait until every VM of a prototype is ready and derived from its current generation",
 		Long: `Show the rollout of PROTOTYPE's workloads and wait until it is done: each
 workload rolled out (as kubectl rollout status says) and every one of its Pods
-paired with a ready VM derived from the prototype's current generation. It
+paired with a ready VM of the VM revision its template pins. It
 prints a line whenever a workload's progress changes, and exits 0 when all
 are done, 1 when --timeout passes first or a rollout cannot finish (a
 Deployment past its progress deadline, an OnDelete update strategy, the
@@ -138,10 +138,6 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 
 // once prints where each workload's rollout stands, read with LISTs.
 func (o *RolloutStatusOptions) once(ctx context.Context, workloads []rollout.Workload) error {
-	gens, err := rollout.Prototypes(ctx, o.clients, workloads)
-	if err != nil {
-		return err
-	}
 	vms, err := rollout.VMs(ctx, o.clients, agentNamespaces(workloads), o.prototype)
 	if err != nil {
 		return err
@@ -151,7 +147,7 @@ func (o *RolloutStatusOptions) once(ctx context.Context, workloads []rollout.Wor
 		if err != nil {
 			return err
 		}
-		p := rollout.Observe(w, gens[w.Prototype()], pods, vms)
+		p := rollout.Observe(w, pods, vms)
 		if p.Err != nil {
 			return p.Err
 		}

@@ -10,12 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/klog/v2"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
@@ -76,6 +76,36 @@ func NewCmdScaffold(f kube.Factory, streams genericiooptions.IOStreams) *cobra.C
 	return newCmdScaffold(f, NewScaffoldOptions(streams))
 }
 
+// newCmdScaffoldCRD returns `kubectl vmctl scaffold crd`: what every fleet
+// of a cluster shares, printed apart from any fleet's manifests.
+func newCmdScaffoldCRD(streams genericiooptions.IOStreams) *cobra.Command {
+	output := "yaml"
+	cmd := &cobra.Command{
+		Use:   "crd",
+		Short: "Print the CustomResourceDefinition and ClusterRoles that every fleet of a cluster shares",
+		Long: `Print what a cluster admin applies once, before the first fleet: the
+CustomResourceDefinition of the VM revision stores (VMRevisionStore,
+vmctl.kubevirt.io), which hold the VM revisions the workloads' templates pin,
+and the ClusterRoles that add the stores to Kubernetes' view, edit and admin
+roles. They belong to no fleet, so deleting one fleet's manifests leaves the
+others' stores. Applying them needs cluster-admin rights.`,
+		Example: `  # Once per cluster, before the first fleet
+  kubectl vmctl scaffold crd | kubectl apply -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "yaml":
+				return scaffold.WriteYAML(streams.Out, scaffold.ClusterObjects())
+			case "json":
+				return scaffold.WriteJSON(streams.Out, scaffold.ClusterObjects())
+			}
+			return fmt.Errorf("--output must be yaml or json, not %q", output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", output, "Output format. One of: (yaml, json).")
+	return cmd
+}
+
 func newCmdScaffold(f kube.Factory, o *ScaffoldOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scaffold deployment|daemonset|statefulset PROTOTYPE",
@@ -103,8 +133,9 @@ vmctl.kubevirt.io/placement, so that agents go where their VMs may run; when
 the prototype cannot be read, stderr says so and no placement is written. It
 warns on stderr, in the words the agents would use, when they will refuse the
 prototype (it is missing, it shares a writable disk, it carries vmctl's own
-markers) and when its guest may take longer to shut down than the Pod is
-given. The manifests are printed all the same, unless --strict makes a
+markers), when its guest may take longer to shut down than the Pod is
+given, and when the cluster has no CRD of the VM revision stores (see
+"kubectl vmctl scaffold crd"). The manifests are printed all the same, unless --strict makes a
 warning an error.
 
 Each agent Pod asks for its VM's CPU and memory (what the scheduler counts
@@ -122,9 +153,15 @@ cannot be computed (a missing instancetype), scaffold fails.
 
 Kinds: ` + scaffold.ValidKinds + `.
 
-By default the output includes a ValidatingAdmissionPolicy and its binding,
-which are cluster-scoped: applying them needs cluster-admin rights. They
-confine the ServiceAccount to what an agent does: create the one VM derived
+The workload's template pins a VM revision, a snapshot of the prototype that
+its agents derive their VMs from, held in the VMRevisionStore NAME-vm-revisions
+the output includes: a prototype edit reaches the VMs only through "kubectl
+vmctl rollout restart", and "kubectl rollout undo" brings the earlier VMs back.
+Its CustomResourceDefinition is installed once per cluster, apart from any
+fleet: "kubectl vmctl scaffold crd | kubectl apply -f -".
+
+By default the output includes ValidatingAdmissionPolicies and their bindings,
+which are cluster-scoped: applying them needs cluster-admin rights. The policies confine the ServiceAccount to what an agent does: create the one VM derived
 from the prototype for its own Pod, with no volume, device, network or
 credential the prototype lacks, and delete its own Pod's VM; never change or
 delete the prototype. Without cluster-admin, pass --admission-policy=false and
@@ -187,6 +224,7 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 			"before the agent evicts its own Pod (Eviction API, paced by PodDisruptionBudgets), so that a new Pod is placed where the VM fits. "+
 			"0 never moves. A DaemonSet's agents only report.")
 	RegisterNamespaceCompletion(cmd, f)
+	cmd.AddCommand(newCmdScaffoldCRD(o.IOStreams))
 	return cmd
 }
 
@@ -207,7 +245,7 @@ func (o *ScaffoldOptions) Complete(f kube.Factory, cmd *cobra.Command, args []st
 	if err != nil {
 		return err
 	}
-	namespace, err := flagOrContextNamespace(f, cmd)
+	namespace, err := cmdutil.ContextNamespace(f)
 	if err != nil {
 		return err
 	}
@@ -276,54 +314,71 @@ func (o *ScaffoldOptions) Run(ctx context.Context) error {
 	return scaffold.WriteYAML(o.Out, objs)
 }
 
-// prototypeLookupTimeout bounds the one GET of the prototype, and of its
-// instancetype and preference: scaffold must not hang without a cluster.
-const prototypeLookupTimeout = 3 * time.Second
+// prototypeLookupTimeout bounds the reads of the prototype, its expanded
+// spec, and its instancetype's and preference's placement: scaffold must
+// not hang without a cluster.
+const prototypeLookupTimeout = 5 * time.Second
 
-// checkPrototype reads the prototype and says, in the agents' words, what
-// they will refuse, and whether its guest may take longer to shut down than
-// the agent waits for it; in a note, that its VMs run with another
-// evictionStrategy than it asks for. It copies the prototype's placement,
-// with its instancetype's and preference's, into the parameters, so the
-// agent Pods go where their VMs may run. Without a cluster, or without
-// leave to read the prototype, it copies none and says so in a note
-// (logging why at -v=2): notes are not the prototype's fault, and --strict
-// ignores them. It computes the reservation too (see reservation), and
-// errs when it cannot.
+// checkPrototype reads the prototype and pins the workload to its revision
+// (prototype.Pin): the agents derive their VMs from that snapshot, and the
+// Pods carry its placement, so the scheduler puts each agent where its VM
+// may run, and its reservation (see reservation). It says, in the agents'
+// words, what they will refuse, and whether the guest may take longer to
+// shut down than the agent waits for it; in a note, that its VMs run with
+// another evictionStrategy than it asks for. Without the prototype there is
+// no revision to pin, and it errs.
 func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes []string, err error) {
 	ns, name := o.params.PrototypeNamespace(), o.params.Prototype
-	err = o.clientsErr
-	var proto *kubevirtv1.VirtualMachine
+	if o.clientsErr != nil {
+		return nil, nil, fmt.Errorf("scaffold reads prototype %s/%s to pin the VMs to a revision of it: %w; run scaffold where the prototype can be read", ns, name, o.clientsErr)
+	}
 	ctx, cancel := context.WithTimeout(ctx, prototypeLookupTimeout)
 	defer cancel()
-	if err == nil {
-		proto, err = o.clients.KubeVirt.KubevirtV1().VirtualMachines(ns).Get(ctx, name, metav1.GetOptions{})
-	}
+	proto, err := o.clients.KubeVirt.KubevirtV1().VirtualMachines(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return []string{derive.PrototypeNotFound(ns, name)}, o.noReservation(ns, name), nil
+		return nil, nil, fmt.Errorf("prototype %s/%s not found: scaffold pins the VMs to a revision of the prototype, so create it first (or pass --proto-namespace where it lives)", ns, name)
 	case err != nil:
-		klog.V(2).InfoS("Not checking the prototype", "prototype", klog.KRef(ns, name), "err", err)
-		return nil, []string{fmt.Sprintf("cannot read prototype %s/%s (-v=2 says why), so the agent Pods carry none of its "+
-			"nodeSelector, affinity, tolerations or priority class and may land where its VMs cannot run; "+
-			"%srun scaffold where the prototype can be read", ns, name, o.unsized())}, nil
+		return nil, nil, fmt.Errorf("scaffold reads prototype %s/%s to pin the VMs to a revision of it: %w", ns, name, err)
 	}
-	if err := derive.Refusal(proto, o.params.Namespace, o.params.DeriveOptions()); err != nil {
+	pinned, err := prototype.Pin(ctx, o.clients, proto)
+	if err != nil {
+		return nil, nil, err
+	}
+	rev := pinned.Revision
+	if msg := o.storeCRDMissing(); msg != "" {
+		warnings = append(warnings, msg)
+	}
+	if err := derive.Refusal(rev, o.params.Namespace, o.params.DeriveOptions()); err != nil {
 		warnings = append(warnings, err.Error())
 	}
-	if msg := derive.GracePeriodTooShort(proto, o.params.DeleteTimeout()); msg != "" {
+	if msg := derive.GracePeriodTooShort(rev, o.params.DeleteTimeout()); msg != "" {
 		warnings = append(warnings, fmt.Sprintf("prototype %s/%s: %s", ns, name, msg))
 	}
 	// Every derived VM gets External on purpose: nothing to fix in the
 	// prototype, so a note, which --strict lets pass.
-	if msg := derive.EvictionStrategyOverridden(proto); msg != "" {
+	if msg := derive.EvictionStrategyOverridden(rev); msg != "" {
 		notes = append(notes, fmt.Sprintf("prototype %s/%s: %s", ns, name, msg))
 	}
-	needs := prototype.Read(ctx, o.clients, proto)
-	if needs.PlacementErr != nil {
-		notes = append(notes, fmt.Sprintf("prototype %s/%s: %v", ns, name, needs.PlacementErr))
+	if pinned.PlacementErr != nil {
+		notes = append(notes, fmt.Sprintf("prototype %s/%s: %v", ns, name, pinned.PlacementErr))
 	}
-	o.params.Placement, o.params.PlacementKey = &needs.Placement, needs.PlacementKey
-	note, err := o.reservation(ctx, proto, needs)
+	o.params.Revision, o.params.RevisionHash = rev, pinned.Hash
+	o.params.Placement, o.params.PlacementKey = &pinned.Placement, pinned.PlacementKey
+	note, err := o.reservation(ctx, rev, pinned.PodNeeds)
 	return warnings, append(notes, note...), err
+}
+
+// storeCRDMissing says, where the cluster serves no revision stores, that
+// kubectl apply would make everything but the workload's store, whose
+// revision the agents then wait for, and how to install the CRD every
+// fleet shares; "" where the cluster serves them, or discovery cannot tell.
+func (o *ScaffoldOptions) storeCRDMissing() string {
+	gv := revision.StoreGVR.GroupVersion()
+	if _, err := o.clients.Kube.Discovery().ServerResourcesForGroupVersion(gv.String()); !apierrors.IsNotFound(err) {
+		return ""
+	}
+	return fmt.Sprintf("the cluster has no CRD %s, so kubectl apply would make all but the workload's revision store "+
+		"and its agents no VM: install it once, as cluster-admin, with `kubectl vmctl scaffold crd | kubectl apply -f -`",
+		gv.WithResource(revision.StoreResource).GroupResource())
 }

@@ -54,24 +54,6 @@ func (o *ScaffoldOptions) reservation(ctx context.Context, proto *kubevirtv1.Vir
 	return notes, nil
 }
 
-// noReservation says, when --reserve asked for a reservation, that there
-// is none, for want of the prototype.
-func (o *ScaffoldOptions) noReservation(ns, name string) []string {
-	if !o.Reserve {
-		return nil
-	}
-	return []string{fmt.Sprintf("prototype %s/%s is not there to size its VMs: %s; scaffold again once it exists", ns, name, notCounted)}
-}
-
-// unsized is what the note about a prototype that cannot be read adds,
-// when --reserve asked for a reservation.
-func (o *ScaffoldOptions) unsized() string {
-	if !o.Reserve {
-		return ""
-	}
-	return "they hold no room for its VMs' CPU and memory either, so the scheduler does not see their size; "
-}
-
 // launcherPriority sets the parameters' launcher priority to the priority
 // of proto's VMs, so that their launcher Pods get a class of it that never
 // preempts; when that cannot be read, or is the system's, it says in a

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
@@ -48,7 +50,7 @@ func updateGolden() bool {
 func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var protos []runtime.Object
-	for _, ns := range []string{"from-kubeconfig", "default", "vms", "protos"} {
+	for _, ns := range []string{"from-kubeconfig", "default", "vms", "protos", "explicit"} {
 		protos = append(protos, &kubevirtv1.VirtualMachine{
 			ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns},
 			Spec:       kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
@@ -67,6 +69,17 @@ func runScaffold(t *testing.T, args ...string) (stdout, stderr string, err error
 // the test cluster's, which resizes Pods in place.
 const serverVersion = "v1.36.3"
 
+// serves makes kube's discovery say the cluster is Kubernetes version and
+// serves the revision stores (scaffold crd was applied).
+func serves(kube *kubefake.Clientset, version string) {
+	discovery := kube.Discovery().(*fakediscovery.FakeDiscovery)
+	discovery.FakedServerVersion = &apiversion.Info{GitVersion: version}
+	discovery.Resources = append(discovery.Resources, &metav1.APIResourceList{
+		GroupVersion: revision.StoreGVR.GroupVersion().String(),
+		APIResources: []metav1.APIResource{{Name: revision.StoreResource, Kind: "VMRevisionStore", Namespaced: true}},
+	})
+}
+
 // runScaffoldWith is runScaffold with protos as the cluster's VMs.
 func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
@@ -77,27 +90,31 @@ func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (std
 	o.Image = scaffold.DefaultImage(o.Version)
 	// The priority class of the prototype in "protos".
 	kube := kubefake.NewClientset(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "vm-high"}, Value: 1000})
-	kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: serverVersion}
+	serves(kube, serverVersion)
 	f := fakeapi.NewFactory(t, "from-kubeconfig", kube, virt)
 	err = opRun(t.Context(), f, newCmdScaffold(f, o), args...)
 	return out.String(), errOut.String(), err
 }
 
-// Scaffolding needs no cluster: with -n, not even a kubeconfig.
-func TestScaffoldNeedsNoCluster(t *testing.T) {
+// Scaffolding pins the VMs to a revision of the prototype, which it reads:
+// without a cluster, or without the prototype, it says so and prints
+// nothing.
+func TestScaffoldNeedsThePrototype(t *testing.T) {
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	root := NewCmdVmctl(streams)
 	root.SetArgs([]string{"scaffold", "ds", "testvm", "-n", "vms", "--kubeconfig", filepath.Join(t.TempDir(), "none")})
-	if code := Execute(root, streams); code != 0 || !strings.Contains(out.String(), "kind: DaemonSet") {
-		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
+	if code := Execute(root, streams); code != 1 || out.Len() != 0 {
+		t.Errorf("without a cluster: exit %d, stdout:\n%s", code, out)
 	}
-	// Without the prototype there is no placement to copy: say so.
-	if want := "Warning: cannot read prototype vms/testvm (-v=2 says why), so the agent Pods carry none of its nodeSelector"; !strings.HasPrefix(errOut.String(), want) ||
-		strings.Count(errOut.String(), "\n") != 1 {
-		t.Errorf("stderr %q, want one line starting %q", errOut, want)
+	if want := "error: read the kubeconfig for the namespace: "; !strings.HasPrefix(errOut.String(), want) {
+		t.Errorf("stderr %q, want it to start %q", errOut, want)
 	}
-	if strings.Contains(out.String(), contract.AnnotationPlacement+":") {
-		t.Errorf("wrote a placement it could not read:\n%s", out)
+	for _, args := range [][]string{{"deployment", "testvm", "-n", "elsewhere"}, {"deployment", "testvm", "-n", "vms", "--strict"}} {
+		out, stderr, err := runScaffoldWith(t, nil, args...)
+		want := "prototype " + args[3] + "/testvm not found: scaffold pins the VMs to a revision of the prototype, so create it first"
+		if err == nil || !strings.HasPrefix(err.Error(), want) || out != "" || stderr != "" {
+			t.Errorf("%v: error %v, stdout %q, stderr %q; want only an error starting %q", args, err, out, stderr, want)
+		}
 	}
 }
 
@@ -113,7 +130,7 @@ func TestBrokenKubeconfigAdvice(t *testing.T) {
 		wantN  bool
 		reason string
 	}{
-		{[]string{"scaffold", "ds", "testvm"}, true, "-n frees scaffold from the kubeconfig"},
+		{[]string{"scaffold", "ds", "testvm", "-n", "vms"}, false, "scaffold reads the prototype from the cluster"},
 		{[]string{"status", "-n", "vms"}, false, "status needs the kubeconfig even with -n"},
 	} {
 		streams, _, _, errOut := genericiooptions.NewTestIOStreams()
@@ -142,6 +159,7 @@ func TestScaffoldGolden(t *testing.T) {
 			"--proto-namespace", "protos", "--admission-policy"}},
 		{golden: "statefulset.yaml", args: []string{"statefulset", "testvm", "-n", "vms", "--replicas", "2",
 			"--pdb", "50%", "--service", "22", "--pod-monitor"}},
+		{golden: "crd.yaml", args: []string{"crd"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -169,6 +187,70 @@ func TestScaffoldGolden(t *testing.T) {
 	}
 }
 
+// TestScaffoldCRDIsNoFleets: what every fleet shares comes from scaffold
+// crd alone, never with a fleet's manifests, so deleting one fleet's leaves
+// the others' stores.
+func TestScaffoldCRDIsNoFleets(t *testing.T) {
+	fleet, _, err := runScaffold(t, "deployment", "testvm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(fleet, "kind: CustomResourceDefinition") || strings.Contains(fleet, "kind: ClusterRole\n") {
+		t.Errorf("a fleet's manifests hold what every fleet shares:\n%s", fleet)
+	}
+	out, _, err := runScaffold(t, "crd", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Items []metav1.PartialObjectMetadata
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("scaffold crd -o json: %v:\n%s", err, out)
+	}
+	var got []string
+	for _, o := range list.Items {
+		got = append(got, o.Kind+"/"+o.Name)
+	}
+	want := []string{"CustomResourceDefinition/vmrevisionstores.vmctl.kubevirt.io",
+		"ClusterRole/vmctl-vmrevisionstores-view", "ClusterRole/vmctl-vmrevisionstores-edit"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("scaffold crd -o json (-want +got):\n%s", diff)
+	}
+	if _, _, err := runScaffold(t, "crd", "testvm"); err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Errorf("scaffold crd testvm: %v, want an error", err)
+	}
+}
+
+// TestScaffoldWarnsOfNoStoreCRD: on a cluster without the revision
+// stores' CRD, kubectl apply would make all but the store, so scaffold says
+// how to install it, and --strict refuses.
+func TestScaffoldWarnsOfNoStoreCRD(t *testing.T) {
+	kube := kubefake.NewClientset()
+	kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: serverVersion}
+	virt := kubevirtfake.NewSimpleClientset(deployedKubeVirt("v1.8.0"), &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: "vms"},
+		Spec:       kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
+	})
+	f := fakeapi.NewFactory(t, "vms", kube, virt)
+	const want = "Warning: the cluster has no CRD vmrevisionstores.vmctl.kubevirt.io, so kubectl apply would make all but the workload's revision store " +
+		"and its agents no VM: install it once, as cluster-admin, with `kubectl vmctl scaffold crd | kubectl apply -f -`\n"
+	for _, strict := range []bool{false, true} {
+		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+		args := []string{"deployment", "testvm"}
+		if strict {
+			args = append(args, "--strict")
+		}
+		err := opRun(t.Context(), f, newCmdScaffold(f, NewScaffoldOptions(streams)), args...)
+		switch {
+		case strict && (err == nil || !strings.Contains(err.Error(), "no CRD vmrevisionstores.vmctl.kubevirt.io") || out.Len() > 0):
+			t.Errorf("--strict: %v, printed %d bytes; want the CRD named and nothing printed", err, out.Len())
+		case !strict && (err != nil || errOut.String() != want || !strings.Contains(out.String(), "kind: VMRevisionStore")):
+			t.Errorf("scaffold: %v, stderr %q; want %q and the manifests", err, errOut.String(), want)
+		}
+	}
+}
+
 func TestScaffoldNamespace(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -186,7 +268,7 @@ func TestScaffoldNamespace(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, doc := range strings.Split(out, "---\n") {
-				if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") || strings.Contains(doc, "kind: PriorityClass") {
+				if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") || strings.Contains(doc, "kind: PriorityClass") || strings.Contains(doc, "kind: CustomResourceDefinition") || strings.Contains(doc, "kind: ClusterRole\n") {
 					continue // cluster-scoped
 				}
 				if !strings.Contains(doc, "\n  namespace: "+tt.want+"\n") {
@@ -261,8 +343,6 @@ func TestScaffoldWarnsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
 			"but the agent waits at most 2m50s for the VM to go (--delete-timeout, the Pod's grace period less 10s), so the VM may outlive its Pod; " +
 			"give the agent Pods a grace period of 320s or more (kubectl vmctl scaffold --grace-period 320), or shorten the guest's\n"},
 		{[]string{"deployment", "testvm", "-n", "default", "--grace-period", "320"}, ""},
-		{[]string{"deployment", "testvm", "-n", "elsewhere"}, "Warning: prototype elsewhere/testvm not found; the agents wait until it exists\n" +
-			"Warning: prototype elsewhere/testvm is not there to size its VMs: " + notCounted + "; scaffold again once it exists\n"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			out, stderr, err := runScaffoldWith(t, []runtime.Object{proto}, tt.args...)
@@ -336,7 +416,6 @@ func TestScaffoldWarnsWhatTheAgentsWillRefuse(t *testing.T) {
 		// agentSays is the start of what the agent's Event would say.
 		agentSays string
 	}{
-		{"missing", nil, nil, "prototype vms/testvm not found; the agents wait until it exists"},
 		{"shared writable volume", sharedPVC, nil, "prototype vms/testvm: every derived VM would write to the same disk through volume \"data\""},
 		{"vmctl's markers", copied, nil, "prototype vms/testvm carries vmctl's derived-VM markers (label " + contract.LabelPod + ")"},
 		{"shared volume allowed", sharedPVC, []string{"--allow-shared-volumes"}, ""},

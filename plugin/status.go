@@ -107,7 +107,9 @@ prototype, before the table: a guest that may take longer to shut down than
 one of its agents waits (--delete-timeout), an evictionStrategy its VMs do not
 run with, and a memory overhead that KubeVirt reports for one of its VMs
 (VmiMemoryOverheadReport) other than vmctl's rule computes, so that its agents
-hold the wrong room. --watch says each once, or with each frame on a terminal.
+hold the wrong room; and once per workload, that the prototype has changed
+since the VM revision its Pods pin, with the rollout restart that rolls it
+out. --watch says each once, or with each frame on a terminal.
 
 Reads, at once, one paged LIST each of derived VMs, their VMIs and agent Pods,
 selected by vmctl's and scaffold's labels (other VMs are never read), then one
@@ -116,9 +118,12 @@ not among the agents; past 50 in a namespace, one LIST of that namespace
 instead. Where agent Pods hold their VMs' room, also one LIST of the VMs'
 launcher Pods, by label, and, where a VMI reports its memory overhead, one LIST
 of KubeVirt CRs (--watch: once), without which status does not compare it.
---watch follows the rest with informers and redraws at most four times a
-second. It stops with the error status would give when it cannot list or
-watch what it needs.`,
+Where agent Pods pin a VM revision, their prototype's revision now is taken
+once, with one GET of KubeVirt's expand-spec for a prototype with an
+instancetype or preference (none for another). --watch follows the rest with
+informers, takes a revision again only when its prototype changed, and
+redraws at most four times a second. It stops with the error status would
+give when it cannot list or watch what it needs.`,
 		Example: `  # Agents and VMs in the current namespace
   kubectl vmctl status
 

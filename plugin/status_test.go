@@ -20,11 +20,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -230,13 +232,30 @@ func opScene(t *testing.T) (kube []runtime.Object, virt []runtime.Object) {
 // opFakes returns fake clientsets holding objs, with one log of what both
 // were asked, in order.
 func opFakes(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevirtfake.Clientset, *[]string) {
-	kube := kubefake.NewClientset(kubeObjs...)
+	kube, virt, _, log := opFakesWithStores(kubeObjs, virtObjs)
+	return kube, virt, log
+}
+
+// opFakesWithStores is opFakes with the fake dynamic client too, which
+// serves the revision stores among kubeObjs (VMRevisionStores, as
+// unstructured objects): give it to the factory as its Dynamic.
+func opFakesWithStores(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevirtfake.Clientset, *dynamicfake.FakeDynamicClient, *[]string) {
+	var stores, others []runtime.Object
+	for _, o := range kubeObjs {
+		if _, ok := o.(*unstructured.Unstructured); ok {
+			stores = append(stores, o)
+		} else {
+			others = append(others, o)
+		}
+	}
+	kube := kubefake.NewClientset(others...)
 	virt := kubevirtfake.NewSimpleClientset(virtObjs...)
+	dyn := fakeapi.NewDynamic(stores...)
 	fakeapi.SelectNames(&kube.Fake, kube.Tracker())
 	fakeapi.SelectNames(&virt.Fake, virt.Tracker())
 	log := &[]string{}
 	var mu sync.Mutex // informers call both fakes at once
-	for _, f := range []*k8stesting.Fake{&kube.Fake, &virt.Fake} {
+	for _, f := range []*k8stesting.Fake{&kube.Fake, &virt.Fake, &dyn.Fake} {
 		f.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -244,7 +263,7 @@ func opFakes(kubeObjs, virtObjs []runtime.Object) (*kubefake.Clientset, *kubevir
 			return false, nil, nil
 		})
 	}
-	return kube, virt, log
+	return kube, virt, dyn, log
 }
 
 // opDescribe renders an action as "verb resource namespace [selector|name]".

@@ -17,7 +17,10 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 // opWarnedScene is opScene where agent Pod web-c waits only 20s for its VM
@@ -180,5 +183,77 @@ func TestStatusWatchFramesShowWarnings(t *testing.T) {
 	frames, warnings := strings.Count(w.out.String(), clearScreen), strings.Count(w.errOut.String(), opWebWarnings(web))
 	if frames != warnings {
 		t.Errorf("%d frames, %d times the warnings; want them with each frame:\n%s", frames, warnings, w.errOut.String())
+	}
+}
+
+// opPinnedScene is a Deployment web of two agents in vms that pin VM
+// revision pinned of prototype vms/web (generation 5), their VMs of that
+// revision, and a Deployment legacy of one agent that pins none.
+func opPinnedScene(t *testing.T, pinned string) (kube, virt []runtime.Object, web *kubevirtv1.VirtualMachine) {
+	t.Helper()
+	web = opPrototype("vms", "web", 5)
+	virt = []runtime.Object{web}
+	ofDeployment := func(name string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Labels["pod-template-hash"] = "7865bc9459"
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name + "-7865bc9459", Controller: ptr.To(true)}}
+		}
+	}
+	for _, name := range []string{"web-1", "web-2"} {
+		pod := opPod("vms", name, "node-1", "web", time.Hour, ofDeployment("web"), func(p *corev1.Pod) {
+			p.Annotations = map[string]string{contract.AnnotationVMRevision: pinned}
+			p.Spec.Containers[0].Args = append(p.Spec.Containers[0].Args, "--vm-revisions=web-vm-revisions")
+		})
+		// Derived from generation 3: the revision is older than the prototype.
+		vm := opDerived(t, opPrototype("vms", "web", 3), pod, time.Hour, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Annotations[contract.AnnotationVMRevision] = pinned
+		})
+		kube = append(kube, pod)
+		virt = append(virt, vm, opVMI(vm, "node-1"))
+	}
+	legacy := opPod("vms", "legacy-1", "node-1", "web", time.Hour, ofDeployment("legacy"))
+	vm := opDerived(t, web, legacy, time.Hour)
+	return append(kube, legacy), append(virt, vm, opVMI(vm, "node-1")), web
+}
+
+// TestStatusPinned: Pods that pin a VM revision have no problem whatever
+// the prototype is now; their workload is warned of, once, that the
+// prototype changed since, and a workload that pins none is a problem on
+// each of its Pods, which fails --exit-code. status asks nothing more of
+// the API than without revisions: the prototype has no instancetype to
+// expand.
+func TestStatusPinned(t *testing.T) {
+	kube, virt, web := opPinnedScene(t, "1111111111")
+	out, errOut, calls, err := runStatus(t, kube, virt, "--exit-code")
+	if code := opExitCode(err); code != 1 {
+		t.Errorf("exit %d (%v), want 1 for the Pod that pins no revision", code, err)
+	}
+	_, now, err := prototype.Revise(t.Context(), fakeapi.NoExpand, web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr := "Warning: deployment.apps/web pins VM revision 1111111111 of prototype vms/web; the prototype has changed since (now " + now +
+		"): `kubectl vmctl rollout restart web` rolls it out\n"
+	if errOut != wantErr {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errOut, wantErr)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n")[1:] {
+		pinnedRow := strings.HasPrefix(line, "web-")
+		if problem := strings.HasSuffix(line, "not pinned to a VM revision: run kubectl vmctl rollout restart web once"); problem == pinnedRow ||
+			(pinnedRow && !strings.HasSuffix(line, "60m   ")) {
+			t.Errorf("row %q: want no problem for a pinned Pod, only that it is not pinned for the other", line)
+		}
+	}
+	for _, c := range calls {
+		if !strings.HasPrefix(c, "list ") {
+			t.Errorf("status made a request that is no LIST: %s", c)
+		}
+	}
+
+	// Pinned to the prototype's revision now: nothing to say.
+	kube, virt, _ = opPinnedScene(t, now)
+	_, errOut, _, err = runStatus(t, kube, virt, "-l", "app.kubernetes.io/instance=web")
+	if err != nil || errOut != "" {
+		t.Errorf("status of Pods pinned to the revision now: %v, stderr %q", err, errOut)
 	}
 }

@@ -9,7 +9,8 @@ import (
 // policyNotSetUp reports whether the API server refused a request because it
 // has not yet set up the scaffold's ValidatingAdmissionPolicy, rather than
 // because the policy judged the request. kube-apiserver finds a policy's
-// paramKind (here KubeVirt's VirtualMachine, a CRD) through API discovery it
+// paramKind (KubeVirt's VirtualMachine, a CRD, for a workload that pins no
+// VM revision) through API discovery it
 // caches for 30 s; when it starts, that cache can miss the CRD, and until
 // the next refresh every request the policy matches is denied with "failed
 // to configure policy: failed to find resource referenced by paramKind"

@@ -8,8 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -17,6 +20,7 @@ import (
 	"kubevirt.io/client-go/kubevirt/scheme"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // vmAPI is all the agent asks of KubeVirt: one VM at a time, by name, and
@@ -58,6 +62,17 @@ type podAPI interface {
 	podsIn(namespace string) kube.ListerWatcher[*corev1.PodList]
 	// nominate sets the Pod's status.nominatedNodeName to node.
 	nominate(ctx context.Context, namespace, name, node string) error
+}
+
+// revisionAPI is what the agent asks of its workload's revision store, the
+// one VMRevisionStore that holds the VM revisions the workload's
+// templates pin: a GET of it by name on each attempt to make the VM, and,
+// while it lacks the revision the Pod pins, a list and watch narrowed to
+// its name (kube.ByName), which a Role's resourceNames can allow.
+type revisionAPI interface {
+	getRevisions(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
+	listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
+	watchRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 type kubevirtVMs struct{ cs kubevirt.Interface }
@@ -107,13 +122,38 @@ func (c kubevirtVMs) watchVMI(ctx context.Context, namespace, name string, opts 
 // client-go's retries: their 429s come from API Priority and Fairness, whose
 // Retry-After paces a herd better than a retry of the whole step would.
 func (c kubevirtVMs) listWatch(namespace, resource string, sel kube.Selector, opts metav1.ListOptions) *rest.Request {
+	return listWatchRequest(c.cs.KubevirtV1().RESTClient(), scheme.ParameterCodec, namespace, resource, sel, opts)
+}
+
+// listWatchRequest is the list or watch of resource in namespace that sel
+// selects, through rc, not retried by client-go (see listWatch).
+func listWatchRequest(rc rest.Interface, codec runtime.ParameterCodec, namespace, resource string, sel kube.Selector, opts metav1.ListOptions) *rest.Request {
 	opts.LabelSelector, opts.FieldSelector = sel.Label, sel.Field
 	var timeout time.Duration
 	if opts.TimeoutSeconds != nil {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
-	return c.cs.KubevirtV1().RESTClient().Get().Namespace(namespace).Resource(resource).
-		VersionedParams(&opts, scheme.ParameterCodec).Timeout(timeout).MaxRetries(0)
+	return rc.Get().Namespace(namespace).Resource(resource).
+		VersionedParams(&opts, codec).Timeout(timeout).MaxRetries(0)
+}
+
+type kubeRevisions struct{ dyn dynamic.Interface }
+
+func (c kubeRevisions) getRevisions(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	return c.dyn.Resource(revision.StoreGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c kubeRevisions) listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	opts.FieldSelector = kube.ByName(name).Field
+	return c.dyn.Resource(revision.StoreGVR).Namespace(namespace).List(ctx, opts)
+}
+
+// watchRevisions watches the one store name. The dynamic client keeps
+// client-go's retries of a 429 (see listWatch): this watch is opened only
+// while the store lacks the revision the Pod pins.
+func (c kubeRevisions) watchRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.FieldSelector = kube.ByName(name).Field
+	return c.dyn.Resource(revision.StoreGVR).Namespace(namespace).Watch(ctx, opts)
 }
 
 func (c kubevirtVMs) deleteVMI(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {

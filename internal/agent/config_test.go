@@ -24,6 +24,12 @@ func TestConfigValidate(t *testing.T) {
 		{name: "bad prototype namespace", change: func(c *Config) { c.PrototypeNamespace = "_x" }, want: []string{`prototype namespace "_x"`}},
 		{name: "bad pod name", change: func(c *Config) { c.Pod.PodName = "Pod_1" }, want: []string{`pod name "Pod_1"`}},
 		{name: "zero delete timeout", change: func(c *Config) { c.DeleteTimeout = 0 }, want: []string{"delete timeout must be positive"}},
+		{name: "pinned, with its store", change: func(c *Config) { c.VMRevision, c.VMRevisions = "5f1c0b9e2a", "web-vm-revisions" }},
+		{name: "a store, not pinned", change: func(c *Config) { c.VMRevisions = "web-vm-revisions" }},
+		{name: "pinned without a store", change: func(c *Config) { c.VMRevision = "5f1c0b9e2a" },
+			want: []string{`pins VM revision "5f1c0b9e2a" (VMCTL_VM_REVISION)`, "add --vm-revisions=<workload>-vm-revisions"}},
+		{name: "a store of no valid name", change: func(c *Config) { c.VMRevision, c.VMRevisions = "5f1c0b9e2a", "Web_revisions" },
+			want: []string{`--vm-revisions "Web_revisions" is not a valid VMRevisionStore name`}},
 		{name: "several problems at once", change: func(c *Config) { c.Prototype, c.ProbeAddress = "", "" },
 			want: []string{"prototype is empty", "probe address is empty"}},
 	}

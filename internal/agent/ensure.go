@@ -41,10 +41,11 @@ func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
 			p = &problem{reason: ReasonCreateFailed, msg: err.Error(), err: err}
 		}
 		a.report.fail(ctx, p)
-		// Retrying cannot help while the prototype is missing or cannot be
-		// derived: wait for someone to change it. Without leave to watch
-		// it, poll like any other.
-		if seen != nil && a.waitPrototypeChange(ctx, *seen) {
+		// Retrying cannot help while what the VM derives from is missing
+		// or cannot be derived: wait for someone to change the prototype,
+		// or, when the Pod pins a revision, the revision store. Without
+		// leave to watch it, poll like any other.
+		if seen != nil && a.waitSourceChange(ctx, *seen) {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -56,45 +57,65 @@ func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
 	}
 }
 
-// prototypeSeen is the prototype as an attempt that failed on it saw it:
-// its resourceVersion, or "" when it did not exist.
-type prototypeSeen struct{ resourceVersion string }
+// sourceSeen is what the VM derives from (the prototype, or, when the Pod
+// pins a revision, the revision store) as an attempt that failed on it saw
+// it: its resourceVersion, or "" when it did not exist.
+type sourceSeen struct{ resourceVersion string }
 
-// tryEnsure makes one attempt: GET the prototype, derive, CREATE, and on a
-// name clash adopt, replace or refuse the VM found. When it failed because
-// the prototype is missing or cannot be derived, it says how it saw the
-// prototype, for waitPrototypeChange.
-func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, seen *prototypeSeen, err error) {
-	protoRef := a.cfg.PrototypeNamespace + "/" + a.cfg.Prototype
-	proto, err := a.vms.get(ctx, a.cfg.PrototypeNamespace, a.cfg.Prototype)
-	if apierrors.IsNotFound(err) {
-		seen = &prototypeSeen{}
+// changedTo reports whether an object of resourceVersion rv, or none
+// (!exists), is other than s.
+func (s sourceSeen) changedTo(exists bool, rv string) bool {
+	if !exists {
+		return s.resourceVersion != ""
 	}
+	// Older than seen is the API server's cache lagging, not a change.
+	c, err := resourceversion.CompareResourceVersion(rv, s.resourceVersion)
+	return err != nil || c > 0
+}
+
+// tryEnsure makes one attempt: read what the VM derives from (source),
+// derive, CREATE, and on a name clash adopt, replace or refuse the VM
+// found. When it failed because that is missing or cannot be derived, it
+// says how it saw it, for waitSourceChange.
+func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, seen *sourceSeen, err error) {
+	protoRef := a.cfg.PrototypeNamespace + "/" + a.cfg.Prototype
+	proto, seen, err := a.source(ctx)
 	if err != nil {
-		return nil, seen, prototypeProblem(protoRef, a.cfg.PrototypeNamespace, a.cfg.Prototype, err)
+		return nil, seen, err
 	}
 	want, err := derive.VM(proto, derive.Pod{
 		Name: a.pod.PodName, Namespace: a.pod.PodNamespace, UID: a.pod.PodUID, Node: a.pod.Node,
 	}, derive.Options{Namespace: a.cfg.Namespace, AllowSharedVolumes: a.cfg.AllowSharedVolumes, Subdomain: a.cfg.Subdomain,
-		LauncherPriorityClass: a.cfg.LauncherPriorityClass})
+		LauncherPriorityClass: a.cfg.LauncherPriorityClass, Revision: a.cfg.VMRevision})
 	if err != nil {
 		reason := ReasonInvalidPrototype
 		if _, shared := errors.AsType[*derive.SharedVolumeError](err); shared {
 			reason = ReasonSharedVolumes
 		}
-		return nil, &prototypeSeen{resourceVersion: proto.ResourceVersion}, &problem{reason: reason, msg: err.Error(), err: err}
+		msg := err.Error()
+		if a.cfg.pinned() {
+			// The prototype's own fix stays last, where it can be copied.
+			msg = fmt.Sprintf("the Pod pins VM revision %s, a snapshot of the prototype: fix the prototype, then %s; %s", a.cfg.VMRevision, a.repin(), msg)
+		}
+		return nil, seen, &problem{reason: reason, msg: msg, err: err}
 	}
 	ref := want.Namespace + "/" + want.Name
+	from := "prototype " + protoRef
 	a.checkGracePeriod(ctx, want, protoRef)
 	a.checkEvictionStrategy(ctx, proto)
-	a.checkPlacement(ctx, proto, protoRef)
+	if a.cfg.pinned() {
+		// The template's placement was computed from this very revision.
+		from = fmt.Sprintf("VM revision %s of prototype %s", a.cfg.VMRevision, protoRef)
+	} else {
+		a.checkPlacement(ctx, proto, protoRef)
+	}
 
 	if mine, err := a.madeBefore(ctx, want); mine != nil || err != nil {
 		return mine, nil, err
 	}
 	created, err := a.create(ctx, want)
 	if err == nil {
-		a.report.done(ctx, ReasonCreated, fmt.Sprintf("Created VM %s from prototype %s on node %s", ref, protoRef, a.pod.Node))
+		a.report.done(ctx, ReasonCreated, fmt.Sprintf("Created VM %s from %s on node %s", ref, from, a.pod.Node))
 		a.took(MetricCreated)
 		return created, nil, nil
 	}
@@ -291,20 +312,50 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 	return nil
 }
 
+// source is what the attempt derives the VM from: the VM revision the
+// Pod's template pins (pinnedRevision), or, in a Pod that pins none, the
+// live prototype; and how it saw the object that holds it, for
+// waitSourceChange should the derivation fail. When source fails, seen is
+// nil unless a change of that object is what the agent waits for.
+func (a *Agent) source(ctx context.Context) (*kubevirtv1.VirtualMachine, *sourceSeen, error) {
+	if a.cfg.pinned() {
+		return a.pinnedRevision(ctx)
+	}
+	a.sayUnpinned(ctx)
+	proto, err := a.vms.get(ctx, a.cfg.PrototypeNamespace, a.cfg.Prototype)
+	if err != nil {
+		var seen *sourceSeen
+		if apierrors.IsNotFound(err) {
+			seen = &sourceSeen{}
+		}
+		return nil, seen, prototypeProblem(a.cfg.PrototypeNamespace+"/"+a.cfg.Prototype, a.cfg.PrototypeNamespace, a.cfg.Prototype, err)
+	}
+	return proto, &sourceSeen{resourceVersion: proto.ResourceVersion}, nil
+}
+
+// waitSourceChange waits until what the VM derives from is other than
+// seen: the revision store when the Pod pins a revision
+// (waitStoreChange), else the prototype (waitPrototypeChange). It reports
+// false, at once, when that cannot be watched: the caller then polls.
+func (a *Agent) waitSourceChange(ctx context.Context, seen sourceSeen) bool {
+	if a.cfg.pinned() {
+		return a.waitStoreChange(ctx, seen)
+	}
+	return a.waitPrototypeChange(ctx, seen)
+}
+
 // waitPrototypeChange waits, with one watch narrowed to the prototype's
 // name, until the prototype is other than seen: made, changed in any way
 // (labels and annotations too, which leave its generation alone), or
 // deleted. It reports false, at once, when the prototype cannot be watched
 // (a Role from an older scaffold grants only get on it): the caller then
 // polls.
-func (a *Agent) waitPrototypeChange(ctx context.Context, seen prototypeSeen) bool {
+func (a *Agent) waitPrototypeChange(ctx context.Context, seen sourceSeen) bool {
 	err := a.watchVM(ctx, a.cfg.PrototypeNamespace, a.cfg.Prototype, giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
 		if cur == nil {
-			return seen.resourceVersion != ""
+			return seen.changedTo(false, "")
 		}
-		// Older than seen is the API server's cache lagging, not a change.
-		c, err := resourceversion.CompareResourceVersion(cur.ResourceVersion, seen.resourceVersion)
-		return err != nil || c > 0
+		return seen.changedTo(true, cur.ResourceVersion)
 	})
 	if kube.Refused(err) {
 		klog.FromContext(ctx).V(1).Info("Cannot watch the prototype; polling it instead", "err", err)
@@ -358,12 +409,14 @@ func (a *Agent) checkGracePeriod(ctx context.Context, vm *kubevirtv1.VirtualMach
 }
 
 // checkPlacement compares the placement the Pod's template carries with
-// the prototype's, remembers whether it changed, and records one Warning
-// Event per prototype placement that differs. The agent makes its VM all
-// the same: the VM keeps the prototype's own node requirements beside the
-// pin, so it never runs where the prototype rules out. On a node that
-// meets them it runs and the Pod is Ready; on one that does not, it stays
-// unschedulable, says so (package stuck), and /readyz names the placement.
+// the live prototype's, remembers whether it changed, and records one
+// Warning Event per prototype placement that differs. The agent makes its
+// VM all the same: the VM keeps the prototype's own node requirements
+// beside the pin, so it never runs where the prototype rules out. On a
+// node that meets them it runs and the Pod is Ready; on one that does not,
+// it stays unschedulable, says so (package stuck), and /readyz names the
+// placement. A Pod that pins a VM revision skips it: its template's
+// placement is that revision's.
 func (a *Agent) checkPlacement(ctx context.Context, proto *kubevirtv1.VirtualMachine, protoRef string) {
 	stale := placement.Stale(a.cfg.PlacementKey, proto)
 	a.placementChanged.Store(stale)

@@ -31,6 +31,10 @@ const (
 	// ReasonPlacementChanged is also what /readyz says while the VM is not
 	// ready and the Pod was placed by an older placement of the prototype.
 	ReasonPlacementChanged = "PlacementChanged"
+	// ReasonRevisionUnavailable: the workload's revision store cannot be
+	// read (refused, or the API server fails). A store that lacks the
+	// revision the Pod pins is stuck.ReasonRevisionMissing.
+	ReasonRevisionUnavailable = "RevisionUnavailable"
 )
 
 // EventComponent is the source.component of the agent's Events.

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,10 +27,11 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
-// fakeAPI stands in for the API server's VirtualMachine endpoints in unit
-// tests, with the resourceVersion rules of its watch cache that client-go's
+// fakeAPI stands in for the API server's VirtualMachine endpoints (and the
+// VMI and VMRevisionStore ones the agent uses) in unit tests, with the resourceVersion rules of its watch cache that client-go's
 // fake clientsets lack (they ignore resourceVersion and sendInitialEvents):
 //
 //   - every write takes the next resourceVersion;
@@ -51,7 +53,8 @@ type fakeAPI struct {
 	cacheStart int64
 	vms        map[string]*kubevirtv1.VirtualMachine // by name; one namespace
 	vmis       map[string]*kubevirtv1.VirtualMachineInstance
-	history    []watch.Event // every change, oldest first
+	revisions  map[string]*unstructured.Unstructured // revision stores, by name
+	history    []watch.Event                         // every change, oldest first
 	watches    map[*fakeWatch]bool
 	requests   []string
 	uids       int
@@ -79,7 +82,8 @@ type fakeAPI struct {
 func newFakeAPI(t *testing.T, vms ...*kubevirtv1.VirtualMachine) *fakeAPI {
 	f := &fakeAPI{
 		t: t, rev: 10, vms: map[string]*kubevirtv1.VirtualMachine{}, vmis: map[string]*kubevirtv1.VirtualMachineInstance{},
-		watches: map[*fakeWatch]bool{}, seen: make(chan string, 1000),
+		revisions: map[string]*unstructured.Unstructured{},
+		watches:   map[*fakeWatch]bool{}, seen: make(chan string, 1000),
 	}
 	for _, vm := range vms {
 		f.put(vm)
@@ -368,9 +372,17 @@ func (f *fakeAPI) bookmark() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for w := range f.watches {
-		if w.bookmarks {
-			w.send(watch.Event{Type: watch.Bookmark, Object: &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{ResourceVersion: f.version()}}})
+		if !w.bookmarks {
+			continue
 		}
+		meta := metav1.ObjectMeta{ResourceVersion: f.version()}
+		if w.revisions {
+			b := &unstructured.Unstructured{}
+			b.SetResourceVersion(meta.ResourceVersion)
+			w.send(watch.Event{Type: watch.Bookmark, Object: b})
+			continue
+		}
+		w.send(watch.Event{Type: watch.Bookmark, Object: &kubevirtv1.VirtualMachine{ObjectMeta: meta}})
 	}
 }
 
@@ -527,6 +539,97 @@ func (f *fakeAPI) vmiObject(name string) *kubevirtv1.VirtualMachineInstance {
 	return nil
 }
 
+// The VMRevisionStore endpoints, for the revision store, with history:
+// a GET, and a list and watch narrowed to one name, as the agent asks.
+
+func (f *fakeAPI) getRevisions(_ context.Context, _, name string) (*unstructured.Unstructured, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("get revisions " + name); err != nil {
+		return nil, err
+	}
+	cr, ok := f.revisions[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(revision.StoreGVR.GroupResource(), name)
+	}
+	return cr.DeepCopy(), nil
+}
+
+func (f *fakeAPI) listRevisions(_ context.Context, _, name string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(fmt.Sprintf("list revisions %s rv=%s", name, opts.ResourceVersion)); err != nil {
+		return nil, err
+	}
+	list := &unstructured.UnstructuredList{Object: map[string]any{}}
+	list.SetResourceVersion(f.version())
+	if cr, ok := f.revisions[name]; ok {
+		list.Items = append(list.Items, *cr.DeepCopy())
+	}
+	return list, nil
+}
+
+func (f *fakeAPI) watchRevisions(_ context.Context, _, name string, opts metav1.ListOptions) (watch.Interface, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	req := fmt.Sprintf("watch revisions %s rv=%s", name, opts.ResourceVersion)
+	if initial {
+		req += " initial"
+	}
+	if err := f.record(req); err != nil {
+		return nil, err
+	}
+	w := &fakeWatch{name: name, revisions: true, ch: make(chan watch.Event, 1000), bookmarks: opts.AllowWatchBookmarks}
+	rv, _ := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+	switch {
+	case initial:
+		if cr, ok := f.revisions[name]; ok {
+			w.send(watch.Event{Type: watch.Added, Object: cr})
+		}
+		b := &unstructured.Unstructured{}
+		b.SetResourceVersion(f.version())
+		b.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		w.send(watch.Event{Type: watch.Bookmark, Object: b})
+	case opts.ResourceVersion == "" || opts.ResourceVersion == "0":
+		if cr, ok := f.revisions[name]; ok {
+			w.send(watch.Event{Type: watch.Added, Object: cr})
+		}
+	case rv < f.cacheStart:
+		status := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, f.cacheStart)).Status()
+		w.send(watch.Event{Type: watch.Error, Object: &status})
+		w.end()
+		return w, nil
+	default:
+		for _, ev := range f.history {
+			if objectRV(ev.Object) > rv && w.wants(ev) {
+				w.send(ev)
+			}
+		}
+	}
+	f.watches[w] = true
+	return w, nil
+}
+
+// putRevisions stores a revision store as `kubectl vmctl rollout` would
+// write it, at the next resourceVersion.
+func (f *fakeAPI) putRevisions(cr *unstructured.Unstructured) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cr = cr.DeepCopy()
+	typ := watch.Modified
+	if _, ok := f.revisions[cr.GetName()]; !ok {
+		typ = watch.Added
+	}
+	f.rev++
+	cr.SetResourceVersion(f.version())
+	if cr.GetNamespace() == "" {
+		cr.SetNamespace(testNamespace)
+	}
+	f.revisions[cr.GetName()] = cr
+	f.publish(watch.Event{Type: typ, Object: cr.DeepCopy()})
+}
+
 func objectRV(obj runtime.Object) int64 {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -536,11 +639,13 @@ func objectRV(obj runtime.Object) int64 {
 	return rv
 }
 
-// fakeWatch is one watch on the VMs a selection selects, or on one VMI.
+// fakeWatch is one watch on the VMs a selection selects, or on one VMI or
+// VMRevisionStore.
 type fakeWatch struct {
 	name      string // the selection's name in the request log
 	matches   func(*kubevirtv1.VirtualMachine) bool
 	vmi       bool // watches the VMI called name, not VMs
+	revisions bool // watches the VMRevisionStore called name, not VMs
 	bookmarks bool
 	ch        chan watch.Event
 
@@ -549,11 +654,15 @@ type fakeWatch struct {
 }
 
 func (w *fakeWatch) wants(ev watch.Event) bool {
-	if vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance); ok {
-		return w.vmi && vmi.Name == w.name
+	switch o := ev.Object.(type) {
+	case *kubevirtv1.VirtualMachineInstance:
+		return w.vmi && o.Name == w.name
+	case *unstructured.Unstructured:
+		return w.revisions && o.GetName() == w.name
+	case *kubevirtv1.VirtualMachine:
+		return !w.vmi && !w.revisions && w.matches(o)
 	}
-	vm, ok := ev.Object.(*kubevirtv1.VirtualMachine)
-	return ok && !w.vmi && w.matches(vm)
+	return false
 }
 
 // send delivers a copy of ev unless the watch ended.

@@ -63,7 +63,7 @@ func newHarness(t *testing.T, cfg Config, vms []*kubevirtv1.VirtualMachine, kube
 	if cfg.Prototype == "" {
 		cfg = testConfig()
 	}
-	h.agent = newAgent(cfg, h.api, h.api, h.kube)
+	h.agent = newAgent(cfg, h.api, h.api, h.api, h.kube)
 	return h
 }
 

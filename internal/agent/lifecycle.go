@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -30,6 +31,7 @@ type Agent struct {
 	cfg     Config
 	vms     vmAPI
 	vmis    vmiAPI
+	revs    revisionAPI
 	pods    podAPI
 	kube    kubernetes.Interface
 	status  *readiness
@@ -45,8 +47,9 @@ type Agent struct {
 	// may exist, and the agent cannot tell.
 	cutShort string
 	// warnedGrace is set once the guest's grace period was found too long;
-	// warnedEviction once the prototype's eviction strategy was overridden.
-	warnedGrace, warnedEviction bool
+	// warnedEviction once the prototype's eviction strategy was overridden;
+	// warnedUnpinned once the agent said its Pod pins no VM revision.
+	warnedGrace, warnedEviction, warnedUnpinned bool
 	// evacuation is where a stop for a drain stands (evacuationState).
 	evacuation atomic.Int32
 	// wasReady remembers the last readiness logged, to log changes only.
@@ -89,11 +92,11 @@ type Agent struct {
 }
 
 // New returns an Agent for cfg, which must have passed Validate.
-func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface) *Agent {
-	return newAgent(cfg, kubevirtVMs{kv}, kubevirtVMs{kv}, kube)
+func New(cfg Config, kv kubevirt.Interface, kube kubernetes.Interface, dyn dynamic.Interface) *Agent {
+	return newAgent(cfg, kubevirtVMs{kv}, kubevirtVMs{kv}, kubeRevisions{dyn}, kube)
 }
 
-func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Agent {
+func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, revs revisionAPI, kube kubernetes.Interface) *Agent {
 	m := newMetrics(time.Now())
 	status := newReadiness(ReadyzStarting, m.setReady)
 	a := &Agent{
@@ -101,6 +104,7 @@ func newAgent(cfg Config, vms vmAPI, vmis vmiAPI, kube kubernetes.Interface) *Ag
 		final:   context.Background(),
 		vms:     countingVMs{vms, m},
 		vmis:    countingVMIs{vmis, m},
+		revs:    countingRevisions{revs, m},
 		pods:    countingPods{kubePods{kube}, m},
 		kube:    kube,
 		status:  status,

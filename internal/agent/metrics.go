@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/record"
@@ -291,4 +292,28 @@ func (c countingVMIs) deleteVMI(ctx context.Context, namespace, name string, opt
 	err := c.vmiAPI.deleteVMI(ctx, namespace, name, opts)
 	c.m.apiError("delete", err)
 	return err
+}
+
+// countingRevisions counts the failed requests of a revisionAPI.
+type countingRevisions struct {
+	revisionAPI
+	m *metrics
+}
+
+func (c countingRevisions) getRevisions(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	cr, err := c.revisionAPI.getRevisions(ctx, namespace, name)
+	c.m.apiError("get", err)
+	return cr, err
+}
+
+func (c countingRevisions) listRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	list, err := c.revisionAPI.listRevisions(ctx, namespace, name, opts)
+	c.m.apiError("list", err)
+	return list, err
+}
+
+func (c countingRevisions) watchRevisions(ctx context.Context, namespace, name string, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := c.revisionAPI.watchRevisions(ctx, namespace, name, opts)
+	c.m.apiError("watch", err)
+	return w, err
 }

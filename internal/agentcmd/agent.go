@@ -41,6 +41,7 @@ type AgentOptions struct {
 	OwnLimits          string
 	MoveAfter          time.Duration
 	StateDir           string
+	VMRevisions        string
 	Verbosity          int
 	Profile            cmdutil.Profile
 
@@ -142,6 +143,10 @@ once. /metrics on the probe address serves Prometheus metrics.
 	flags.StringVar(&o.StateDir, contract.FlagStateDir, o.StateDir,
 		"A directory that lives as long as the Pod, an emptyDir volume, where the agent records the VM it makes, so that a restarted agent container follows that VM by name. "+
 			"Without it, a starting agent lists the VMs labelled for its Pod to find one an earlier container made.")
+	flags.StringVar(&o.VMRevisions, contract.FlagVMRevisions, o.VMRevisions,
+		"The workload's revision store: the VMRevisionStore, in the Pod's namespace, that holds the VM revisions its templates pin. "+
+			"When "+contract.EnvVMRevision+" (downward API) names the revision the Pod pins, the agent derives its VM from that revision, and never reads the prototype itself. "+
+			"Needs get, list and watch on that VMRevisionStore.")
 	flags.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "Log verbosity; 1 logs watch restarts.")
 	o.Profile.AddFlags(flags)
 	return cmd
@@ -213,12 +218,16 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 		DeleteTimeout:      o.DeleteTimeout,
 		MoveAfter:          o.MoveAfter,
 		StateDir:           o.StateDir,
+		VMRevisions:        o.VMRevisions,
 	}
 	if key, ok := o.LookupEnv(contract.EnvPlacementKey); ok {
 		o.config.PlacementKey = strings.TrimSpace(key)
 	}
 	if held, ok := o.LookupEnv(contract.EnvReservation); ok {
 		o.config.Reservation = strings.TrimSpace(held)
+	}
+	if hash, ok := o.LookupEnv(contract.EnvVMRevision); ok {
+		o.config.VMRevision = strings.TrimSpace(hash)
 	}
 	if class, ok := o.LookupEnv(contract.EnvLauncherPriorityClass); ok {
 		o.config.LauncherPriorityClass = strings.TrimSpace(class)
@@ -251,12 +260,13 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 	out := &lockedWriter{w: o.ErrOut}
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(o.Verbosity)))
 	ctx = klog.NewContext(ctx, logger)
-	return agent.New(o.config, o.clients.KubeVirt, o.clients.Kube).Run(ctx)
+	return agent.New(o.config, o.clients.KubeVirt, o.clients.Kube, o.clients.Dynamic).Run(ctx)
 }
 
-// stuckReasonsHelp names the /readyz words of a VM KubeVirt cannot start.
+// stuckReasonsHelp names the /readyz words of a VM KubeVirt cannot start,
+// and of one the agent cannot make from the revision its Pod pins.
 func stuckReasonsHelp() string {
-	return cmdutil.Wrap("When KubeVirt cannot start the VM, /readyz says why in one word ("+
+	return cmdutil.Wrap("When KubeVirt cannot start the VM, or the revision the Pod pins is missing, /readyz says why in one word ("+
 		strings.Join(stuck.Reasons(), ", ")+
 		") and a Warning Event of that reason gives the cause, as status's PROBLEM column does.", cmdutil.HelpWidth)
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +25,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
 // writeAgentKubeconfig writes a kubeconfig for server whose context's
@@ -161,6 +164,13 @@ func TestAgentComplete(t *testing.T) {
 		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps", PlacementKey: "0123456789abcdef",
 			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
 	}, {
+		name: "a Pod whose template pins a VM revision",
+		env: map[string]string{contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "apps", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1",
+			contract.EnvVMRevision: "5f1c0b9e2a"},
+		flags: []string{"--" + contract.FlagVMRevisions + "=web-vm-revisions"},
+		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps", VMRevision: "5f1c0b9e2a", VMRevisions: "web-vm-revisions",
+			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
+	}, {
 		name:  "a StatefulSet's agent: --subdomain",
 		env:   map[string]string{contract.EnvPodName: "web-0", contract.EnvPodNamespace: "apps", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1"},
 		flags: []string{"--subdomain", "web"},
@@ -212,77 +222,121 @@ func TestAgentComplete(t *testing.T) {
 
 // TestAgentRunsAgainstAPIServer runs the command's Run against an HTTP server
 // that answers like an API server without the prototype: the agent must ask
-// for the prototype, say why it waits on /readyz, and exit 0 on cancel.
+// for the prototype, say why it waits on /readyz, and exit 0 on cancel. A
+// Pod that pins a VM revision asks for its revision store instead, and,
+// finding none, watches it by name.
 func TestAgentRunsAgainstAPIServer(t *testing.T) {
-	var mu sync.Mutex
-	var requests []string
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		requests = append(requests, r.Method+" "+r.URL.Path+" "+strings.SplitN(r.UserAgent(), "/", 2)[0])
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,`+
-			`"details":{"name":"testvm","group":"kubevirt.io","kind":"virtualmachines"}}`)
-	}))
-	defer api.Close()
+	downward := map[string]string{contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "default", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1"}
+	pinned := maps.Clone(downward)
+	pinned[contract.EnvVMRevision] = "5f1c0b9e2a"
+	for _, tt := range []struct {
+		name   string
+		env    map[string]string
+		flags  []string
+		readyz string
+		// first is the first request; then, when set, the path and
+		// query a later request starts with.
+		first, then string
+	}{{
+		name:   "unpinned",
+		env:    downward,
+		readyz: agent.ReasonPrototypeUnavailable,
+		first:  "GET /apis/kubevirt.io/v1/namespaces/default/virtualmachines/testvm kubectl-vmctl-agent",
+	}, {
+		name:   "pinned",
+		env:    pinned,
+		flags:  []string{"--" + contract.FlagVMRevisions + "=web-vm-revisions"},
+		readyz: stuck.ReasonRevisionMissing,
+		first:  "GET /apis/vmctl.kubevirt.io/v1alpha1/namespaces/default/vmrevisionstores/web-vm-revisions kubectl-vmctl-agent",
+		then:   "/apis/vmctl.kubevirt.io/v1alpha1/namespaces/default/vmrevisionstores?fieldSelector=metadata.name%3Dweb-vm-revisions",
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var requests, queries []string
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				requests = append(requests, r.Method+" "+r.URL.Path+" "+strings.SplitN(r.UserAgent(), "/", 2)[0])
+				queries = append(queries, r.URL.Path+"?"+r.URL.RawQuery)
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,`+
+					`"details":{"name":"testvm","group":"kubevirt.io","kind":"virtualmachines"}}`)
+			}))
+			defer api.Close()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	probeAddr := ln.Addr().String()
-	_ = ln.Close()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			probeAddr := ln.Addr().String()
+			_ = ln.Close()
 
-	o, _ := newTestAgentOptions(t, map[string]string{
-		contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "default", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1"})
-	// The Event sender may still log a failed POST just after Run returns.
-	logs := &lockedBuffer{}
-	o.ErrOut = logs
-	cmd, f := agentCmd(o)
-	if err := cmd.ParseFlags([]string{"--kubeconfig", writeAgentKubeconfig(t, api.URL), "--probe-address", probeAddr}); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Complete(f, cmd, []string{"testvm"}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx) }()
+			o, _ := newTestAgentOptions(t, tt.env)
+			// The Event sender may still log a failed POST just after Run returns.
+			logs := &lockedBuffer{}
+			o.ErrOut = logs
+			cmd, f := agentCmd(o)
+			if err := cmd.ParseFlags(append(tt.flags, "--kubeconfig", writeAgentKubeconfig(t, api.URL), "--probe-address", probeAddr)); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Complete(f, cmd, []string{"testvm"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- o.Run(ctx) }()
 
-	var body string
-	err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + probeAddr + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		defer func() { _ = resp.Body.Close() }()
-		b, err := io.ReadAll(resp.Body)
-		body = string(b)
-		if err != nil {
-			return false, nil
-		}
-		return resp.StatusCode == http.StatusServiceUnavailable && body == agent.ReasonPrototypeUnavailable+"\n", nil
-	})
-	if err != nil {
-		t.Fatalf("/readyz never said why it waits; last body %q", body)
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run() = %v, want nil", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(requests) == 0 || requests[0] != "GET /apis/kubevirt.io/v1/namespaces/default/virtualmachines/testvm kubectl-vmctl-agent" {
-		t.Errorf("first request = %v, want the prototype GET with the agent's user agent", requests)
-	}
-	if log := logs.String(); !strings.Contains(log, `prototype="default/testvm"`) {
-		t.Errorf("log does not name the prototype:\n%s", log)
+			var body string
+			err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				resp, err := http.Get("http://" + probeAddr + "/readyz")
+				if err != nil {
+					return false, nil
+				}
+				defer func() { _ = resp.Body.Close() }()
+				b, err := io.ReadAll(resp.Body)
+				body = string(b)
+				if err != nil {
+					return false, nil
+				}
+				return resp.StatusCode == http.StatusServiceUnavailable && body == tt.readyz+"\n", nil
+			})
+			if err != nil {
+				t.Fatalf("/readyz never said why it waits; last body %q", body)
+			}
+			if tt.then != "" {
+				err = wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					return slices.ContainsFunc(queries, func(q string) bool { return strings.HasPrefix(q, tt.then) }), nil
+				})
+				if err != nil {
+					mu.Lock()
+					t.Errorf("no request of %s; requests: %q", tt.then, queries)
+					mu.Unlock()
+				}
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run() = %v, want nil", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after cancel")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(requests) == 0 || requests[0] != tt.first {
+				t.Errorf("first request = %v, want %q", requests, tt.first)
+			}
+			if log := logs.String(); !strings.Contains(log, `prototype="default/testvm"`) {
+				t.Errorf("log does not name the prototype:\n%s", log)
+			}
+		})
 	}
 }
 

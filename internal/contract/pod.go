@@ -23,7 +23,16 @@ const (
 	ManagedBy = "kubectl-vmctl"
 	// ComponentAgent is the LabelComponent of the agent Pods and what serves them.
 	ComponentAgent = "agent"
+	// ComponentVMRevisions is the LabelComponent of a workload's revision
+	// store, the VMRevisionStore that holds the VM revisions its
+	// templates pin.
+	ComponentVMRevisions = "vm-revisions"
 )
+
+// LabelWorkload names, on a revision store, the workload whose VM
+// revisions it holds. The store does not carry LabelInstance, which the
+// workload's selector matches.
+const LabelWorkload = "vmctl.kubevirt.io/workload"
 
 // AgentSelector is the label selector of vmctl agent Pods, as scaffold
 // labels them.
@@ -48,6 +57,11 @@ const (
 	// compares it with the prototype's reservation now and writes the new
 	// one when it differs.
 	AnnotationReservation = "vmctl.kubevirt.io/reservation"
+	// AnnotationVMRevision names the VM revision the template pins: the
+	// hash under which the workload's revision store holds the snapshot of
+	// the prototype its agents derive from (EnvVMRevision). A derived VM
+	// carries it too, naming the revision it was derived from.
+	AnnotationVMRevision = "vmctl.kubevirt.io/vm-revision"
 )
 
 // Environment variables the agent reads; scaffold sets them through the
@@ -72,6 +86,11 @@ const (
 	// EnvLauncherPriorityClass is AnnotationLauncherPriorityClass: the
 	// priority class of the VM's launcher Pod.
 	EnvLauncherPriorityClass = "VMCTL_LAUNCHER_PRIORITY_CLASS"
+	// EnvVMRevision is AnnotationVMRevision: the revision the agent derives
+	// its VM from, out of the store --vm-revisions names. Unset in Pods
+	// scaffolded before revisions were pinned: their agents follow the
+	// live prototype.
+	EnvVMRevision = "VMCTL_VM_REVISION"
 )
 
 // Flags of `kubectl vmctl agent` that scaffold writes into the agent's
@@ -86,6 +105,7 @@ const (
 	FlagOwnLimits          = "own-limits"
 	FlagMoveAfter          = "move-after"
 	FlagStateDir           = "state-dir"
+	FlagVMRevisions        = "vm-revisions"
 )
 
 // The agent's state volume: an emptyDir, which lives as long as the Pod

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // Pod identifies the agent Pod a derived VM belongs to.
@@ -47,6 +49,11 @@ type Options struct {
 	// pod.Name): the name an existing VM was given, perhaps by an older
 	// rule, for comparing it with its derivation (diff).
 	Name string
+	// Revision, when set, is the hash that names proto as a VM revision
+	// (package revision): the snapshot the agent Pod's template pins. The
+	// VM records it in its contract.AnnotationVMRevision, by which the
+	// create policy finds the revision to hold the VM to.
+	Revision string
 }
 
 // VM derives the VirtualMachine that pod runs from proto. It never modifies proto.
@@ -89,6 +96,9 @@ func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.Vi
 		},
 		ObjectMeta: objectMeta(proto, pod, name, namespace),
 		Spec:       *spec,
+	}
+	if opts.Revision != "" {
+		vm.Annotations[contract.AnnotationVMRevision] = opts.Revision
 	}
 	renameDataVolumes(&vm.Spec, name)
 	clearRevisions(&vm.Spec)

@@ -103,7 +103,7 @@ var (
 	markerAnnotations = []string{
 		contract.AnnotationPodName, contract.AnnotationPodNamespace, contract.AnnotationPodUID, contract.AnnotationNode,
 		contract.AnnotationPrototypeName, contract.AnnotationPrototypeNamespace, contract.AnnotationPrototypeGeneration, contract.AnnotationPrototypeUID,
-		contract.AnnotationLauncherPriorityClass,
+		contract.AnnotationLauncherPriorityClass, contract.AnnotationVMRevision,
 	}
 )
 

@@ -22,12 +22,7 @@ func objectMeta(proto *kubevirtv1.VirtualMachine, pod Pod, name, namespace strin
 		Name:        name,
 		Namespace:   namespace,
 		Labels:      maps.Clone(proto.Labels),
-		Annotations: make(map[string]string, len(proto.Annotations)+7),
-	}
-	for k, v := range proto.Annotations {
-		if !bookkeepingAnnotation(k) {
-			meta.Annotations[k] = v
-		}
+		Annotations: CarriedAnnotations(proto.Annotations),
 	}
 
 	if meta.Labels == nil {
@@ -67,6 +62,18 @@ func derivedLabels(prototype, pod string) map[string]string {
 		contract.LabelPrototype: LabelValue(prototype),
 		contract.LabelPod:       LabelValue(pod),
 	}
+}
+
+// CarriedAnnotations are the annotations of a prototype that its derived
+// VMs carry: all but DroppedAnnotations. Never nil.
+func CarriedAnnotations(annotations map[string]string) map[string]string {
+	out := make(map[string]string, len(annotations)+8)
+	for k, v := range annotations {
+		if !bookkeepingAnnotation(k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // DroppedAnnotations are the prototype's annotations a derived VM does not

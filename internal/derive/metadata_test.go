@@ -110,6 +110,21 @@ func TestVMObjectMeta(t *testing.T) {
 			},
 		},
 		{
+			name: "a VM revision is recorded on the VM",
+			pod:  pod,
+			opts: Options{Revision: "5f1c0b9e2a"},
+			want: metav1.ObjectMeta{
+				Name: "fedora-web-7c9d", Namespace: "vms",
+				Labels: map[string]string{contract.LabelPrototype: "fedora", contract.LabelPod: "web-7c9d"},
+				Annotations: map[string]string{
+					contract.AnnotationPodName: "web-7c9d", contract.AnnotationPodNamespace: "vms", contract.AnnotationPodUID: "pod-uid-1",
+					contract.AnnotationNode: "node-a", contract.AnnotationPrototypeName: "fedora", contract.AnnotationPrototypeNamespace: "vms",
+					contract.AnnotationPrototypeGeneration: "1", contract.AnnotationVMRevision: "5f1c0b9e2a",
+				},
+				OwnerReferences: podOwner(pod),
+			},
+		},
+		{
 			name: "a long pod name is hashed in the label and kept whole in the annotation",
 			pod:  longPod,
 			want: metav1.ObjectMeta{
@@ -149,6 +164,7 @@ func TestVMTemplateMeta(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		in   metav1.ObjectMeta
+		opts Options
 		want metav1.ObjectMeta
 	}{
 		{
@@ -167,6 +183,14 @@ func TestVMTemplateMeta(t *testing.T) {
 			},
 		},
 		{
+			// The VMI and its launcher Pod are the VM's: the VM alone says
+			// which revision it runs.
+			name: "a VM revision stays off the template",
+			in:   metav1.ObjectMeta{Annotations: map[string]string{"vm.kubevirt.io/flavor": "small"}},
+			opts: Options{Revision: "5f1c0b9e2a"},
+			want: metav1.ObjectMeta{Labels: vmctl, Annotations: map[string]string{"vm.kubevirt.io/flavor": "small"}},
+		},
+		{
 			name: "name, namespace and generateName are cleared",
 			in:   metav1.ObjectMeta{Name: "fedora", Namespace: "vms", GenerateName: "fedora-"},
 			want: metav1.ObjectMeta{Labels: vmctl},
@@ -175,7 +199,7 @@ func TestVMTemplateMeta(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			proto := testPrototype()
 			proto.Spec.Template.ObjectMeta = tc.in
-			vm := mustVM(t, proto, testPod(), Options{})
+			vm := mustVM(t, proto, testPod(), tc.opts)
 			if diff := cmp.Diff(tc.want, vm.Spec.Template.ObjectMeta); diff != "" {
 				t.Errorf("template metadata (-want +got):\n%s", diff)
 			}

@@ -8,32 +8,58 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // Check is the outcome for one derived VM: a Result, or Err when it could
-// not be compared (prototype gone, derivation failed).
+// not be compared (prototype or revision gone, derivation failed).
 type Check struct {
 	Result
 	// Prototype is the prototype the VM records, as namespace/name.
 	Prototype types.NamespacedName
-	// Generation is the prototype's metadata.generation it was compared with.
+	// Generation is the prototype's metadata.generation it was compared
+	// with: now, or when the revision was taken.
 	Generation int64
-	Err        error
+	// Revision is the VM revision it was compared with, for a VM that
+	// records one.
+	Revision string
+	Err      error
 }
 
 // CheckVM re-derives live, a derived VM (derive.IsAgentVM), with derive.VM
 // from proto, the prototype it records as it is now (nil when it is gone),
 // for the Pod identity live records, and compares.
 func CheckVM(live, proto *kubevirtv1.VirtualMachine) Check {
-	o := derive.OriginOf(live)
-	c := Check{
-		Result:    Result{Namespace: live.Namespace, Name: live.Name},
-		Prototype: o.Prototype(),
-	}
+	c := Check{Result: Result{Namespace: live.Namespace, Name: live.Name}, Prototype: derive.OriginOf(live).Prototype()}
 	if proto == nil {
 		c.Err = fmt.Errorf("prototype %s not found; restore it, or delete the VM's agent Pod", c.Prototype)
 		return c
 	}
+	return c.compare(live, proto, fmt.Sprintf("prototype %s", c.Prototype), fmt.Sprintf("%s, generation %d", c.Prototype, proto.Generation))
+}
+
+// CheckPinned re-derives live, a derived VM that records VM revision hash
+// (its Pod's), from rev, that revision as its workload's revision store
+// holds it (nil when none does), as the agent derives it, and compares.
+func CheckPinned(live *kubevirtv1.VirtualMachine, rev *revision.Revision, hash string) Check {
+	c := Check{Result: Result{Namespace: live.Namespace, Name: live.Name}, Prototype: derive.OriginOf(live).Prototype(), Revision: hash}
+	switch {
+	case rev == nil:
+		c.Err = fmt.Errorf("VM revision %s of prototype %s is in no revision store of the Pod's namespace (pruned?); "+
+			"`kubectl vmctl rollout restart %s` pins a new one", hash, c.Prototype, c.Prototype.Name)
+		return c
+	case rev.Name != c.Prototype.Name || rev.Namespace != c.Prototype.Namespace:
+		c.Err = fmt.Errorf("VM revision %s is a snapshot of prototype %s/%s, not of %s, which the VM records", hash, rev.Namespace, rev.Name, c.Prototype)
+		return c
+	}
+	return c.compare(live, rev, fmt.Sprintf("VM revision %s of prototype %s", hash, c.Prototype), fmt.Sprintf("VM revision %s of %s", hash, c.Prototype))
+}
+
+// compare derives live again from proto, a prototype or a revision of
+// it, and compares; source names proto in errors, from in the diff's
+// header.
+func (c Check) compare(live, proto *kubevirtv1.VirtualMachine, source, from string) Check {
+	o := derive.OriginOf(live)
 	c.Generation = proto.Generation
 	derived, err := derive.VM(proto, derive.Pod{
 		Name: o.PodName, Namespace: o.PodNamespace, UID: o.PodUID, Node: o.Node,
@@ -48,12 +74,12 @@ func CheckVM(live, proto *kubevirtv1.VirtualMachine) Check {
 		Subdomain:          live.Labels[contract.LabelSubdomain],
 		// The agent's choice, as the VM records it.
 		LauncherPriorityClass: live.Annotations[contract.AnnotationLauncherPriorityClass],
+		Revision:              c.Revision,
 	})
 	if err != nil {
-		c.Err = fmt.Errorf("derive from prototype %s: %w", c.Prototype, err)
+		c.Err = fmt.Errorf("derive from %s: %w", source, err)
 		return c
 	}
-	from := fmt.Sprintf("%s, generation %d", c.Prototype, proto.Generation)
 	if c.Result, err = Compare(live, derived, from); err != nil {
 		c.Err = err
 	}

@@ -12,12 +12,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 // derivedFor is the stored VM the agent of Pod name (uid, on node a) made from proto.
@@ -28,6 +32,12 @@ func derivedFor(t *testing.T, proto *kubevirtv1.VirtualMachine, pod string) kube
 		t.Fatal(err)
 	}
 	return *asStored(vm)
+}
+
+// sources are the Sources of VMs read through virt, without revision
+// stores.
+func sources(virt kubevirt.Interface, allNamespaces bool) *Sources {
+	return NewSources(kube.Clients{Kube: kubefake.NewClientset(), KubeVirt: virt, Dynamic: fakeapi.NewDynamic()}, allNamespaces)
 }
 
 type outcome struct {
@@ -112,7 +122,7 @@ func TestEach(t *testing.T) {
 				return false, nil, nil
 			})
 			var checks []Check
-			err := Each(t.Context(), virt, tt.namespace, tt.prototype, func(c Check) error {
+			err := sources(virt, tt.namespace == "").Each(t.Context(), tt.namespace, tt.prototype, func(c Check) error {
 				checks = append(checks, c)
 				return nil
 			})
@@ -166,7 +176,7 @@ func TestEachStreams(t *testing.T) {
 		}
 		return true, page, nil
 	})
-	err := Each(t.Context(), virt, "vms", "", func(Check) error {
+	err := sources(virt, false).Each(t.Context(), "vms", "", func(Check) error {
 		seen++
 		return nil
 	})
@@ -224,7 +234,7 @@ func TestEachSeesVMsNamedByAnOlderRule(t *testing.T) {
 	}
 	virt := kubevirtfake.NewSimpleClientset(proto, asStored(vm))
 	var got []outcome
-	err = Each(t.Context(), virt, "", "", func(c Check) error {
+	err = sources(virt, true).Each(t.Context(), "", "", func(c Check) error {
 		got = append(got, outcomes([]Check{c})...)
 		return nil
 	})

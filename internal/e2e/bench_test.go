@@ -25,7 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // BenchmarkAgentLifecycle runs the agent binary outside a Pod (acting for a
@@ -86,7 +89,10 @@ func BenchmarkAgentLifecycle(b *testing.B) {
 	}
 	toReady, lifetime := agentRequests(b, ns, pod, vmName, stateDir)
 	b.ReportMetric(float64(lifetime), "requests/lifetime")
-	fmt.Printf("agent: API requests to a ready VM %v; whole lifetime %d\n", toReady, lifetime)
+	fmt.Printf("agent following the prototype: API requests to a ready VM %v; whole lifetime %d\n", toReady, lifetime)
+	toReady, lifetime = agentRequests(b, ns, pod, vmName, stateDir, pinnedAgent(b, ns)...)
+	b.ReportMetric(float64(lifetime), "requests/lifetime-pinned")
+	fmt.Printf("agent of a pinned VM revision: API requests to a ready VM %v; whole lifetime %d\n", toReady, lifetime)
 	report(b, "start→created", started)
 	report(b, "SIGTERM→gone", stopped)
 	b.ReportMetric(float64(rssAnon[len(rssAnon)-1])/1024, "RssAnon-MiB")
@@ -193,14 +199,14 @@ func report(b *testing.B, name string, d []time.Duration) {
 
 // agentRequests runs one more agent through a counting proxy and returns the
 // requests it made until its VM was ready, and over its whole lifetime.
-func agentRequests(b *testing.B, ns string, pod *corev1.Pod, vmName, stateDir string) (map[string]int, int) {
+func agentRequests(b *testing.B, ns string, pod *corev1.Pod, vmName, stateDir string, pin ...string) (map[string]int, int) {
 	b.Helper()
 	srv, counts := countingProxy(b)
 	kubeconfig := filepath.Join(b.TempDir(), "proxy.kubeconfig")
 	writeProxyKubeconfig(b, kubeconfig, srv.URL, ns)
 	w := watchVM(b, ns, vmName)
 	defer w.Stop()
-	cmd, logPath, closeLog := agentCmd(b, kubeconfig, ns, pod, stateDir)
+	cmd, logPath, closeLog := agentCmd(b, kubeconfig, ns, pod, stateDir, pin...)
 	defer closeLog()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -232,7 +238,7 @@ func watchVM(b *testing.B, ns, name string) watch.Interface {
 // for pod, with the state directory stateDir, talking to the API server of
 // kubeconfig, not yet started, with its output going to the returned log
 // path; closeLog closes that file.
-func agentCmd(b *testing.B, kubeconfig, ns string, pod *corev1.Pod, stateDir string) (cmd *exec.Cmd, logPath string, closeLog func()) {
+func agentCmd(b *testing.B, kubeconfig, ns string, pod *corev1.Pod, stateDir string, pin ...string) (cmd *exec.Cmd, logPath string, closeLog func()) {
 	b.Helper()
 	logPath = filepath.Join(b.TempDir(), "agent.log")
 	logFile, err := os.Create(logPath)
@@ -242,6 +248,29 @@ func agentCmd(b *testing.B, kubeconfig, ns string, pod *corev1.Pod, stateDir str
 	cmd = exec.Command(e.binary, "agent", "testvm", "--hostname-override", pod.Name,
 		"--kubeconfig", kubeconfig, "-n", ns, "--probe-address", "127.0.0.1:0", "--state-dir", stateDir)
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns, "POD_UID="+string(pod.UID), "NODE_NAME="+pod.Spec.NodeName)
+	if len(pin) == 2 {
+		cmd.Args = append(cmd.Args, pin[0])
+		cmd.Env = append(cmd.Env, pin[1])
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	return cmd, logPath, func() { _ = logFile.Close() }
+}
+
+// pinnedAgent scaffolds a Deployment of no Pods for prototype testvm, which
+// writes its revision store, and returns the agent's flag and environment
+// variable that pin the revision its template names, as the downward API
+// passes it to the agents of that template.
+func pinnedAgent(b *testing.B, ns string) []string {
+	b.Helper()
+	deploy(b, ns, scaffold.KindDeployment, "testvm", "--replicas", "0", "--admission-policy=false")
+	name := scaffold.DefaultName("testvm")
+	d, err := e.kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hash := d.Spec.Template.Annotations[contract.AnnotationVMRevision]
+	if hash == "" {
+		b.Fatalf("scaffold's template pins no VM revision: %v", d.Spec.Template.Annotations)
+	}
+	return []string{"--" + contract.FlagVMRevisions + "=" + revision.StoreName(name), contract.EnvVMRevision + "=" + hash}
 }

@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,18 +21,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // A prototype that takes its size from a VirtualMachineClusterInstancetype
 // and its device preferences from a VirtualMachineClusterPreference derives
-// VMs that KubeVirt accepts and runs with that size.
+// VMs that KubeVirt accepts and runs with that size. The VMs carry both
+// applied, as the revision the template pins holds them (KubeVirt's
+// expand-spec), not the matchers: an instancetype changed later reaches
+// them only through a rollout.
 func TestInstancetypeAndPreferencePrototype(t *testing.T) {
 	ns := namespace(t)
 	ctx := context.Background()
@@ -91,8 +98,11 @@ spec:
 	pairs := waitPaired(t, ns, "itvm", 2, settle)
 
 	for pod, vm := range pairs {
-		if vm.Spec.Instancetype == nil || vm.Spec.Instancetype.Name != name || vm.Spec.Preference == nil || vm.Spec.Preference.Name != name {
-			t.Errorf("VM %s of pod %s: instancetype %+v, preference %+v; want both %s", vm.Name, pod, vm.Spec.Instancetype, vm.Spec.Preference, name)
+		if vm.Spec.Instancetype != nil || vm.Spec.Preference != nil {
+			t.Errorf("VM %s of pod %s: instancetype %+v, preference %+v; want both applied, not matched", vm.Name, pod, vm.Spec.Instancetype, vm.Spec.Preference)
+		}
+		if m := vm.Spec.Template.Spec.Domain.Memory; m == nil || m.Guest == nil || m.Guest.String() != "384Mi" {
+			t.Errorf("VM %s of pod %s: memory %+v, want the instancetype's 384Mi in its spec", vm.Name, pod, m)
 		}
 		// KubeVirt applied both to the running instance.
 		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, vm.Name, metav1.GetOptions{})
@@ -109,42 +119,57 @@ spec:
 	}
 }
 
-// A prototype whose derived VM KubeVirt's validating webhook rejects gives no
+// A VM revision whose VMs KubeVirt's validating webhook rejects gives no
 // VM, and the webhook's own message shows on the agent's /readyz, in its log
-// and in an Event on its Pod, which is not ready. KubeVirt validates a VM
-// against its instancetype when the VM is written, so an instancetype that
-// changes under a stored prototype can make every VM derived from it
-// conflict: here the instancetype comes to set the ioThreadsPolicy the
-// prototype's template sets too, a conflict KubeVirt refuses on every
-// release vmctl supports.
+// and in an Event on its Pod, which is not ready. scaffold and rollout
+// restart pin only what KubeVirt accepted as the prototype, so the revision
+// is written by hand, as anyone who may edit the store can: it keeps an
+// instancetype matcher and sets the ioThreadsPolicy the instancetype sets
+// too, a conflict KubeVirt refuses on every release vmctl supports.
 func TestPrototypeKubeVirtRejects(t *testing.T) {
 	ns := namespace(t)
 	ctx := context.Background()
-	instancetypes := e.virt.InstancetypeV1beta1().VirtualMachineInstancetypes(ns)
-	it, err := instancetypes.Create(ctx, &instancetypev1beta1.VirtualMachineInstancetype{
+	it, err := e.virt.InstancetypeV1beta1().VirtualMachineInstancetypes(ns).Create(ctx, &instancetypev1beta1.VirtualMachineInstancetype{
 		ObjectMeta: metav1.ObjectMeta{Name: "small"},
 		Spec: instancetypev1beta1.VirtualMachineInstancetypeSpec{
-			CPU:    instancetypev1beta1.CPUInstancetype{Guest: 1},
-			Memory: instancetypev1beta1.MemoryInstancetype{Guest: apiresource.MustParse("256Mi")},
+			CPU:             instancetypev1beta1.CPUInstancetype{Guest: 1},
+			Memory:          instancetypev1beta1.MemoryInstancetype{Guest: apiresource.MustParse("256Mi")},
+			IOThreadsPolicy: ptr.To(kubevirtv1.IOThreadsPolicyShared),
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	createPrototypeWith(t, ns, "testvm.yaml", func(vm *kubevirtv1.VirtualMachine) {
-		vm.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Kind: "VirtualMachineInstancetype", Name: it.Name}
-		domain := &vm.Spec.Template.Spec.Domain
-		domain.CPU, domain.Memory = nil, nil
-		domain.IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicyShared)
-	})
-	// scaffold sizes the VMs with the instancetype applied and would
-	// refuse the conflict itself, so the instancetype changes after it.
+	createPrototype(t, ns, "testvm.yaml")
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "0")
-	it.Spec.IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicyShared)
-	if _, err := instancetypes.Update(ctx, it, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("give the instancetype an ioThreadsPolicy: %v", err)
+	workload := "deployment/" + scaffold.DefaultName("testvm")
+	stores := e.dyn.Resource(revision.StoreGVR).Namespace(ns)
+	storeName := revision.StoreName(scaffold.DefaultName("testvm"))
+	cur, err := stores.Get(ctx, storeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	scale(t, ns, scaffold.DefaultName("testvm"), 1)
+	store, err := revision.FromObject(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := store.Revisions[podTemplateAnnotations(t, ns, workload)[contract.AnnotationVMRevision]].DeepCopy()
+	bad.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Kind: "VirtualMachineInstancetype", Name: it.Name}
+	domain := &bad.Spec.Template.Spec.Domain
+	domain.CPU, domain.Memory = nil, nil
+	domain.IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicyShared)
+	const badHash = "0123456789"
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"revisions": map[string]any{badHash: map[string]any{
+		"apiVersion": bad.APIVersion, "kind": bad.Kind, "metadata": bad.ObjectMeta, "spec": bad.Spec,
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores.Patch(ctx, storeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("add a revision by hand: %v", err)
+	}
+	kubectl(t, nil, "patch", "-n", ns, workload, "--type", "merge", "-p",
+		fmt.Sprintf(`{"spec":{"replicas":1,"template":{"metadata":{"annotations":{%q:%q}}}}}`, contract.AnnotationVMRevision, badHash))
 
 	const webhookSays = "spec.template.spec.domain.ioThreadsPolicy conflicts with selected instance type"
 	pod := waitWarningEvent(t, ns, "a Warning Event with KubeVirt's message", func(msg string) bool {

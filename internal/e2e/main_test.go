@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"kubevirt.io/client-go/kubevirt"
 
@@ -27,6 +28,7 @@ type env struct {
 	kv      *kvharness.KubeVirt
 	kube    kubernetes.Interface
 	virt    kubevirt.Interface
+	dyn     dynamic.Interface // the revision stores
 	kubelet *doubles.Kubelet
 	binary  string
 }
@@ -101,6 +103,14 @@ func run(m *testing.M) int {
 		return 2
 	}
 	if e.virt, err = kubevirt.NewForConfig(c.RESTConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if e.dyn, err = dynamic.NewForConfig(c.RESTConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := c.InstallVmctlCRD(ctx, binary); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}

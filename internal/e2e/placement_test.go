@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -16,9 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
@@ -75,10 +72,11 @@ func TestPlacementTaintedDedicatedNodes(t *testing.T) {
 }
 
 // TestPlacementChangedAfterScaffold: the prototype moves to a pool of one
-// node after its Deployment was scaffolded. The agent, making its VM again,
-// says its Pod was placed by an older placement (Event, /readyz, status)
-// while the VM cannot run on its node; rollout restart carries the new
-// placement into the template, and the new Pod and its VM run in the pool.
+// node after its Deployment was scaffolded. The template pins the revision
+// of before, placement included, so a VM made again stays by its Pod, of
+// that revision, with no problem, and status says once that the prototype
+// has changes to roll out; rollout restart carries the new placement into
+// the template, and the new Pod and its VM run in the pool.
 func TestPlacementChangedAfterScaffold(t *testing.T) {
 	ns := namespace(t)
 	createPrototype(t, ns, "testvm.yaml")
@@ -94,34 +92,34 @@ func TestPlacementChangedAfterScaffold(t *testing.T) {
 	kubectl(t, nil, "patch", "vm", "testvm", "-n", ns, "--type", "merge",
 		"-p", fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{%q:%q}}}}}`, poolLabel, ns))
 
-	// The agent checks when it makes its VM: delete the VM and it makes
-	// another, from the prototype as it is now, on its node outside the pool.
+	// The agent makes its VM again from the pinned revision, not from the
+	// prototype as it is now.
+	old := pairs[pod].UID
 	kubectl(t, nil, "delete", "vm", pairs[pod].Name, "-n", ns, "--wait=false")
-	waitWarningEvent(t, ns, "the agent's "+agent.ReasonPlacementChanged+" Event", func(msg string) bool {
-		return strings.Contains(msg, "placement of prototype "+ns+"/testvm") && strings.Contains(msg, "kubectl vmctl rollout restart testvm")
-	})
-	eventually(t, stuckWithin, "status to name the placement", func(context.Context) (bool, string, error) {
-		rows := statusRows(t, ns)
-		if len(rows) != 1 {
-			return false, fmt.Sprintf("%d rows", len(rows)), nil
+	eventually(t, placementWait, "the VM made again", func(ctx context.Context) (bool, string, error) {
+		vms, err := derivedVMs(ctx, ns)
+		if err != nil || len(vms) != 1 {
+			return false, fmt.Sprintf("%d VMs", len(vms)), err
 		}
-		return slices.Contains(rows[0].Problems, status.ProblemPlacementChanged) &&
-				slices.ContainsFunc(rows[0].Problems, func(p string) bool { return strings.HasPrefix(p, "VM cannot be scheduled on its node") }),
-			fmt.Sprintf("VM %s, problems %q", rows[0].VMStatus, rows[0].Problems), nil
+		vm := vms[firstKey(vms)]
+		return vm.UID != old && vm.Status.Ready, fmt.Sprintf("VM %s ready %t", vm.UID, vm.Status.Ready), nil
 	})
-	if _, _, code := vmctlCode(t, "status", "-n", ns, "--exit-code"); code != 1 {
-		t.Errorf("status --exit-code: exit %d, want 1", code)
+	for _, vm := range waitPaired(t, ns, "testvm", 1, placementWait) {
+		if sel := vm.Spec.Template.Spec.NodeSelector; sel[poolLabel] != "" {
+			t.Errorf("VM %s made again has the prototype's new nodeSelector %v, want the pinned revision's", vm.Name, sel)
+		}
 	}
-	eventually(t, stuckWithin, "/readyz to name the placement", func(context.Context) (bool, string, error) {
-		r := agentReadyz(t, ns, pod)
-		return r.code == http.StatusServiceUnavailable && r.body == agent.ReasonPlacementChanged+"\n", fmt.Sprintf("%d %q", r.code, r.body), nil
-	})
+	checkNoProblems(t, ns)
+	if _, stderr, code := vmctlCode(t, "status", "-n", ns, "--exit-code"); code != 0 || !strings.Contains(stderr, "rollout restart testvm") {
+		t.Errorf("status --exit-code: exit %d, stderr %q; want 0 and a note that the prototype has changes to roll out", code, stderr)
+	}
 
-	// The fix the troubleshooting row gives.
+	// The rollout.
 	out := vmctl(t, "rollout", "restart", "testvm", "-n", ns)
 	if !strings.Contains(out, "restarted") {
 		t.Errorf("rollout restart printed %q", out)
 	}
+	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m")
 	pairs = waitPaired(t, ns, "testvm", 1, placementWait)
 	for p, vm := range pairs {
 		if node := testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity); p == pod || node != poolNode {

@@ -18,18 +18,20 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
-// fixSeenWithin is how soon after a prototype is fixed its agents must make
-// their VMs: they follow it with a watch while they wait on it.
+// fixSeenWithin is how soon after a fixed prototype is rolled out its new
+// agents must make their VMs.
 const fixSeenWithin = 10 * time.Second
 
-// TestFixedPrototypeIsPickedUpAtOnce refuses a prototype each way the agent
-// refuses one, fixes it each way a user would, and checks that the agent's
-// VM appears within fixSeenWithin of the fix: a fix of labels and
+// TestFixedPrototypeIsRolledOut refuses a prototype each way the agent
+// refuses one, fixes it each way a user would, rolls the fix out as the
+// agent's Event says (the Pod pins a revision of the prototype: a fix
+// reaches it only through `kubectl vmctl rollout restart`), and checks that
+// a VM appears within fixSeenWithin of that: a fix of labels and
 // annotations only (which leaves the prototype's generation alone), of its
 // spec, and by making it again. The fix for a copy of a derived VM is the
 // command the agent's Event prints, run as printed: it must work and print
 // no error.
-func TestFixedPrototypeIsPickedUpAtOnce(t *testing.T) {
+func TestFixedPrototypeIsRolledOut(t *testing.T) {
 	copied := func(vm *kubevirtv1.VirtualMachine) {
 		// A prototype copied from a derived VM of a Deployment: its markers
 		// but no subdomain label, which only a StatefulSet's VMs carry.
@@ -56,7 +58,7 @@ func TestFixedPrototypeIsPickedUpAtOnce(t *testing.T) {
 		if err != nil || strings.Contains(strings.ToLower(string(out)), "error") || strings.Contains(string(out), "not found") {
 			t.Fatalf("the Event's fix %q: %v\n%s", fix, err, out)
 		}
-		waitVMWithin(t, ns, time.Now())
+		rollOutFix(t, ns, "testvm")
 	})
 	t.Run("spec", func(t *testing.T) {
 		ns := namespace(t)
@@ -70,7 +72,7 @@ func TestFixedPrototypeIsPickedUpAtOnce(t *testing.T) {
 		waitWarningEvent(t, ns, "the SharedVolumes Event", func(msg string) bool { return strings.Contains(msg, "shared-data") })
 		kubectl(t, nil, "patch", "vm", "pvcvm", "-n", ns, "--type", "json", "-p",
 			`[{"op":"add","path":"/spec/template/spec/volumes/0/persistentVolumeClaim/readOnly","value":true}]`)
-		waitVMWithin(t, ns, time.Now())
+		rollOutFix(t, ns, "pvcvm")
 	})
 	t.Run("made again", func(t *testing.T) {
 		ns := namespace(t)
@@ -86,11 +88,20 @@ func TestFixedPrototypeIsPickedUpAtOnce(t *testing.T) {
 			return apierrors.IsNotFound(err), fmt.Sprint(err), nil
 		})
 		createPrototype(t, ns, "testvm.yaml")
-		waitVMWithin(t, ns, time.Now())
+		rollOutFix(t, ns, "testvm")
 	})
 }
 
-// waitVMWithin waits until ns holds a derived VM, and fails t unless it
+// rollOutFix rolls the fixed prototype out, as the agent's Event says, and
+// waits for the new Pod's VM.
+func rollOutFix(t *testing.T, ns, prototype string) {
+	t.Helper()
+	start := time.Now()
+	vmctl(t, "rollout", "restart", prototype, "-n", ns)
+	waitVMWithin(t, ns, start)
+}
+
+// waitVMWithin waits until ns holds one derived VM, and fails t unless it
 // came within fixSeenWithin of fixed.
 func waitVMWithin(t *testing.T, ns string, fixed time.Time) {
 	t.Helper()

@@ -199,6 +199,9 @@ var normalizers = []struct {
 }{
 	{regexp.MustCompile(`kubectl-vmctl \S+ \(commit \w+, built \S+\)`), "kubectl-vmctl VERSION (commit COMMIT, built DATE)"},
 	{regexp.MustCompile(`(kubectl-vmctl:|app\.kubernetes\.io/version: )\S+`), "${1}VERSION"},
+	// A VM revision's hash, which differs between runs; not a ReplicaSet's
+	// pod-template-hash in a Pod's name (below).
+	{regexp.MustCompile(`(^|[^-\w])[0-9a-f]{10}\b`), "${1}REVISION"},
 	{regexp.MustCompile(`\b[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6}\s+\d+ [\w.]+:\d+\]`), "LOG]"},
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
 	{regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "UID"},

@@ -301,9 +301,11 @@ func parseResources(s string) (corev1.ResourceList, error) {
 	return out, nil
 }
 
-// TestReservationRequests: a reserving agent makes at most three requests
-// more than one that does not, counted in the audit log from its start
-// until its VM is ready, and per kind of request: one list of the VM's
+// TestReservationRequests: counted in the audit log from its start until
+// its VM is ready, an agent of a pinned template makes 4 requests (its
+// store's GET, its VM's watch and create, an Event), 5 with its
+// reservation's resize. A reserving agent makes at most three requests
+// more than one that does not, and per kind of request: one list of the VM's
 // launcher Pods and the launcher Pod's nomination where it waits for the
 // room, and its own Pod's resize (see handOver); where the launcher Pod
 // fits beside the room, the resize alone. Its launcher Pod never preempts
@@ -337,6 +339,20 @@ func TestReservationRequests(t *testing.T) {
 	}
 	if most, least := slices.Max(counts[true]), slices.Min(counts[false]); most > least+3 {
 		t.Errorf("a reserving agent made %d requests, one that does not as few as %d: more than three requests more", most, least)
+	}
+	// A pinned agent reads its revision store once, never the prototype:
+	// 4 requests to a ready VM, 5 with the resize, and the list of
+	// launcher Pods and the nomination more where it hands the room over.
+	for reserve, perAgent := range kinds {
+		for _, k := range perAgent {
+			budget := 4
+			if reserve {
+				budget = 5 + k["list pods"] + k["patch pods/status"]
+			}
+			if k["get vmrevisionstores"] != 1 || k["get virtualmachines"] != 0 || requestTotal(k) > budget {
+				t.Errorf("--reserve=%v: an agent's requests %v; want one GET of its store, none of a VM, %d in all at most", reserve, k, budget)
+			}
+		}
 	}
 	handover := map[string]int{"list pods": 1, "patch pods/status": 1, resizeKind: 1}
 	for _, reserving := range kinds[true] {

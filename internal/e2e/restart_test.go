@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
@@ -126,7 +127,7 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 		// which the watch of its VM's name then follows; it reads the
 		// prototype again before each retry of a refused create.
 		refused := reqs.checkRefusals(t)
-		t.Logf("creates refused while the API server rediscovered KubeVirt's CRDs: %d", refused)
+		t.Logf("creates refused while the API server rediscovered the CRDs: %d", refused)
 		reqs.check(t, 1+requestBudget, map[string]int{victim: 1 + requestBudget + 2 + refused})
 		if got := reqs.verbs()["create"]; got != 1 {
 			t.Errorf("%d VM creates, want exactly 1, for the deleted VM", got)
@@ -167,10 +168,10 @@ func TestAgentsSurviveAPIServerRestart(t *testing.T) {
 		waitWatches(t, fleet)
 		reqs := fleetRequestsSince(t, ns, mark, killed)
 		t.Logf("agent requests on VirtualMachines in the %v after the agent's restart: %s", budgetWindow, reqs)
-		// Adopting costs GET prototype and the watch of the VM its Pod's
-		// record names, by name, which stays open; nothing more, and
-		// nothing from the others.
-		want := []string{"get testvm", "watch " + vm.Name}
+		// Adopting costs the GET of the revision store its template names
+		// and the watch of the VM its Pod's record names, by name, which
+		// stays open; nothing more, and nothing from the others.
+		want := []string{"get " + revision.StoreName(scaffold.DefaultName("testvm")), "watch " + vm.Name}
 		sort.Strings(want)
 		if diff := cmp.Diff(map[string][]string{pod: want}, reqs.byPod); diff != "" {
 			t.Errorf("requests by Pod (-want +got):\n%s", diff)
@@ -234,7 +235,8 @@ type fleetRequests struct {
 }
 
 // fleetRequestsSince waits until budgetWindow after from and returns the
-// requests that ns's agents made after the audit log's first mark entries.
+// requests on VirtualMachines and revision stores that ns's agents made
+// after the audit log's first mark entries.
 // The audit log says who asked (a bound token names its Pod), which the API
 // server's metrics cannot: the garbage collector and virt-controller read
 // VMs too.
@@ -250,7 +252,7 @@ func fleetRequestsSince(t *testing.T, ns string, mark int, from time.Time) fleet
 		pod := ev.Pod()
 		switch {
 		case pod == "" || !strings.HasPrefix(ev.User.Username, "system:serviceaccount:"+ns+":") ||
-			ev.ObjectRef.Resource != "virtualmachines":
+			ev.ObjectRef.Resource != "virtualmachines" && ev.ObjectRef.Resource != revision.StoreResource:
 		case ev.Verb == "create" && ev.ResponseStatus.Code >= 300 && ev.ResponseStatus.Code != http.StatusConflict:
 			// Refused, not "already exists" (which is how an agent finds
 			// the VM it adopts).
@@ -267,8 +269,9 @@ func fleetRequestsSince(t *testing.T, ns string, mark int, from time.Time) fleet
 
 // checkRefusals fails t unless every refused create is the admission
 // policy's refusal while the restarted API server has not yet rediscovered
-// KubeVirt's CRDs (the policy's paramKind is VirtualMachine, and the API
-// server's policy plugin finds it through discovery), and unless the agent
+// the custom resources (the policy's paramKind, VMRevisionStore, or
+// VirtualMachine for a workload that pins no revision, the API server's
+// policy plugin finds through discovery), and unless the agent
 // retried those refusals no sooner than its backoff allows: the k-th retry
 // at least the sum of k un-jittered backoff steps after the first try
 // (latency only adds to that). It returns the count.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,17 +33,18 @@ type fleetWatch struct {
 	// minReady is the fewest ready VMs seen at any moment, and when.
 	minReady int
 	minAt    string
-	// firstOf lists the Pods whose VM of generation gen appeared, in order.
-	gen     string
+	// firstOf lists the Pods whose VM of another revision than old
+	// appeared, in order.
+	old     string
 	firstOf []string
 	stop    func()
 	closing atomic.Bool
 	done    chan struct{}
 }
 
-// watchFleet starts following ns's derived VMs; it counts VMs derived from
-// generation gen as they appear.
-func watchFleet(t *testing.T, ns string, gen int64) *fleetWatch {
+// watchFleet starts following ns's derived VMs; it counts the VMs of
+// another revision than old as they appear.
+func watchFleet(t *testing.T, ns string, old string) *fleetWatch {
 	t.Helper()
 	list, err := e.virt.KubevirtV1().VirtualMachines(ns).List(t.Context(), metav1.ListOptions{LabelSelector: derive.DerivedSelector})
 	if err != nil {
@@ -56,7 +56,7 @@ func watchFleet(t *testing.T, ns string, gen int64) *fleetWatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fleetWatch{vms: map[string]*kubevirtv1.VirtualMachine{}, gen: strconv.FormatInt(gen, 10), stop: w.Stop, done: make(chan struct{})}
+	f := &fleetWatch{vms: map[string]*kubevirtv1.VirtualMachine{}, old: old, stop: w.Stop, done: make(chan struct{})}
 	for i := range list.Items {
 		f.vms[list.Items[i].Name] = &list.Items[i]
 	}
@@ -75,7 +75,7 @@ func watchFleet(t *testing.T, ns string, gen int64) *fleetWatch {
 			if ev.Type == watch.Deleted {
 				delete(f.vms, vm.Name)
 			} else {
-				if _, seen := f.vms[vm.Name]; (!seen || f.vms[vm.Name].UID != vm.UID) && vm.Annotations[contract.AnnotationPrototypeGeneration] == f.gen {
+				if _, seen := f.vms[vm.Name]; (!seen || f.vms[vm.Name].UID != vm.UID) && vm.Annotations[contract.AnnotationVMRevision] != f.old {
 					f.firstOf = append(f.firstOf, vm.Annotations[contract.AnnotationPodName])
 				}
 				f.vms[vm.Name] = vm
@@ -109,20 +109,20 @@ func (f *fleetWatch) close() {
 	<-f.done
 }
 
-// settled waits until the watch saw want VMs, all ready and of generation
-// gen, and returns them.
+// settled waits until the watch saw want VMs, all ready and of another
+// revision than old, and returns them.
 func (f *fleetWatch) settled(t *testing.T, want int) map[string]*kubevirtv1.VirtualMachine {
 	t.Helper()
 	var out map[string]*kubevirtv1.VirtualMachine
-	eventually(t, settle, fmt.Sprintf("the watch sees %d ready VMs of generation %s", want, f.gen), func(context.Context) (bool, string, error) {
+	eventually(t, settle, fmt.Sprintf("the watch sees %d ready VMs of another revision than %s", want, f.old), func(context.Context) (bool, string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		var seen []string
 		ok := len(f.vms) == want
 		for name, vm := range f.vms {
-			g := vm.Annotations[contract.AnnotationPrototypeGeneration]
-			seen = append(seen, fmt.Sprintf("%s gen=%s ready=%v deleting=%v", name, g, vm.Status.Ready, vm.DeletionTimestamp != nil))
-			ok = ok && g == f.gen && vm.Status.Ready && vm.DeletionTimestamp == nil
+			r := vm.Annotations[contract.AnnotationVMRevision]
+			seen = append(seen, fmt.Sprintf("%s revision=%s ready=%v deleting=%v", name, r, vm.Status.Ready, vm.DeletionTimestamp != nil))
+			ok = ok && r != f.old && vm.Status.Ready && vm.DeletionTimestamp == nil
 		}
 		slices.Sort(seen)
 		out = maps.Clone(f.vms)
@@ -147,7 +147,7 @@ func changePrototype(t *testing.T, ns string) int64 {
 // rollout restart and rollout status, and checks from a watch of the VMs
 // that at no moment fewer than all but one were ready (the workload's
 // strategy lets one Pod, so one VM, be unavailable at a time), that at the
-// end every VM carries the new spec and generation, and that a second
+// end every VM carries the new spec and revision, and that a second
 // restart does nothing.
 func TestRolloutRestart(t *testing.T) {
 	for _, tt := range []struct {
@@ -166,9 +166,10 @@ func TestRolloutRestart(t *testing.T) {
 	} {
 		t.Run(string(tt.kind), func(t *testing.T) {
 			ns := namespace(t)
-			proto := createPrototype(t, ns, "testvm.yaml")
+			createPrototype(t, ns, "testvm.yaml")
 			deploy(t, ns, tt.kind, "testvm", tt.flags...)
 			workload := strings.ToLower(string(tt.kind)) + "/vmctl-testvm"
+			kindName := strings.ToLower(string(tt.kind)) + ".apps/vmctl-testvm"
 			if tt.strategy != "" {
 				kubectl(t, nil, "patch", "-n", ns, workload, "--type", "merge", "-p", tt.strategy)
 			}
@@ -176,30 +177,29 @@ func TestRolloutRestart(t *testing.T) {
 			// Every Pod Ready too (the readiness probe follows the VM a
 			// moment later): a workload replaces unready Pods at once.
 			vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "1m")
+			old := podTemplateAnnotations(t, ns, workload)[contract.AnnotationVMRevision]
 
 			// Nothing changed yet: nothing to restart.
 			out := vmctl(t, "rollout", "restart", "testvm", "-n", ns)
-			wantUnchanged := fmt.Sprintf("%s.apps/vmctl-testvm unchanged (all %d VMs derive from prototype %s/testvm generation %d)\n",
-				strings.ToLower(string(tt.kind)), tt.replicas, ns, proto.Generation)
-			if out != wantUnchanged {
-				t.Errorf("rollout restart before any change printed %q, want %q", out, wantUnchanged)
+			if want := fmt.Sprintf("%s unchanged (pins VM revision %s of prototype %s/testvm already)\n", kindName, old, ns); out != want {
+				t.Errorf("rollout restart before any change printed %q, want %q", out, want)
 			}
 
-			gen := changePrototype(t, ns)
-			fleet := watchFleet(t, ns, gen)
+			changePrototype(t, ns)
+			fleet := watchFleet(t, ns, old)
 			start := time.Now()
 			out = vmctl(t, "rollout", "restart", "testvm", "-n", ns)
-			if want := strings.ToLower(string(tt.kind)) + ".apps/vmctl-testvm restarted\n"; out != want {
+			if want := "vmrevisionstore.vmctl.kubevirt.io/vmctl-testvm-vm-revisions configured\n" + kindName + " restarted\n"; out != want {
 				t.Errorf("rollout restart printed %q, want %q", out, want)
 			}
+			rev := podTemplateAnnotations(t, ns, workload)[contract.AnnotationVMRevision]
 			status, _, code := vmctlCode(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m")
 			took := time.Since(start)
 			if code != 0 {
 				t.Fatalf("rollout status exited %d:\n%s", code, status)
 			}
 			lines := strings.Split(strings.TrimSpace(status), "\n")
-			wantLast := fmt.Sprintf("%q successfully rolled out: %d VMs ready and derived from prototype %s/testvm generation %d",
-				"vmctl-testvm", tt.replicas, ns, gen)
+			wantLast := fmt.Sprintf("%q successfully rolled out: %d VMs ready of VM revision %s", "vmctl-testvm", tt.replicas, rev)
 			if !strings.HasSuffix(lines[len(lines)-1], wantLast) {
 				t.Errorf("rollout status ended with %q, want it to end with %q; all of it:\n%s", lines[len(lines)-1], wantLast, status)
 			}
@@ -215,12 +215,15 @@ func TestRolloutRestart(t *testing.T) {
 				if got := vm.Spec.Template.Spec.Domain.Memory.Guest.String(); got != "512Mi" {
 					t.Errorf("VM %s has guest memory %s, want the new prototype's 512Mi", name, got)
 				}
+				if got := vm.Annotations[contract.AnnotationVMRevision]; got != rev {
+					t.Errorf("VM %s is of revision %s, want %s", name, got, rev)
+				}
 				if b, ok := before[vm.Annotations[contract.AnnotationPodName]]; ok && b.UID == vm.UID {
 					t.Errorf("VM %s was not replaced", name)
 				}
 			}
 			if len(fleet.firstOf) != tt.replicas {
-				t.Errorf("VMs of generation %d appeared for %q, want %d", gen, fleet.firstOf, tt.replicas)
+				t.Errorf("VMs of revision %s appeared for %q, want %d", rev, fleet.firstOf, tt.replicas)
 			}
 			if tt.ordered {
 				want := []string{"vmctl-testvm-3", "vmctl-testvm-2", "vmctl-testvm-1", "vmctl-testvm-0"}
@@ -232,12 +235,11 @@ func TestRolloutRestart(t *testing.T) {
 
 			// Again: nothing changed, nothing happens.
 			tmpl := podTemplateAnnotations(t, ns, workload)
-			if tmpl[rollout.AnnotationGeneration] != strconv.FormatInt(gen, 10) || tmpl[rollout.AnnotationRestartedAt] == "" {
-				t.Errorf("pod template annotations %v: want the restart and generation %d recorded", tmpl, gen)
+			if tmpl[rollout.AnnotationRestartedAt] == "" {
+				t.Errorf("pod template annotations %v: want the restart recorded", tmpl)
 			}
 			out = vmctl(t, "rollout", "restart", "testvm", "-n", ns)
-			if want := fmt.Sprintf("%s.apps/vmctl-testvm unchanged (already restarted for prototype %s/testvm generation %d)\n",
-				strings.ToLower(string(tt.kind)), ns, gen); out != want {
+			if want := fmt.Sprintf("%s unchanged (pins VM revision %s of prototype %s/testvm already)\n", kindName, rev, ns); out != want {
 				t.Errorf("second rollout restart printed %q, want %q", out, want)
 			}
 			if again := podTemplateAnnotations(t, ns, workload); again[rollout.AnnotationRestartedAt] != tmpl[rollout.AnnotationRestartedAt] {

@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
@@ -69,7 +70,7 @@ var securityRows = []struct {
 	{"read the prototype", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Get(t.Context(), f.proto.Name, metav1.GetOptions{})
 		return err
-	}, [3]bool{true, true, true}},
+	}, [3]bool{true, true, false}}, // pinned agents read their revision store, never the prototype
 	{"read any VM in the fleet's namespace", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Get(t.Context(), f.foreign, metav1.GetOptions{})
 		return err
@@ -90,6 +91,9 @@ var securityRows = []struct {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), derivedFor(t, f, f.pod), metav1.CreateOptions{})
 		return err
 	}, [3]bool{true, true, true}},
+	{"create its own VM claiming a VM revision its store lacks", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Annotations[contract.AnnotationVMRevision] = "0123456789" })
+	}, [3]bool{true, false, false}},
 	{"create a VM with another Pod's name", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
 		vm.Name = derive.Name(f.proto.Name, f.other.Name)
@@ -436,16 +440,35 @@ func waitPolicyInForce(t *testing.T, f *agentFleet) {
 	})
 }
 
-// derivedFor is the VM an agent of pod derives: what the policy must let
-// through, before a row changes it.
+// derivedFor is the VM an agent of pod derives, from the revision its
+// template pins, read from the workload's revision store: what the policy
+// must let through, before a row changes it.
 func derivedFor(t *testing.T, f *agentFleet, pod corev1.Pod) *kubevirtv1.VirtualMachine {
 	t.Helper()
-	proto, err := e.virt.KubevirtV1().VirtualMachines(f.protoNS).Get(t.Context(), f.proto.Name, metav1.GetOptions{})
+	return derivedFromRevision(t, scaffold.DefaultName(f.proto.Name), pod, derive.Options{Namespace: f.ns})
+}
+
+// derivedFromRevision is the VM an agent of pod, of the workload called
+// workload, derives with opts from the revision its template pins, read
+// from the workload's revision store.
+func derivedFromRevision(t *testing.T, workload string, pod corev1.Pod, opts derive.Options) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	hash := pod.Annotations[contract.AnnotationVMRevision]
+	name := revision.StoreName(workload)
+	cr, err := e.dyn.Resource(revision.StoreGVR).Namespace(pod.Namespace).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, err := derive.VM(proto, derive.Pod{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Node: pod.Spec.NodeName},
-		derive.Options{Namespace: f.ns})
+	store, err := revision.FromObject(cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, ok := store.Revisions[hash]
+	if !ok {
+		t.Fatalf("Pod %s pins VM revision %q, which store %s lacks", pod.Name, hash, name)
+	}
+	opts.Revision = hash
+	vm, err := derive.VM(rev, derive.Pod{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Node: pod.Spec.NodeName}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

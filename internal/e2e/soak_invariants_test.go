@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
@@ -28,14 +29,17 @@ import (
 // checkStep waits until the cluster settles after op (begun at began),
 // checks every invariant and returns how long it took to settle:
 //   - every running agent Pod has exactly one VM, named for it, pinned to
-//     its node, owned by it, running and ready (and the Pod Ready, on a node
-//     that exists), and each workload has the Pods it should;
+//     its node, owned by it, of the revision the Pod pins, running and
+//     ready (and the Pod Ready, on a node that exists), and each workload
+//     has the Pods it should;
 //   - no derived VM outlives its Pod: those with an ownerReference must be
 //     gone by the garbage collector; those without one (orphaned with
 //     --cascade=orphan) are exactly what `kubectl vmctl gc` then deletes,
 //     and it deletes nothing else;
 //   - never two VMs alive at once for one Pod, nor a VM made again for a Pod
 //     unless the soak deleted the last (soakObserver, through the whole soak);
+//   - every agent Pod holds the room its VM's launcher Pod asks for (its
+//     template's reservation, of the revision it pins);
 //   - every hand-made VM untouched (handmadeView);
 //   - `kubectl vmctl status --exit-code` exits 0;
 //   - `kubectl vmctl diff` reports exactly the soak's hand edits;
@@ -104,6 +108,10 @@ func (s *soak) checkStep(op string, began time.Time) (settled time.Duration) {
 		s.fatalf("after %s: %v", op, err)
 	}
 	s.checks += 2
+	if err := s.checkReservations(); err != nil {
+		s.fatalf("after %s: %v", op, err)
+	}
+	s.checks++
 	if err := s.checkHandmade(); err != nil {
 		s.fatalf("after %s: %v", op, err)
 	}
@@ -194,6 +202,8 @@ func (s *soak) pairProblem(proto string, p *corev1.Pod, vm *kubevirtv1.VirtualMa
 		return fmt.Sprintf("VM %s pinned to %q, Pod on %s", vm.Name, testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity), p.Spec.NodeName)
 	case !ownedBy(vm, p):
 		return fmt.Sprintf("VM %s not owned by the Pod: %v", vm.Name, vm.OwnerReferences)
+	case vm.Annotations[contract.AnnotationVMRevision] != p.Annotations[contract.AnnotationVMRevision]:
+		return fmt.Sprintf("VM %s of revision %q, the Pod pins %q", vm.Name, vm.Annotations[contract.AnnotationVMRevision], p.Annotations[contract.AnnotationVMRevision])
 	case !vm.Status.Ready || vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning:
 		return fmt.Sprintf("VM %s %s, ready %v", vm.Name, vm.Status.PrintableStatus, vm.Status.Ready)
 	}
@@ -290,8 +300,12 @@ func (s *soak) checkDiff() error {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		return fmt.Errorf("kubectl vmctl diff (exit %d) reports %v, want the hand edits %v:\n%s", code, got, want, out)
 	}
-	if (code == 1) != (len(want) > 0) {
-		return fmt.Errorf("kubectl vmctl diff exited %d with %d hand-edited VMs", code, len(want))
+	// A workload whose template pins another revision than its
+	// prototype's (edited, or undone, and not rolled out) is a difference
+	// too, which diff names with what rollout restart would do.
+	pending := strings.Count(out, "rollout restart")
+	if (code == 1) != (len(want) > 0 || pending > 0) {
+		return fmt.Errorf("kubectl vmctl diff exited %d with %d hand-edited VMs and %d workloads to roll out:\n%s", code, len(want), pending, out)
 	}
 	return nil
 }
@@ -410,4 +424,32 @@ func soakKubectl(ctx context.Context, args ...string) (string, error) {
 		return out, fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr))
 	}
 	return out, nil
+}
+
+// checkReservations checks, with one LIST of the launcher Pods, that each
+// running agent Pod that holds room for its VM holds what the scheduler
+// counts for its VM's launcher Pod, rounded as scaffold rounds it: the
+// revision its template pins sized both.
+func (s *soak) checkReservations() error {
+	launchers, err := e.kube.CoreV1().Pods(s.ns).List(s.ctx, metav1.ListOptions{LabelSelector: kubevirtv1.AppLabel + "=virt-launcher"})
+	if err != nil {
+		return err
+	}
+	byPod := map[string]*corev1.Pod{}
+	for i := range launchers.Items {
+		if l := &launchers.Items[i]; l.DeletionTimestamp == nil {
+			byPod[l.Labels[contract.LabelPod]] = l
+		}
+	}
+	for _, p := range s.obs.runningPods("") {
+		held := p.Annotations[contract.AnnotationReservation]
+		launcher := byPod[derive.LabelValue(p.Name)]
+		if held == "" || launcher == nil {
+			continue
+		}
+		if need := reserve.Round(reserve.Counted(launcher)); reserve.Stale(held, need) {
+			return fmt.Errorf("agent Pod %s holds %s, its VM's launcher Pod %s asks for %s", p.Name, held, launcher.Name, contract.FormatResources(need))
+		}
+	}
+	return nil
 }

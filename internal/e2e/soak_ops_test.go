@@ -61,6 +61,8 @@ func soakOps() []soakOp {
 		{"restart-kubevirt", 1, always, (*soak).restartKubeVirt, true},
 		{"drain-node", 2, hasPods, (*soak).drainNode, false},
 		{"edit-prototype", 2, always, (*soak).editPrototype, false},
+		{"rollout-restart", 2, always, (*soak).rolloutRestart, false},
+		{"rollout-undo", 2, always, (*soak).rolloutUndo, false},
 		{"recreate-prototype", 1, always, (*soak).recreatePrototype, true},
 		{"remove-node", 1, func(s *soak) bool { return len(s.nodes) > 1 }, (*soak).removeNode, true},
 		{"restart-apiserver", 1, always, (*soak).restartAPIServer, true},
@@ -275,6 +277,8 @@ func (s *soak) editVM() (string, error) {
 // editPrototype changes a prototype's VM template (a new generation) and
 // rolls its workload out with kubectl vmctl rollout restart, as docs/agent.md
 // says to.
+// editPrototype changes a prototype's VMI template labels. No VM follows
+// until a rollout: the templates pin the revision they were rolled out to.
 func (s *soak) editPrototype() (string, error) {
 	proto := s.pickProto()
 	s.rev++
@@ -282,12 +286,38 @@ func (s *soak) editPrototype() (string, error) {
 	if _, err := soakKubectl(s.ctx, "patch", "vm", "-n", s.ns, proto, "--type=merge", "-p", patch); err != nil {
 		return proto, err
 	}
-	what := fmt.Sprintf("%s soak-rev=%d", proto, s.rev)
+	return fmt.Sprintf("%s soak-rev=%d", proto, s.rev), nil
+}
+
+// rolloutRestart rolls a prototype out to its workload with kubectl vmctl
+// rollout restart: unchanged if its template pins the prototype as it is.
+func (s *soak) rolloutRestart() (string, error) {
+	proto := s.pickProto()
 	out, stderr, code, err := soakCommand(s.ctx, e.binary, "rollout", "restart", proto, "-n", s.ns)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("kubectl vmctl rollout restart: exit %d: %s", code, stderr)
 	}
-	return what + ": " + trimOutput(out), err
+	return proto + ": " + trimOutput(out), err
+}
+
+// rolloutUndo brings a workload's previous template back with kubectl
+// rollout undo, and with it the VM revision that template pins; with no
+// earlier template to go back to, it rolls the prototype out instead.
+func (s *soak) rolloutUndo() (string, error) {
+	proto := s.pickProto()
+	kind := map[string]string{soakDeployProto: "deployment", soakSTSProto: "statefulset", soakDSProto: "daemonset"}[proto]
+	workload := kind + "/" + scaffold.DefaultName(proto)
+	history, err := soakKubectl(s.ctx, "rollout", "history", "-n", s.ns, workload)
+	if err != nil {
+		return workload, err
+	}
+	// The header, the column names, and a line per revision.
+	if revisions := len(strings.Split(strings.TrimSpace(history), "\n")) - 2; revisions < 2 {
+		what, err := s.rolloutRestart()
+		return workload + " has no earlier template; instead " + what, err
+	}
+	out, err := soakKubectl(s.ctx, "rollout", "undo", "-n", s.ns, workload)
+	return workload + ": " + trimOutput(out), err
 }
 
 // recreatePrototype deletes a prototype and makes it again from what it

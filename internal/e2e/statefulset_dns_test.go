@@ -172,7 +172,7 @@ func equalUIDs(a, b map[string]types.UID) bool {
 func TestStatefulSetAgentTokenTakesNoOtherDNSName(t *testing.T) {
 	const (
 		dnsRule    = "hostname or subdomain is not its own"
-		labelsRule = "labels or its template's are not the prototype's"
+		labelsRule = "labels or its template's are not the VM revision's"
 	)
 	ns := namespace(t)
 	proto := createPrototype(t, ns, "testvm.yaml")
@@ -191,12 +191,7 @@ func TestStatefulSetAgentTokenTakesNoOtherDNSName(t *testing.T) {
 	waitPolicyInForce(t, &agentFleet{ns: ns, virt: virt, kube: kube, foreign: "not-vmctl"})
 
 	derived := func(t *testing.T) *kubevirtv1.VirtualMachine {
-		vm, err := derive.VM(proto, derive.Pod{Name: pod.Name, Namespace: ns, UID: pod.UID, Node: pod.Spec.NodeName},
-			derive.Options{Subdomain: "web"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return vm
+		return derivedFromRevision(t, "web", pod, derive.Options{Subdomain: "web"})
 	}
 	for _, tt := range []struct {
 		name   string

@@ -199,14 +199,7 @@ func refusesForeignTemplates(t *testing.T, ns string, pairs map[string]kubevirtv
 	}
 	pod := pods[firstKey(pairs)]
 	_, virt := agentClients(t, ns, scaffold.DefaultName("dvvm"), pod)
-	proto, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(t.Context(), "dvvm", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, err := derive.VM(proto, derive.Pod{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Node: pod.Spec.NodeName}, derive.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	own := derivedFromRevision(t, scaffold.DefaultName("dvvm"), pod, derive.Options{})
 	create := func(ctx context.Context, vm *kubevirtv1.VirtualMachine) error {
 		_, err := virt.KubevirtV1().VirtualMachines(ns).Create(ctx, vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
@@ -220,7 +213,7 @@ func refusesForeignTemplates(t *testing.T, ns string, pairs map[string]kubevirtv
 		// The policy takes effect once the API server's informers have it.
 		eventually(t, 2*time.Minute, "its VM with a dataVolumeTemplate "+what+" refused", func(ctx context.Context) (bool, string, error) {
 			err := create(ctx, vm)
-			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "dataVolumeTemplates are not the prototype's"), fmt.Sprint(err), nil
+			return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "dataVolumeTemplates are not the VM revision's"), fmt.Sprint(err), nil
 		})
 	}
 	if err := create(t.Context(), own); !apierrors.IsAlreadyExists(err) {

@@ -13,6 +13,7 @@ import (
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
 type call struct{ Verb, Resource, Namespace, Selector string }
@@ -33,8 +34,9 @@ func TestFind(t *testing.T) {
 		vm("ns", "web-x", "podns", "x", "uid-x", time.Hour),
 		vm("ns", "not-ours", "ns", "gone", "uid-g", time.Hour, func(v *kubevirtv1.VirtualMachine) { v.Labels = nil }),
 	)...)
+	dyn := fakeapi.NewDynamic()
 	var got []call
-	for _, f := range []*k8stesting.Fake{&kc.Fake, &virt.Fake} {
+	for _, f := range []*k8stesting.Fake{&kc.Fake, &virt.Fake, &dyn.Fake} {
 		f.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 			c := call{Verb: a.GetVerb(), Resource: a.GetResource().Resource, Namespace: a.GetNamespace()}
 			if l, ok := a.(k8stesting.ListAction); ok {
@@ -45,7 +47,7 @@ func TestFind(t *testing.T) {
 		})
 	}
 
-	orphans, _, err := Find(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt}, "ns", t0.Add(time.Hour), time.Minute)
+	found, err := Find(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt, Dynamic: dyn}, "ns", t0.Add(time.Hour), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +55,13 @@ func TestFind(t *testing.T) {
 		{"list", "virtualmachines", "ns", "vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype"},
 		{"list", "pods", "ns", ""},
 		{"list", "pods", "podns", ""},
+		{"list", "vmrevisionstores", "ns", ""}, // no store: nothing more to read
 	}
 	if diff := cmp.Diff(wantCalls, got); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
 	}
 	var names []string
-	for _, o := range orphans {
+	for _, o := range found.Orphans {
 		names = append(names, o.Name)
 	}
 	if diff := cmp.Diff([]string{"web-gone", "web-x"}, names); diff != "" {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -17,10 +18,17 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
 
-// Clients are the typed clientsets vmctl reads and writes through.
+// Clients are the typed clientsets vmctl reads and writes through, and
+// the one request they do not serve: KubeVirt's expansion of a VM's
+// instancetype and preference.
 type Clients struct {
 	Kube     kubernetes.Interface
 	KubeVirt kubevirt.Interface
+	// Dynamic serves vmctl's own custom resource, the revision stores
+	// (package revision).
+	Dynamic dynamic.Interface
+	// Expand is ExpandSpec of KubeVirt.
+	Expand Expander
 }
 
 // Factory gives a command what it needs of the cluster, in the manner of
@@ -111,5 +119,9 @@ func (f *factory) newClients() (Clients, error) {
 	if err != nil {
 		return Clients{}, fmt.Errorf("make the KubeVirt client: %w", err)
 	}
-	return Clients{Kube: kc, KubeVirt: virt}, nil
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return Clients{}, fmt.Errorf("make the dynamic client: %w", err)
+	}
+	return Clients{Kube: kc, KubeVirt: virt, Dynamic: dyn, Expand: ExpandSpec(virt)}, nil
 }

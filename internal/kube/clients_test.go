@@ -62,7 +62,7 @@ current-context: c
 			if err != nil {
 				t.Fatal(err)
 			}
-			if again, _ := f.Clients(); again != c {
+			if again, _ := f.Clients(); again.Kube != c.Kube || again.KubeVirt != c.KubeVirt {
 				t.Error("Clients made the clientsets twice")
 			}
 			if _, err := c.Kube.CoreV1().Pods("vms").List(t.Context(), metav1.ListOptions{}); err != nil {

@@ -109,3 +109,18 @@ func slimMeta(m *metav1.ObjectMeta) {
 		m.Annotations = a
 	}
 }
+
+// SlimPrototype is Slim for the VMs read as prototypes, which are few: it
+// keeps a VirtualMachine's whole spec, which its revision hash reads
+// (prototype.Revise), its metadata as Slim keeps it, and no status. Other
+// objects are returned as Slim returns them. Its signature is client-go's
+// cache.TransformFunc.
+func SlimPrototype(obj any) (any, error) {
+	o, ok := obj.(*kubevirtv1.VirtualMachine)
+	if !ok {
+		return Slim(obj)
+	}
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: o.ObjectMeta, Spec: *o.Spec.DeepCopy()}
+	slimMeta(&vm.ObjectMeta)
+	return vm, nil
+}

@@ -13,6 +13,6 @@
 // placed the agent by its VM's rules; different keys mean the prototype's
 // placement changed since the template was written.
 //
-// Of, Key, FromPodSpec and Apply are pure; Resolve reads the prototype's
+// Of, Key and Apply are pure; Resolve reads the prototype's
 // instancetype and preference.
 package placement

@@ -19,18 +19,6 @@ type Placement struct {
 	SchedulerName             string                            `json:"schedulerName,omitempty"`
 }
 
-// FromPodSpec is the placement spec carries, copied.
-func FromPodSpec(spec *corev1.PodSpec) Placement {
-	return Placement{
-		NodeSelector:              maps.Clone(spec.NodeSelector),
-		Affinity:                  spec.Affinity.DeepCopy(),
-		Tolerations:               cloneAll(spec.Tolerations),
-		TopologySpreadConstraints: cloneAll(spec.TopologySpreadConstraints),
-		PriorityClassName:         spec.PriorityClassName,
-		SchedulerName:             spec.SchedulerName,
-	}.normalize()
-}
-
 // Apply sets spec's placement to p, a copy of it, replacing whatever spec
 // had.
 func (p Placement) Apply(spec *corev1.PodSpec) {

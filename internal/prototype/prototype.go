@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // PodNeeds is what a prototype's agent Pods take from it.
@@ -52,4 +53,45 @@ func Read(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine)
 		n.Reservation, n.ReservationNote = reserve.Round(r), reserve.Note(in)
 	}
 	return n
+}
+
+// Pinned is the VM revision a workload's template pins for a prototype
+// now, and what its agent Pods need of that revision.
+type Pinned struct {
+	Revision *revision.Revision
+	Hash     string
+	PodNeeds
+}
+
+// Pin takes proto's revision: its snapshot, with its instancetype and
+// preference applied by c.Expand (kube.ExpandSpec: as KubeVirt stores them
+// for the prototype), named by its hash, and the placement and reservation of
+// that snapshot, which then match the VMs the agents derive from it by
+// construction. It fails only when the prototype cannot be expanded or
+// hashed; PodNeeds says what it could not read.
+func Pin(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine) (Pinned, error) {
+	rev, hash, err := Revise(ctx, c.Expand, proto)
+	if err != nil {
+		return Pinned{}, err
+	}
+	return Pinned{Revision: rev, Hash: hash, PodNeeds: Read(ctx, c, rev)}, nil
+}
+
+// Revise is the revision Pin takes of proto, and its hash, without what
+// its agent Pods need: the one request of expand (none for a prototype
+// without instancetype or preference), for those that only compare a
+// pinned hash with the prototype's now (status, diff).
+func Revise(ctx context.Context, expand kube.Expander, proto *kubevirtv1.VirtualMachine) (*revision.Revision, string, error) {
+	expanded, err := expand(ctx, proto)
+	if err != nil {
+		return nil, "", err
+	}
+	snap := proto.DeepCopy()
+	snap.Spec = expanded.Spec
+	rev := revision.Snapshot(snap)
+	hash, err := revision.Hash(rev)
+	if err != nil {
+		return nil, "", err
+	}
+	return rev, hash, nil
 }

@@ -37,14 +37,11 @@ func Find(ctx context.Context, c kube.Clients, namespace, prototype string) ([]W
 	return selectWorkloads(objs, prototype)
 }
 
-// Prototypes GETs each prototype the workloads derive from, once, and
-// returns what it is now (Missing for one that does not exist): its UID and
-// metadata.generation, and what its agent Pods take from it
-// (prototype.Read). What cannot be read is left nil, and a restart then
-// leaves the template's as it is: a placement without its instancetype or
-// preference would be wrong.
-func Prototypes(ctx context.Context, c kube.Clients, workloads []Workload) (map[types.NamespacedName]Version, error) {
-	out := map[types.NamespacedName]Version{}
+// Targets pins each prototype the workloads derive from, once: one GET of
+// the prototype, and KubeVirt's expansion of its instancetype and
+// preference (prototype.Pin). A prototype that does not exist is Missing.
+func Targets(ctx context.Context, c kube.Clients, workloads []Workload) (map[types.NamespacedName]Target, error) {
+	out := map[types.NamespacedName]Target{}
 	for _, w := range workloads {
 		k := w.Prototype()
 		if _, ok := out[k]; ok {
@@ -53,23 +50,22 @@ func Prototypes(ctx context.Context, c kube.Clients, workloads []Workload) (map[
 		proto, err := c.KubeVirt.KubevirtV1().VirtualMachines(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			out[k] = Missing
+			out[k] = Target{Missing: true}
+			continue
 		case err != nil:
 			return nil, fmt.Errorf("get prototype %s: %w", k, err)
-		default:
-			needs := prototype.Read(ctx, c, proto)
-			v := Version{UID: proto.UID, Generation: proto.Generation, PlacementKey: needs.PlacementKey,
-				Reservation: needs.Reservation, ReservationNote: needs.ReservationNote}
-			if needs.PlacementErr == nil {
-				v.Placement = &needs.Placement
-			} else {
-				klog.FromContext(ctx).V(1).Info("Not rolling out the prototype's placement", "prototype", k, "err", needs.PlacementErr)
-			}
-			if needs.ReservationErr != nil {
-				klog.FromContext(ctx).V(1).Info("Not rolling out the room the prototype's VMs need", "prototype", k, "err", needs.ReservationErr)
-			}
-			out[k] = v
 		}
+		pinned, err := prototype.Pin(ctx, c, proto)
+		if err != nil {
+			return nil, fmt.Errorf("pin prototype %s: %w", k, err)
+		}
+		if pinned.PlacementErr != nil {
+			klog.FromContext(ctx).V(1).Info("Not rolling out the prototype's placement", "prototype", k, "err", pinned.PlacementErr)
+		}
+		if pinned.ReservationErr != nil {
+			klog.FromContext(ctx).V(1).Info("Not rolling out the room the prototype's VMs need", "prototype", k, "err", pinned.ReservationErr)
+		}
+		out[k] = Target{Pinned: pinned}
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"encoding/json"
-	"strconv"
 	"testing"
 	"time"
 
@@ -18,6 +17,8 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 const ns = "vms"
@@ -38,19 +39,38 @@ func deployment(name string, tmpl corev1.PodTemplateSpec) appsv1.Deployment {
 	}
 }
 
-// testWorkload is a Deployment "web" of agents of testvm in ns.
+// testWorkload is a Deployment "web" of agents of testvm in ns, whose
+// template pins VM revision "h2".
 func testWorkload() Workload {
-	d := deployment("web", template(nil, "testvm"))
+	tmpl := template(nil, "testvm")
+	tmpl.Annotations = map[string]string{contract.AnnotationVMRevision: "h2"}
+	d := deployment("web", tmpl)
 	return Workload{Object: &d, Agent: contract.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}}
 }
 
-func pod(name string, uid types.UID) corev1.Pod {
-	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid}}
+// unpinned is testWorkload as scaffolded before templates pinned a VM
+// revision.
+func unpinned() Workload {
+	w := testWorkload()
+	delete(w.Template().Annotations, contract.AnnotationVMRevision)
+	return w
 }
 
-// vm is the VM derived from testvm for pod at generation gen, owned by the
-// Pod as an agent makes it.
-func vm(p corev1.Pod, gen int64, ready bool) kubevirtv1.VirtualMachine {
+// target pins testvm at the revision named hash.
+func target(hash string) Target {
+	rev := &revision.Revision{ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns, Generation: 3}}
+	return Target{Pinned: prototype.Pinned{Revision: rev, Hash: hash}}
+}
+
+// pod is an agent Pod of a template pinning VM revision rev.
+func pod(name string, uid types.UID, rev string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid,
+		Annotations: map[string]string{contract.AnnotationVMRevision: rev}}}
+}
+
+// vm is the VM derived from testvm's revision rev for p, owned by the Pod
+// as an agent makes it.
+func vm(p corev1.Pod, rev string, ready bool) kubevirtv1.VirtualMachine {
 	return kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: derive.Name("testvm", p.Name), Namespace: ns,
@@ -58,7 +78,7 @@ func vm(p corev1.Pod, gen int64, ready bool) kubevirtv1.VirtualMachine {
 			Annotations: map[string]string{
 				contract.AnnotationPodName: p.Name, contract.AnnotationPodNamespace: ns, contract.AnnotationPodUID: string(p.UID),
 				contract.AnnotationPrototypeName: "testvm", contract.AnnotationPrototypeNamespace: ns,
-				contract.AnnotationPrototypeGeneration: strconv.FormatInt(gen, 10),
+				contract.AnnotationVMRevision: rev,
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true)}},
 		},
@@ -74,11 +94,15 @@ func oldRule(v kubevirtv1.VirtualMachine) kubevirtv1.VirtualMachine {
 	return v
 }
 
-// patchIsApplyRestart checks that patch, applied to w's Deployment as the API
-// server applies it, gives what ApplyRestart gives as a client dry run, and
-// returns the patched Deployment.
-func patchIsApplyRestart(t *testing.T, w Workload, patch []byte, now time.Time, v Version) *appsv1.Deployment {
+// patchIsRestarted checks that the restart's patch, applied to w's
+// Deployment as the API server applies it, gives what Restarted gives as a
+// client dry run, and returns the patched Deployment.
+func patchIsRestarted(t *testing.T, w Workload, now time.Time, tg Target) *appsv1.Deployment {
 	t.Helper()
+	patch, err := restartPatch(w, now, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	orig, err := json.Marshal(w.Object)
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +115,7 @@ func patchIsApplyRestart(t *testing.T, w Workload, patch []byte, now time.Time, 
 	if err := json.Unmarshal(patched, &viaPatch); err != nil {
 		t.Fatal(err)
 	}
-	local := w.Object.DeepCopyObject().(*appsv1.Deployment)
-	ApplyRestart(&local.Spec.Template, now, v)
+	local := Restarted(w, now, tg).Object.(*appsv1.Deployment)
 	if diff := cmp.Diff(local, &viaPatch); diff != "" {
 		t.Errorf("client dry run and patch differ (-dry run +patch):\n%s", diff)
 	}

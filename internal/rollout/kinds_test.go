@@ -32,20 +32,20 @@ func TestUnknownKind(t *testing.T) {
 	if w.Template() != nil {
 		t.Errorf("Template() = %v, want nil", w.Template())
 	}
-	if p := Observe(w, Version{Generation: 1}, nil, nil); p.Err == nil || !strings.HasPrefix(p.Err.Error(), want) || p.Done {
+	if p := Observe(w, nil, nil); p.Err == nil || !strings.HasPrefix(p.Err.Error(), want) || p.Done {
 		t.Errorf("Observe() = %+v, want error %q", p, want)
 	}
 	if err := Restartable(w); err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Restartable() = %v, want %q", err, want)
 	}
-	if _, err := Restart(t.Context(), kc, w, time.Now(), Version{Generation: 1}, metav1.PatchOptions{}); err == nil || !strings.HasPrefix(err.Error(), want) {
+	if _, err := Restart(t.Context(), kc, w, time.Now(), target("h1"), metav1.PatchOptions{}); err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Restart() = %v, want %q", err, want)
 	}
-	if p := PlanRestart(w, Version{Generation: 1}, nil, nil); p.Restart || !strings.HasPrefix(p.Why, want) {
+	if p := PlanRestart(w, target("h1")); p.Restart || !strings.HasPrefix(p.Why, want) {
 		t.Errorf("PlanRestart() = %+v, want no restart because %q", p, want)
 	}
-	if RestartedFor(w, Version{Generation: 1}) {
-		t.Error("RestartedFor() = true")
+	if PinnedRevision(w) != "" {
+		t.Errorf("PinnedRevision() = %q", PinnedRevision(w))
 	}
 	if _, err := Pods(t.Context(), kube.Clients{Kube: kc}, w); err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Pods() = %v, want %q", err, want)
@@ -108,11 +108,11 @@ func TestKinds(t *testing.T) {
 			if err := Restartable(w); errString(err) != tt.restartable {
 				t.Errorf("Restartable() = %v, want %q", err, tt.restartable)
 			}
-			if p := Observe(w, Version{Generation: 1}, nil, nil); tt.status != "" && errString(p.Err) != tt.status {
+			if p := Observe(w, nil, nil); tt.status != "" && errString(p.Err) != tt.status {
 				t.Errorf("Observe() error = %v, want %q", p.Err, tt.status)
 			}
 			kc.ClearActions()
-			got, err := Restart(t.Context(), kc, w, time.Now(), Version{Generation: 2}, metav1.PatchOptions{})
+			got, err := Restart(t.Context(), kc, w, time.Now(), target("h2"), metav1.PatchOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestKinds(t *testing.T) {
 				t.Fatalf("Restart() sent %v, want one patch of %s", a, tt.resource)
 			}
 			restarted := Workload{Object: got, Agent: agent}
-			if !RestartedFor(restarted, Version{Generation: 2}) || restarted.Template().Annotations["before"] != "yes" {
+			if PinnedRevision(restarted) != "h2" || restarted.Template().Annotations["before"] != "yes" {
 				t.Errorf("after Restart() the template's annotations are %v", restarted.Template().Annotations)
 			}
 		})
@@ -131,7 +131,7 @@ func TestKinds(t *testing.T) {
 func TestKindsPartition(t *testing.T) {
 	objs := kindScene()
 	objs[1].(*appsv1.StatefulSet).Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](1)}
-	low := pod("web-0", "u0")
+	low := pod("web-0", "u0", "h1")
 	for i, want := range []bool{true, false, true} {
 		k, err := kindOf(objs[i])
 		if err != nil {

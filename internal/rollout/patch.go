@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // Restartable says why w cannot be restarted now, if it cannot: a
@@ -27,32 +29,50 @@ func Restartable(w Workload) error {
 	return nil
 }
 
-// Restart patches w's Pod template as ApplyRestart changes it (see
-// restartPatch), with opts (a server dry run, the field manager), and
-// returns the workload as the API server returns it.
-func Restart(ctx context.Context, c kubernetes.Interface, w Workload, now time.Time, v Version, opts metav1.PatchOptions) (runtime.Object, error) {
+// FieldManager owns the fields rollout restart sets.
+const FieldManager = "kubectl-vmctl-rollout"
+
+// Restart patches w as Restarted changes it (see restartPatch), with opts
+// (a server dry run), and returns the workload as the API server returns
+// it.
+func Restart(ctx context.Context, c kubernetes.Interface, w Workload, now time.Time, t Target, opts metav1.PatchOptions) (runtime.Object, error) {
 	k, err := kindOf(w.Object)
 	if err != nil {
 		return nil, err
 	}
-	patch, err := restartPatch(k.spec(w.Object).template, now, v)
+	patch, err := restartPatch(w, now, t)
 	if err != nil {
 		return nil, err
 	}
+	opts.FieldManager = FieldManager
 	return k.client(c, w.Meta().GetNamespace()).patch(ctx, w.Meta().GetName(), patch, opts)
 }
 
-// restartPatch is the strategic merge patch that restarts a workload whose
-// Pod template is tmpl, as kubectl rollout restart's does, with the
-// generation recorded beside it: what ApplyRestart changes.
-func restartPatch(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) ([]byte, error) {
-	restarted := tmpl.DeepCopy()
-	ApplyRestart(restarted, now, v)
-	before, err := json.Marshal(tmpl)
+// Restarted is a copy of w as a restart at now to t leaves it: its Pod
+// template pins t (ApplyRestart), and its change-cause, which `kubectl
+// rollout history` shows for the revision the restart makes, names t.
+func Restarted(w Workload, now time.Time, t Target) Workload {
+	w.Object = w.Object.DeepCopyObject()
+	ApplyRestart(w.Template(), w.Meta().GetName(), now, t)
+	a := w.Meta().GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[scaffold.AnnotationChangeCause] = scaffold.ChangeCause(t.Revision, t.Hash)
+	w.Meta().SetAnnotations(a)
+	return w
+}
+
+// restartPatch is the strategic merge patch that turns w into
+// Restarted(w, now, t): the Pod template's changes, as kubectl rollout
+// restart's patch has them, and the change-cause.
+func restartPatch(w Workload, now time.Time, t Target) ([]byte, error) {
+	restarted := Restarted(w, now, t)
+	before, err := json.Marshal(w.Template())
 	if err != nil {
 		return nil, err
 	}
-	after, err := json.Marshal(restarted)
+	after, err := json.Marshal(restarted.Template())
 	if err != nil {
 		return nil, err
 	}
@@ -60,5 +80,9 @@ func restartPatch(tmpl *corev1.PodTemplateSpec, now time.Time, v Version) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("computing the restart's patch: %w", err)
 	}
-	return json.Marshal(map[string]any{"spec": map[string]json.RawMessage{"template": patch}})
+	cause := restarted.Meta().GetAnnotations()[scaffold.AnnotationChangeCause]
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{scaffold.AnnotationChangeCause: cause}},
+		"spec":     map[string]json.RawMessage{"template": patch},
+	})
 }

@@ -21,39 +21,42 @@ func rolledOut() Workload {
 }
 
 func TestObserve(t *testing.T) {
-	a, b := pod("web-a", "uid-a"), pod("web-b", "uid-b")
-	going := pod("web-c", "uid-c")
+	a, b := pod("web-a", "uid-a", "h2"), pod("web-b", "uid-b", "h2")
+	going := pod("web-c", "uid-c", "h1")
 	going.DeletionTimestamp = &metav1.Time{}
 	rolling := testWorkload()
 	rolling.Object.(*appsv1.Deployment).Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 1}
+	old := unpinned()
+	old.Object.(*appsv1.Deployment).Status = rolledOut().Object.(*appsv1.Deployment).Status
 	for _, tt := range []struct {
 		name string
 		w    Workload
-		gen  int64
 		pods []corev1.Pod
 		vms  []kubevirtv1.VirtualMachine
 		want Progress
 	}{
-		{name: "the Deployment still rolling, as kubectl says it", w: rolling, gen: 2,
+		{name: "the Deployment still rolling, as kubectl says it", w: rolling,
 			want: Progress{Message: `Waiting for deployment "web" rollout to finish: 1 out of 2 new replicas have been updated...`}},
-		{name: "rolled out, every VM ready and current; a Pod going away does not count", w: rolledOut(), gen: 2,
-			pods: []corev1.Pod{a, b, going}, vms: []kubevirtv1.VirtualMachine{vm(a, 2, true), vm(b, 2, true), vm(going, 1, true)},
-			want: Progress{Done: true, Message: `deployment "web" successfully rolled out: 2 VMs ready and derived from prototype vms/testvm generation 2`}},
-		{name: "VMs named by an older rule", w: rolledOut(), gen: 2,
-			pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{oldRule(vm(a, 2, true)), oldRule(vm(b, 2, true))},
-			want: Progress{Done: true, Message: `deployment "web" successfully rolled out: 2 VMs ready and derived from prototype vms/testvm generation 2`}},
-		{name: "a VM not ready yet", w: rolledOut(), gen: 2,
-			pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{vm(a, 2, true), vm(b, 2, false)},
-			want: Progress{Message: `Waiting for the VMs of deployment "web": 1 of 2 ready and derived from prototype vms/testvm generation 2...`}},
-		{name: "the Pods rolled out, but a VM derives from an older generation", w: rolledOut(), gen: 3,
-			pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{vm(a, 3, true), vm(b, 2, true)},
-			want: Progress{Message: `Waiting for the VMs of deployment "web": 1 of 2 ready and derived from prototype vms/testvm generation 3 (1 from generation 2: run kubectl vmctl rollout restart testvm)...`}},
-		{name: "a Pod without its VM", w: rolledOut(), gen: 2, pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{vm(a, 2, true)},
-			want: Progress{Message: `Waiting for the VMs of deployment "web": 1 of 2 ready and derived from prototype vms/testvm generation 2...`}},
-		{name: "the prototype gone", w: rolledOut(), gen: -1, want: Progress{Message: "Waiting for prototype vms/testvm: not found"}},
+		{name: "rolled out, every VM ready and of the revision; a Pod going away does not count", w: rolledOut(),
+			pods: []corev1.Pod{a, b, going}, vms: []kubevirtv1.VirtualMachine{vm(a, "h2", true), vm(b, "h2", true), vm(going, "h1", true)},
+			want: Progress{Done: true, Message: `deployment "web" successfully rolled out: 2 VMs ready of VM revision h2`}},
+		{name: "VMs named by an older rule", w: rolledOut(),
+			pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{oldRule(vm(a, "h2", true)), oldRule(vm(b, "h2", true))},
+			want: Progress{Done: true, Message: `deployment "web" successfully rolled out: 2 VMs ready of VM revision h2`}},
+		{name: "a VM not ready yet", w: rolledOut(),
+			pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{vm(a, "h2", true), vm(b, "h2", false)},
+			want: Progress{Message: `Waiting for the VMs of deployment "web": 1 of 2 ready of VM revision h2...`}},
+		{name: "a VM of another revision than its Pod pins", w: rolledOut(),
+			pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{vm(a, "h2", true), vm(b, "h1", true)},
+			want: Progress{Message: `Waiting for the VMs of deployment "web": 1 of 2 ready of VM revision h2 (1 of revision h1, which their Pods do not pin)...`}},
+		{name: "a Pod without its VM", w: rolledOut(), pods: []corev1.Pod{a, b}, vms: []kubevirtv1.VirtualMachine{vm(a, "h2", true)},
+			want: Progress{Message: `Waiting for the VMs of deployment "web": 1 of 2 ready of VM revision h2...`}},
+		{name: "a template that pins no revision: its VMs ready, whatever they derive from", w: old,
+			pods: []corev1.Pod{pod("web-a", "uid-a", ""), pod("web-b", "uid-b", "")}, vms: []kubevirtv1.VirtualMachine{vm(pod("web-a", "uid-a", ""), "", true), vm(pod("web-b", "uid-b", ""), "", true)},
+			want: Progress{Done: true, Message: `deployment "web" successfully rolled out: 2 VMs ready (its template pins no VM revision: kubectl vmctl rollout restart testvm pins one)`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Observe(tt.w, Version{Generation: tt.gen}, tt.pods, tt.vms)
+			got := Observe(tt.w, tt.pods, tt.vms)
 			if got.Err != nil || got.Message != tt.want.Message || got.Done != tt.want.Done {
 				t.Errorf("Observe() = %+v\nwant      %+v", got, tt.want)
 			}
@@ -68,11 +71,13 @@ func TestObserveStatefulSetPartition(t *testing.T) {
 			Type: appsv1.RollingUpdateStatefulSetStrategyType, RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](2)}}},
 		Status: appsv1.StatefulSetStatus{ObservedGeneration: 2, ReadyReplicas: 3, UpdatedReplicas: 1},
 	}
+	sts.Spec.Template.Annotations = map[string]string{contract.AnnotationVMRevision: "h2"}
 	w := Workload{Object: sts, Agent: contract.Agent{Prototype: "testvm", PrototypeNamespace: ns, Namespace: ns}}
-	p0, p1, p2 := pod("web-0", "u0"), pod("web-1", "u1"), pod("web-2", "u2")
-	// Below the partition the VMs stay as they are; web-2's is rolled.
-	got := Observe(w, Version{Generation: 2}, []corev1.Pod{p0, p1, p2}, []kubevirtv1.VirtualMachine{vm(p0, 1, true), vm(p1, 1, true), vm(p2, 2, true)})
-	want := `statefulset "web" successfully rolled out: 1 VMs ready and derived from prototype vms/testvm generation 2`
+	p0, p1, p2 := pod("web-0", "u0", "h1"), pod("web-1", "u1", "h1"), pod("web-2", "u2", "h2")
+	// Below the partition the Pods and VMs stay as they are; web-2's is
+	// rolled.
+	got := Observe(w, []corev1.Pod{p0, p1, p2}, []kubevirtv1.VirtualMachine{vm(p0, "h1", true), vm(p1, "h1", true), vm(p2, "h2", true)})
+	want := `statefulset "web" successfully rolled out: 1 VMs ready of VM revision h2`
 	if !got.Done || got.Message != want {
 		t.Errorf("Observe() = %+v, want done: %s", got, want)
 	}
@@ -90,7 +95,7 @@ func TestWorkloadStatusErrors(t *testing.T) {
 		{Workload{Object: onDelete}, `rollout status is only available for RollingUpdate strategy type, and daemon set "all" is OnDelete`},
 		{Workload{Object: stuck}, `deployment "web" exceeded its progress deadline`},
 	} {
-		p := Observe(tt.obj, Version{Generation: 1}, nil, nil)
+		p := Observe(tt.obj, nil, nil)
 		if p.Err == nil || p.Err.Error() != tt.want {
 			t.Errorf("Observe(%s) error = %v, want %q", tt.obj.Name(), p.Err, tt.want)
 		}

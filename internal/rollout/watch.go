@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -21,7 +20,7 @@ import (
 //
 // Each workload costs two watches (itself by name, its Pods by its
 // selector); the VMs one per namespace they are made in (by the
-// prototype's label), and each prototype one (by name). No polling: nothing
+// prototype's label). No polling: nothing
 // is computed that no event changed. A list or watch the API server refuses
 // for good (kube.Refused) ends Watch with that error, rather than leaving
 // the Reflectors to retry it without end.
@@ -33,7 +32,6 @@ func Watch(ctx context.Context, c kube.Clients, workloads []Workload, report fun
 	type followed struct{ self, pods cache.Store }
 	var stores []followed
 	vmStores := map[string]cache.Store{}
-	protoStores := map[types.NamespacedName]cache.Store{}
 	for _, w := range workloads {
 		k, err := kindOf(w.Object)
 		if err != nil {
@@ -53,10 +51,6 @@ func Watch(ctx context.Context, c kube.Clients, workloads []Workload, report fun
 		if _, ok := vmStores[w.Agent.Namespace]; !ok {
 			vms := c.KubeVirt.KubevirtV1().VirtualMachines(w.Agent.Namespace)
 			vmStores[w.Agent.Namespace] = f.Follow(kube.ListWatch(vms, kube.Selector{Label: derive.PrototypeSelector(w.Agent.Prototype)}), &kubevirtv1.VirtualMachine{}, virtSet)
-		}
-		if k := w.Prototype(); protoStores[k] == nil {
-			protos := c.KubeVirt.KubevirtV1().VirtualMachines(k.Namespace)
-			protoStores[k] = f.Follow(kube.ListWatch(protos, kube.ByName(k.Name)), &kubevirtv1.VirtualMachine{}, virtSet)
 		}
 	}
 	progress := func() []Progress {
@@ -78,13 +72,7 @@ func Watch(ctx context.Context, c kube.Clients, workloads []Workload, report fun
 			for _, obj := range stores[i].pods.List() {
 				pods = append(pods, *obj.(*corev1.Pod))
 			}
-			v := Missing
-			k := w.Prototype()
-			if obj, ok, _ := protoStores[k].GetByKey(k.String()); ok {
-				proto := obj.(*kubevirtv1.VirtualMachine)
-				v = Version{UID: proto.UID, Generation: proto.Generation}
-			}
-			out[i] = Observe(w, v, pods, vms)
+			out[i] = Observe(w, pods, vms)
 		}
 		return out
 	}

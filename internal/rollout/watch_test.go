@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
@@ -28,24 +27,23 @@ type virtFake struct{ *kubevirtfake.Clientset }
 
 func (virtFake) IsWatchListSemanticsUnSupported() bool { return true }
 
-// watchScene is testWorkload rolled out with two Pods, the prototype at
-// generation 2, and the Pods' VMs at vmGen.
-func watchScene(vmGen int64) (Workload, *kubefake.Clientset, virtFake) {
+// watchScene is testWorkload rolled out with two Pods of its template,
+// which pins VM revision h2, and the Pods' VMs of revision vmRev.
+func watchScene(vmRev string) (Workload, *kubefake.Clientset, virtFake) {
 	w := rolledOut()
 	d := w.Object.(*appsv1.Deployment)
-	a, b := pod("web-a", "uid-a"), pod("web-b", "uid-b")
+	a, b := pod("web-a", "uid-a", "h2"), pod("web-b", "uid-b", "h2")
 	a.Labels, b.Labels = d.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels
-	va, vb := vm(a, vmGen, true), vm(b, vmGen, true)
-	proto := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns, Generation: 2}}
-	return w, kubefake.NewClientset(d, &a, &b), virtFake{kubevirtfake.NewSimpleClientset(proto, &va, &vb)}
+	va, vb := vm(a, vmRev, true), vm(b, vmRev, true)
+	return w, kubefake.NewClientset(d, &a, &b), virtFake{kubevirtfake.NewSimpleClientset(&va, &vb)}
 }
 
 func TestWatchFollowsUntilDone(t *testing.T) {
-	w, kc, virt := watchScene(1)
+	w, kc, virt := watchScene("h1")
 	// A fake clientset's watch sees only what happens after it is made,
-	// which is after its informer's list: the VMs change once both VM
-	// watches (the derived VMs', the prototype's) are made.
-	vmsWatched := make(chan struct{}, 2)
+	// which is after its informer's list: the VMs change once their watch
+	// is made.
+	vmsWatched := make(chan struct{}, 1)
 	virt.PrependWatchReactor("virtualmachines", func(action k8stesting.Action) (bool, watch.Interface, error) {
 		wi, err := virt.Tracker().Watch(action.GetResource(), action.GetNamespace())
 		select {
@@ -64,7 +62,7 @@ func TestWatchFollowsUntilDone(t *testing.T) {
 			return p[0].Done
 		})
 	}()
-	first := `Waiting for the VMs of deployment "web": 0 of 2 ready and derived from prototype vms/testvm generation 2 (2 from generation 1: run kubectl vmctl rollout restart testvm)...`
+	first := `Waiting for the VMs of deployment "web": 0 of 2 ready of VM revision h2 (2 of revision h1, which their Pods do not pin)...`
 	select {
 	case got := <-reports:
 		if got != first {
@@ -73,16 +71,14 @@ func TestWatchFollowsUntilDone(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Watch() = %v before its first report", err)
 	}
-	for range 2 {
-		select {
-		case <-vmsWatched:
-		case <-ctx.Done():
-			t.Fatal("Watch() never watched the VMs")
-		}
+	select {
+	case <-vmsWatched:
+	case <-ctx.Done():
+		t.Fatal("Watch() never watched the VMs")
 	}
-	// The rollout happens: each Pod's VM is made again at generation 2.
-	for _, p := range []corev1.Pod{pod("web-a", "uid-a"), pod("web-b", "uid-b")} {
-		v := vm(p, 2, true)
+	// The rollout happens: each Pod's VM is made again of revision h2.
+	for _, p := range []corev1.Pod{pod("web-a", "uid-a", "h2"), pod("web-b", "uid-b", "h2")} {
+		v := vm(p, "h2", true)
 		if _, err := virt.KubevirtV1().VirtualMachines(ns).Update(ctx, &v, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -95,13 +91,13 @@ func TestWatchFollowsUntilDone(t *testing.T) {
 	for m := range reports {
 		last = m
 	}
-	if want := `deployment "web" successfully rolled out: 2 VMs ready and derived from prototype vms/testvm generation 2`; last != want {
+	if want := `deployment "web" successfully rolled out: 2 VMs ready of VM revision h2`; last != want {
 		t.Errorf("last report %q, want %q", last, want)
 	}
 }
 
 func TestWatchStopsWhenForbidden(t *testing.T) {
-	w, kc, virt := watchScene(2)
+	w, kc, virt := watchScene("h2")
 	kc.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no list"))
 	})

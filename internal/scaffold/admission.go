@@ -59,23 +59,20 @@ func podVariables() []admissionregistrationv1.Variable {
 }
 
 // admissionPolicyBinding enforces the policy in Namespace, where the VMs go,
-// with the prototype as its parameter, on the VMs labelled as derived from
-// the prototype (the guard policy keeps the agents to those). Without the
-// prototype no such VM can be created. The API server looks the parameter up
-// before it evaluates matchConditions, so a binding that matched every VM
-// would refuse everyone's VM creates in the namespace while the prototype is
-// missing, even the prototype's own re-creation.
+// with the revision store (or, for a workload that pins no revision, the
+// prototype) as its parameter (paramRef), on the VMs labelled as derived
+// from the prototype (the guard policy keeps the agents to those). Without
+// the parameter no such VM can be created. The API server looks the
+// parameter up before it evaluates matchConditions, so a binding that
+// matched every VM would refuse everyone's VM creates in the namespace
+// while the parameter is missing, even the prototype's own re-creation.
 func (p Params) admissionPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: p.qualifiedName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: p.qualifiedName(),
-			ParamRef: &admissionregistrationv1.ParamRef{
-				Name:                    p.Prototype,
-				Namespace:               p.protoNamespace(),
-				ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction),
-			},
+			PolicyName:        p.qualifiedName(),
+			ParamRef:          p.paramRef(),
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			MatchResources: &admissionregistrationv1.MatchResources{
 				NamespaceSelector: p.namespaceSelector(),

@@ -34,24 +34,27 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // The policies' rules, each named by a phrase of its refusal's message:
 // what the user sees, and so what the cases below expect.
 const (
-	// The create policy's, with the prototype as its parameter.
+	// The create policy's, with the revision store (or the prototype) as
+	// its parameter.
+	ruleClaim       = "the VirtualMachine claims"
 	ruleName        = "name is not"
 	ruleMetadata    = "holds fields a derived VM never has"
 	ruleOwner       = "is owned by its agent's Pod alone"
 	ruleLabels      = "labels or its template's are not"
-	ruleAnnotations = "annotations are not the prototype's"
+	ruleAnnotations = "annotations are not"
 	ruleRuns        = "runs always (runStrategy Always"
 	ruleIdentity    = "machine identity is not its own"
 	rulePin         = "is not pinned to its Pod's node"
-	ruleVolumes     = "volumes or dataVolumeTemplates are not the prototype's"
+	ruleVolumes     = "volumes or dataVolumeTemplates are not"
 	ruleDNSName     = "hostname or subdomain is not its own"
 	rulePriority    = "priority class is not"
-	ruleUnlisted    = "fields not derive's are not the prototype's"
+	ruleUnlisted    = "fields not derive's are not"
 	// The guard's.
 	ruleLabelled = "may only create and delete VMs and VMIs labelled"
 	ruleBoundPod = "the request carries no Pod"
@@ -80,7 +83,7 @@ func ruleOf(message string) string {
 }
 
 func allRules() []string {
-	return []string{ruleName, ruleMetadata, ruleOwner, ruleLabels, ruleAnnotations, ruleRuns, ruleIdentity, rulePin, ruleVolumes, ruleDNSName, rulePriority, ruleUnlisted,
+	return []string{ruleClaim, ruleName, ruleMetadata, ruleOwner, ruleLabels, ruleAnnotations, ruleRuns, ruleIdentity, rulePin, ruleVolumes, ruleDNSName, rulePriority, ruleUnlisted,
 		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleOwnEvent, ruleEventSigned, ruleOwnPod, ruleSmaller, ruleOwnLauncher, ruleNomination}
 }
 
@@ -166,16 +169,23 @@ type fleet struct {
 	p          Params
 	proto      *kubevirtv1.VirtualMachine
 	pod, other derive.Pod
-	// stored, when set, is proto as the API server's informer holds it,
-	// which the policies get as their parameter in its place.
+	// retained are revisions the store holds besides proto's, as rolled
+	// out before.
+	retained []*revision.Revision
+	// stored, when set, is the create policy's parameter as the API
+	// server's informer holds it, which the policies get in place of
+	// param's.
 	stored *unstructured.Unstructured
 }
 
-// newFleet scaffolds with the policies on, as change makes the Params.
+// newFleet scaffolds with the policies on, as change makes the Params: a
+// workload that pins the revision of the prototype (proto, as it is when
+// the case uses it), unless change makes it pin none (unpinned).
 func newFleet(t testing.TB, change func(*Params)) *fleet {
 	t.Helper()
 	p := validParams(KindDeployment)
 	p.AdmissionPolicy = true
+	p.Revision = &revision.Revision{}
 	if change != nil {
 		change(&p)
 	}
@@ -184,6 +194,10 @@ func newFleet(t testing.TB, change func(*Params)) *fleet {
 		t.Fatal(err)
 	}
 	proto.Name, proto.Namespace, proto.UID, proto.Generation = p.Prototype, p.protoNamespace(), prototypeUID, 2
+	if p.Pinned() {
+		p.Revision = revision.Snapshot(proto)
+		p.RevisionHash = mustHash(t, p.Revision)
+	}
 	pods := [2]string{p.Name + "-7d9f8c6b5-abcde", p.Name + "-7d9f8c6b5-fghij"}
 	if p.Kind == KindStatefulSet {
 		pods = [2]string{p.Name + "-0", p.Name + "-1"}
@@ -196,10 +210,97 @@ func newFleet(t testing.TB, change func(*Params)) *fleet {
 	}
 }
 
+// unpinned is a workload scaffolded before templates pinned a VM
+// revision: its agents, and the create policy, follow the prototype.
+func unpinned(p *Params) { p.Revision, p.RevisionHash = nil, "" }
+
+func mustHash(t testing.TB, r *revision.Revision) string {
+	t.Helper()
+	h, err := revision.Hash(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// source is what the agents derive from: the revision of proto, as it is
+// now, and its hash, or for an unpinned fleet proto itself and "".
+func (f *fleet) source(t testing.TB) (*kubevirtv1.VirtualMachine, string) {
+	t.Helper()
+	if !f.p.Pinned() {
+		return f.proto, ""
+	}
+	r := revision.Snapshot(f.proto)
+	return r, mustHash(t, r)
+}
+
+// deriveVM is the VM an agent of pod derives with opts from the source.
+func (f *fleet) deriveVM(t testing.TB, pod derive.Pod, opts derive.Options) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	src, hash := f.source(t)
+	opts.Revision = hash
+	vm, err := derive.VM(src, pod, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vm
+}
+
+// param is the create policy's parameter as the API server's informer
+// holds it: the revision store, with the revision of proto and those
+// retained, or for an unpinned fleet the prototype.
+func (f *fleet) param(t testing.TB) runtime.Object {
+	t.Helper()
+	if f.stored != nil {
+		return f.stored
+	}
+	if !f.p.Pinned() {
+		return f.proto
+	}
+	s := revision.NewStore(f.p.Namespace, f.p.Name)
+	for _, r := range append(f.retained, revision.Snapshot(f.proto)) {
+		h, err := revision.Hash(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Revisions[h] = r
+	}
+	obj, err := s.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 // vm is the VM an agent of pod derives, as change makes it.
 func (f *fleet) vm(t *testing.T, pod derive.Pod, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
 	t.Helper()
-	vm, err := derive.VM(f.proto, pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain()})
+	vm := f.deriveVM(t, pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain()})
+	if change != nil {
+		change(vm)
+	}
+	return vm
+}
+
+// earlier is the VM the requesting agent derives from a revision rolled
+// out before the one the fleet pins, which the store retains, as change
+// makes it.
+func (f *fleet) earlier(t *testing.T, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	older := revision.Snapshot(f.proto)
+	older.Spec.Template.ObjectMeta.Labels["release"] = "v1"
+	older.Spec.Template.Spec.Domain.Devices.Interfaces[0].Model = "e1000"
+	older.Generation--
+	f.retained = append(f.retained, older)
+	vm, err := derive.VM(older, f.pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain(), Revision: mustHash(t, older)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +368,16 @@ func nominateTo(node string) func(*corev1.Pod) {
 }
 
 func create(obj runtime.Object) request { return request{op: admission.Create, object: admitted(obj)} }
+
+// withTemplateCreationTimestamp is r with its VM's
+// spec.template.metadata.creationTimestamp set to v, null where v is nil.
+func withTemplateCreationTimestamp(r request, v any) request {
+	u := r.object.(*unstructured.Unstructured)
+	if err := unstructured.SetNestedField(u.Object, v, "spec", "template", "metadata", "creationTimestamp"); err != nil {
+		panic(err)
+	}
+	return r
+}
 
 // admitted is obj as the API server hands a create of it to validating
 // admission: a VM (a custom resource with a status subresource) without
@@ -555,10 +666,7 @@ func (f *fleet) denials(t testing.TB, policies []boundPolicy, r request) []valid
 		}
 		var params runtime.Object
 		if bp.policy.Spec.ParamKind != nil {
-			params = f.proto
-			if f.stored != nil {
-				params = f.stored
-			}
+			params = f.param(t)
 		}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target.GetNamespace(), Labels: map[string]string{corev1.LabelMetadataName: target.GetNamespace()}}}
 		res := bp.validator.Validate(t.Context(), gvr, attrs, params, ns, celconfig.RuntimeCELCostBudget, nil)
@@ -650,6 +758,40 @@ func TestAdmissionPolicies(t *testing.T) {
 	}{
 		// Creating the agent's own VM, and what it may not change in it.
 		{name: "create its own Pod's VM", try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
+		// The revision it claims: one its workload's store holds. The
+		// policy cannot read the Pod, so any the store retains will do.
+		{name: "create its VM of a revision rolled out before and retained", try: func(t *testing.T, f *fleet) request {
+			return create(f.earlier(t, nil))
+		}},
+		{name: "create its VM with the null creationTimestamp the Go types write in its template", try: func(t *testing.T, f *fleet) request {
+			// KubeVirt v1.7's VM CRD keeps it; the store's prunes it.
+			return withTemplateCreationTimestamp(create(f.own(t, nil)), nil)
+		}},
+		{name: "create its VM with a creationTimestamp in its template", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return withTemplateCreationTimestamp(create(f.own(t, nil)), "2026-01-01T00:00:00Z")
+		}},
+		{name: "create its VM of a revision the store lacks", refuse: []string{ruleClaim, ruleAnnotations, ruleLabels, ruleName, ruleUnlisted, ruleVolumes, ruleDNSName},
+			try: func(t *testing.T, f *fleet) request {
+				vm := f.earlier(t, nil)
+				f.retained = nil // pruned, or never rolled out
+				return create(vm)
+			}},
+		{name: "create its VM of the pinned revision, claiming another the store holds", refuse: []string{ruleAnnotations, ruleLabels, ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			older := f.earlier(t, nil)
+			return create(f.own(t, func(vm *vm) {
+				vm.Annotations[contract.AnnotationVMRevision] = older.Annotations[contract.AnnotationVMRevision]
+			}))
+		}},
+		{name: "create its VM claiming no revision", refuse: []string{ruleClaim, ruleAnnotations, ruleLabels, ruleName, ruleUnlisted, ruleVolumes, ruleDNSName},
+			try: func(t *testing.T, f *fleet) request {
+				return create(f.own(t, func(vm *vm) { delete(vm.Annotations, contract.AnnotationVMRevision) }))
+			}},
+		// A workload scaffolded before templates pinned a revision: the
+		// prototype is the parameter, and no VM may claim a revision.
+		{name: "create its own Pod's VM, of a workload that pins no revision", fleet: unpinned, try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
+		{name: "create its VM claiming a revision, of a workload that pins none", fleet: unpinned, refuse: []string{ruleClaim, ruleAnnotations}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationVMRevision] = "0123456789" }))
+		}},
 		// Its priority class: the prototype's, or the workload's launcher
 		// class, which never preempts; never one that would let it
 		// preempt others.

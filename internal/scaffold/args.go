@@ -6,6 +6,9 @@ import "github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 // whose value differs from the agent's default.
 func (p Params) AgentArgs() []string {
 	args := []string{p.Prototype, "--" + contract.FlagStateDir + "=" + contract.StateMountPath}
+	if p.Pinned() {
+		args = append(args, "--"+contract.FlagVMRevisions+"="+p.storeName())
+	}
 	if p.crossNamespace() {
 		args = append(args, "--"+contract.FlagProtoNamespace+"="+p.protoNamespace())
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // Values of contract.LabelComponent on what serves other than the agents.
@@ -15,9 +16,18 @@ const (
 	ComponentAdmission = "admission-policy"
 )
 
+// ClusterObjects are what every fleet of a cluster shares, which a cluster
+// admin applies once before the first (`scaffold crd`): the revision
+// stores' CRD and the ClusterRoles that add the stores to view, edit and
+// admin. They are no fleet's, so that deleting one fleet's manifests
+// (kubectl delete -f) leaves every other fleet's stores.
+func ClusterObjects() []runtime.Object {
+	return append([]runtime.Object{revision.StoreCRD()}, storeClusterRoles()...)
+}
+
 // Build returns the objects that run p's agents, in the order
-// `kubectl apply -f -` should create them: ServiceAccount, RBAC, admission
-// policy, the launcher priority class, workload, Services,
+// `kubectl apply -f -` should create them: ServiceAccount, RBAC, the
+// revision store (whose CRD is among ClusterObjects), admission policy, the launcher priority class, workload, Services,
 // PodDisruptionBudget, PodMonitor. Every object
 // has its apiVersion and kind set.
 func Build(p Params) ([]runtime.Object, error) {
@@ -26,6 +36,13 @@ func Build(p Params) ([]runtime.Object, error) {
 	}
 	objs := []runtime.Object{p.serviceAccount()}
 	objs = append(objs, p.rbac()...)
+	if p.Pinned() {
+		store, err := p.store()
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, store)
+	}
 	if p.AdmissionPolicy {
 		objs = append(objs, p.admissionPolicy(), p.admissionPolicyBinding(), p.guardPolicy(), p.guardPolicyBinding(),
 			p.eventPolicy(), p.eventPolicyBinding())
@@ -83,4 +100,9 @@ func (p Params) workloadLabels() map[string]string {
 
 // qualifiedName names an object outside Namespace: the workload's name and
 // namespace, which cannot contain dots, so no two scaffolds share it.
-func (p Params) qualifiedName() string { return p.Name + "." + p.Namespace }
+func (p Params) qualifiedName() string { return CreatePolicyName(p.Name, p.Namespace) }
+
+// CreatePolicyName names the create policy, and its binding, of the
+// workload called workload in namespace: cluster-scoped, so qualified by
+// the namespace.
+func CreatePolicyName(workload, namespace string) string { return workload + "." + namespace }

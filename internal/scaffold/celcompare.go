@@ -23,6 +23,12 @@ func keyList(keys []string) string {
 	return "[" + strings.Join(quoted, ", ") + "]"
 }
 
+// A null in a, the VM, counts as its key's absence where b, the source,
+// lacks the key: the Go types write an unset creationTimestamp as null,
+// which the VM's CRD keeps where it preserves unknown fields (KubeVirt
+// v1.7's template metadata), and a revision store, whose CRD prunes nulls,
+// lacks. A null where the source has a value differs from it.
+
 // sameBut is CEL that holds when the maps a and b hold the same keys with
 // equal values, but for except, which either may hold or lack.
 func sameBut(a, b string, except ...string) string {
@@ -30,7 +36,7 @@ func sameBut(a, b string, except ...string) string {
 		return a + " == " + b
 	}
 	ex := keyList(except)
-	return fmt.Sprintf("%[1]s.all(k, k in %[3]s || (k in %[2]s && %[1]s[k] == %[2]s[k])) &&\n%[2]s.all(k, k in %[3]s || k in %[1]s)", a, b, ex)
+	return fmt.Sprintf("%[1]s.all(k, k in %[3]s || (k in %[2]s ? %[1]s[k] == %[2]s[k] : %[1]s[k] == null)) &&\n%[2]s.all(k, k in %[3]s || k in %[1]s)", a, b, ex)
 }
 
 // listed are the keys, at the object of the JSON path prefix (ending in
@@ -62,7 +68,7 @@ func differs(a, b, prefix string) string {
 	if except := listed(prefix); len(except) > 0 {
 		skip = "!(k in " + keyList(except) + ") && "
 	}
-	return fmt.Sprintf("%[1]s.filter(k, %[4]s!(k in %[2]s && %[1]s[k] == %[2]s[k])).map(k, '%[3]s' + string(k)) +\n"+
+	return fmt.Sprintf("%[1]s.filter(k, %[4]s!(k in %[2]s ? %[1]s[k] == %[2]s[k] : %[1]s[k] == null)).map(k, '%[3]s' + string(k)) +\n"+
 		"%[2]s.filter(k, %[4]s!(k in %[1]s)).map(k, '%[3]s' + string(k))", a, b, prefix, skip)
 }
 

@@ -19,8 +19,6 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 // createCostLimit is what the create policy may cost on one admission, in
@@ -82,9 +80,9 @@ func largePrototype(proto *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine
 }
 
 // createCost is what admitting vm costs the create policy compiled as
-// kube-apiserver compiles it, with proto as its parameter, in the runtime
+// kube-apiserver compiles it, with param as its parameter, in the runtime
 // cost budget's units, and whether every validation held.
-func createCost(t testing.TB, f *fleet, policy *admissionregistrationv1.ValidatingAdmissionPolicy, proto, vm runtime.Object) (int64, bool) {
+func createCost(t testing.TB, f *fleet, policy *admissionregistrationv1.ValidatingAdmissionPolicy, param, vm runtime.Object) (int64, bool) {
 	t.Helper()
 	decls := admissioncel.OptionalVariableDeclarations{HasParams: true, HasAuthorizer: true}
 	compiler, err := admissioncel.NewCompositedCompiler(environment.MustBaseEnvSet(version.MajorMinor(1, 30)))
@@ -108,7 +106,7 @@ func createCost(t testing.TB, f *fleet, policy *admissionregistrationv1.Validati
 	}
 	request := admissioncel.CreateAdmissionRequest(attrs.Attributes, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(kind))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: obj.GetNamespace()}}
-	results, remaining, err := eval.ForInput(t.Context(), attrs, request, admissioncel.OptionalVariableBindings{VersionedParams: proto}, ns, celconfig.RuntimeCELCostBudget)
+	results, remaining, err := eval.ForInput(t.Context(), attrs, request, admissioncel.OptionalVariableBindings{VersionedParams: param}, ns, celconfig.RuntimeCELCostBudget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,13 +130,10 @@ func TestCreatePolicyCost(t *testing.T) {
 			f.proto = c.proto
 			opts := f.p.DeriveOptions()
 			opts.AllowSharedVolumes = true
-			vm, err := derive.VM(f.proto, f.pod, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			vm := f.deriveVM(t, f.pod, opts)
 			size, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(vm)
 			b, _ := yaml.Marshal(size)
-			cost, held := createCost(t, f, f.p.admissionPolicy(), f.proto, admitted(vm))
+			cost, held := createCost(t, f, f.p.admissionPolicy(), f.param(t), admitted(vm))
 			t.Logf("%d bytes of VM: cost %d of %d (%.2f %%)", len(b), cost, celconfig.RuntimeCELCostBudget, 100*float64(cost)/celconfig.RuntimeCELCostBudget)
 			if !held {
 				t.Errorf("the derived VM is refused")
@@ -153,17 +148,13 @@ func TestCreatePolicyCost(t *testing.T) {
 // BenchmarkCreatePolicy is one admission of a derived VM by the create
 // policy (and the guard, which sees every VM create too), as
 // kube-apiserver evaluates them, for the rich prototype, held as the API
-// server's informer holds it.
+// server's informer holds its revision store.
 func BenchmarkCreatePolicy(b *testing.B) {
 	f := newFleet(b, reserving)
 	richPrototype(f)
 	policies := f.policies(b)
 	vm, _ := richVM(b, f)
-	stored, err := runtime.DefaultUnstructuredConverter.ToUnstructured(f.proto)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f.stored = &unstructured.Unstructured{Object: stored}
+	f.stored = f.param(b).(*unstructured.Unstructured)
 	r := request{op: admission.Create, object: &unstructured.Unstructured{Object: vm}}
 	for b.Loop() {
 		if denials := f.denials(b, policies, r); len(denials) > 0 {

@@ -14,6 +14,10 @@ func (p Params) metadataVariables() []admissionregistrationv1.Variable {
 		contract.AnnotationPrototypeName, contract.AnnotationPrototypeNamespace, contract.AnnotationPrototypeGeneration, contract.AnnotationPrototypeUID,
 		contract.AnnotationLauncherPriorityClass,
 	}
+	if p.Pinned() {
+		// The claim, which sourceVariables judge.
+		vmctl = append(vmctl, contract.AnnotationVMRevision)
+	}
 	a := "variables.annotations"
 	return []admissionregistrationv1.Variable{
 		{Name: "onlyDerivedKeys", Expression: cel(`
@@ -32,8 +36,8 @@ func (p Params) metadataVariables() []admissionregistrationv1.Variable {
 			value(a, contract.AnnotationPodUID) + " == variables.podUID && " + value(a, contract.AnnotationNode) + " == variables.node &&\n" +
 			value(a, contract.AnnotationPrototypeName) + " == " + literal(p.Prototype) + " && " +
 			value(a, contract.AnnotationPrototypeNamespace) + " == " + literal(p.protoNamespace()) + " &&\n" +
-			value(a, contract.AnnotationPrototypeGeneration) + " == string(variables.source.metadata.generation) &&\n" +
-			value(a, contract.AnnotationPrototypeUID) + " == variables.source.metadata.uid"},
+			value(a, contract.AnnotationPrototypeGeneration) + " == string(variables.source.metadata.?generation.orValue(0)) &&\n" +
+			value(a, contract.AnnotationPrototypeUID) + " == variables.source.metadata.?uid.orValue('')"},
 	}
 }
 

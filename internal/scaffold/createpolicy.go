@@ -18,13 +18,14 @@ import (
 // (derive.ClusterFields). A field no one listed is compared, and so
 // refused when it differs: what the policy does not know it refuses. RBAC
 // cannot say any of this: it has no rules on labels, on who is asking or
-// on what an object holds. The prototype is the policy's parameter
-// (paramKind VirtualMachine, bound by name), read as variables.source.
+// on what an object holds. The source it compares with is the VM revision
+// the VM claims, read from the workload's revision store, its parameter
+// (createsource.go), as variables.source.
 //
 // It matches only creates of VMs: a policy whose paramKind the API server
 // cannot resolve refuses every request it matches, whoever asks, before
 // matchConditions, and kube-apiserver cannot for up to 30 s after it starts
-// (kubernetes/kubernetes#124237); neither can it while the prototype is
+// (kubernetes/kubernetes#124237); neither can it while the parameter is
 // missing. Everything else the agents may do is the guard policy's, which
 // needs no parameter, so KubeVirt's status updates, people's edits and
 // every delete go through meanwhile.
@@ -34,7 +35,7 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 		ObjectMeta: metav1.ObjectMeta{Name: p.qualifiedName(), Labels: p.labels(ComponentAdmission)},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
+			ParamKind:     p.paramKind(),
 			// Only creates of the prototype's derived VMs in Namespace (the
 			// guard policy keeps the agents to those).
 			MatchConstraints: p.vmCreates(),
@@ -48,7 +49,8 @@ func (p Params) admissionPolicy() *admissionregistrationv1.ValidatingAdmissionPo
 }
 
 // createVariables are the create policy's CEL variables: object is the VM
-// created, variables.source what it is compared with, the prototype.
+// created, variables.source what it is compared with: the revision it
+// claims, or the prototype (sourceVariables).
 // Every value read from either is an optional or has a default, never an
 // error: .? on a variable that holds an optional finds nothing, so
 // variables hold values.
@@ -56,11 +58,8 @@ func (p Params) createVariables() []admissionregistrationv1.Variable {
 	v := func(name, expression string) admissionregistrationv1.Variable {
 		return admissionregistrationv1.Variable{Name: name, Expression: expression}
 	}
-	vars := append(podVariables(),
+	vars := append(append(podVariables(), p.sourceVariables()...),
 		v("node", `request.userInfo.?extra[?'`+nodeNameExtra+`'][?0].orValue('')`),
-		// What the VM must be derived from: the prototype. Only this
-		// variable reads params.
-		v("source", `params`),
 		// The StatefulSet's headless Service, which names its VMs in DNS;
 		// empty for other workloads, whose Pods' names are not stable.
 		v("statefulSetService", literal(p.subdomain())),
@@ -122,12 +121,15 @@ func (p Params) createVariables() []admissionregistrationv1.Variable {
 // createValidations refuse, each with what it checks, a VM that is not
 // derive's.
 func (p Params) createValidations() []admissionregistrationv1.Validation {
-	from := fmt.Sprintf("a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)
+	from, source := p.derivedFrom(), p.sourceName()
 	unlisted := forbid(`size(variables.unlisted) == 0`,
-		"the VirtualMachine's fields not derive's are not the prototype's: "+from)
-	unlisted.MessageExpression = `"the VirtualMachine's fields not derive's are not the prototype's: ` + from +
+		"the VirtualMachine's fields not derive's are not "+source+": "+from)
+	unlisted.MessageExpression = `"the VirtualMachine's fields not derive's are not ` + source + `: ` + from +
 		`; it differs at " + variables.unlisted.join(", ")`
 	return []admissionregistrationv1.Validation{
+		// First: the API server reports the first refusal, and a claim
+		// of no source fails most of the others too.
+		p.claimValidation(),
 		forbid(`variables.nameIsDerived`,
 			fmt.Sprintf("the VirtualMachine's name is not %s-<pod>: a vmctl agent may only create the one VM named for its own Pod", p.Prototype)),
 		forbid(`variables.onlyDerivedKeys`,
@@ -135,16 +137,16 @@ func (p Params) createValidations() []admissionregistrationv1.Validation {
 				"labels, annotations and ownerReferences (and what the API server sets), no finalizers; none of name, namespace and generateName in the template's"),
 		forbid(`variables.ownedByItsPod`,
 			"a derived VM is owned by its agent's Pod alone: one ownerReference, to the Pod its bound token names (v1, name and UID), controller, not blocking deletion"),
-		forbid(`variables.labelsDerived`, fmt.Sprintf("the VirtualMachine's labels or its template's are not the prototype's with vmctl's for this Pod (%s=%s, %s=<its Pod>%s): %s",
-			contract.LabelPrototype, derive.LabelValue(p.Prototype), contract.LabelPod, p.subdomainLabelNote(), from)),
-		forbid(`variables.annotationsDerived`, fmt.Sprintf("the VirtualMachine's annotations are not the prototype's with vmctl's for this Pod (its name, namespace, UID and node, "+
-			"the prototype's name, namespace, generation and UID): %s", from)),
+		forbid(`variables.labelsDerived`, fmt.Sprintf("the VirtualMachine's labels or its template's are not %s with vmctl's for this Pod (%s=%s, %s=<its Pod>%s): %s",
+			source, contract.LabelPrototype, derive.LabelValue(p.Prototype), contract.LabelPod, p.subdomainLabelNote(), from)),
+		forbid(`variables.annotationsDerived`, fmt.Sprintf("the VirtualMachine's annotations are not %s with vmctl's for this Pod (its name, namespace, UID and node, "+
+			"the prototype's name, namespace, generation and UID%s): %s", source, p.revisionNote(), from)),
 		forbid(`variables.runsAlways`, "a derived VM runs always (runStrategy Always, no running) and is evicted External"),
 		forbid(`variables.ownIdentity`, "the VirtualMachine's machine identity is not its own: firmware uuid and serial are its Pod's UID, and no interface has a MAC address"),
-		forbid(`variables.pinned`, "the VirtualMachine is not pinned to its Pod's node as derive pins it: each of the prototype's required node selector terms "+
+		forbid(`variables.pinned`, "the VirtualMachine is not pinned to its Pod's node as derive pins it: each of "+source+" required node selector terms "+
 			"with metadata.name In [the node its bound token names] first"),
 		forbid(`variables.volumesDerived && variables.templatesDerived`,
-			"the VirtualMachine's volumes or dataVolumeTemplates are not the prototype's: "+from),
+			"the VirtualMachine's volumes or dataVolumeTemplates are not "+source+": "+from),
 		forbid(`variables.ownDNSName`, p.dnsNameMessage()),
 		forbid(`variables.priorityClass`, p.priorityClassMessage()),
 		unlisted,

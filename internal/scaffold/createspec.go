@@ -135,9 +135,9 @@ func (p Params) priorityClassExpression() string {
 
 // priorityClassMessage says what priorityClassExpression allows.
 func (p Params) priorityClassMessage() string {
-	allowed := "the prototype's"
+	allowed := p.sourceName()
 	if p.hasLauncherPriorityClass() {
 		allowed += " or " + p.launcherPriorityClassName() + " (and annotation " + contract.AnnotationLauncherPriorityClass + " naming it)"
 	}
-	return fmt.Sprintf("the VirtualMachine's priority class is not %s: a vmctl agent may only create VMs derived from %s/%s", allowed, p.protoNamespace(), p.Prototype)
+	return fmt.Sprintf("the VirtualMachine's priority class is not %s: %s", allowed, p.derivedFrom())
 }

@@ -52,11 +52,7 @@ func richVM(t testing.TB, f *fleet) (own, other map[string]any) {
 	derived := func(pod derive.Pod) map[string]any {
 		opts := f.p.DeriveOptions()
 		opts.LauncherPriorityClass = f.p.launcherPriorityClassName()
-		vm, err := derive.VM(f.proto, pod, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return admitted(vm).(*unstructured.Unstructured).Object
+		return admitted(f.deriveVM(t, pod, opts)).(*unstructured.Unstructured).Object
 	}
 	otherPod := f.other
 	otherPod.Node = "node-2"

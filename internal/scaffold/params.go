@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
 
@@ -125,6 +126,13 @@ type Params struct {
 	// it on top of its own, and hands it to its VM's launcher Pod (see
 	// AgentResources). Empty: the agent asks for its own only.
 	Reservation corev1.ResourceList
+	// Revision, when set, is the VM revision the template pins (see
+	// package revision), named by RevisionHash: the workload's revision
+	// store holds it, and the agents derive their VMs from it, never from
+	// the live prototype. Placement and Reservation are then the
+	// revision's. Nil: the agents follow the live prototype.
+	Revision     *revision.Revision
+	RevisionHash string
 	// LauncherPriority, with a Reservation, is the priority the scheduler
 	// gives the prototype's VMs' Pods (its priority class's value, or the
 	// cluster's default): the workload's launcher priority class has it,

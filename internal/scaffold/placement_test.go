@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement/placementtest"
 )
 
 // TestPlacementGoesOnEveryKind: each workload's Pods carry the prototype's
@@ -24,13 +25,13 @@ func TestPlacementGoesOnEveryKind(t *testing.T) {
 		bare := templateOf(t, p)
 		p.Placement, p.PlacementKey = &want, "abc"
 		tmpl := templateOf(t, p)
-		if got := placement.FromPodSpec(&tmpl.Spec); !got.Equal(want) {
+		if got := placementtest.FromPodSpec(&tmpl.Spec); !got.Equal(want) {
 			t.Errorf("%s: placement (-want +got):\n%s", kind, cmp.Diff(want, got))
 		}
 		if got := tmpl.Annotations[contract.AnnotationPlacement]; got != "abc" {
 			t.Errorf("%s: %s = %q, want abc", kind, contract.AnnotationPlacement, got)
 		}
-		if got := placement.FromPodSpec(&bare.Spec); !got.IsZero() || bare.Annotations[contract.AnnotationPlacement] != "" {
+		if got := placementtest.FromPodSpec(&bare.Spec); !got.IsZero() || bare.Annotations[contract.AnnotationPlacement] != "" {
 			t.Errorf("%s: without a placement the Pods carry %+v, key %q", kind, got, bare.Annotations[contract.AnnotationPlacement])
 		}
 	}

@@ -8,24 +8,37 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // clean turns obj into a map without what a new object has no business
 // carrying: metadata.creationTimestamp: null (also in Pod templates), an empty
-// status and empty structs such as strategy: {}.
+// status and empty structs such as strategy: {}. The revision store's spec
+// is the VM revisions as they are: an empty map there has a meaning
+// (masquerade: {}, pod: {}), and the create policy compares it.
 func clean(obj runtime.Object) (map[string]any, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, fmt.Errorf("converting %T: %w", obj, err)
 	}
 	delete(m, "status")
+	isStore := obj.GetObjectKind().GroupVersionKind() == revision.StoreGVR.GroupVersion().WithKind(revision.StoreKind)
+	spec := m["spec"]
+	if isStore {
+		delete(m, "spec")
+	}
 	prune(m)
+	if isStore && spec != nil {
+		m["spec"] = spec
+	}
 	return m, nil
 }
 
 // prune drops nil values and the empty maps that Go structs without
-// omitempty leave behind, recursively. scaffold builds no object whose meaning
-// depends on an empty map (as emptyDir: {} or podSelector: {} would).
+// omitempty leave behind, recursively. scaffold builds no object but the
+// revision store (see clean) whose meaning depends on an empty map (as
+// emptyDir: {} or podSelector: {} would).
 func prune(m map[string]any) {
 	for k, v := range m {
 		switch v := v.(type) {

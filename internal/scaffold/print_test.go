@@ -7,8 +7,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // everything returns Params that make every kind of object.
@@ -111,5 +115,26 @@ func TestPrune(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, in); diff != "" {
 		t.Errorf("prune (-want +got):\n%s", diff)
+	}
+}
+
+// The revision store's data is printed as it is: an empty map in a VM spec
+// means something (masquerade: {}), and the create policy compares it.
+func TestWriteYAMLKeepsTheRevisionsEmptyMaps(t *testing.T) {
+	p := validParams(KindDeployment)
+	p.Revision = &revision.Revision{Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+		Spec: kubevirtv1.VirtualMachineInstanceSpec{Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}}},
+	}}}
+	p.RevisionHash = "0123456789"
+	store, err := p.store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteYAML(&out, []runtime.Object{store}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "pod: {}") {
+		t.Errorf("the store lost its revision's pod: {}:\n%s", out.String())
 	}
 }

@@ -92,8 +92,17 @@ func (p Params) PodRules() []rbacv1.PolicyRule {
 }
 
 // rbac returns the Roles and RoleBindings: one pair in Namespace, and when the
-// prototype lives elsewhere, a second pair there that only reads it.
+// prototype lives elsewhere and the agents read it (they are not pinned), a
+// second pair there that only reads it. Pinned agents read the revision
+// store beside them instead, and never the prototype.
 func (p Params) rbac() []runtime.Object {
+	if p.Pinned() {
+		rules := append([]rbacv1.PolicyRule{StoreRule(p.storeName())}, p.VMRules()...)
+		return []runtime.Object{
+			p.role(p.Name, p.Namespace, rules),
+			p.roleBinding(p.Name, p.Namespace),
+		}
+	}
 	if !p.crossNamespace() {
 		rules := append([]rbacv1.PolicyRule{PrototypeRule(p.Prototype)}, p.VMRules()...)
 		return []runtime.Object{

@@ -96,6 +96,7 @@ func (p Params) podTemplate() corev1.PodTemplateSpec {
 	if p.hasLauncherPriorityClass() {
 		t.Annotations[contract.AnnotationLauncherPriorityClass] = p.launcherPriorityClassName()
 	}
+	p.pinTemplate(&t)
 	return t
 }
 
@@ -145,8 +146,14 @@ func (p Params) objectMeta(component string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.labels(component)}
 }
 
+// workloadMeta is the workload's metadata; a pinned one says which
+// revision its template pins where `kubectl rollout history` shows it.
 func (p Params) workloadMeta() metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.workloadLabels()}
+	m := metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.workloadLabels()}
+	if p.Pinned() {
+		m.Annotations = map[string]string{AnnotationChangeCause: ChangeCause(p.Revision, p.RevisionHash)}
+	}
+	return m
 }
 
 func (p Params) deployment() *appsv1.Deployment {

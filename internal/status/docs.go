@@ -59,13 +59,23 @@ func Docs() []Doc {
 			"normally gone within seconds. If it stays, the new Pod's agent is failing: `kubectl describe pod`; `kubectl vmctl gc` deletes the old VM",
 	}, {
 		Problem: fill(problemOlderProtoFmt, "N", "M"),
-		Short:   "the prototype changed since the VM was derived",
-		Help: "the prototype changed after the VM was made: `kubectl vmctl rollout restart PROTOTYPE` re-derives the VMs at the pace the workloads allow " +
-			"(see [Rolling out](docs/agent.md#rolling-out-a-prototype-change)); `kubectl vmctl diff` shows what changed",
+		Short:   "the prototype changed since the VM was derived (a Pod that pins no revision)",
+		Help: "the VM of a Pod not pinned to a VM revision follows the prototype, which changed after the VM was made: " +
+			"`kubectl vmctl rollout restart PROTOTYPE` re-derives the VMs and pins them",
+	}, {
+		Problem: fill(problemRevisionFmt, "X", "Y"),
+		Short:   "the VM records another VM revision than its Pod pins",
+		Help: "the VM's `vmctl.kubevirt.io/vm-revision` is not the one its Pod pins: one of them was edited by hand. " +
+			"`kubectl delete pod <pod>`: its workload makes a Pod of its template, whose agent makes the VM of the template's revision",
+	}, {
+		Problem: fill(problemUnpinnedFmt, "PROTOTYPE"),
+		Short:   "scaffolded before VM revisions: the VM follows the live prototype",
+		Help: "the Pod's template pins no VM revision (it was scaffolded before vmctl pinned them): its agent derives its VM from the live prototype, " +
+			"whose edits reach the VMs Pod by Pod. Once pinned, they reach them only through `rollout restart`, and `kubectl rollout undo` goes back",
 	}, {
 		Problem: ProblemPlacementChanged,
-		Short:   "the Pod's template places it by older rules",
-		Help: "the prototype's nodeSelector, affinity, tolerations, priority class, instancetype or preference changed since its workload was written, " +
+		Short:   "the Pod's template places it by older rules (a Pod that pins no revision)",
+		Help: "the Pod pins no VM revision, and the prototype's nodeSelector, affinity, tolerations, priority class, instancetype or preference changed since its workload was written, " +
 			"so the scheduler placed the agent Pod by the old rules; its VM follows the new ones and is `ErrorUnschedulable` if its node does not meet them. " +
 			"`kubectl vmctl rollout restart PROTOTYPE` writes the new placement into the workload and replaces its Pods; " +
 			"the Pod's `PlacementChanged` Event says more ([Placement](docs/scaffold.md#placement))",
@@ -76,11 +86,11 @@ func Docs() []Doc {
 			"the prototype, its instancetype or KubeVirt's configuration changed since the template was written, " +
 			"or the template was rolled back (`kubectl rollout undo`). The scheduler places the agents by the old size, so VMs may not fit where they land, " +
 			"and such a VM does not move (its replacement would hold as little). `kubectl vmctl rollout restart PROTOTYPE` writes the new size; " +
-			"`kubectl vmctl diff` lists the workloads; where a VM does not fit, its Pod's `ReservationStale` Event says more ([sizes](docs/reservation.md#when-the-size-changes))",
+			"where a VM does not fit, its Pod's `ReservationStale` Event says more ([sizes](docs/reservation.md#when-the-size-changes))",
 	}, {
 		Problem: ProblemProtoMissing,
 		Short:   "the VM's prototype no longer exists",
-		Help:    "the prototype VM was deleted or is in another namespace than `--proto-namespace` says",
+		Help:    "the prototype VM was deleted or is in another namespace than `--proto-namespace` says; a Pod that pins a VM revision does not need it",
 	}, {
 		Problem: ProblemEvacuating,
 		Short:   "a drain is moving the VM with its Pod",

@@ -16,6 +16,8 @@ func TestDocsNameEveryProblem(t *testing.T) {
 		ProblemEvacuating, ProblemHeldByDrain, ProblemPlacementChanged,
 		strings.TrimSuffix(problemNotReadyFmt, "%s"),
 		strings.TrimSuffix(problemOlderProtoFmt, "(%d < %d)"),
+		strings.TrimSuffix(problemRevisionFmt, "%s, its Pod pins %s"),
+		strings.TrimSuffix(problemUnpinnedFmt, "%s once"),
 		strings.TrimSuffix(problemReservationFmt, "%s, its VM needs %s"),
 	}
 	for _, s := range stuck.States() {

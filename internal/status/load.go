@@ -3,9 +3,11 @@ package status
 import (
 	"context"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -53,6 +55,11 @@ type Inventory struct {
 	// its VM's room (contract.AnnotationReservation), matched to VMs by
 	// their owner VMI's name.
 	Launchers []*corev1.Pod
+	// Revisions are the hashes of the VM revisions that prototypes would
+	// pin now (prototype.Revise), for the prototypes of the agent Pods
+	// that pin one; none for a prototype whose revision could not be
+	// taken.
+	Revisions map[types.NamespacedName]string
 	// KubeVirt is the KubeVirt CR (reserve.LoadKubeVirt), read once when a
 	// VMI reports its memory overhead beside an agent Pod that holds room,
 	// to compare that overhead with vmctl's (Warnings); KubeVirtRead says
@@ -68,21 +75,25 @@ type Inventory struct {
 // Pod and the prototype each derived VM records (past kube.MaxByName of them in
 // a namespace, one LIST of that namespace instead). VMs vmctl did not make
 // are never read otherwise. A VM listed before its agent's Pod was created
-// is paired all the same: its Pod is read by name after the VM. Last, when
-// a VMI reports its memory overhead beside an agent Pod that holds room,
-// it LISTs the KubeVirt CRs (see readKubeVirt).
+// is paired all the same: its Pod is read by name after the VM. Then it
+// takes the revision each prototype that agent Pods pin a revision of
+// would pin now (Revisions): a GET of KubeVirt's expansion for one with an
+// instancetype or preference, no request for another. Last, when a VMI
+// reports its memory overhead beside an agent Pod that holds room, it
+// LISTs the KubeVirt CRs (see readKubeVirt).
 func Load(ctx context.Context, c kube.Clients, q Query) (*Inventory, error) {
 	b := newBuilder(q)
 	have := map[source]bool{}
 	for {
 		fresh := pending(needs(q, b.inv), have)
 		if len(fresh) == 0 {
+			newReviser(c.Expand).revise(ctx, b.inv, time.Now())
 			readKubeVirt(ctx, c, b.inv)
 			return b.inv, nil
 		}
 		read := make([][]any, len(fresh))
 		err := readAll(ctx, c, q, fresh, func(i int, obj runtime.Object) {
-			kept, _ := slim(obj)
+			kept, _ := fresh[i].slim(obj)
 			read[i] = append(read[i], kept)
 		})
 		if err != nil {

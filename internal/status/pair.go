@@ -51,7 +51,16 @@ const (
 	// the VM's launcher Pod asks for (reserve.Stale): its template was
 	// written for an older prototype, or rolled back.
 	problemReservationFmt = "Pod reserves %s, its VM needs %s"
-	problemOlderProtoFmt  = "VM from older prototype generation (%d < %d)"
+	// problemOlderProtoFmt: a VM of a Pod that pins no VM revision is of
+	// an older generation of the prototype than the prototype is now.
+	problemOlderProtoFmt = "VM from older prototype generation (%d < %d)"
+	// problemRevisionFmt: a pinned Pod's VM records another VM revision
+	// than the Pod pins (hand edits; the agent makes it of the Pod's).
+	problemRevisionFmt = "VM of revision %s, its Pod pins %s"
+	// problemUnpinnedFmt: the Pod's template pins no VM revision (it was
+	// scaffolded before they were), so its agent follows the live
+	// prototype: a rollout restart pins it, once.
+	problemUnpinnedFmt = "not pinned to a VM revision: run kubectl vmctl rollout restart %s once"
 )
 
 // Row is one line of `kubectl vmctl status`: an agent Pod with its VM, a Pod
@@ -205,6 +214,9 @@ func (p pairer) podRow(pod *corev1.Pod, agent contract.Agent) Row {
 	if vmExpected(pod, p.now) {
 		r.Problems = append(r.Problems, ProblemVMMissing)
 	}
+	if u := unpinned(pod); u != "" {
+		r.Problems = append(r.Problems, u)
+	}
 	if w, ok := stuck.OfPod(pod); ok {
 		r.Waiting = w.Message
 	}
@@ -250,8 +262,11 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	} else if since, ok := notReadySince(vm); ok && p.now.Sub(since) >= p.notReadyGrace {
 		r.Problems = append(r.Problems, fmt.Sprintf(problemNotReadyFmt, duration.HumanDuration(p.now.Sub(since))))
 	}
+	// A Pod that pins a VM revision is placed, and its VM derived, by that
+	// revision, whatever the prototype is now.
+	pins := pinnedBy(pod, vm)
 	proto := p.protos[o.Prototype()]
-	if pod != nil && proto != nil && placement.Stale(pod.Annotations[contract.AnnotationPlacement], proto) {
+	if pod != nil && pins == "" && proto != nil && placement.Stale(pod.Annotations[contract.AnnotationPlacement], proto) {
 		r.Problems = append(r.Problems, ProblemPlacementChanged)
 	}
 	if pod != nil && launcher != nil {
@@ -261,10 +276,17 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 		}
 	}
 	switch {
+	case pins != "":
+		if has := vm.Annotations[contract.AnnotationVMRevision]; has != pins {
+			r.Problems = append(r.Problems, fmt.Sprintf(problemRevisionFmt, cmp.Or(has, "<none>"), pins))
+		}
 	case proto == nil:
 		r.Problems = append(r.Problems, ProblemProtoMissing)
 	case o.HasGeneration && o.PrototypeGeneration < proto.Generation:
 		r.Problems = append(r.Problems, fmt.Sprintf(problemOlderProtoFmt, o.PrototypeGeneration, proto.Generation))
+	}
+	if u := unpinned(pod); u != "" {
+		r.Problems = append(r.Problems, u)
 	}
 	return r
 }

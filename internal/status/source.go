@@ -55,6 +55,16 @@ func (s source) resource() string {
 	return "virtualmachines"
 }
 
+// slim is what is kept of s's objects: prototypes whole but for their
+// status, whose revision hash reads their whole spec (Revisions), and of
+// the others what Pair reads (kube.Slim).
+func (s source) slim(obj any) (any, error) {
+	if s.role == rolePrototypes {
+		return kube.SlimPrototype(obj)
+	}
+	return slim(obj)
+}
+
 // String names the source in errors: `pods in namespace "x"`, `pods named
 // "a" in namespace "x"`.
 func (s source) String() string {

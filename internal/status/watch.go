@@ -29,7 +29,8 @@ type WatchOptions struct {
 // sources Load reads, one kube.Follower set each (see needs):
 // label-selected for agent Pods, derived VMs and their instances, narrowed
 // to one name for the Pods and prototypes derived VMs record, and follows
-// more as the Inventory comes to need them.
+// more as the Inventory comes to need them. It takes a prototype's
+// revision (Inventory.Revisions) again only when the prototype changed.
 //
 // Watch returns the error Load would give when a source's LIST or WATCH
 // fails before its first list is in, and later when the API server refuses
@@ -39,7 +40,7 @@ type WatchOptions struct {
 func Watch(ctx context.Context, c kube.Clients, q Query, opts WatchOptions, update func(*Inventory) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the Reflectors
-	w := &watcher{c: c, q: q, f: kube.NewFollower(ctx), sources: map[source]cache.Store{}}
+	w := &watcher{c: c, q: q, f: kube.NewFollower(ctx), sources: map[source]cache.Store{}, revisions: newReviser(c.Expand)}
 	w.ensure(needs(q, &Inventory{Query: q}))
 
 	ticker := time.NewTicker(opts.Refresh)
@@ -74,6 +75,7 @@ func Watch(ctx context.Context, c kube.Clients, q Query, opts WatchOptions, upda
 		}
 		w.kubeVirt(ctx, inv)
 		last = time.Now()
+		w.revisions.revise(ctx, inv, last)
 		if err := update(inv); err != nil {
 			return err
 		}
@@ -85,6 +87,9 @@ type watcher struct {
 	q       Query
 	f       *kube.Follower
 	sources map[source]cache.Store
+	// revisions keeps the prototypes' revisions from one update to the
+	// next: it asks KubeVirt again only when a prototype changed.
+	revisions *reviser
 	// kv and kvRead are the KubeVirt CR, read once when an Inventory first
 	// needs it (readKubeVirt), and whether that read worked.
 	kv             *kubevirtv1.KubeVirt
@@ -120,7 +125,7 @@ func (w *watcher) ensure(want []source) bool {
 func (w *watcher) follow(src source) cache.Store {
 	o := src.listOptions(w.q)
 	sel := kube.Selector{Label: o.LabelSelector, Field: o.FieldSelector}
-	opts := kube.FollowOptions{Client: w.c.KubeVirt, What: src.String(), Transform: slim, FailUntilSynced: true}
+	opts := kube.FollowOptions{Client: w.c.KubeVirt, What: src.String(), Transform: src.slim, FailUntilSynced: true}
 	switch src.resource() {
 	case "pods":
 		opts.Client = w.c.Kube

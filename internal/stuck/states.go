@@ -15,6 +15,10 @@ type State struct {
 	// Help is what it means and what to do, as the README's troubleshooting
 	// row says it (Markdown, one line).
 	Help string
+	// NoVM marks a state the agent finds before it makes its VM, which Of
+	// never reports: `kubectl vmctl status` shows the Pod's VM missing,
+	// and the agent's /readyz and Event name the state.
+	NoVM bool
 	// Waits marks the state of an agent Pod that waits (OfPod): it ends by
 	// itself, so `status --exit-code` does not count it, and no agent runs
 	// to post an Event or answer /readyz (Reasons leaves it out).
@@ -79,6 +83,12 @@ func States() []State {
 			"the agent does not undo that, and its Pod stays not ready: `virtctl start <vm>` " +
 			"(or `kubectl patch vm <vm> --type merge -p '{\"spec\":{\"runStrategy\":\"Always\"}}'`), " +
 			"or `kubectl delete vm <vm>` and the agent makes it again",
+	}, {
+		Reason: ReasonRevisionMissing, Prefix: RevisionMissing, NoVM: true,
+		Short: "the Pod pins a revision its workload's store lacks",
+		Help: "the agent Pod's template pins a VM revision that its workload's VMRevisionStore `<workload>-vm-revisions` does not hold " +
+			"(pruned, or never rolled out), so the agent makes no VM and waits for it: " +
+			"`kubectl vmctl rollout restart PROTOTYPE` pins a new one, or `kubectl rollout undo` goes back to a template whose revision is kept",
 	}}
 }
 

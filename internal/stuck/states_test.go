@@ -12,9 +12,9 @@ import (
 
 // TestStatesMatchOf: every problem Of finds in ofCases, and every wait
 // OfPod finds in podCases, is a State (its Message starts with the Prefix
-// of a State of its Reason; Waits for OfPod's alone), and every State has a
-// case, so a new state cannot go without its troubleshooting row, nor
-// without the fixture TestOfSameOnSlim needs.
+// of a State of its Reason; Waits for OfPod's alone), and every State but
+// the agent's own (NoVM) has a case, so a new state cannot go without its
+// troubleshooting row, nor without the fixture TestOfSameOnSlim needs.
 func TestStatesMatchOf(t *testing.T) {
 	seen := map[string]bool{}
 	check := func(name string, want *Problem, waits bool) {
@@ -38,7 +38,10 @@ func TestStatesMatchOf(t *testing.T) {
 		check(tt.name, tt.want, true)
 	}
 	for _, s := range States() {
-		if !seen[s.Prefix] {
+		if s.NoVM && seen[s.Prefix] {
+			t.Errorf("State %q is marked NoVM, but Of finds it in a VM", s.Prefix)
+		}
+		if !s.NoVM && !seen[s.Prefix] {
 			t.Errorf("State %q has no case in ofCases or podCases: add a VM that Of, or a Pod that OfPod, finds in it", s.Prefix)
 		}
 		if s.Reason == "" || s.Short == "" || s.Help == "" || strings.Contains(s.Help, "\n") {
@@ -80,7 +83,7 @@ func TestOfSameOnSlim(t *testing.T) {
 
 func TestReasonsAreDistinct(t *testing.T) {
 	want := []string{ReasonUnschedulable, ReasonPVCNotFound, ReasonDataVolume, ReasonImagePull,
-		ReasonCrashLoop, ReasonLauncherRefused, ReasonStartFailed, ReasonStopped}
+		ReasonCrashLoop, ReasonLauncherRefused, ReasonStartFailed, ReasonStopped, ReasonRevisionMissing}
 	if diff := cmp.Diff(want, Reasons()); diff != "" {
 		t.Errorf("Reasons() (-want +got):\n%s", diff)
 	}

@@ -4,7 +4,10 @@
 // say the same; and the one state of an agent Pod that ends by itself, a
 // wait for room (OfPod), so that status words it as a wait. It is pure: it
 // reads the VM's status, which virt-controller fills with its own
-// conditions and those of the VM's instance, and the Pod's.
+// conditions and those of the VM's instance, and the Pod's. It names too
+// the one state an agent does not leave by itself before it has a VM: its
+// Pod's template pins a VM revision that the workload's revision store
+// lacks.
 package stuck
 
 import (
@@ -37,6 +40,8 @@ const (
 	ReasonLauncherRefused = "VMLauncherRefused"
 	ReasonStartFailed     = "VMStartFailed"
 	ReasonStopped         = "VMStopped"
+	// ReasonRevisionMissing is the agent's, not Of's: there is no VM.
+	ReasonRevisionMissing = "VMRevisionMissing"
 )
 
 // What each problem's message starts with: States gives each its
@@ -51,6 +56,7 @@ const (
 	LauncherRefused  = "VM's launcher Pod cannot be created"
 	StartFailed      = "VM cannot start"
 	Stopped          = "VM stopped"
+	RevisionMissing  = "VM revision missing"
 )
 
 // condition types virt-controller copies onto the VM from its VMI.

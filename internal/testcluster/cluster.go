@@ -493,6 +493,10 @@ func (c *Cluster) startControllerManager(p *pki) error {
 			"serviceaccount-controller",
 			"serviceaccount-token-controller",
 			"root-ca-certificate-publisher-controller",
+			// Adds the rules of ClusterRoles labelled aggregate-to-view,
+			// -edit or -admin to those roles, as scaffold's for the revision
+			// stores are.
+			"clusterrole-aggregation-controller",
 		}, ","),
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + p.SAKey,

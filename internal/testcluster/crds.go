@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,4 +110,19 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 			objs = append(objs, obj)
 		}
 	}
+}
+
+// InstallVmctlCRD applies `kubectl-vmctl scaffold crd` with binary, as a
+// cluster admin does once before the first fleet, and waits until the API
+// server serves the revision stores, which every fleet's manifests hold one
+// of.
+func (c *Cluster) InstallVmctlCRD(ctx context.Context, binary string) error {
+	const script = `"$0" scaffold crd | kubectl apply -f - &&
+kubectl wait --for condition=established --timeout 60s crd/vmrevisionstores.vmctl.kubevirt.io`
+	cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", script, binary)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("kubectl vmctl scaffold crd | kubectl apply -f -: %w: %s", err, out)
+	}
+	return nil
 }

@@ -68,6 +68,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	if err := e.cluster.InstallVmctlCRD(context.Background(), e.binary); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	fmt.Fprintf(os.Stderr, "realguest: cluster, node %s and virt-handler up, kubeconfig %s\n", e.node.Name, e.cluster.Kubeconfig)
 	return m.Run()
 }

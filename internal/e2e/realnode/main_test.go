@@ -136,6 +136,10 @@ func run(m *testing.M) int {
 	go func() {
 		virtDone <- doubles.RunVirtHandler(ctx, kv, slog.New(slog.NewTextHandler(logFile, nil)))
 	}()
+	if err := c.InstallVmctlCRD(ctx, e.binary); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	fmt.Fprintf(os.Stderr, "realnode: cluster and node %s up, kubeconfig %s, image %s\n", n.Name, c.Kubeconfig, e.image)
 
 	code := m.Run()

@@ -1,15 +1,23 @@
 package fakeapi
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // Factory is a kube.Factory over fake clientsets, for the commands' unit
@@ -23,6 +31,12 @@ type Factory struct {
 	*genericclioptions.ConfigFlags
 	Kube     kubernetes.Interface
 	KubeVirt kubevirt.Interface
+	// Dynamic serves the revision stores: NewDynamic() unless a test sets
+	// another.
+	Dynamic dynamic.Interface
+	// Expand stands in for KubeVirt's expand-spec: NoExpand unless a test
+	// sets another.
+	Expand kube.Expander
 }
 
 // NewFactory returns a Factory over kube and virt whose kubeconfig, in t's
@@ -45,10 +59,28 @@ current-context: test
 	}
 	flags := genericclioptions.NewConfigFlags(true)
 	*flags.KubeConfig = path
-	return &Factory{ConfigFlags: flags, Kube: kube, KubeVirt: virt}
+	return &Factory{ConfigFlags: flags, Kube: kube, KubeVirt: virt, Dynamic: NewDynamic(), Expand: NoExpand}
 }
 
 // Clients returns the fakes.
 func (f *Factory) Clients() (kube.Clients, error) {
-	return kube.Clients{Kube: f.Kube, KubeVirt: f.KubeVirt}, nil
+	return kube.Clients{Kube: f.Kube, KubeVirt: f.KubeVirt, Dynamic: f.Dynamic, Expand: f.Expand}, nil
+}
+
+// NewDynamic is a fake dynamic client that serves the revision stores
+// (VMRevisionStores), holding objs.
+func NewDynamic(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{revision.StoreGVR: revision.StoreKind + "List"}, objs...)
+}
+
+// NoExpand stands in for KubeVirt's expand-spec subresource, which no
+// fake clientset serves: a VM without an instancetype or preference comes
+// back as it is, as from KubeVirt; one with either is an error, as from a
+// cluster whose virt-api does not answer.
+func NoExpand(_ context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	if vm.Spec.Instancetype == nil && vm.Spec.Preference == nil {
+		return vm.DeepCopy(), nil
+	}
+	return nil, fmt.Errorf("expand the instancetype and preference of VM %s/%s: the fake API serves no subresources.kubevirt.io", vm.Namespace, vm.Name)
 }

@@ -59,6 +59,9 @@ func demo(ctx context.Context, o *UpOptions, c *testcluster.Cluster) error {
 	}
 	const proto = "testvm"
 
+	if err := r.installCRD(ctx); err != nil {
+		return err
+	}
 	r.step("A prototype VM: a template that stays Halted; agents derive running copies of it")
 	if err := r.run(ctx, "kubectl", "apply", "-f", filepath.Join(root, "testdata", "testvm.yaml")); err != nil {
 		return err

@@ -84,6 +84,9 @@ func demoReal(ctx context.Context, o *UpOptions, env *guestnode.Env, image strin
 	if err := r.run(ctx, "kubectl", "apply", "-f", filepath.Join(root, "testdata", "guest.yaml")); err != nil {
 		return err
 	}
+	if err := r.installCRD(ctx); err != nil {
+		return err
+	}
 	r.step("A Deployment of 2 agents with a PodDisruptionBudget: each Pod Ready once its guest answers HTTP")
 	scaffold := []string{"kubectl", "vmctl", "scaffold", "deployment", "guest", "--replicas", "2", "--pdb", "1", "--image", image}
 	if err := r.pipe(ctx, scaffold, []string{"kubectl", "apply", "-f", "-"}); err != nil {

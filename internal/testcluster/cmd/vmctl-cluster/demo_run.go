@@ -94,3 +94,14 @@ func (r *demoRunner) pipe(ctx context.Context, from, to []string) error {
 	}
 	return nil
 }
+
+// installCRD installs what every fleet of the cluster shares, once, as a
+// cluster admin does before the first fleet, and waits until the API
+// server serves the stores, which each fleet's manifests hold one of.
+func (r *demoRunner) installCRD(ctx context.Context) error {
+	r.step("Once per cluster: the CRD of the VM revision stores, which every fleet shares")
+	if err := r.pipe(ctx, []string{"kubectl", "vmctl", "scaffold", "crd"}, []string{"kubectl", "apply", "-f", "-"}); err != nil {
+		return err
+	}
+	return r.run(ctx, "kubectl", "wait", "--for", "condition=established", "crd/vmrevisionstores.vmctl.kubevirt.io")
+}

@@ -1,0 +1,89 @@
+package drift
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
+)
+
+// StoreSelector selects the workloads' revision stores.
+const StoreSelector = contract.LabelComponent + "=" + contract.ComponentVMRevisions
+
+// Sources are what derived VMs are compared with, each read once: the
+// prototypes, by name (Prototypes), for the VMs that pin no revision;
+// and the revisions pinned VMs were derived from, out of the revision
+// stores of their Pods' namespaces.
+type Sources struct {
+	c kube.Clients
+	// Prototypes reads the prototypes, whole, by name: diff reads the
+	// prototypes of its workloads through it too.
+	Prototypes    *kube.VMFinder
+	allNamespaces bool
+	listed        map[string]bool
+	revisions     map[types.NamespacedName]*revision.Revision
+}
+
+// NewSources returns the Sources of VMs read through c. allNamespaces
+// allows them one LIST over all namespaces in place of one per namespace.
+func NewSources(c kube.Clients, allNamespaces bool) *Sources {
+	return &Sources{c: c, Prototypes: kube.NewVMFinder(c.KubeVirt, allNamespaces), allNamespaces: allNamespaces,
+		listed: map[string]bool{}, revisions: map[types.NamespacedName]*revision.Revision{}}
+}
+
+// findRevisions reads the revision stores of namespaces it has not read:
+// one LIST of each, by label, or one over all namespaces when allowed. A
+// revision is named by a hash of its content, so whichever store of a
+// namespace holds a hash holds the same revision. A store that cannot be
+// read is left out (logged at -v=1): a VM pinned to one of its revisions
+// then says that none holds it.
+func (s *Sources) findRevisions(ctx context.Context, namespaces []string) error {
+	slices.Sort(namespaces)
+	for _, ns := range slices.Compact(namespaces) {
+		if s.listed[ns] || s.listed[""] {
+			continue
+		}
+		if s.allNamespaces {
+			ns = ""
+		}
+		s.listed[ns] = true
+		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return s.c.Dynamic.Resource(revision.StoreGVR).Namespace(ns).List(ctx, opts)
+		}
+		err := kube.EachItem(ctx, list, metav1.ListOptions{LabelSelector: StoreSelector}, func(obj runtime.Object) error {
+			store, err := revision.FromObject(obj.(*unstructured.Unstructured))
+			if err != nil {
+				klog.FromContext(ctx).V(1).Info("Skipping a revision store", "err", err)
+				return nil
+			}
+			for hash, r := range store.Revisions {
+				s.revisions[types.NamespacedName{Namespace: store.Namespace, Name: hash}] = r
+			}
+			return nil
+		})
+		if apierrors.IsNotFound(err) {
+			// No VMRevisionStore CRD: no workload pins a revision.
+			s.listed[""] = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", kube.Describe(revision.StoreResource, ns, ""), err)
+		}
+	}
+	return nil
+}
+
+// pinned is the revision hash that a store of namespace holds, or nil.
+func (s *Sources) pinned(namespace, hash string) *revision.Revision {
+	return s.revisions[types.NamespacedName{Namespace: namespace, Name: hash}]
+}

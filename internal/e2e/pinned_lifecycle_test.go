@@ -1,0 +1,262 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// TestFleetFromGit keeps a fleet as a Git repository would: the files
+// scaffold printed, then the ones rollout restart --dry-run=client -o yaml
+// printed after a prototype edit. Applying the second rolls the edit out;
+// applying the first again is an undo; and on a namespace emptied of the
+// fleet and its prototype, applying the prototype and the first files
+// brings back VMs equal to the first ones, of the same revision, whose
+// prototype status then finds unchanged (a revision names content, which
+// a prototype made again has too).
+func TestFleetFromGit(t *testing.T) {
+	ns := namespace(t)
+	addNodesOfSize(t, ns, sizedNodeNames(ns, 0, 2), "8", "16Gi")
+	sizedPrototype(t, ns, "256Mi")
+	const workload = "deployment/vmctl-testvm"
+	commit1 := vmctl(t, "scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "60", "--replicas", "2")
+	kubectl(t, []byte(commit1), "apply", "-f", "-")
+	first := waitRevision(t, ns, workload, 2, "")
+	firstSpecs := vmSpecs(t, ns)
+
+	changePrototype(t, ns)
+	commit2 := vmctl(t, "rollout", "restart", "testvm", "-n", ns, "--dry-run=client", "-o", "yaml")
+	for _, want := range []string{"kind: VMRevisionStore", "kind: Deployment", "vmctl.kubevirt.io/vm-revision: "} {
+		if !strings.Contains(commit2, want) {
+			t.Fatalf("rollout restart --dry-run=client -o yaml lacks %q:\n%s", want, commit2)
+		}
+	}
+	if got := podTemplateAnnotations(t, ns, workload)[contract.AnnotationVMRevision]; got != first {
+		t.Fatalf("a client-side dry run changed the template's revision %s to %s", first, got)
+	}
+	kubectl(t, []byte(commit2), "apply", "-f", "-")
+	second := waitRevision(t, ns, workload, 2, "")
+	if second == first {
+		t.Fatalf("applying the restart's files kept revision %s", first)
+	}
+	for name, spec := range vmSpecs(t, ns) {
+		if spec.memory != "512Mi" {
+			t.Errorf("VM %s after applying the restart's files: memory %s, want the edited prototype's 512Mi", name, spec.memory)
+		}
+	}
+
+	// The older commit again is an undo.
+	kubectl(t, []byte(commit1), "apply", "-f", "-")
+	waitRevision(t, ns, workload, 2, first)
+	waitPaired(t, ns, "testvm", 2, settle)
+	for name, spec := range vmSpecs(t, ns) {
+		if spec.memory != "256Mi" {
+			t.Errorf("VM %s after applying the first files again: memory %s, want the first revision's 256Mi", name, spec.memory)
+		}
+	}
+
+	// From Git alone: the fleet and its prototype gone, then applied again.
+	kubectl(t, nil, "delete", "-n", ns, workload, "vm/testvm", "vmrevisionstore/"+revision.StoreName("vmctl-testvm"), "--wait=true")
+	eventually(t, settle, "the fleet's VMs gone", func(ctx context.Context) (bool, string, error) {
+		vms, err := derivedVMs(ctx, ns)
+		return err == nil && len(vms) == 0, fmt.Sprintf("%d VMs", len(vms)), err
+	})
+	sizedPrototype(t, ns, "256Mi")
+	kubectl(t, []byte(commit1), "apply", "-f", "-")
+	if got := waitRevision(t, ns, workload, 2, ""); got != first {
+		t.Errorf("the first files on an emptied namespace pin %s, want %s", got, first)
+	}
+	var want vmSpec
+	for _, want = range firstSpecs {
+		break // the first VMs are all alike
+	}
+	for _, spec := range vmSpecs(t, ns) {
+		if spec.memory != want.memory || fmt.Sprint(spec.labels) != fmt.Sprint(want.labels) {
+			t.Errorf("a VM made from Git: memory %s, labels %v; want the first VMs' %s, %v", spec.memory, spec.labels, want.memory, want.labels)
+		}
+	}
+	if _, stderr, code := vmctlCode(t, "status", "-n", ns, "--exit-code"); code != 0 || strings.Contains(stderr, "has changed") {
+		t.Errorf("status of a fleet whose prototype was made again the same exited %d, saying %q", code, stderr)
+	}
+}
+
+// TestPrototypeGoneUnderAPinnedFleet deletes the prototype of a running,
+// pinned fleet: it scales on with VMs of the pinned revision, since its
+// agents never read the prototype; rollout restart says there is nothing
+// to roll out and exits 1. Made again the same, the prototype is the
+// revision pinned already, so a restart changes nothing; made again
+// changed, a restart rolls it out.
+func TestPrototypeGoneUnderAPinnedFleet(t *testing.T) {
+	ns := namespace(t)
+	addNodesOfSize(t, ns, sizedNodeNames(ns, 0, 2), "8", "16Gi")
+	sizedPrototype(t, ns, "256Mi")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "2")
+	const workload = "deployment/vmctl-testvm"
+	first := waitRevision(t, ns, workload, 2, "")
+
+	kubectl(t, nil, "delete", "vm", "testvm", "-n", ns)
+	scale(t, ns, "vmctl-testvm", 3)
+	waitRevision(t, ns, workload, 3, first)
+	for name, spec := range vmSpecs(t, ns) {
+		if spec.memory != "256Mi" {
+			t.Errorf("VM %s made with its prototype gone: memory %s, want the pinned revision's 256Mi", name, spec.memory)
+		}
+	}
+	out, stderr, code := vmctlCode(t, "rollout", "restart", "testvm", "-n", ns)
+	if code != 1 || !strings.Contains(stderr, "prototype "+ns+"/testvm not found; nothing to roll out") {
+		t.Errorf("rollout restart without its prototype exited %d, printed %q, %q", code, out, stderr)
+	}
+
+	sizedPrototype(t, ns, "256Mi")
+	out = vmctl(t, "rollout", "restart", "testvm", "-n", ns)
+	if !strings.Contains(out, "unchanged") {
+		t.Errorf("rollout restart of a prototype made again the same printed %q, want it unchanged", out)
+	}
+	if got := podTemplateAnnotations(t, ns, workload)[contract.AnnotationVMRevision]; got != first {
+		t.Errorf("the template pins %s after restarting a prototype made again the same, want %s", got, first)
+	}
+
+	changePrototype(t, ns)
+	vmctl(t, "rollout", "restart", "testvm", "-n", ns)
+	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m")
+	if got := waitRevision(t, ns, workload, 3, ""); got == first {
+		t.Errorf("rollout restart of the prototype made again changed kept revision %s", first)
+	}
+	for name, spec := range vmSpecs(t, ns) {
+		if spec.memory != "512Mi" {
+			t.Errorf("VM %s after the restart: memory %s, want 512Mi", name, spec.memory)
+		}
+	}
+}
+
+// TestUnpinnedFleetFollowsThePrototype runs a workload as scaffold wrote
+// them before templates pinned a VM revision (no store, no revision in the
+// template, no rule to read a store): its agents derive from the live
+// prototype, so an edit reaches a new Pod's VM; status names every Pod
+// "not pinned"; and one rollout restart pins it, adding the store and the
+// rule, after which the VMs are of the revision and status is clean.
+func TestUnpinnedFleetFollowsThePrototype(t *testing.T) {
+	ns := namespace(t)
+	addNodesOfSize(t, ns, sizedNodeNames(ns, 0, 2), "8", "16Gi")
+	sizedPrototype(t, ns, "256Mi")
+	manifests := vmctl(t, "scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "60", "--replicas", "2", "--admission-policy=false")
+	unpinnedManifests, err := withoutPin(manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, []byte(unpinnedManifests), "apply", "-f", "-")
+	waitPaired(t, ns, "testvm", 2, settle)
+
+	changePrototype(t, ns)
+	scale(t, ns, "vmctl-testvm", 3)
+	vms := waitPaired(t, ns, "testvm", 3, settle)
+	var edited int
+	for _, vm := range vms {
+		if vm.Annotations[contract.AnnotationVMRevision] != "" {
+			t.Errorf("VM %s of an unpinned Pod names revision %s", vm.Name, vm.Annotations[contract.AnnotationVMRevision])
+		}
+		if m := vm.Spec.Template.Spec.Domain.Memory; m != nil && m.Guest != nil && m.Guest.String() == "512Mi" {
+			edited++
+		}
+	}
+	if edited != 1 {
+		t.Errorf("%d VMs have the edited prototype's memory, want the one made after the edit", edited)
+	}
+	out, _, _ := vmctlCode(t, "status", "-n", ns)
+	if n := strings.Count(out, "not pinned to a VM revision: run kubectl vmctl rollout restart testvm once"); n != 3 {
+		t.Errorf("status names %d Pods not pinned, want 3:\n%s", n, out)
+	}
+
+	out = vmctl(t, "rollout", "restart", "testvm", "-n", ns)
+	if !strings.Contains(out, "vmrevisionstore.vmctl.kubevirt.io/vmctl-testvm-vm-revisions") || !strings.Contains(out, "restarted") {
+		t.Errorf("rollout restart of an unpinned workload printed %q, want the store made and the workload restarted", out)
+	}
+	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m")
+	waitRevision(t, ns, "deployment/vmctl-testvm", 3, "")
+	for name, spec := range vmSpecs(t, ns) {
+		if spec.memory != "512Mi" {
+			t.Errorf("VM %s after pinning: memory %s, want 512Mi", name, spec.memory)
+		}
+	}
+	role, err := e.kube.RbacV1().Roles(ns).Get(t.Context(), "vmctl-testvm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fmt.Sprint(role.Rules), "vmrevisionstores") {
+		t.Errorf("the Role after pinning lacks the store: %v", role.Rules)
+	}
+	if out, _, code := vmctlCode(t, "status", "-n", ns, "--exit-code"); code != 0 || strings.Contains(out, "not pinned") {
+		t.Errorf("status after pinning exited %d:\n%s", code, out)
+	}
+}
+
+// withoutPin is manifests as scaffold wrote them before templates pinned
+// a VM revision: without the revision store, the workload's pin (the
+// template's annotation and change-cause, the agent's --vm-revisions and
+// its variable) and the Role's rule for the store. It returns one JSON List.
+func withoutPin(manifests string) (string, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
+	var items []map[string]any
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return "", fmt.Errorf("read the scaffolded manifests: %w", err)
+		}
+		switch obj["kind"] {
+		case nil, "VMRevisionStore", "CustomResourceDefinition":
+			continue
+		case "Role":
+			var rules []any
+			for _, r := range obj["rules"].([]any) {
+				if !strings.Contains(fmt.Sprint(r), "vmrevisionstores") {
+					rules = append(rules, r)
+				}
+			}
+			obj["rules"] = rules
+		case "Deployment":
+			unpin(obj)
+		}
+		items = append(items, obj)
+	}
+	var buf bytes.Buffer
+	err := json.NewEncoder(&buf).Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	return buf.String(), err
+}
+
+// unpin takes the pin out of a scaffolded workload's object.
+func unpin(obj map[string]any) {
+	delete(obj["metadata"].(map[string]any)["annotations"].(map[string]any), "kubernetes.io/change-cause")
+	tmpl := obj["spec"].(map[string]any)["template"].(map[string]any)
+	delete(tmpl["metadata"].(map[string]any)["annotations"].(map[string]any), contract.AnnotationVMRevision)
+	for _, c := range tmpl["spec"].(map[string]any)["containers"].([]any) {
+		c := c.(map[string]any)
+		var args, env []any
+		for _, a := range c["args"].([]any) {
+			if !strings.HasPrefix(a.(string), "--vm-revisions") {
+				args = append(args, a)
+			}
+		}
+		for _, v := range c["env"].([]any) {
+			if v.(map[string]any)["name"] != "VMCTL_VM_REVISION" {
+				env = append(env, v)
+			}
+		}
+		c["args"], c["env"] = args, env
+	}
+}

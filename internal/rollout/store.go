@@ -1,0 +1,114 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
+)
+
+// Store GETs w's revision store: nil, without error, when there is none.
+func Store(ctx context.Context, c dynamic.Interface, w Workload) (*unstructured.Unstructured, error) {
+	ns, name := w.Meta().GetNamespace(), revision.StoreName(w.Meta().GetName())
+	u, err := c.Resource(revision.StoreGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get the revision store %s/%s: %w", ns, name, err)
+	}
+	return u, nil
+}
+
+// WithRevision is w's revision store cur (nil: none yet) with t's revision
+// added, and whether that changed it. It keeps every revision cur holds:
+// pruning those no retained template names is gc's.
+func WithRevision(cur *unstructured.Unstructured, w Workload, t Target) (*revision.Store, bool, error) {
+	if cur == nil {
+		s := revision.NewStore(w.Meta().GetNamespace(), w.Meta().GetName())
+		s.Revisions[t.Hash] = t.Revision
+		return s, true, nil
+	}
+	s, err := revision.FromObject(cur)
+	if err != nil {
+		return nil, false, err
+	}
+	if s.Workload == "" {
+		s.Workload = w.Meta().GetName()
+	}
+	if _, ok := s.Revisions[t.Hash]; ok {
+		return s, false, nil
+	}
+	s.Revisions[t.Hash] = t.Revision
+	return s, true, nil
+}
+
+// WriteStore writes s, which is cur (nil: none yet) with revisions added:
+// it creates the store, or adds to it, with one merge patch, the revisions
+// cur lacks, each stored at now (its metadata.creationTimestamp, which gc
+// reads: it prunes no revision younger than its --min-age). The patch names no other revision, so a revision gc prunes
+// meanwhile stays pruned, and the API server refuses a patch that would
+// change one the store retains (revision.StoreCRD).
+func WriteStore(ctx context.Context, c dynamic.Interface, cur *unstructured.Unstructured, s *revision.Store, now time.Time, dryRun []string) (*unstructured.Unstructured, error) {
+	stores := c.Resource(revision.StoreGVR).Namespace(s.Namespace)
+	if cur == nil {
+		stamped := revision.NewStore(s.Namespace, s.Workload)
+		for h, r := range s.Revisions {
+			stamped.Revisions[h] = storedAt(r, now)
+		}
+		obj, err := stamped.Object()
+		if err != nil {
+			return nil, err
+		}
+		created, err := stores.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: dryRun})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("create the revision store %s/%s: %w; the cluster lacks CRD %s.%s: "+
+				"a cluster admin applies `kubectl vmctl scaffold`'s output, which has it", s.Namespace, s.Name, err, revision.StoreResource, revision.StoreGroup)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create the revision store %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		return created, nil
+	}
+	old, err := revision.FromObject(cur)
+	if err != nil {
+		return nil, err
+	}
+	added := revision.NewStore(s.Namespace, s.Workload)
+	for h, r := range s.Revisions {
+		if _, ok := old.Revisions[h]; !ok {
+			added.Revisions[h] = storedAt(r, now)
+		}
+	}
+	obj, err := added.Object()
+	if err != nil {
+		return nil, err
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": string(cur.GetUID())}, // refused should the store be another by now
+		"spec":     obj.Object["spec"],
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode the patch of the revision store %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	patched, err := stores.Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager, DryRun: dryRun})
+	if err != nil {
+		return nil, fmt.Errorf("add VM revisions %v to the revision store %s/%s: %w", added.Hashes(), s.Namespace, s.Name, err)
+	}
+	return patched, nil
+}
+
+// storedAt is a copy of r stored at now.
+func storedAt(r *revision.Revision, now time.Time) *revision.Revision {
+	r = r.DeepCopy()
+	r.CreationTimestamp = metav1.NewTime(now)
+	return r
+}

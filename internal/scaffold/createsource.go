@@ -1,0 +1,109 @@
+package scaffold
+
+import (
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
+)
+
+// What the create policy compares a VM with, its source. A workload that
+// pins a VM revision (Pinned) has its revision store as the policy's
+// parameter, and the source is the revision the VM claims in its
+// contract.AnnotationVMRevision, read from the store's spec
+// (spec.revisions[<hash>], see package revision): a revision the store
+// lacks, never rolled out or pruned, is no source, and the VM is refused.
+// The store is one object, so a revision's existence and its content are
+// read together: no cache lag admits a VM of a revision the store holds
+// no more. A workload scaffolded before templates pinned a revision has
+// the prototype itself, whose live spec its agents follow.
+//
+// The policy cannot read the agent's Pod, only its name and UID from the
+// bound token, so it cannot check that the claim is the revision the Pod's
+// template pins: a token may claim any revision its workload's store
+// retains (docs/security.md).
+
+// paramKind is the kind of the create policy's parameter.
+func (p Params) paramKind() *admissionregistrationv1.ParamKind {
+	if p.Pinned() {
+		return &admissionregistrationv1.ParamKind{APIVersion: revision.StoreGVR.GroupVersion().String(), Kind: revision.StoreKind}
+	}
+	return &admissionregistrationv1.ParamKind{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"}
+}
+
+// paramRef names the create policy's parameter: the revision store beside
+// the workload, or the prototype. Without it no VM can be created.
+func (p Params) paramRef() *admissionregistrationv1.ParamRef {
+	ref := &admissionregistrationv1.ParamRef{Name: p.Prototype, Namespace: p.protoNamespace()}
+	if p.Pinned() {
+		ref = &admissionregistrationv1.ParamRef{Name: p.storeName(), Namespace: p.Namespace}
+	}
+	ref.ParameterNotFoundAction = ptr.To(admissionregistrationv1.DenyAction)
+	return ref
+}
+
+// noSource is what variables.source holds for a claim the store lacks: a
+// VM of no name, which the refusal of the claim explains, shaped so that
+// the other variables read it without error.
+const noSource = `dyn({'metadata': dyn({'name': dyn(''), 'uid': dyn(''), 'generation': dyn(0)}), ` +
+	`'spec': dyn({'template': dyn({'spec': dyn({'domain': dyn({})})})})})`
+
+// sourceVariables are the create policy's variables that read params: the
+// revision the VM claims, and the source.
+func (p Params) sourceVariables() []admissionregistrationv1.Variable {
+	claim := admissionregistrationv1.Variable{Name: "revision",
+		Expression: `object.metadata.?annotations[?` + literal(contract.AnnotationVMRevision) + `].orValue('')`}
+	if !p.Pinned() {
+		return []admissionregistrationv1.Variable{claim,
+			{Name: "claimHeld", Expression: `variables.revision == ''`},
+			{Name: "source", Expression: `params`},
+		}
+	}
+	stored := `params.?spec.?revisions[?variables.revision]`
+	return []admissionregistrationv1.Variable{claim,
+		{Name: "claimHeld", Expression: `variables.revision != '' && ` + stored + `.hasValue()`},
+		{Name: "source", Expression: stored + `.orValue(` + noSource + `)`},
+	}
+}
+
+// claimValidation refuses a VM whose claimed revision is no source: one
+// the store lacks, or, where the workload pins none, any.
+func (p Params) claimValidation() admissionregistrationv1.Validation {
+	if !p.Pinned() {
+		return forbid(`variables.claimHeld`, fmt.Sprintf("the VirtualMachine claims a VM revision (%s), but workload %s/%s pins none: "+
+			"its VMs are derived from prototype %s/%s itself", contract.AnnotationVMRevision, p.Namespace, p.Name, p.protoNamespace(), p.Prototype))
+	}
+	v := forbid(`variables.claimHeld`, fmt.Sprintf("the VirtualMachine claims no VM revision that %s %s/%s holds (%s): "+
+		"a vmctl agent may only create VMs of a revision its workload rolled out and still retains", revision.StoreKind, p.Namespace, p.storeName(), contract.AnnotationVMRevision))
+	v.MessageExpression = fmt.Sprintf(`"the VirtualMachine claims VM revision '" + variables.revision + "', which %s %s/%s does not hold: `+
+		`a vmctl agent may only create VMs of a revision its workload rolled out and still retains"`, revision.StoreKind, p.Namespace, p.storeName())
+	return v
+}
+
+// sourceName says, in refusals, what the VM is compared with.
+func (p Params) sourceName() string {
+	if p.Pinned() {
+		return "the VM revision's"
+	}
+	return "the prototype's"
+}
+
+// derivedFrom says, in refusals, what a VM must be derived from.
+func (p Params) derivedFrom() string {
+	if p.Pinned() {
+		return fmt.Sprintf("a vmctl agent may only create VMs derived from a VM revision of %s/%s that its workload retains", p.protoNamespace(), p.Prototype)
+	}
+	return fmt.Sprintf("a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)
+}
+
+// revisionNote names, in the annotations' refusal, the annotation that
+// claims the revision, where there is one.
+func (p Params) revisionNote() string {
+	if p.Pinned() {
+		return ", and the revision it claims"
+	}
+	return ""
+}
