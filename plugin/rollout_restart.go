@@ -233,7 +233,9 @@ func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload,
 	now := o.Now()
 	var restarted runtime.Object
 	if o.dryRun == cmdutil.DryRunClient {
-		restarted = rollout.Restarted(w, now, t).Object
+		if restarted, err = rollout.Manifest(rollout.Restarted(w, now, t).Object); err != nil {
+			return err
+		}
 	} else if restarted, err = rollout.Restart(ctx, o.clients.Kube, w, now, t, metav1.PatchOptions{DryRun: dryRun}); err != nil {
 		return err
 	}

@@ -231,6 +231,11 @@ func TestRolloutRestartKeepsALegacyCreatePolicy(t *testing.T) {
 
 func TestRolloutRestartOutputYAML(t *testing.T) {
 	kube, virt, now := rolloutScene(t, moreMemory)
+	// As the API server and kubectl apply left it.
+	web := kube[0].(*appsv1.Deployment)
+	web.ResourceVersion, web.UID, web.Generation = "4242", "uid-web", 3
+	web.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = `{"kind":"Deployment"}`
+	web.Status.ReadyReplicas = 2
 	out, _, _, err := runRolloutRestart(t, kube, virt, "testvm", "-o", "yaml", "--dry-run=client")
 	if err != nil {
 		t.Fatal(err)
@@ -242,6 +247,13 @@ func TestRolloutRestartOutputYAML(t *testing.T) {
 		"kubectl.kubernetes.io/restartedAt: \"2026-11-23T13:00:00Z\"", "vmctl.kubevirt.io/vm-revision: " + now + "\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("-o yaml lacks %q:\n%s", want, out)
+		}
+	}
+	// A manifest to apply: nothing the API server or kubectl wrote, whose
+	// resourceVersion would make the apply a conflict.
+	for _, server := range []string{"resourceVersion:", "uid: uid-web", "generation: 3", "last-applied-configuration", "readyReplicas"} {
+		if strings.Contains(out, server) {
+			t.Errorf("-o yaml holds %q:\n%s", server, out)
 		}
 	}
 }
