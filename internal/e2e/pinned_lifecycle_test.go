@@ -3,17 +3,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
@@ -209,18 +204,10 @@ func TestUnpinnedFleetFollowsThePrototype(t *testing.T) {
 // template's annotation and change-cause, the agent's --vm-revisions and
 // its variable) and the Role's rule for the store. It returns one JSON List.
 func withoutPin(manifests string) (string, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
-	var items []map[string]any
-	for {
-		var obj map[string]any
-		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return "", fmt.Errorf("read the scaffolded manifests: %w", err)
-		}
+	return editManifests(manifests, func(obj map[string]any) (bool, error) {
 		switch obj["kind"] {
-		case nil, "VMRevisionStore", "CustomResourceDefinition":
-			continue
+		case "VMRevisionStore", "CustomResourceDefinition":
+			return false, nil
 		case "Role":
 			var rules []any
 			for _, r := range obj["rules"].([]any) {
@@ -232,11 +219,8 @@ func withoutPin(manifests string) (string, error) {
 		case "Deployment":
 			unpin(obj)
 		}
-		items = append(items, obj)
-	}
-	var buf bytes.Buffer
-	err := json.NewEncoder(&buf).Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
-	return buf.String(), err
+		return true, nil
+	})
 }
 
 // unpin takes the pin out of a scaffolded workload's object.

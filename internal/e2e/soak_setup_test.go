@@ -142,6 +142,23 @@ func (s *soak) apply(proto string, kind scaffold.Kind) {
 // withNodeSelector sets nodeSelector on the DaemonSets among the YAML
 // documents of manifests, and returns them as one JSON List.
 func withNodeSelector(manifests string, selector map[string]string) (string, error) {
+	return editManifests(manifests, func(obj map[string]any) (bool, error) {
+		if obj["kind"] == "DaemonSet" {
+			spec, _ := obj["spec"].(map[string]any)
+			tmpl, _ := spec["template"].(map[string]any)
+			podSpec, _ := tmpl["spec"].(map[string]any)
+			if podSpec == nil {
+				return false, errors.New("the scaffolded DaemonSet has no spec.template.spec")
+			}
+			podSpec["nodeSelector"] = selector
+		}
+		return true, nil
+	})
+}
+
+// editManifests passes each YAML document of manifests to edit, which may
+// change it, and returns those edit keeps as one JSON List.
+func editManifests(manifests string, edit func(obj map[string]any) (keep bool, err error)) (string, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifests), 4096)
 	var items []map[string]any
 	for {
@@ -154,16 +171,13 @@ func withNodeSelector(manifests string, selector map[string]string) (string, err
 		if obj == nil {
 			continue
 		}
-		if obj["kind"] == "DaemonSet" {
-			spec, _ := obj["spec"].(map[string]any)
-			tmpl, _ := spec["template"].(map[string]any)
-			podSpec, _ := tmpl["spec"].(map[string]any)
-			if podSpec == nil {
-				return "", errors.New("the scaffolded DaemonSet has no spec.template.spec")
-			}
-			podSpec["nodeSelector"] = selector
+		keep, err := edit(obj)
+		if err != nil {
+			return "", err
 		}
-		items = append(items, obj)
+		if keep {
+			items = append(items, obj)
+		}
 	}
 	var buf bytes.Buffer
 	err := json.NewEncoder(&buf).Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
