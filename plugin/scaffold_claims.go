@@ -11,15 +11,13 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
-// noProvisioner is the provisioner of a class of static local volumes.
-const noProvisioner = "kubernetes.io/no-provisioner"
-
 // nodeLocalClaims says, where the agents move their VMs (--move-after) and
 // a claim they make per replica is of a class whose volumes are bound to a
-// node or zone (WaitForFirstConsumer, or static local volumes), that such
-// a VM cannot move: its replica's claim stays where its volume is, and so
-// does the replacement Pod the scheduler places by it. One note per
-// class; none where no class can be read.
+// node or zone (WaitForFirstConsumer, which local volumes need, and so do
+// local-path and TopoLVM), that such a VM cannot move: its replica's claim
+// stays where its volume is, and so does the replacement Pod the scheduler
+// places by it. One note per class; none where the class binds at once,
+// or none can be read.
 func (o *ScaffoldOptions) nodeLocalClaims(ctx context.Context) []string {
 	p := o.params
 	if !p.Moves() || len(p.ReplicaClaims) == 0 {
@@ -33,14 +31,14 @@ func (o *ScaffoldOptions) nodeLocalClaims(ctx context.Context) []string {
 	seen := map[string]bool{}
 	for _, c := range p.ReplicaClaims {
 		class := classOf(c, classes.Items)
-		if class == nil || seen[class.Name] || !bindsToTopology(class) {
+		if class == nil || seen[class.Name] || bindingMode(class) != storagev1.VolumeBindingWaitForFirstConsumer {
 			continue
 		}
 		seen[class.Name] = true
 		notes = append(notes, fmt.Sprintf("--move-after=%s: claim %s is of storage class %s, whose volumes are bound to a node or zone "+
-			"(volumeBindingMode %s, provisioner %s): a replica's VM moves only where its claim's volume can be used, so on node-local storage "+
+			"(volumeBindingMode WaitForFirstConsumer, provisioner %s): a replica's VM moves only where its claim's volume can be used, so on node-local storage "+
 			"(local volumes, local-path, TopoLVM) it cannot move and its agent evicts its Pod every %s in vain; pass --move-after=0, or use network storage",
-			p.MoveAfter, c.Name, class.Name, bindingMode(class), class.Provisioner, p.MoveAfter))
+			p.MoveAfter, c.Name, class.Name, class.Provisioner, p.MoveAfter))
 	}
 	return notes
 }
@@ -56,10 +54,6 @@ func classOf(c scaffold.ReplicaClaim, classes []storagev1.StorageClass) *storage
 		}
 	}
 	return nil
-}
-
-func bindsToTopology(sc *storagev1.StorageClass) bool {
-	return bindingMode(sc) == storagev1.VolumeBindingWaitForFirstConsumer || sc.Provisioner == noProvisioner
 }
 
 func bindingMode(sc *storagev1.StorageClass) storagev1.VolumeBindingMode {
