@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,20 +67,31 @@ func TestStatefulSetVMsKeepTheirClaims(t *testing.T) {
 		pod := pods["db-0"]
 		kube, virt := agentClients(t, ns, "db", pod)
 		own := derivedFromRevision(t, "db", pod, derive.Options{Namespace: ns, Subdomain: "db", ReplicaClaims: []string{"shared-data"}})
-		for _, tc := range []struct {
-			claim string
-			allow bool
-		}{{"shared-data-db-0", true}, {"shared-data-db-1", false}, {"shared-data", false}, {"shared-data-db-2", false}} {
-			vm := own.DeepCopy()
-			setClaim(vm, tc.claim)
-			_, err := virt.KubevirtV1().VirtualMachines(ns).Create(t.Context(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			allowed := err == nil || apierrors.IsAlreadyExists(err)
-			if allowed != tc.allow || !allowed && !apierrors.IsForbidden(err) {
-				t.Errorf("create db-0's VM on claim %s: %v; want allowed=%v, else 403", tc.claim, err, tc.allow)
+		createOn := func(claim string) func() error {
+			return func() error {
+				vm := own.DeepCopy()
+				setClaim(vm, claim)
+				_, err := virt.KubevirtV1().VirtualMachines(ns).Create(t.Context(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				return err
 			}
 		}
-		if _, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "shared-data-db-0", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
-			t.Errorf("get its own claim with the agent's token: %v, want 403: the agent needs no claim rights", err)
+		rows := []claimRow{
+			{"create its own VM on its own Pod's claim, shared-data-db-0", true, createOn("shared-data-db-0")},
+			{"create its own VM on another replica's claim, shared-data-db-1", false, createOn("shared-data-db-1")},
+			{"create its own VM on the prototype's claim, shared-data", false, createOn("shared-data")},
+			{"create its own VM on a claim of a replica that does not exist yet, shared-data-db-2", false, createOn("shared-data-db-2")},
+			{"read its own Pod's claim", false, func() error {
+				_, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "shared-data-db-0", metav1.GetOptions{})
+				return err
+			}},
+		}
+		checkClaimsTable(t, rows)
+		for _, r := range rows {
+			err := r.try()
+			allowed := err == nil || apierrors.IsAlreadyExists(err)
+			if allowed != r.allow || !allowed && !apierrors.IsForbidden(err) {
+				t.Errorf("%s: %v; want allowed=%v, else 403", r.name, err, r.allow)
+			}
 		}
 	})
 
@@ -338,4 +351,39 @@ func volumeNode(t *testing.T, c *corev1.PersistentVolumeClaim) string {
 		t.Fatal(err)
 	}
 	return pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values[0]
+}
+
+// claimRow is a row of docs/security.md's table of what a stolen agent
+// token can do with a StatefulSet's claims.
+type claimRow struct {
+	name  string
+	allow bool
+	try   func() error
+}
+
+// checkClaimsTable checks that docs/security.md's table of a StatefulSet's
+// claims says what rows try, in their order.
+func checkClaimsTable(t *testing.T, rows []claimRow) {
+	t.Helper()
+	b, err := os.ReadFile(repoFile("docs/security.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "\n| with the stolen token of `db-0` |")
+	if !ok {
+		t.Fatal("docs/security.md has no table of what a stolen token can do with a StatefulSet's claims")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var got, want []string
+	for _, line := range strings.Split(table, "\n")[2:] { // the header's rest and the separator
+		cells := strings.Split(strings.Trim(line, "| "), "|")
+		allowed := strings.HasPrefix(strings.TrimSpace(strings.ReplaceAll(cells[len(cells)-1], "*", "")), "yes")
+		got = append(got, fmt.Sprintf("%s: %v", strings.ReplaceAll(strings.TrimSpace(cells[0]), "`", ""), allowed))
+	}
+	for _, r := range rows {
+		want = append(want, fmt.Sprintf("%s: %v", r.name, r.allow))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("docs/security.md's claims table says\n%s\nthe test tries\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -205,7 +205,7 @@ func cleanup(s *hostState) error {
 		errs = append(errs, killByExe(s.Shim))
 	}
 	if s.Dir != "" {
-		errs = append(errs, unmountUnder(s.Dir), removeCNICache(s.Dir))
+		errs = append(errs, unmountUnder(s.Dir), detachLoopsUnder(s.Dir), removeCNICache(s.Dir))
 	}
 	// The client's veth goes with its namespace, unless a connection still
 	// holds the namespace; the kernel removes it after the unmount, so it
