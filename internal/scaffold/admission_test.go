@@ -741,7 +741,7 @@ func longPrototype(p *Params) {
 	p.Prototype = "a-prototype-whose-name-is-longer-than-a-label-value-and-is-cut-there"
 	p.Name = "vmctl-a-prototype-whose-name-is-longer-than-a-label" // its Pods' names are cut in labels too
 }
-func statefulSet(p *Params)        { p.Kind = KindStatefulSet }
+func statefulSet(p *Params) { p.Kind = KindStatefulSet }
 
 // replicaClaim is a StatefulSet that makes the prototype's claim
 // shared-data per replica.
@@ -912,13 +912,17 @@ func TestAdmissionPolicies(t *testing.T) {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ReadOnly = false }))
 		}},
 		{name: "create its VM on another replica's claim", fleet: replicaClaim, refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "shared-data-" + f.other.Name }))
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "shared-data-" + f.other.Name
+			}))
 		}},
 		{name: "create its VM on the prototype's claim, which the workload makes per replica", fleet: replicaClaim, refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "shared-data" }))
 		}},
 		{name: "create its VM on a claim of its own name, of a workload that makes none per replica", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "shared-data-" + f.pod.Name }))
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "shared-data-" + f.pod.Name
+			}))
 		}},
 		{name: "create its VM on its Pod's own claim of another prototype claim", fleet: replicaClaim, refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			// logs is a dataVolumeTemplate's, not made per replica.

@@ -23,20 +23,27 @@ import (
 
 // TestStatefulSetGuestsKeepTheirDisks runs a StatefulSet "db" of two VMs
 // of testdata/guest-disk.yaml, whose claim "data" each replica has its
-// own of (--replica-claim) on a static local volume of the real node.
-// Each guest marks its disk with a token on its first boot and says so on
-// its console. Each later VM of that replica, a new VMI in a new launcher
-// Pod on the same claim (same UID), must find the same token: after its
-// Pod is deleted, after a drain under the PodDisruptionBudget and
-// uncordon, and after a scale-in and out under whenScaled Retain. Under
-// whenScaled Delete, the claim goes only once its VM's launcher Pod is
-// gone.
+// own of (--replica-claim) on a static local volume of the real node, of
+// Filesystem mode (KubeVirt keeps disk.img on it) and of Block mode (a
+// loop device, which the VM uses whole). Each guest marks its disk with a
+// token on its first boot and says so on its console. Each later VM of
+// that replica, a new VMI in a new launcher Pod on the same claim (same
+// UID), must find the same token: after its Pod is deleted, after a drain
+// under the PodDisruptionBudget and uncordon, and after a scale-in and out
+// under whenScaled Retain. Under whenScaled Delete, the claim goes only
+// once its VM's launcher Pod is gone.
 func TestStatefulSetGuestsKeepTheirDisks(t *testing.T) {
+	for _, mode := range []corev1.PersistentVolumeMode{corev1.PersistentVolumeFilesystem, corev1.PersistentVolumeBlock} {
+		t.Run(string(mode), func(t *testing.T) { guestsKeepTheirDisks(t, mode) })
+	}
+}
+
+func guestsKeepTheirDisks(t *testing.T, mode corev1.PersistentVolumeMode) {
 	ns := namespace(t)
-	class := localVolumes(t, ns, 2)
+	class := localVolumes(t, ns, 2, mode)
 	mustKubectl(t, nil, "apply", "-n", ns, "-f", repoFile("testdata/guest-disk.yaml"))
 	manifests, stderr, code := runCode(t, nil, e.binary, "scaffold", "statefulset", "guest-disk", "-n", ns, "--image", e.image,
-		"--name", "db", "--replicas", "2", "--pdb", "1", "--move-after=0", "--replica-claim", "data=64Mi,class="+class)
+		"--name", "db", "--replicas", "2", "--pdb", "1", "--move-after=0", "--replica-claim", "data=64Mi,mode="+string(mode)+",class="+class)
 	if code != 0 {
 		t.Fatalf("kubectl vmctl scaffold: exit %d: %s", code, stderr)
 	}
@@ -189,9 +196,10 @@ func again(t *testing.T, ns, pod string, old guest, tokens map[string]string, cl
 }
 
 // localVolumes makes a WaitForFirstConsumer StorageClass of static local
-// volumes and n volumes of it, each a directory of the real node
-// (node.VolumeDir), and removes them when t ends.
-func localVolumes(t *testing.T, ns string, n int) string {
+// volumes and n volumes of it of mode, each a directory of the real node
+// (node.VolumeDir) or a block device (node.VolumeDevice), and removes them
+// when t ends.
+func localVolumes(t *testing.T, ns string, n int, mode corev1.PersistentVolumeMode) string {
 	t.Helper()
 	class := "local-" + ns
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "kubernetes.io/no-provisioner",
@@ -199,10 +207,18 @@ func localVolumes(t *testing.T, ns string, n int) string {
 	if _, err := e.kube.StorageV1().StorageClasses().Create(t.Context(), sc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = e.kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	})
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", class, i)
-		dir, err := e.node.VolumeDir(name)
+		var path string
+		var err error
+		if mode == corev1.PersistentVolumeBlock {
+			path, err = e.node.VolumeDevice(name, 64<<20)
+		} else {
+			path, err = e.node.VolumeDir(name)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,8 +229,8 @@ func localVolumes(t *testing.T, ns string, n int) string {
 				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				StorageClassName:              class,
 				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				VolumeMode:                    ptr.To(corev1.PersistentVolumeFilesystem),
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dir}},
+				VolumeMode:                    ptr.To(mode),
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}},
 				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{e.node.Name}}},
 				}}}},
@@ -223,7 +239,9 @@ func localVolumes(t *testing.T, ns string, n int) string {
 		if _, err := e.kube.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = e.kube.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = e.kube.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
 	}
 	return class
 }
