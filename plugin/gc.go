@@ -78,7 +78,13 @@ store of a workload that no longer exists, and one of whose revisions no
 template names any. A store, or a revision in it, younger than --min-age is
 left alone: a rollout writes it before the template that names it. Reads
 one LIST of VMRevisionStores and, where there is a store, one each of
-ControllerRevisions, Deployments, StatefulSets, DaemonSets and ReplicaSets.`,
+ControllerRevisions, Deployments, StatefulSets, DaemonSets and ReplicaSets.
+
+gc never deletes a PersistentVolumeClaim. The claims a StatefulSet makes per
+replica (scaffold --replica-claim), which its VMs keep their disks on,
+outlive the VMs gc deletes: whether a claim stays when its replica is
+scaled away or its StatefulSet deleted is the StatefulSet's
+persistentVolumeClaimRetentionPolicy's to say, as for any StatefulSet.`,
 		Example: `  # See what would be deleted in the current namespace
   kubectl vmctl gc --dry-run=client
 

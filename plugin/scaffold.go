@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -33,7 +34,13 @@ type ScaffoldOptions struct {
 	AdmissionPolicy    bool
 	AllowSharedVolumes bool
 	PodMonitor         bool
-	Output             string
+	// ReplicaClaims are --replica-claim's values (scaffold.ClaimsSyntax);
+	// ClaimsWhenDeleted and ClaimsWhenScaled the StatefulSet's retention
+	// policy of them.
+	ReplicaClaims     []string
+	ClaimsWhenDeleted string
+	ClaimsWhenScaled  string
+	Output            string
 	// Strict makes a warning about the prototype an error.
 	Strict bool
 	// Reserve makes each agent Pod hold its VM's room until it makes the
@@ -211,6 +218,14 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 		"Add a cluster-scoped ValidatingAdmissionPolicy and binding that confine the ServiceAccount to creating and deleting its own Pods' VMs, derived from the prototype; applying them needs cluster-admin. --admission-policy=false leaves them out.")
 	flags.BoolVar(&o.AllowSharedVolumes, "allow-shared-volumes", o.AllowSharedVolumes,
 		"Let the agents derive VMs from a prototype with writable PersistentVolumeClaims, which all VMs then share.")
+	flags.StringArrayVar(&o.ReplicaClaims, "replica-claim", o.ReplicaClaims,
+		"For a StatefulSet: make the prototype's claim CLAIM per replica, as "+scaffold.ClaimsSyntax+" (a volumeClaimTemplate). "+
+			"Each replica's VM uses its Pod's own claim, CLAIM-POD, in place of the prototype's, and keeps it across Pod replacements, "+
+			"reschedules and scale-in as the StatefulSet keeps its Pods' claims. Repeat it for each claim.")
+	flags.StringVar(&o.ClaimsWhenDeleted, "claims-when-deleted", "Retain",
+		"With --replica-claim: Retain or Delete the replicas' claims when the StatefulSet is deleted (persistentVolumeClaimRetentionPolicy.whenDeleted).")
+	flags.StringVar(&o.ClaimsWhenScaled, "claims-when-scaled", "Retain",
+		"With --replica-claim: Retain or Delete a replica's claims when the StatefulSet scales it away (persistentVolumeClaimRetentionPolicy.whenScaled).")
 	flags.BoolVar(&o.PodMonitor, "pod-monitor", o.PodMonitor,
 		"Add a Prometheus Operator PodMonitor (monitoring.coreos.com/v1) that scrapes the agents' /metrics.")
 	flags.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: (yaml, json).")
@@ -260,6 +275,25 @@ func (o *ScaffoldOptions) Complete(f kube.Factory, cmd *cobra.Command, args []st
 	if o.Service != "" {
 		if p.Service, err = scaffold.ParseServicePort(o.Service); err != nil {
 			return fmt.Errorf("--service: %w", err)
+		}
+	}
+	for _, c := range o.ReplicaClaims {
+		claim, err := scaffold.ParseReplicaClaim(c)
+		if err != nil {
+			return fmt.Errorf("--replica-claim: %w", err)
+		}
+		p.ReplicaClaims = append(p.ReplicaClaims, claim)
+	}
+	for flag, dst := range map[string]*appsv1.PersistentVolumeClaimRetentionPolicyType{"claims-when-deleted": &p.ClaimsWhenDeleted, "claims-when-scaled": &p.ClaimsWhenScaled} {
+		if !cmd.Flags().Changed(flag) {
+			continue
+		}
+		if len(o.ReplicaClaims) == 0 {
+			return fmt.Errorf("--%s applies to the claims --replica-claim makes per replica: add --replica-claim, or drop --%s", flag, flag)
+		}
+		v, _ := cmd.Flags().GetString(flag)
+		if *dst, err = scaffold.ParseRetention(v); err != nil {
+			return fmt.Errorf("--%s: %w", flag, err)
 		}
 	}
 	if o.PDB != "" {
@@ -366,7 +400,7 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 	o.params.Revision, o.params.RevisionHash = rev, pinned.Hash
 	o.params.Placement, o.params.PlacementKey = &pinned.Placement, pinned.PlacementKey
 	note, err := o.reservation(ctx, rev, pinned.PodNeeds)
-	return warnings, append(notes, note...), err
+	return warnings, append(append(notes, note...), o.nodeLocalClaims(ctx)...), err
 }
 
 // storeCRDMissing says, where the cluster serves no revision stores, that

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	apiversion "k8s.io/apimachinery/pkg/version"
@@ -80,16 +81,26 @@ func serves(kube *kubefake.Clientset, version string) {
 	})
 }
 
-// runScaffoldWith is runScaffold with protos as the cluster's VMs.
-func runScaffoldWith(t *testing.T, protos []runtime.Object, args ...string) (stdout, stderr string, err error) {
+// runScaffoldWith is runScaffold with objs as the cluster's VMs, and
+// StorageClasses.
+func runScaffoldWith(t *testing.T, objs []runtime.Object, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	virt := kubevirtfake.NewSimpleClientset(append([]runtime.Object{deployedKubeVirt("v1.8.0")}, protos...)...)
+	protos := []runtime.Object{deployedKubeVirt("v1.8.0")}
+	kubeObjs := []runtime.Object{&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "vm-high"}, Value: 1000}}
+	for _, o := range objs {
+		if _, ok := o.(*storagev1.StorageClass); ok {
+			kubeObjs = append(kubeObjs, o)
+		} else {
+			protos = append(protos, o)
+		}
+	}
+	virt := kubevirtfake.NewSimpleClientset(protos...)
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewScaffoldOptions(streams)
 	o.Version = "v1.2.3"
 	o.Image = scaffold.DefaultImage(o.Version)
 	// The priority class of the prototype in "protos".
-	kube := kubefake.NewClientset(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "vm-high"}, Value: 1000})
+	kube := kubefake.NewClientset(kubeObjs...)
 	serves(kube, serverVersion)
 	f := fakeapi.NewFactory(t, "from-kubeconfig", kube, virt)
 	err = opRun(t.Context(), f, newCmdScaffold(f, o), args...)

@@ -116,8 +116,11 @@ selected by vmctl's and scaffold's labels (other VMs are never read), then one
 LIST narrowed by name for each prototype and for each Pod a VM records that is
 not among the agents; past 50 in a namespace, one LIST of that namespace
 instead. Where agent Pods hold their VMs' room, also one LIST of the VMs'
-launcher Pods, by label, and, where a VMI reports its memory overhead, one LIST
-of KubeVirt CRs (--watch: once), without which status does not compare it.
+launcher Pods, by label; where agents use their Pods' own claims (a
+StatefulSet's, scaffold --replica-claim), one LIST of the namespace's
+PersistentVolumeClaims, whose names and phases -o wide and -o json show; and,
+where a VMI reports its memory overhead, one LIST of KubeVirt CRs (--watch:
+once), without which status does not compare it.
 Where agent Pods pin a VM revision, their prototype's revision now is taken
 once, with one GET of KubeVirt's expand-spec for a prototype with an
 instancetype or preference (none for another). --watch follows the rest with

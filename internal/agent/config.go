@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 // Defaults of the agent's knobs.
@@ -44,6 +45,10 @@ type Config struct {
 	// AllowSharedVolumes lets the derived VMs share the prototype's writable
 	// persistentVolumeClaim volumes.
 	AllowSharedVolumes bool
+	// ReplicaClaims, for a StatefulSet's agents, are the prototype's claims
+	// that the StatefulSet makes per Pod (its volumeClaimTemplates): the VM
+	// uses the Pod's own (see derive.Options).
+	ReplicaClaims []string
 	// Subdomain, for a StatefulSet's agents, is the headless Service that
 	// selects the VMs: the VM gets the Pod's name as hostname and this
 	// subdomain (see derive.Options).
@@ -129,6 +134,12 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("subdomain %q is not a valid Service name: %s", c.Subdomain, strings.Join(msgs, "; ")))
 		} else if msgs := validation.IsDNS1123Label(c.Pod.PodName); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("pod name %q cannot be the VM's hostname with --subdomain: %s; --subdomain is for StatefulSet Pods", c.Pod.PodName, strings.Join(msgs, "; ")))
+		}
+	}
+	for _, claim := range c.ReplicaClaims {
+		if msgs := validation.IsDNS1123Subdomain(derive.ReplicaClaimName(claim, c.Pod.PodName)); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--%s: claim %q of Pod %q would be named %q, not a valid PersistentVolumeClaim name: %s",
+				contract.FlagReplicaClaims, claim, c.Pod.PodName, derive.ReplicaClaimName(claim, c.Pod.PodName), strings.Join(msgs, "; ")))
 		}
 	}
 	if c.VMRevisions != "" {

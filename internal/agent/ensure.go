@@ -86,7 +86,7 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 	want, err := derive.VM(proto, derive.Pod{
 		Name: a.pod.PodName, Namespace: a.pod.PodNamespace, UID: a.pod.PodUID, Node: a.pod.Node,
 	}, derive.Options{Namespace: a.cfg.Namespace, AllowSharedVolumes: a.cfg.AllowSharedVolumes, Subdomain: a.cfg.Subdomain,
-		LauncherPriorityClass: a.cfg.LauncherPriorityClass, Revision: a.cfg.VMRevision})
+		ReplicaClaims: a.cfg.ReplicaClaims, LauncherPriorityClass: a.cfg.LauncherPriorityClass, Revision: a.cfg.VMRevision})
 	if err != nil {
 		reason := ReasonInvalidPrototype
 		if _, shared := errors.AsType[*derive.SharedVolumeError](err); shared {

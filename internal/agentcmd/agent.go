@@ -34,6 +34,7 @@ type AgentOptions struct {
 	HostnameOverride   string
 	AllowSharedVolumes bool
 	Subdomain          string
+	ReplicaClaims      []string
 	StopOnEvacuation   bool
 	ProbeAddress       string
 	DeleteTimeout      time.Duration
@@ -129,6 +130,9 @@ once. /metrics on the probe address serves Prometheus metrics.
 	flags.BoolVar(&o.AllowSharedVolumes, contract.FlagAllowSharedVolumes, o.AllowSharedVolumes, "Derive VMs even when they would all write to the prototype's persistentVolumeClaim or dataVolume volumes.")
 	flags.StringVar(&o.Subdomain, contract.FlagSubdomain, o.Subdomain,
 		"For a StatefulSet's Pods: the headless Service that selects the VMs. The VM gets the Pod's name as hostname and this subdomain, so <pod>.<subdomain>.<namespace>.svc names it as it would the Pod.")
+	flags.StringSliceVar(&o.ReplicaClaims, contract.FlagReplicaClaims, o.ReplicaClaims,
+		"For a StatefulSet's Pods: the prototype's claims that the StatefulSet makes per Pod (volumeClaimTemplates of those names). "+
+			"The VM uses the Pod's own claim, CLAIM-POD, in place of the prototype's, and so keeps its disk as the Pod keeps its claims.")
 	flags.BoolVar(&o.StopOnEvacuation, contract.FlagStopOnEvacuation, o.StopOnEvacuation,
 		"Stop the VM (delete its VMI, giving the guest its grace period) when a drain asks KubeVirt to evacuate it; KubeVirt starts it again once the node takes Pods. For agents a drain leaves in place: a DaemonSet's (kubectl drain --ignore-daemonsets). Needs get, list, watch and delete on virtualmachineinstances.")
 	flags.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz, /readyz and /metrics on.")
@@ -213,6 +217,7 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 		Pod:                id,
 		AllowSharedVolumes: o.AllowSharedVolumes,
 		Subdomain:          o.Subdomain,
+		ReplicaClaims:      o.ReplicaClaims,
 		StopOnEvacuation:   o.StopOnEvacuation,
 		ProbeAddress:       o.ProbeAddress,
 		DeleteTimeout:      o.DeleteTimeout,

@@ -28,12 +28,15 @@ type Agent struct {
 	// Namespace is where the agent makes its VM: -n/--namespace, else the
 	// Pod's namespace.
 	Namespace string
+	// ReplicaClaims are --replica-claims: the prototype's claims whose
+	// Pod's own, <claim>-<pod>, the VM uses.
+	ReplicaClaims []string
 }
 
 // ParseAgent reads the arguments of pod's first container, which are
 // `PROTOTYPE [flags]`: the inverse of scaffold's Params.AgentArgs. It reports false when there
-// is no prototype argument. Flags other than -n/--namespace and
-// --proto-namespace are skipped; they must use the --flag=value form, as
+// is no prototype argument. Flags other than -n/--namespace,
+// --proto-namespace and --replica-claims are skipped; they must use the --flag=value form, as
 // scaffold writes them.
 func ParseAgent(pod *corev1.Pod) (Agent, bool) {
 	a := Agent{Namespace: pod.Namespace}
@@ -47,6 +50,10 @@ func ParseAgent(pod *corev1.Pod) (Agent, bool) {
 	a.Prototype = args[0]
 	for i := 1; i < len(args); i++ {
 		name, value, hasValue := strings.Cut(args[i], "=")
+		if v, ok := strings.CutPrefix(args[i], "--"+FlagReplicaClaims+"="); ok {
+			a.ReplicaClaims = strings.Split(v, ",")
+			continue
+		}
 		var dst *string
 		switch name {
 		case "-n", "--namespace":

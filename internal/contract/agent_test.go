@@ -24,6 +24,8 @@ func TestParseAgent(t *testing.T) {
 		{name: "prototype namespace defaults to the VM namespace", args: []string{"web", "--namespace=vms"},
 			want: Agent{Prototype: "web", Namespace: "vms", PrototypeNamespace: "vms"}, wantOK: true},
 		{name: "dangling flag", args: []string{"web", "-n"}, want: Agent{Prototype: "web", Namespace: "pods", PrototypeNamespace: "pods"}, wantOK: true},
+		{name: "a StatefulSet's claims", args: []string{"db", "--subdomain=vmctl-db", "--replica-claims=data,logs"},
+			want: Agent{Prototype: "db", Namespace: "pods", PrototypeNamespace: "pods", ReplicaClaims: []string{"data", "logs"}}, wantOK: true},
 		{name: "no args", args: nil, want: Agent{Namespace: "pods"}},
 		{name: "flag first", args: []string{"--namespace=x", "web"}, want: Agent{Namespace: "pods"}},
 	}

@@ -106,6 +106,7 @@ const (
 	FlagMoveAfter          = "move-after"
 	FlagStateDir           = "state-dir"
 	FlagVMRevisions        = "vm-revisions"
+	FlagReplicaClaims      = "replica-claims"
 )
 
 // The agent's state volume: an emptyDir, which lives as long as the Pod

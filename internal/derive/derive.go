@@ -49,6 +49,12 @@ type Options struct {
 	// pod.Name): the name an existing VM was given, perhaps by an older
 	// rule, for comparing it with its derivation (diff).
 	Name string
+	// ReplicaClaims are the claims, among those the prototype's
+	// persistentVolumeClaim volumes name, that the workload makes per
+	// replica (a StatefulSet's volumeClaimTemplates): the VM uses the
+	// Pod's own, ReplicaClaimName(claim, pod.Name), which outlives the Pod
+	// as the StatefulSet's retention policy says, in the prototype's.
+	ReplicaClaims []string
 	// Revision, when set, is the hash that names proto as a VM revision
 	// (package revision): the snapshot the agent Pod's template pins. The
 	// VM records it in its contract.AnnotationVMRevision, by which the
@@ -62,7 +68,8 @@ type Options struct {
 // and annotations, is owned by the Pod when in the Pod's namespace, is
 // pinned to pod.Node, runs with runStrategy Always and evictionStrategy
 // External, and has the prototype's
-// machine identity and dataVolumeTemplate names replaced by its own:
+// machine identity, dataVolumeTemplate names and per-replica claims
+// (opts.ReplicaClaims) replaced by its own:
 // Fields lists every field it sets rather than copies. It
 // returns a *SharedVolumeError when the prototype's writable storage would
 // be shared by every derived VM, unless opts.AllowSharedVolumes.
@@ -83,8 +90,12 @@ func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.Vi
 	}
 
 	spec := proto.Spec.DeepCopy()
+	missing, have, own := useReplicaClaims(spec, opts.ReplicaClaims, pod.Name)
+	if len(missing) > 0 {
+		return nil, &ReplicaClaimError{Prototype: proto.Namespace + "/" + proto.Name, Missing: missing, Claims: have}
+	}
 	if !opts.AllowSharedVolumes {
-		if shared := sharedVolumes(spec); len(shared) > 0 {
+		if shared := sharedVolumes(spec, own); len(shared) > 0 {
 			return nil, &SharedVolumeError{Prototype: proto.Namespace + "/" + proto.Name, Volumes: shared}
 		}
 	}

@@ -45,8 +45,8 @@ func Fields() []Field {
 		{"spec.template.spec.domain.firmware.serial", "the Pod's UID"},
 		{"spec.template.spec.domain.devices.interfaces[].macAddress", "unset"},
 		{"spec.template.spec.volumes[].dataVolume.name", "a dataVolumeTemplate's new name where the prototype's names that template"},
-		{"spec.template.spec.volumes[].persistentVolumeClaim.claimName", "a dataVolumeTemplate's new name where the prototype's names that template"},
-		{"spec.template.spec.volumes[].ephemeral.persistentVolumeClaim.claimName", "a dataVolumeTemplate's new name where the prototype's names that template"},
+		{"spec.template.spec.volumes[].persistentVolumeClaim.claimName", "a dataVolumeTemplate's new name where the prototype's names that template; `<claim>-<pod>`, the Pod's own claim, where the workload makes the prototype's claim per replica (a StatefulSet's volumeClaimTemplate)"},
+		{"spec.template.spec.volumes[].ephemeral.persistentVolumeClaim.claimName", "as persistentVolumeClaim.claimName"},
 		{"status", "unset: the API server drops it on create"},
 	}
 }

@@ -42,8 +42,8 @@ func (e *SharedVolumeError) Error() string {
 // writable disk: a writable persistentVolumeClaim, or a dataVolume that no
 // dataVolumeTemplate makes (an existing DataVolume). Claims made by a
 // dataVolumeTemplate are per VM once renamed, so they are fine however they
-// are referenced.
-func sharedVolumes(spec *kubevirtv1.VirtualMachineSpec) []SharedVolume {
+// are referenced, and so are the Pod's own claims, own.
+func sharedVolumes(spec *kubevirtv1.VirtualMachineSpec, own map[string]bool) []SharedVolume {
 	templated := make(map[string]bool, len(spec.DataVolumeTemplates))
 	for _, t := range spec.DataVolumeTemplates {
 		templated[t.Name] = true
@@ -52,7 +52,7 @@ func sharedVolumes(spec *kubevirtv1.VirtualMachineSpec) []SharedVolume {
 	for _, v := range spec.Template.Spec.Volumes {
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			if !v.PersistentVolumeClaim.ReadOnly && !templated[v.PersistentVolumeClaim.ClaimName] {
+			if c := v.PersistentVolumeClaim.ClaimName; !v.PersistentVolumeClaim.ReadOnly && !templated[c] && !own[c] {
 				shared = append(shared, SharedVolume{Volume: v.Name, Source: "persistentVolumeClaim", Claim: v.PersistentVolumeClaim.ClaimName})
 			}
 		case v.DataVolume != nil:

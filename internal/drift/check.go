@@ -72,6 +72,7 @@ func (c Check) compare(live, proto *kubevirtv1.VirtualMachine, source, from stri
 		// VM; diff compares, it does not judge again.
 		AllowSharedVolumes: true,
 		Subdomain:          live.Labels[contract.LabelSubdomain],
+		ReplicaClaims:      replicaClaims(live, proto, o.PodName),
 		// The agent's choice, as the VM records it.
 		LauncherPriorityClass: live.Annotations[contract.AnnotationLauncherPriorityClass],
 		Revision:              c.Revision,
@@ -84,4 +85,35 @@ func (c Check) compare(live, proto *kubevirtv1.VirtualMachine, source, from stri
 		c.Err = err
 	}
 	return c
+}
+
+// replicaClaims are the claims of proto's persistentVolumeClaim volumes
+// that live uses its Pod's own of, as the agent does with the claims its
+// StatefulSet makes per replica (derive.Options.ReplicaClaims): the agent's
+// arguments list them, which a VM does not record, and the create policy
+// admits no other renaming.
+func replicaClaims(live, proto *kubevirtv1.VirtualMachine, pod string) []string {
+	if live.Spec.Template == nil || proto.Spec.Template == nil {
+		return nil
+	}
+	claimOf := func(v kubevirtv1.Volume) string {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			return v.PersistentVolumeClaim.ClaimName
+		case v.Ephemeral != nil && v.Ephemeral.PersistentVolumeClaim != nil:
+			return v.Ephemeral.PersistentVolumeClaim.ClaimName
+		}
+		return ""
+	}
+	liveClaims := map[string]string{}
+	for _, v := range live.Spec.Template.Spec.Volumes {
+		liveClaims[v.Name] = claimOf(v)
+	}
+	var claims []string
+	for _, v := range proto.Spec.Template.Spec.Volumes {
+		if c := claimOf(v); c != "" && liveClaims[v.Name] == derive.ReplicaClaimName(c, pod) {
+			claims = append(claims, c)
+		}
+	}
+	return claims
 }

@@ -246,3 +246,27 @@ func TestEachSeesVMsNamedByAnOlderRule(t *testing.T) {
 		t.Errorf("Each (-want +got):\n%s", diff)
 	}
 }
+
+// TestCheckVMSeesThePodsOwnClaim: a StatefulSet's VM uses its Pod's claim,
+// <claim>-<pod>, where the prototype names the claim: no drift. A VM on
+// another replica's claim drifted.
+func TestCheckVMSeesThePodsOwnClaim(t *testing.T) {
+	proto := loadPrototype(t)
+	proto.Spec.Template.Spec.Volumes = append(proto.Spec.Template.Spec.Volumes, kubevirtv1.Volume{Name: "data",
+		VolumeSource: kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
+			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}})
+	vm, err := derive.VM(proto, derive.Pod{Name: "db-0", Namespace: proto.Namespace, UID: "uid-db-0", Node: "node-a"},
+		derive.Options{ReplicaClaims: []string{"data"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := asStored(vm)
+	if c := CheckVM(live, proto); c.Err != nil || c.Drifted() {
+		t.Fatalf("the Pod's own claim: %+v", c)
+	}
+	claim := &live.Spec.Template.Spec.Volumes[len(live.Spec.Template.Spec.Volumes)-1].PersistentVolumeClaim.ClaimName
+	*claim = "data-db-1"
+	if c := CheckVM(live, proto); c.Err != nil || !strings.Contains(c.Diff, "-          claimName: data-db-1") {
+		t.Errorf("a VM on another replica's claim: want drift naming it, got %+v", c)
+	}
+}

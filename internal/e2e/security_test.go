@@ -364,6 +364,7 @@ func dryRunEvict(t *testing.T, f *agentFleet, pod corev1.Pod) error {
 // judges them as it would the real thing, and nothing changes.
 func TestStolenAgentToken(t *testing.T) {
 	t.Run("docs/security.md says what is tried", checkSecurityTable)
+	t.Run("a StatefulSet's claims", stolenTokenClaims)
 	for _, mode := range []securityMode{policyOff, policyOn, ownNamespace} {
 		t.Run(mode.String(), func(t *testing.T) {
 			f := newAgentFleet(t, mode)

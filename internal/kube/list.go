@@ -30,6 +30,13 @@ func Pods(c kubernetes.Interface, namespace string) ListFunc {
 	}
 }
 
+// Claims lists the PersistentVolumeClaims of namespace ("" for all).
+func Claims(c kubernetes.Interface, namespace string) ListFunc {
+	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.CoreV1().PersistentVolumeClaims(namespace).List(ctx, opts)
+	}
+}
+
 // VMs lists the VirtualMachines of namespace ("" for all).
 func VMs(c kubevirt.Interface, namespace string) ListFunc {
 	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

@@ -30,6 +30,11 @@ func Slim(obj any) (any, error) {
 		return slimPod(o), nil
 	case *kubevirtv1.VirtualMachine:
 		return slimVM(o), nil
+	case *corev1.PersistentVolumeClaim:
+		// Whether it is bound (status's claim problems).
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: o.ObjectMeta, Status: corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}}
+		slimMeta(&pvc.ObjectMeta)
+		return pvc, nil
 	case *kubevirtv1.VirtualMachineInstance:
 		vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: o.ObjectMeta}
 		slimMeta(&vmi.ObjectMeta)

@@ -283,7 +283,7 @@ func (f *fleet) param(t testing.TB) runtime.Object {
 // vm is the VM an agent of pod derives, as change makes it.
 func (f *fleet) vm(t *testing.T, pod derive.Pod, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
 	t.Helper()
-	vm := f.deriveVM(t, pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain()})
+	vm := f.deriveVM(t, pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain(), ReplicaClaims: f.p.replicaClaimNames()})
 	if change != nil {
 		change(vm)
 	}
@@ -741,7 +741,14 @@ func longPrototype(p *Params) {
 	p.Prototype = "a-prototype-whose-name-is-longer-than-a-label-value-and-is-cut-there"
 	p.Name = "vmctl-a-prototype-whose-name-is-longer-than-a-label" // its Pods' names are cut in labels too
 }
-func statefulSet(p *Params)        { p.Kind = KindStatefulSet }
+func statefulSet(p *Params) { p.Kind = KindStatefulSet }
+
+// replicaClaim is a StatefulSet that makes the prototype's claim
+// shared-data per replica.
+func replicaClaim(p *Params) {
+	p.Kind = KindStatefulSet
+	p.ReplicaClaims = []ReplicaClaim{{Name: "shared-data", Size: resource.MustParse("1Gi"), AccessMode: corev1.ReadWriteOnce, VolumeMode: corev1.PersistentVolumeFilesystem}}
+}
 func prototypeElsewhere(p *Params) { p.ProtoNamespace = "protos" }
 
 // TestAdmissionPolicies evaluates both policies' CEL, as kube-apiserver
@@ -891,6 +898,35 @@ func TestAdmissionPolicies(t *testing.T) {
 			return create(f.own(t, func(vm *vm) {
 				vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "secrets-of-another-app"
 			}))
+		}},
+		// A claim a StatefulSet makes per replica: its own Pod's, never
+		// another replica's, the prototype's or any other.
+		{name: "create its VM on its Pod's own claim", fleet: replicaClaim, try: func(t *testing.T, f *fleet) request {
+			vm := f.own(t, nil)
+			if got, want := vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName, "shared-data-"+f.pod.Name; got != want {
+				t.Fatalf("the VM's claim is %s, want %s", got, want)
+			}
+			return create(vm)
+		}},
+		{name: "create its VM on its Pod's own claim, writable where the prototype's volume is read-only", fleet: replicaClaim, refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ReadOnly = false }))
+		}},
+		{name: "create its VM on another replica's claim", fleet: replicaClaim, refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "shared-data-" + f.other.Name
+			}))
+		}},
+		{name: "create its VM on the prototype's claim, which the workload makes per replica", fleet: replicaClaim, refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "shared-data" }))
+		}},
+		{name: "create its VM on a claim of its own name, of a workload that makes none per replica", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName = "shared-data-" + f.pod.Name
+			}))
+		}},
+		{name: "create its VM on its Pod's own claim of another prototype claim", fleet: replicaClaim, refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			// logs is a dataVolumeTemplate's, not made per replica.
+			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.Volumes[1].PersistentVolumeClaim.ClaimName = "logs-" + f.pod.Name }))
 		}},
 		{name: "create its VM with a dataVolumeTemplate changed", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Spec.DataVolumeTemplates[1].Spec.Source.Blank = nil }))

@@ -21,6 +21,7 @@ func (p Params) AgentArgs() []string {
 	if s := p.subdomain(); s != "" {
 		args = append(args, "--"+contract.FlagSubdomain+"="+s)
 	}
+	args = append(args, p.claimArgs()...)
 	if p.StopsOnEvacuation() {
 		args = append(args, "--"+contract.FlagStopOnEvacuation)
 	}

@@ -96,19 +96,28 @@ func pairs(vm, source, sourceNames string) string {
 // renamedClaim is CEL that holds when the volume sources src of volume v
 // and of the source's volume s (dataVolume, persistentVolumeClaim) are
 // alike but for the claim each names under key, which is the source's
-// renamed as derive renames a dataVolumeTemplate's claims (newName).
-func renamedClaim(v, s, src, key string) string {
+// renamed as derive renames a dataVolumeTemplate's claims, and where
+// replica a claim the workload makes per replica (newName).
+func renamedClaim(v, s, src, key string, replica bool) string {
 	return fmt.Sprintf("('%[3]s' in %[1]s) == ('%[3]s' in %[2]s) && (!('%[3]s' in %[2]s) || (\n"+
 		"  %[5]s &&\n"+
 		"  %[6]s == %[7]s))",
 		v, s, src, key,
 		sameBut(v+"."+src, s+"."+src, key),
-		value(v+"."+src, key), newName(value(s+"."+src, key)))
+		value(v+"."+src, key), newName(value(s+"."+src, key), replica))
 }
 
 // newName is CEL for the claim a derived VM's volume names where the
 // source's names claim: the VM's dataVolumeTemplate in the place of the
-// source's of that name, else claim itself.
-func newName(claim string) string {
-	return fmt.Sprintf("(%[1]s in variables.sourceTemplateNames ? variables.templateNames[variables.sourceTemplateNames.indexOf(%[1]s)] : %[1]s)", claim)
+// source's of that name; where replica, the Pod's own claim,
+// <claim>-<pod>, in the place of one the workload makes per replica
+// (variables.replicaClaims, derive.ReplicaClaimName); else claim itself.
+// The Pod is the one whose token asks: no agent can take another
+// replica's disk.
+func newName(claim string, replica bool) string {
+	other := claim
+	if replica {
+		other = fmt.Sprintf("(%[1]s in variables.replicaClaims ? %[1]s + '-' + variables.pod : %[1]s)", claim)
+	}
+	return fmt.Sprintf("(%[1]s in variables.sourceTemplateNames ? variables.templateNames[variables.sourceTemplateNames.indexOf(%[1]s)] : %[2]s)", claim, other)
 }

@@ -26,6 +26,9 @@ func (p Params) specVariables() []admissionregistrationv1.Variable {
 	ta, sta := "variables.templateAnnotations", "variables.sourceTemplateAnnotations"
 	orEmpty := func(cond, path string) string { return "(" + cond + " ? [] : ['" + path + "'])" }
 	return []admissionregistrationv1.Variable{
+		// The claims the workload makes per replica: a VM uses its
+		// Pod's own in their place (newName).
+		v("replicaClaims", keyList(p.replicaClaimNames())),
 		v("runsAlways", value("variables.spec", "runStrategy")+" == 'Always' && !('running' in variables.spec) &&\n"+
 			value("variables.templateSpec", "evictionStrategy")+" == 'External'"),
 		v("ownIdentity", value("variables.firmware", "uuid")+" == variables.podUID && "+value("variables.firmware", "serial")+" == variables.podUID &&\n"+
@@ -57,18 +60,19 @@ func (p Params) specVariables() []admissionregistrationv1.Variable {
 		// Volumes in the source's order, each the source's but a claim the
 		// source makes from a dataVolumeTemplate (through a dataVolume, a
 		// persistentVolumeClaim or an ephemeral volume), which is the VM's
-		// own template in that template's place.
+		// own template in that template's place, and a claim the workload
+		// makes per replica, which is the Pod's own.
 		v("volumePairs", pairs("variables.volumes", "variables.sourceVolumes", "variables.sourceVolumeNames")),
 		v("volumesDerived", cel(`
 			variables.volumeNames == variables.sourceVolumeNames && `+unique("variables.sourceVolumeNames")+` &&
 			size(variables.templateNames) == size(variables.sourceTemplateNames) &&
 			variables.volumePairs.all(p,
 				`+sameBut("p.vm", "p.source", listed("spec.template.spec.volumes[].")...)+` &&
-				`+renamedClaim("p.vm", "p.source", "dataVolume", "name")+` &&
-				`+renamedClaim("p.vm", "p.source", "persistentVolumeClaim", "claimName")+` &&
+				`+renamedClaim("p.vm", "p.source", "dataVolume", "name", false)+` &&
+				`+renamedClaim("p.vm", "p.source", "persistentVolumeClaim", "claimName", true)+` &&
 				('ephemeral' in p.vm) == ('ephemeral' in p.source) && (!('ephemeral' in p.source) || (
 					`+sameBut("p.vm.ephemeral", "p.source.ephemeral", listed("spec.template.spec.volumes[].ephemeral.")...)+` &&
-					`+renamedClaim("p.vm.ephemeral", "p.source.ephemeral", "persistentVolumeClaim", "claimName")+`)))`)),
+					`+renamedClaim("p.vm.ephemeral", "p.source.ephemeral", "persistentVolumeClaim", "claimName", true)+`)))`)),
 		v("interfacePairs", pairs("variables.interfaces", "variables.sourceInterfaces", "variables.sourceInterfaceNames")),
 		v("ownDNSName", p.dnsNameExpression()),
 		v("priorityClass", p.priorityClassExpression()),

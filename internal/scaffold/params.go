@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -107,6 +108,12 @@ type Params struct {
 	AdmissionPolicy bool
 	// AllowSharedVolumes passes --allow-shared-volumes to the agent.
 	AllowSharedVolumes bool
+	// ReplicaClaims, for a StatefulSet, are the prototype's claims it makes
+	// per replica (see ReplicaClaim); ClaimsWhenDeleted and
+	// ClaimsWhenScaled its claims' retention policy, empty meaning Retain.
+	ReplicaClaims     []ReplicaClaim
+	ClaimsWhenDeleted appsv1.PersistentVolumeClaimRetentionPolicyType
+	ClaimsWhenScaled  appsv1.PersistentVolumeClaimRetentionPolicyType
 	// PodMonitor adds a Prometheus Operator PodMonitor for the agents'
 	// /metrics.
 	PodMonitor bool
@@ -217,5 +224,5 @@ func (p Params) PrototypeNamespace() string { return p.protoNamespace() }
 
 // DeriveOptions are the options p's agents derive their VMs with.
 func (p Params) DeriveOptions() derive.Options {
-	return derive.Options{Namespace: p.Namespace, AllowSharedVolumes: p.AllowSharedVolumes, Subdomain: p.subdomain()}
+	return derive.Options{Namespace: p.Namespace, AllowSharedVolumes: p.AllowSharedVolumes, Subdomain: p.subdomain(), ReplicaClaims: p.replicaClaimNames()}
 }

@@ -80,6 +80,7 @@ func (p Params) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, p.validateClaims()...)
 	return errors.Join(errs...)
 }
 

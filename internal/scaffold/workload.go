@@ -186,11 +186,13 @@ func (p Params) statefulSet() *appsv1.StatefulSet {
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindStatefulSet)},
 		ObjectMeta: p.workloadMeta(),
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To(p.Replicas),
-			Selector:            &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
-			Template:            p.podTemplate(),
-			ServiceName:         p.Name,
-			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Replicas:                             ptr.To(p.Replicas),
+			Selector:                             &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
+			Template:                             p.podTemplate(),
+			ServiceName:                          p.Name,
+			PodManagementPolicy:                  appsv1.ParallelPodManagement,
+			VolumeClaimTemplates:                 p.volumeClaimTemplates(),
+			PersistentVolumeClaimRetentionPolicy: p.claimRetention(),
 		},
 	}
 }

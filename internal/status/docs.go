@@ -88,6 +88,12 @@ func Docs() []Doc {
 			"and such a VM does not move (its replacement would hold as little). `kubectl vmctl rollout restart PROTOTYPE` writes the new size; " +
 			"where a VM does not fit, its Pod's `ReservationStale` Event says more ([sizes](docs/reservation.md#when-the-size-changes))",
 	}, {
+		Problem: "claim X Pending, Lost or missing",
+		Short:   "a claim the VM keeps its disk on will not serve it",
+		Help: "the Pod's own claim of one its StatefulSet makes per replica (`scaffold --replica-claim`), which its VM's disk is on, is Pending though the Pod is on a node " +
+			"(no volume binds it: `kubectl describe pvc X`), Lost (its volume is gone, and the VM's data with it), or missing (deleted by hand; the StatefulSet makes it again " +
+			"only for a new Pod: `kubectl delete pod <pod>`). The VM cannot start without it ([Stateful VMs](docs/scaffold.md#stateful-vms))",
+	}, {
 		Problem: ProblemProtoMissing,
 		Short:   "the VM's prototype no longer exists",
 		Help:    "the prototype VM was deleted or is in another namespace than `--proto-namespace` says; a Pod that pins a VM revision does not need it",

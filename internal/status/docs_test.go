@@ -19,6 +19,7 @@ func TestDocsNameEveryProblem(t *testing.T) {
 		strings.TrimSuffix(problemRevisionFmt, "%s, its Pod pins %s"),
 		strings.TrimSuffix(problemUnpinnedFmt, "%s once"),
 		strings.TrimSuffix(problemReservationFmt, "%s, its VM needs %s"),
+		"claim ",
 	}
 	for _, s := range stuck.States() {
 		problems = append(problems, s.Prefix)
@@ -31,6 +32,11 @@ func TestDocsNameEveryProblem(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("Docs() has no problem that starts with %q", p)
+		}
+	}
+	for _, f := range []string{problemClaimPendingFmt, problemClaimLostFmt, problemClaimMissingFmt} {
+		if !strings.HasPrefix(f, "claim %s ") {
+			t.Errorf("%q does not start as the claims' Doc does", f)
 		}
 	}
 	if len(docs) != len(problems) {

@@ -23,6 +23,8 @@ func readAll(ctx context.Context, c kube.Clients, q Query, srcs []source, fn fun
 			list = kube.Pods(c.Kube, src.namespace)
 		case "virtualmachineinstances":
 			list = kube.VMIs(c.KubeVirt, src.namespace)
+		case "persistentvolumeclaims":
+			list = kube.Claims(c.Kube, src.namespace)
 		}
 		err := kube.EachItem(ctx, list, src.listOptions(q), func(obj runtime.Object) error {
 			fn(i, obj)

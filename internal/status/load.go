@@ -55,6 +55,10 @@ type Inventory struct {
 	// its VM's room (contract.AnnotationReservation), matched to VMs by
 	// their owner VMI's name.
 	Launchers []*corev1.Pod
+	// Claims are the PersistentVolumeClaims of the namespaces whose agent
+	// Pods use their own claims (contract.Agent.ReplicaClaims), matched
+	// by name.
+	Claims []*corev1.PersistentVolumeClaim
 	// Revisions are the hashes of the VM revisions that prototypes would
 	// pin now (prototype.Revise), for the prototypes of the agent Pods
 	// that pin one; none for a prototype whose revision could not be

@@ -88,6 +88,10 @@ type Row struct {
 	// column shows it: what a user needs to reach the VM.
 	VMIP string `json:"vmIP,omitempty"`
 
+	// Claims are the Pod's own claims its VM keeps its disks on (a
+	// StatefulSet's, --replica-claims), with their phase.
+	Claims []Claim `json:"claims,omitempty"`
+
 	Prototype          string `json:"prototype,omitempty"`
 	PrototypeNamespace string `json:"prototypeNamespace,omitempty"`
 
@@ -155,7 +159,11 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 		}
 	}
 
-	p := pairer{now: now, notReadyGrace: notReadyGrace, vmis: vmis, protos: protos, podNames: podNames, launchers: launchers}
+	claims := map[types.NamespacedName]*corev1.PersistentVolumeClaim{}
+	for _, c := range inv.Claims {
+		claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
+	}
+	p := pairer{now: now, notReadyGrace: notReadyGrace, vmis: vmis, protos: protos, podNames: podNames, launchers: launchers, claims: claims}
 	var rows []Row
 	shown := map[*kubevirtv1.VirtualMachine]bool{}
 	for _, pod := range inv.Pods {
@@ -205,6 +213,7 @@ type pairer struct {
 	podNames      map[types.NamespacedName]*corev1.Pod
 	// launchers are the newest launcher Pod of each VM, by the VM's name.
 	launchers map[types.NamespacedName]*corev1.Pod
+	claims    map[types.NamespacedName]*corev1.PersistentVolumeClaim
 }
 
 // podRow is a Pod without VM.
@@ -220,6 +229,9 @@ func (p pairer) podRow(pod *corev1.Pod, agent contract.Agent) Row {
 	if w, ok := stuck.OfPod(pod); ok {
 		r.Waiting = w.Message
 	}
+	var problems []string
+	r.Claims, problems = podClaims(pod, p.claims)
+	r.Problems = append(r.Problems, problems...)
 	return r
 }
 
@@ -287,6 +299,11 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	}
 	if u := unpinned(pod); u != "" {
 		r.Problems = append(r.Problems, u)
+	}
+	if pod != nil {
+		var problems []string
+		r.Claims, problems = podClaims(pod, p.claims)
+		r.Problems = append(r.Problems, problems...)
 	}
 	return r
 }

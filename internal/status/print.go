@@ -22,7 +22,8 @@ const (
 
 // TableOptions shape the human table.
 type TableOptions struct {
-	// Wide adds NAMESPACE, VM IP, PROTOTYPE and POD UID (kubectl's -o wide).
+	// Wide adds NAMESPACE, VM IP, PROTOTYPE, POD UID and CLAIMS (kubectl's
+	// -o wide).
 	Wide bool
 	// WithNamespace puts NAMESPACE first, as kubectl does with -A.
 	WithNamespace bool
@@ -35,7 +36,7 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, opts TableOptions) error
 	withNS := opts.WithNamespace || opts.Wide
 	headers := []string{"POD", "NODE", "READY", "VM", "VM STATUS", "VMI NODE", "AGE", "PROBLEM"}
 	if opts.Wide {
-		headers = append(headers, "VM IP", "PROTOTYPE", "POD UID")
+		headers = append(headers, "VM IP", "PROTOTYPE", "POD UID", "CLAIMS")
 	}
 	if withNS {
 		headers = append([]string{"NAMESPACE"}, headers...)
@@ -44,7 +45,7 @@ func WriteTable(w io.Writer, rows []Row, now time.Time, opts TableOptions) error
 	for _, r := range rows {
 		c := rowCells(r, now)
 		if opts.Wide {
-			c = append(c, orNone(r.VMIP), styled.Text(r.prototypeRef()), orNone(string(r.PodUID)))
+			c = append(c, orNone(r.VMIP), styled.Text(r.prototypeRef()), orNone(string(r.PodUID)), claimsCell(r.Claims))
 		}
 		if withNS {
 			c = append([]styled.Cell{styled.Text(r.Namespace)}, c...)
@@ -95,6 +96,19 @@ func rowCells(r Row, now time.Time) []styled.Cell {
 		styled.Text(age),
 		problem,
 	}
+}
+
+// claimsCell names a row's claims, each with its phase where it is not
+// Bound, as "data-db-0,logs-db-0(Pending)".
+func claimsCell(claims []Claim) styled.Cell {
+	names := make([]string, len(claims))
+	for i, c := range claims {
+		names[i] = c.Name
+		if c.Phase != "Bound" {
+			names[i] += "(" + c.Phase + ")"
+		}
+	}
+	return orNone(strings.Join(names, ","))
 }
 
 func (r Row) prototypeRef() string {

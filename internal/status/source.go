@@ -34,6 +34,9 @@ const (
 	// roleLaunchers are the derived VMs' launcher Pods, selected by the
 	// labels KubeVirt gives them and copies from the VMI.
 	roleLaunchers
+	// roleClaims are the PersistentVolumeClaims of the namespaces whose
+	// agents use their Pod's own claims (--replica-claims).
+	roleClaims
 )
 
 // source is what one paged LIST reads in Load and one informer follows in
@@ -51,6 +54,8 @@ func (s source) resource() string {
 		return "pods"
 	case roleVMIs:
 		return "virtualmachineinstances"
+	case roleClaims:
+		return "persistentvolumeclaims"
 	}
 	return "virtualmachines"
 }
@@ -100,7 +105,7 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 // so far: the agents, derived VMs and their instances of q's namespace; the
 // VMs and instances of the namespaces q's agents put their VMs in; the
 // launcher Pods of those namespaces when an agent Pod holds its VM's room;
-// and,
+// the claims of q's namespace when an agent uses its Pod's own; and,
 // read by name, the Pod each derived VM records (unless a Pod selector
 // narrows what is shown, or an agent Pod already pairs with it) and the
 // prototype it records. Load and Watch read sources until needs asks for
@@ -134,6 +139,9 @@ func needs(q Query, inv *Inventory) []source {
 		if q.PodSelector == "" && q.InScope(vm.Namespace) && !agents[types.NamespacedName{Namespace: o.PodNamespace, Name: string(o.PodUID)}] {
 			owners = append(owners, o.Pod())
 		}
+	}
+	if slices.ContainsFunc(inv.Pods, usesReplicaClaims) {
+		out = append(out, source{roleClaims, q.Namespace, ""})
 	}
 	out = append(out, byName(roleOwners, owners, q.Namespace == "")...)
 	return append(out, byName(rolePrototypes, protos, q.Namespace == "")...)
@@ -203,5 +211,7 @@ func (b *builder) add(r role, obj any) {
 		b.inv.Prototypes = append(b.inv.Prototypes, obj.(*kubevirtv1.VirtualMachine))
 	case roleLaunchers:
 		b.inv.Launchers = append(b.inv.Launchers, obj.(*corev1.Pod))
+	case roleClaims:
+		b.inv.Claims = append(b.inv.Claims, obj.(*corev1.PersistentVolumeClaim))
 	}
 }

@@ -130,6 +130,9 @@ func (w *watcher) follow(src source) cache.Store {
 	case "pods":
 		opts.Client = w.c.Kube
 		return w.f.Follow(kube.ListWatch(w.c.Kube.CoreV1().Pods(src.namespace), sel), &corev1.Pod{}, opts)
+	case "persistentvolumeclaims":
+		opts.Client = w.c.Kube
+		return w.f.Follow(kube.ListWatch(w.c.Kube.CoreV1().PersistentVolumeClaims(src.namespace), sel), &corev1.PersistentVolumeClaim{}, opts)
 	case "virtualmachineinstances":
 		vmis := w.c.KubeVirt.KubevirtV1().VirtualMachineInstances(src.namespace)
 		return w.f.Follow(kube.ListWatch(vmis, sel), &kubevirtv1.VirtualMachineInstance{}, opts)

@@ -497,6 +497,15 @@ func (c *Cluster) startControllerManager(p *pki) error {
 			// -edit or -admin to those roles, as scaffold's for the revision
 			// stores are.
 			"clusterrole-aggregation-controller",
+			// Bind claims to volumes (the scheduler binds those of
+			// WaitForFirstConsumer classes, which this completes), and keep
+			// a claim, and its volume, while a Pod uses it: a StatefulSet's
+			// per-replica claims stay Pending without the first, and one
+			// the StatefulSet deletes on scale-in would go from under its
+			// VM's launcher Pod without the others.
+			"persistentvolume-binder-controller",
+			"persistentvolumeclaim-protection-controller",
+			"persistentvolume-protection-controller",
 		}, ","),
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + p.SAKey,

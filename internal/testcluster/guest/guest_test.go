@@ -51,38 +51,8 @@ func TestGuestBootsServesAndPowersOff(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no qemu-system-x86_64: run hack/node-deps.sh as root (it installs qemu-system-x86): %v", err)
 	}
-	dir := t.TempDir()
-	port := freePort(t)
-	qmpSocket := filepath.Join(dir, "qmp.sock")
-	cmd := exec.Command(qemu, "-accel", "tcg", "-machine", "q35", "-m", "256", "-nographic", "-no-reboot",
-		"-kernel", img.Kernel, "-initrd", img.Initrd, "-append", guest.KernelArgs,
-		"-netdev", "user,id=net0,net=10.0.2.0/24,hostname="+hostname+",hostfwd=tcp:127.0.0.1:"+strconv.Itoa(port)+"-:80",
-		// romfile= spares qemu the NIC's boot ROM (package ipxe-qemu): the
-		// kernel is loaded directly.
-		"-device", "virtio-net-pci,netdev=net0,romfile=",
-		"-qmp", "unix:"+qmpSocket+",server=on,wait=off")
-	console := newConsole()
-	cmd.Stdout, cmd.Stderr = console, console
-	// Killed with the test's process, should it die before the cleanup.
-	cmd.SysProcAttr = testcluster.SysProcAttr()
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// exited closes when qemu has; exitErr is Wait's error then.
-	exited := make(chan struct{})
-	var exitErr error
-	go func() {
-		exitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // no longer running once it powered off
-		<-exited
-		if t.Failed() {
-			t.Logf("the guest's console:\n%s", console.String())
-		}
-	})
+	g := boot(t, qemu, img, "")
+	console, exited, qmpSocket, port, start := g.console, g.exited, g.qmp, g.port, g.start
 
 	upLine := "vmctl-guest: " + hostname + " up"
 	if err := console.waitFor(upLine, exited, 2*time.Minute); err != nil {
@@ -105,8 +75,8 @@ func TestGuestBootsServesAndPowersOff(t *testing.T) {
 	}
 	select {
 	case <-exited:
-		if exitErr != nil {
-			t.Fatalf("qemu exited with %v after system_powerdown, want 0", exitErr)
+		if g.exitErr != nil {
+			t.Fatalf("qemu exited with %v after system_powerdown, want 0", g.exitErr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("qemu still runs 30s after system_powerdown: the guest ignored the ACPI power button")
@@ -117,6 +87,115 @@ func TestGuestBootsServesAndPowersOff(t *testing.T) {
 	}
 	t.Logf("boot to the console line %s, to the HTTP answer %s, system_powerdown to qemu's exit %s",
 		boot.Round(10*time.Millisecond), served.Round(10*time.Millisecond), off.Round(10*time.Millisecond))
+}
+
+// guestRun is one boot of the guest under the machine's qemu.
+type guestRun struct {
+	console *console
+	// exited closes when qemu has; exitErr is Wait's error then.
+	exited  chan struct{}
+	exitErr error
+	qmp     string
+	port    int
+	start   time.Time
+}
+
+// boot boots the guest as KubeVirt's launcher would, but with the
+// machine's qemu: Ensure's kernel and initramfs, q35, software emulation
+// only (TCG), one virtio NIC whose DHCP server hands out 10.0.2.0/24 and
+// a hostname, and where disk is set that raw file as a virtio disk, as
+// KubeVirt gives a VM its claim's disk.img. qemu is killed when t ends.
+func boot(t *testing.T, qemu string, img guest.Image, disk string) *guestRun {
+	t.Helper()
+	g := &guestRun{console: newConsole(), exited: make(chan struct{}), qmp: filepath.Join(t.TempDir(), "qmp.sock"), port: freePort(t)}
+	args := []string{"-accel", "tcg", "-machine", "q35", "-m", "256", "-nographic", "-no-reboot",
+		"-kernel", img.Kernel, "-initrd", img.Initrd, "-append", guest.KernelArgs,
+		"-netdev", "user,id=net0,net=10.0.2.0/24,hostname=" + hostname + ",hostfwd=tcp:127.0.0.1:" + strconv.Itoa(g.port) + "-:80",
+		// romfile= spares qemu the NIC's boot ROM (package ipxe-qemu): the
+		// kernel is loaded directly.
+		"-device", "virtio-net-pci,netdev=net0,romfile=",
+		"-qmp", "unix:" + g.qmp + ",server=on,wait=off"}
+	if disk != "" {
+		args = append(args, "-drive", "file="+disk+",format=raw,if=none,id=data", "-device", "virtio-blk-pci,drive=data")
+	}
+	cmd := exec.Command(qemu, args...)
+	cmd.Stdout, cmd.Stderr = g.console, g.console
+	// Killed with the test's process, should it die before the cleanup.
+	cmd.SysProcAttr = testcluster.SysProcAttr()
+	g.start = time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		g.exitErr = cmd.Wait()
+		close(g.exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // no longer running once it powered off
+		<-g.exited
+		if t.Failed() {
+			t.Logf("the guest's console:\n%s", g.console.String())
+		}
+	})
+	return g
+}
+
+// TestGuestKeepsItsTokenOnItsDisk boots the guest twice on one blank raw
+// disk, as a VM's claim is blank at first and the same on every later
+// boot: the first boot writes a token to it and says so, the second finds
+// the same token. A guest's data survives its VM only where its disk does.
+func TestGuestKeepsItsTokenOnItsDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		ci.Skip(t, "the guest's test runs as root, as make e2e does (hack/node-deps.sh installs qemu then)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	img, err := guest.Ensure(ctx, "", logWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		t.Fatalf("no qemu-system-x86_64: run hack/node-deps.sh as root (it installs qemu-system-x86): %v", err)
+	}
+	disk := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(disk, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(disk, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	for i, want := range []string{"written to /dev/vda", "found on /dev/vda"} {
+		g := boot(t, qemu, img, disk)
+		if err := g.console.waitFor("vmctl-guest: "+hostname+" up", g.exited, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		got := tokenLine(g.console.String())
+		if !strings.HasSuffix(got, want) || i == 1 && got != "token "+token+" "+want {
+			t.Fatalf("boot %d: the console says %q of the disk, want \"token %s %s\"", i+1, got, token, want)
+		}
+		token = strings.Fields(got)[1]
+		if err := powerdown(g.qmp); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-g.exited:
+		case <-time.After(30 * time.Second):
+			t.Fatal("qemu still runs 30s after system_powerdown")
+		}
+	}
+}
+
+// tokenLine is what the guest's console says of its data disk's token,
+// after "vmctl-guest: ", or "".
+func tokenLine(console string) string {
+	for _, l := range strings.Split(console, "\n") {
+		if _, rest, ok := strings.Cut(l, "vmctl-guest: token "); ok {
+			return "token " + strings.TrimSpace(rest)
+		}
+	}
+	return ""
 }
 
 // logWriter sends Ensure's progress lines to the test's log.

@@ -1,8 +1,9 @@
 #!/bin/sh
 # /init of the guest's initramfs, run by the kernel as PID 1. It brings up the
 # one NIC with DHCP (udhcpc.sh applies the lease, hostname included), serves
-# the hostname over HTTP on :80, powers off on the ACPI power button (power.sh)
-# and tells the serial console when it is up. It must never exit: the kernel
+# the hostname over HTTP on :80, powers off on the ACPI power button (power.sh),
+# marks a data disk with a token or finds the one it marked, and tells the
+# serial console when it is up. It must never exit: the kernel
 # panics when PID 1 does.
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -16,6 +17,28 @@ say() { echo "vmctl-guest: $*" >/dev/console; }
 while read -r m; do
 	insmod "/lib/modules/$m" || say "cannot load $m"
 done </etc/modules
+
+# A data disk (the VM's claim), where the VM has a virtio one (device ID 2):
+# the guest marks it with a token on its first boot, and every later boot,
+# on the same disk, finds that token. Both say so on the console.
+if grep -qx 0x0002 /sys/bus/virtio/devices/*/device 2>/dev/null; then
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		[ -e /sys/block/vda ] && break
+		sleep 1
+	done
+	mark=$(dd if=/dev/vda bs=29 count=1 2>/dev/null | tr -cd 'a-z0-9:-')
+	case "$mark" in
+	vmctl-token:*) say "token ${mark#vmctl-token:} found on /dev/vda" ;;
+	*)
+		token=$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+		if printf 'vmctl-token:%s\n' "$token" | dd of=/dev/vda conv=notrunc,fsync 2>/dev/null; then
+			say "token $token written to /dev/vda"
+		else
+			say "cannot write a token to /dev/vda"
+		fi
+		;;
+	esac
+fi
 
 # The button's /dev/input/event* exist now; acpid opens them at start. Its
 # log (the events it acts on) goes to the console: there is no /var/log.

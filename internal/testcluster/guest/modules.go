@@ -14,10 +14,11 @@ import (
 
 // guestModules are the modules the guest loads, each after what it depends
 // on: the virtio NIC of KubeVirt's interface (virtio_net over virtio_pci), the
-// ACPI power button, and the event devices busybox acpid reads the button
-// from. Debian builds them as modules; one built into the kernel is skipped.
+// virtio disk of a data volume (virtio_blk), the ACPI power button, and the
+// event devices busybox acpid reads the button from. Debian builds them as
+// modules; one built into the kernel is skipped.
 func guestModules() []string {
-	return []string{"virtio_pci", "virtio_net", "button", "evdev"}
+	return []string{"virtio_pci", "virtio_net", "virtio_blk", "button", "evdev"}
 }
 
 // module is a kernel module to load: its name, file and content.

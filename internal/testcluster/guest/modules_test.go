@@ -44,6 +44,7 @@ func TestModuleName(t *testing.T) {
 var guestDeps = map[string][]string{
 	"virtio_pci":            {"virtio_ring", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio"},
 	"virtio_net":            {"virtio_ring", "virtio", "net_failover"},
+	"virtio_blk":            {"virtio", "virtio_ring"},
 	"net_failover":          {"failover"},
 	"virtio":                {"virtio_ring"},
 	"button":                nil,
@@ -68,7 +69,7 @@ func TestLoadOrderPutsEachModuleOnceAfterItsDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"virtio_ring", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio", "virtio_pci",
-		"failover", "net_failover", "virtio_net", "button", "evdev"}
+		"failover", "net_failover", "virtio_net", "virtio_blk", "button", "evdev"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("load order\n%q\nwant\n%q", got, want)
 	}

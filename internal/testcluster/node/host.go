@@ -205,7 +205,9 @@ func cleanup(s *hostState) error {
 		errs = append(errs, killByExe(s.Shim))
 	}
 	if s.Dir != "" {
-		errs = append(errs, unmountUnder(s.Dir), removeCNICache(s.Dir))
+		// Loops first: their backing files are found by their paths under
+		// s.Dir, which an unmount there takes away.
+		errs = append(errs, detachLoopsUnder(s.Dir), unmountUnder(s.Dir), removeCNICache(s.Dir))
 	}
 	// The client's veth goes with its namespace, unless a connection still
 	// holds the namespace; the kernel removes it after the unmount, so it
