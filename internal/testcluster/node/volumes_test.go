@@ -21,11 +21,10 @@ func TestVolumeDeviceIsDetachedByCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := os.CreateTemp("", "not-the-nodes-*.img")
+	other, err := os.CreateTemp(t.TempDir(), "not-the-nodes-*.img")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = os.Remove(other.Name()) }()
 	if err := other.Truncate(1 << 20); err != nil {
 		t.Fatal(err)
 	}
