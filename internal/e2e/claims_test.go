@@ -17,13 +17,13 @@ import (
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // TestStatefulSetVMsKeepTheirClaims scaffolds a StatefulSet "db" of two
@@ -144,38 +144,16 @@ func stolenTokenClaims(t *testing.T) {
 
 // networkStorage makes a StorageClass of static volumes and n volumes of
 // it that no node affinity binds to a node, as network storage is; the
-// kwok nodes mount nothing, so their NFS source is never used. It removes
-// them when t ends.
+// kwok nodes mount nothing, so their NFS source is never used.
 func networkStorage(t *testing.T, ns string, n int) string {
 	t.Helper()
 	class := "network-" + ns
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "kubernetes.io/no-provisioner",
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate)}
-	if _, err := e.kube.StorageV1().StorageClasses().Create(t.Context(), sc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	volumes := make([]testcluster.StaticVolume, n)
+	for i := range volumes {
+		volumes[i] = testcluster.StaticVolume{Size: apiresource.MustParse("1Gi"), Mode: corev1.PersistentVolumeFilesystem,
+			Source: corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "192.0.2.1", Path: fmt.Sprintf("/vmctl/%d", i)}}}
 	}
-	t.Cleanup(func() {
-		_ = e.kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
-	})
-	for i := range n {
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", class, i)},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: apiresource.MustParse("1Gi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				StorageClassName:              class,
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				VolumeMode:                    ptr.To(corev1.PersistentVolumeFilesystem),
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "192.0.2.1", Path: fmt.Sprintf("/vmctl/%d", i)}},
-			},
-		}
-		if _, err := e.kube.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = e.kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
-		})
-	}
+	testcluster.StaticVolumes(t, e.kube, class, storagev1.VolumeBindingImmediate, volumes...)
 	return class
 }
 
@@ -325,42 +303,17 @@ func TestNodeLocalClaimsKeepTheirNode(t *testing.T) {
 }
 
 // localStorage makes a WaitForFirstConsumer StorageClass of static local
-// volumes and one volume of it on each node, bound to that node; it
-// removes them when t ends. One a node: no two replicas share a node, so
-// a drain evicts one only.
+// volumes and one volume of it on each node, bound to that node. One a
+// node: no two replicas share a node, so a drain evicts one only.
 func localStorage(t *testing.T, ns string) string {
 	t.Helper()
 	class := "local-" + ns
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "kubernetes.io/no-provisioner",
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}
-	if _, err := e.kube.StorageV1().StorageClasses().Create(t.Context(), sc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = e.kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
-	})
+	var volumes []testcluster.StaticVolume
 	for _, node := range e.cluster.Nodes {
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: class + "-" + node},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: apiresource.MustParse("1Gi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				StorageClassName:              class,
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				VolumeMode:                    ptr.To(corev1.PersistentVolumeFilesystem),
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/vmctl"}},
-				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
-				}}}},
-			},
-		}
-		if _, err := e.kube.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = e.kube.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
-		})
+		volumes = append(volumes, testcluster.StaticVolume{Size: apiresource.MustParse("1Gi"), Mode: corev1.PersistentVolumeFilesystem,
+			Source: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/vmctl"}}, Node: node})
 	}
+	testcluster.StaticVolumes(t, e.kube, class, storagev1.VolumeBindingWaitForFirstConsumer, volumes...)
 	return class
 }
 

@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
 
 // TestStatefulSetGuestsKeepTheirDisks runs a StatefulSet "db" of two VMs
@@ -196,21 +196,13 @@ func again(t *testing.T, ns, pod string, old guest, tokens map[string]string, cl
 }
 
 // localVolumes makes a WaitForFirstConsumer StorageClass of static local
-// volumes and n volumes of it of mode, each a directory of the real node
-// (node.VolumeDir) or a block device (node.VolumeDevice), and removes them
-// when t ends.
+// volumes and n volumes of it of mode on the real node, each a directory
+// of the node's (node.VolumeDir) or a block device (node.VolumeDevice).
 func localVolumes(t *testing.T, ns string, n int, mode corev1.PersistentVolumeMode) string {
 	t.Helper()
 	class := "local-" + ns
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "kubernetes.io/no-provisioner",
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}
-	if _, err := e.kube.StorageV1().StorageClasses().Create(t.Context(), sc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = e.kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
-	})
-	for i := range n {
+	volumes := make([]testcluster.StaticVolume, n)
+	for i := range volumes {
 		name := fmt.Sprintf("%s-%d", class, i)
 		var path string
 		var err error
@@ -222,26 +214,9 @@ func localVolumes(t *testing.T, ns string, n int, mode corev1.PersistentVolumeMo
 		if err != nil {
 			t.Fatal(err)
 		}
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				StorageClassName:              class,
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				VolumeMode:                    ptr.To(mode),
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}},
-				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{e.node.Name}}},
-				}}}},
-			},
-		}
-		if _, err := e.kube.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = e.kube.CoreV1().PersistentVolumes().Delete(context.Background(), name, metav1.DeleteOptions{})
-		})
+		volumes[i] = testcluster.StaticVolume{Size: resource.MustParse("64Mi"), Mode: mode,
+			Source: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}}, Node: e.node.Name}
 	}
+	testcluster.StaticVolumes(t, e.kube, class, storagev1.VolumeBindingWaitForFirstConsumer, volumes...)
 	return class
 }
