@@ -284,16 +284,18 @@ func (o *ScaffoldOptions) Complete(f kube.Factory, cmd *cobra.Command, args []st
 		}
 		p.ReplicaClaims = append(p.ReplicaClaims, claim)
 	}
-	for flag, dst := range map[string]*appsv1.PersistentVolumeClaimRetentionPolicyType{"claims-when-deleted": &p.ClaimsWhenDeleted, "claims-when-scaled": &p.ClaimsWhenScaled} {
-		if !cmd.Flags().Changed(flag) {
+	for _, r := range []struct {
+		flag, value string
+		dst         *appsv1.PersistentVolumeClaimRetentionPolicyType
+	}{{"claims-when-deleted", o.ClaimsWhenDeleted, &p.ClaimsWhenDeleted}, {"claims-when-scaled", o.ClaimsWhenScaled, &p.ClaimsWhenScaled}} {
+		if !cmd.Flags().Changed(r.flag) {
 			continue
 		}
 		if len(o.ReplicaClaims) == 0 {
-			return fmt.Errorf("--%s applies to the claims --replica-claim makes per replica: add --replica-claim, or drop --%s", flag, flag)
+			return fmt.Errorf("--%s applies to the claims --replica-claim makes per replica: add --replica-claim, or drop --%s", r.flag, r.flag)
 		}
-		v, _ := cmd.Flags().GetString(flag)
-		if *dst, err = scaffold.ParseRetention(v); err != nil {
-			return fmt.Errorf("--%s: %w", flag, err)
+		if *r.dst, err = scaffold.ParseRetention(r.value); err != nil {
+			return fmt.Errorf("--%s: %w", r.flag, err)
 		}
 	}
 	if o.PDB != "" {

@@ -46,14 +46,8 @@ func useReplicaClaims(spec *kubevirtv1.VirtualMachineSpec, claims []string, pod 
 	own = map[string]bool{}
 	used := map[string]bool{}
 	for i := range spec.Template.Spec.Volumes {
-		v := &spec.Template.Spec.Volumes[i]
-		var name *string
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			name = &v.PersistentVolumeClaim.ClaimName
-		case v.Ephemeral != nil && v.Ephemeral.PersistentVolumeClaim != nil:
-			name = &v.Ephemeral.PersistentVolumeClaim.ClaimName
-		default:
+		name := VolumeClaim(&spec.Template.Spec.Volumes[i])
+		if name == nil {
 			continue
 		}
 		have = append(have, *name)

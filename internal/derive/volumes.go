@@ -64,6 +64,19 @@ func sharedVolumes(spec *kubevirtv1.VirtualMachineSpec, own map[string]bool) []S
 	return shared
 }
 
+// VolumeClaim is the name of the claim volume v uses, through a
+// persistentVolumeClaim or an ephemeral volume over one, to read or
+// change in place; nil for a volume of another source.
+func VolumeClaim(v *kubevirtv1.Volume) *string {
+	switch {
+	case v.PersistentVolumeClaim != nil:
+		return &v.PersistentVolumeClaim.ClaimName
+	case v.Ephemeral != nil && v.Ephemeral.PersistentVolumeClaim != nil:
+		return &v.Ephemeral.PersistentVolumeClaim.ClaimName
+	}
+	return nil
+}
+
 // renameDataVolumes gives each dataVolumeTemplate a name of its own per
 // derived VM, Name(template, vm), and points every volume that referred to
 // the old name at the new one. KubeVirt accepts a template referenced by a
@@ -90,13 +103,10 @@ func renameDataVolumes(spec *kubevirtv1.VirtualMachineSpec, vmName string) {
 	}
 	for i := range spec.Template.Spec.Volumes {
 		v := &spec.Template.Spec.Volumes[i]
-		switch {
-		case v.DataVolume != nil:
+		if v.DataVolume != nil {
 			rename(&v.DataVolume.Name)
-		case v.PersistentVolumeClaim != nil:
-			rename(&v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil && v.Ephemeral.PersistentVolumeClaim != nil:
-			rename(&v.Ephemeral.PersistentVolumeClaim.ClaimName)
+		} else if claim := VolumeClaim(v); claim != nil {
+			rename(claim)
 		}
 	}
 }

@@ -96,23 +96,16 @@ func replicaClaims(live, proto *kubevirtv1.VirtualMachine, pod string) []string 
 	if live.Spec.Template == nil || proto.Spec.Template == nil {
 		return nil
 	}
-	claimOf := func(v kubevirtv1.Volume) string {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			return v.PersistentVolumeClaim.ClaimName
-		case v.Ephemeral != nil && v.Ephemeral.PersistentVolumeClaim != nil:
-			return v.Ephemeral.PersistentVolumeClaim.ClaimName
-		}
-		return ""
-	}
 	liveClaims := map[string]string{}
-	for _, v := range live.Spec.Template.Spec.Volumes {
-		liveClaims[v.Name] = claimOf(v)
+	for i, v := range live.Spec.Template.Spec.Volumes {
+		if c := derive.VolumeClaim(&live.Spec.Template.Spec.Volumes[i]); c != nil {
+			liveClaims[v.Name] = *c
+		}
 	}
 	var claims []string
-	for _, v := range proto.Spec.Template.Spec.Volumes {
-		if c := claimOf(v); c != "" && liveClaims[v.Name] == derive.ReplicaClaimName(c, pod) {
-			claims = append(claims, c)
+	for i, v := range proto.Spec.Template.Spec.Volumes {
+		if c := derive.VolumeClaim(&proto.Spec.Template.Spec.Volumes[i]); c != nil && liveClaims[v.Name] == derive.ReplicaClaimName(*c, pod) {
+			claims = append(claims, *c)
 		}
 	}
 	return claims

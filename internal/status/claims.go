@@ -41,12 +41,12 @@ func usesReplicaClaims(pod *corev1.Pod) bool {
 	return ok && len(a.ReplicaClaims) > 0
 }
 
-// podClaims are pod's own claims, as its agent names them, and the
-// problems they have.
-func podClaims(pod *corev1.Pod, claims map[types.NamespacedName]*corev1.PersistentVolumeClaim) (out []Claim, problems []string) {
+// addClaims puts pod's own claims, as its agent names them, in r, and
+// the problems they have among r's.
+func addClaims(r *Row, pod *corev1.Pod, claims map[types.NamespacedName]*corev1.PersistentVolumeClaim) {
 	a, ok := contract.ParseAgent(pod)
 	if !ok {
-		return nil, nil
+		return
 	}
 	scheduled := pod.Spec.NodeName != ""
 	for _, c := range a.ReplicaClaims {
@@ -55,16 +55,15 @@ func podClaims(pod *corev1.Pod, claims map[types.NamespacedName]*corev1.Persiste
 		if pvc := claims[types.NamespacedName{Namespace: pod.Namespace, Name: name}]; pvc != nil {
 			claim.Phase = string(pvc.Status.Phase)
 		}
-		out = append(out, claim)
+		r.Claims = append(r.Claims, claim)
 		switch {
 		case claim.Phase == string(corev1.ClaimLost):
-			problems = append(problems, fmt.Sprintf(problemClaimLostFmt, name))
+			r.Problems = append(r.Problems, fmt.Sprintf(problemClaimLostFmt, name))
 		case !scheduled || pod.DeletionTimestamp != nil:
 		case claim.Phase == string(corev1.ClaimPending):
-			problems = append(problems, fmt.Sprintf(problemClaimPendingFmt, name))
+			r.Problems = append(r.Problems, fmt.Sprintf(problemClaimPendingFmt, name))
 		case claim.Phase == ClaimMissing:
-			problems = append(problems, fmt.Sprintf(problemClaimMissingFmt, name))
+			r.Problems = append(r.Problems, fmt.Sprintf(problemClaimMissingFmt, name))
 		}
 	}
-	return out, problems
 }

@@ -229,9 +229,7 @@ func (p pairer) podRow(pod *corev1.Pod, agent contract.Agent) Row {
 	if w, ok := stuck.OfPod(pod); ok {
 		r.Waiting = w.Message
 	}
-	var problems []string
-	r.Claims, problems = podClaims(pod, p.claims)
-	r.Problems = append(r.Problems, problems...)
+	addClaims(&r, pod, p.claims)
 	return r
 }
 
@@ -301,9 +299,7 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 		r.Problems = append(r.Problems, u)
 	}
 	if pod != nil {
-		var problems []string
-		r.Claims, problems = podClaims(pod, p.claims)
-		r.Problems = append(r.Problems, problems...)
+		addClaims(&r, pod, p.claims)
 	}
 	return r
 }
