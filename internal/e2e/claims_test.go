@@ -64,7 +64,7 @@ func TestStatefulSetVMsKeepTheirClaims(t *testing.T) {
 	if err := e.kube.CoreV1().Pods(ns).Delete(t.Context(), "db-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pairs = waitReplaced(t, ns, "db-0", old.UID)
+	pairs = waitReplaced(t, ns, "pvcvm", "db-0", old.UID, 2)
 	checkSameClaim(t, ns, pairs, claims)
 
 	// A drain moves db-0's VM to another node, on its claim: network
@@ -74,7 +74,7 @@ func TestStatefulSetVMsKeepTheirClaims(t *testing.T) {
 	waitPDBAllows(t, ns, "db", 1)
 	t.Cleanup(func() { uncordon(t, node) })
 	kubectl(t, nil, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+drainTimeout.String())
-	pairs = waitReplaced(t, ns, "db-0", old.UID)
+	pairs = waitReplaced(t, ns, "pvcvm", "db-0", old.UID, 2)
 	if vmi := vmiNode(t, ns, pairs["db-0"].Name); vmi == node {
 		t.Errorf("db-0's VM runs on the drained node %s", node)
 	}
@@ -172,20 +172,22 @@ func waitBound(t *testing.T, ns, name string) *corev1.PersistentVolumeClaim {
 	return claim
 }
 
-// waitReplaced waits for a VM of pod other than the one of UID old, paired
-// and ready beside the others, and returns the pairs.
-func waitReplaced(t *testing.T, ns, pod string, old types.UID) map[string]kubevirtv1.VirtualMachine {
+// waitReplaced waits for a VM of prototype for pod other than the one of
+// UID old, then for want VMs of prototype paired and ready, and returns
+// the pairs.
+func waitReplaced(t *testing.T, ns, prototype, pod string, old types.UID, want int) map[string]kubevirtv1.VirtualMachine {
 	t.Helper()
-	var pairs map[string]kubevirtv1.VirtualMachine
 	eventually(t, settle, "a new VM for the new Pod "+pod, func(ctx context.Context) (bool, string, error) {
-		vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, derive.Name("pvcvm", pod), metav1.GetOptions{})
+		vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, derive.Name(prototype, pod), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "no VM", nil
+		}
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", err
 		}
 		return vm.UID != old, fmt.Sprintf("VM uid %s", vm.UID), nil
 	})
-	pairs = waitPaired(t, ns, "pvcvm", 2, settle)
-	return pairs
+	return waitPaired(t, ns, prototype, want, settle)
 }
 
 // checkSameClaim checks that each VM of pairs uses its Pod's claim of the
@@ -274,7 +276,7 @@ func TestNodeLocalClaimsKeepTheirNode(t *testing.T) {
 		}
 	}
 	uncordon(t, node)
-	pairs = waitReplaced(t, ns, "db-0", old.UID)
+	pairs = waitReplaced(t, ns, "pvcvm", "db-0", old.UID, 2)
 	if got := vmiNode(t, ns, pairs["db-0"].Name); got != node {
 		t.Errorf("db-0's VM runs on %s after uncordon, want %s, its claim's node", got, node)
 	}

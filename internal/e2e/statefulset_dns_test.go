@@ -59,17 +59,7 @@ func TestStatefulSetVMsKeepTheirDNSNames(t *testing.T) {
 	if err := e.kube.CoreV1().Pods(ns).Delete(t.Context(), "web-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, settle, "a new VM for the new Pod web-0", func(ctx context.Context) (bool, string, error) {
-		vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, old.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, "no VM", nil
-		}
-		if err != nil {
-			return false, "", err
-		}
-		return vm.UID != old.UID, fmt.Sprintf("VM uid %s", vm.UID), nil
-	})
-	pairs = waitPaired(t, ns, "testvm", 2, settle)
+	pairs = waitReplaced(t, ns, "testvm", "web-0", old.UID, 2)
 	checkDNSIdentity(t, ns, "web-0", pairs["web-0"])
 	launchers = launcherPods(t, ns, pairs)
 	waitEndpoints(t, ns, launchers)
