@@ -16,6 +16,11 @@
 #  4. With kubectl on PATH: krew's validator installs the manifest for every
 #     platform from a loopback file server, and kubectl completes
 #     `kubectl vmctl ...` through kubectl_complete-vmctl.
+#
+# hack/release-check.sh --prebuild only builds what the rehearsal builds:
+# its tools, and every platform's packages into Go's build cache, so the
+# rehearsal then only links. .ci/run runs it niced beside `make test`, whose
+# end-to-end tests leave the CPUs idle while they wait on their clusters.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -30,6 +35,12 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The platforms of .goreleaser.yaml's builds.
+archive_platforms=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64)
+image_platforms=(linux/amd64 linux/arm64)
 
 step() { printf '\n== %s\n' "$*"; }
 fail() {
@@ -40,6 +51,22 @@ fail() {
 goreleaser="$(hack/tools.sh goreleaser)"
 krew="$(hack/tools.sh krew)"
 validate="$(hack/tools.sh validate-krew-manifest)"
+
+if [[ ${1:-} == --prebuild ]]; then
+	start=$SECONDS
+	# As goreleaser builds them (.goreleaser.yaml): the link flags do not
+	# change what Go caches, the compile flags and the platform do.
+	for p in "${archive_platforms[@]}"; do
+		CGO_ENABLED=0 GOOS=${p%/*} GOARCH=${p#*/} go build -trimpath -o "$work/" ./cmd/kubectl-vmctl
+	done
+	for p in "${image_platforms[@]}"; do
+		CGO_ENABLED=0 GOOS=${p%/*} GOARCH=${p#*/} go build -trimpath -o "$work/" ./cmd/vmctl-agent
+	done
+	go -C hack/image build -o "$work/" .
+	go -C hack/krew-tools build -o "$work/" ./...
+	echo "release-check --prebuild: done in $((SECONDS - start))s"
+	exit 0
+fi
 
 step "goreleaser check"
 "$goreleaser" check
@@ -53,29 +80,29 @@ tag="v$version"
 
 step "archives of $tag"
 (cd "$dist" && sha256sum --check --strict checksums.txt)
-for os in linux darwin windows; do
-	for arch in amd64 arm64; do
-		bin=kubectl-vmctl
-		archive="$dist/kubectl-vmctl_${os}_${arch}.tar.gz"
-		list=(tar -tzf "$archive")
-		if [[ $os == windows ]]; then
-			bin=kubectl-vmctl.exe
-			archive="$dist/kubectl-vmctl_${os}_${arch}.zip"
-			list=(unzip -Z1 "$archive")
-		fi
-		[[ -f "$archive" ]] || fail "missing $archive"
-		grep -q " ${archive##*/}\$" "$dist/checksums.txt" || fail "${archive##*/} not in checksums.txt"
-		members="$("${list[@]}")"
-		for want in "$bin" LICENSE README.md kubectl_complete-vmctl; do
-			grep -qx "$want" <<<"$members" || fail "${archive##*/} lacks $want; it has: $members"
-		done
-		echo "${archive##*/}: $(tr '\n' ' ' <<<"$members")"
+for p in "${archive_platforms[@]}"; do
+	os=${p%/*} arch=${p#*/}
+	bin=kubectl-vmctl
+	archive="$dist/kubectl-vmctl_${os}_${arch}.tar.gz"
+	list=(tar -tzf "$archive")
+	if [[ $os == windows ]]; then
+		bin=kubectl-vmctl.exe
+		archive="$dist/kubectl-vmctl_${os}_${arch}.zip"
+		list=(unzip -Z1 "$archive")
+	fi
+	[[ -f "$archive" ]] || fail "missing $archive"
+	grep -q " ${archive##*/}\$" "$dist/checksums.txt" || fail "${archive##*/} not in checksums.txt"
+	members="$("${list[@]}")"
+	for want in "$bin" LICENSE README.md kubectl_complete-vmctl; do
+		grep -qx "$want" <<<"$members" || fail "${archive##*/} lacks $want; it has: $members"
 	done
+	echo "${archive##*/}: $(tr '\n' ' ' <<<"$members")"
 done
 
 step "agent image of $tag"
 image() { go -C hack/image run . "$@"; }
-for arch in amd64 arm64; do
+for p in "${image_platforms[@]}"; do
+	arch=${p#*/}
 	file="$dist/kubectl-vmctl-image_${tag}_linux_${arch}.tar"
 	[[ -f "$file" ]] || fail "missing $file"
 	grep -q " ${file##*/}\$" "$dist/checksums.txt" || fail "${file##*/} not in checksums.txt"
