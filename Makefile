@@ -38,7 +38,8 @@ endif
 IMAGE_TAG := $(subst +,_,$(VERSION))
 IMAGE := ghcr.io/kubectl-vmctl/kubectl-vmctl:$(IMAGE_TAG)
 IMAGE_PLATFORMS := linux/amd64 linux/arm64
-IMAGE_ARCHIVE = $(CURDIR)/dist/kubectl-vmctl-image_$(IMAGE_TAG)_linux_$(shell $(GO) env GOARCH).tar
+HOST_ARCH := $(shell $(GO) env GOARCH)
+IMAGE_ARCHIVE = $(CURDIR)/dist/kubectl-vmctl-image_$(IMAGE_TAG)_linux_$(HOST_ARCH).tar
 
 DEMO_TOOLS_MODULES := internal/testcluster/tools internal/testcluster/kubevirt/tools
 
@@ -93,6 +94,9 @@ unit: node-deps
 # on. Those wait for it on the caches' locks; the first package to need the
 # control plane builds it (progress shows thanks to -v).
 E2E_NODE_PACKAGES := ./internal/e2e/realnode ./internal/e2e/realguest ./internal/testcluster/...
+# The tests load only this machine's platform of the image (`image` as a
+# prerequisite of e2e or demo-real builds that one alone).
+e2e demo-real: IMAGE_PLATFORMS := linux/$(HOST_ARCH)
 e2e: build image node-deps
 	@mkdir -p $(CURDIR)/.cache
 	@nice -n 10 $(GO) run ./internal/testcluster/cmd/vmctl-prebuild > $(CURDIR)/.cache/prebuild.log 2>&1 & prebuild=$$!; \
@@ -122,9 +126,8 @@ bench-handover: build
 soak: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_SOAK_OPS=$${VMCTL_SOAK_OPS:-1000} VMCTL_SOAK_LOGS=$(CURDIR)/.soak-logs $(GO) test -tags e2e -count=1 -timeout 6h -v -run '^TestSoak$$' ./internal/e2e/
 
-## lint: go vet, gofmt, golangci-lint (.golangci.yml) and deadcode over the commands (hack/tools.sh builds the pinned versions once)
+## lint: gofmt, golangci-lint (.golangci.yml; its govet runs go vet's analyzers, and more) and deadcode over the commands (hack/tools.sh builds the pinned versions once)
 lint:
-	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@lint=$$(hack/tools.sh golangci-lint) && set -x && \
 		{ $$lint run ./...; main=$$?; } && \
