@@ -1,11 +1,10 @@
 # kubectl-vmctl. `make demo` runs it on a local control plane; `make test` runs
 # every test. Both build only what they run, and each build step says what it
 # builds and how long it takes the first time. A first `make demo` in a fresh
-# clone with empty Go caches took 13m25s and 14m46s on a quiet 2-core machine
-# until its VMs were Ready: kubectl-vmctl and the demo's harness about 3m20s,
-# the control plane 6-7 minutes, KubeVirt v1.8.0 3m34s to 4m11s (modules from
-# the Go module proxy included), the start and the walkthrough 30 s; later
-# runs reuse the builds and are up in a minute.
+# clone with empty Go caches builds kubectl-vmctl, the control plane and
+# KubeVirt v1.9.0 from source, about 2,060 CPU-seconds (22 minutes on a
+# shared 2-core machine); later runs reuse the builds and are up in a minute
+# (docs/development.md, "CI, and build times").
 SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
@@ -149,7 +148,7 @@ lint:
 release-check:
 	hack/release-check.sh
 
-## demo: a local control plane with 3 fake nodes, KubeVirt v1.8.0's real virt-api and virt-controller, and kubectl-vmctl's agents; Ctrl-C stops it
+## demo: a local control plane with 3 fake nodes, KubeVirt v1.9.0's real virt-api and virt-controller, and kubectl-vmctl's agents; Ctrl-C stops it
 # kubectl-vmctl and the harness (bin/vmctl-cluster) share most packages: one
 # build with the same flags compiles them once. The harness, not `go run`,
 # answers Ctrl-C: on a terminal it takes the Ctrl-C for itself, so make
