@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# hack/release-check.sh: rehearse a release without publishing anything.
+# hack/release-check.sh: rehearse a release without publishing anything. Run
+# it before tagging one; CI does not (docs/development.md, "Releasing").
 #
 #  1. goreleaser check, then a snapshot release into dist/ (every archive,
 #     the agent image's tarballs and checksums; publishing is all it skips).
@@ -17,10 +18,6 @@
 #     platform from a loopback file server, and kubectl completes
 #     `kubectl vmctl ...` through kubectl_complete-vmctl.
 #
-# hack/release-check.sh --prebuild only builds what the rehearsal builds:
-# its tools, and every platform's packages into Go's build cache, so the
-# rehearsal then only links. .ci/run runs it niced beside `make test`, whose
-# end-to-end tests leave the CPUs idle while they wait on their clusters.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -38,7 +35,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The platforms of .goreleaser.yaml's builds.
+# The platforms of .goreleaser.yaml's builds (hack/krew-tools' tests check
+# they agree).
 archive_platforms=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64)
 image_platforms=(linux/amd64 linux/arm64)
 
@@ -51,22 +49,6 @@ fail() {
 goreleaser="$(hack/tools.sh goreleaser)"
 krew="$(hack/tools.sh krew)"
 validate="$(hack/tools.sh validate-krew-manifest)"
-
-if [[ ${1:-} == --prebuild ]]; then
-	start=$SECONDS
-	# As goreleaser builds them (.goreleaser.yaml): the link flags do not
-	# change what Go caches, the compile flags and the platform do.
-	for p in "${archive_platforms[@]}"; do
-		CGO_ENABLED=0 GOOS=${p%/*} GOARCH=${p#*/} go build -trimpath -o "$work/" ./cmd/kubectl-vmctl
-	done
-	for p in "${image_platforms[@]}"; do
-		CGO_ENABLED=0 GOOS=${p%/*} GOARCH=${p#*/} go build -trimpath -o "$work/" ./cmd/vmctl-agent
-	done
-	go -C hack/image build -o "$work/" .
-	go -C hack/krew-tools build -o "$work/" ./...
-	echo "release-check --prebuild: done in $((SECONDS - start))s"
-	exit 0
-fi
 
 step "goreleaser check"
 "$goreleaser" check

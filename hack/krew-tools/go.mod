@@ -9,6 +9,8 @@ tool (
 	sigs.k8s.io/krew/cmd/validate-krew-manifest
 )
 
+require sigs.k8s.io/yaml v1.3.0
+
 require (
 	github.com/fatih/color v1.15.0 // indirect
 	github.com/go-logr/logr v1.2.4 // indirect
@@ -36,5 +38,4 @@ require (
 	sigs.k8s.io/json v0.0.0-20221116044647-bc3834ca7abd // indirect
 	sigs.k8s.io/krew v0.4.4 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.3.0 // indirect
-	sigs.k8s.io/yaml v1.3.0 // indirect
 )
