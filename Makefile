@@ -96,10 +96,11 @@ unit: node-deps
 # `make image`. Meanwhile vmctl-prebuild builds, niced, what the packages need
 # after their first tests into .cache, its progress in .cache/prebuild.log:
 # what real guests need (KubeVirt v1.7.0 with cgo, its node side, its images,
-# the guest) and the older KubeVirt releases the e2e package's last tests run
-# on. Those wait for it on the caches' locks. Not packages side by side: on
-# 2 CPUs, the burst of 100 agents missed its 90 s bound with the soak beside
-# it (docs/development.md, "CI, and build times").
+# the guest), the older KubeVirt releases the e2e package's last tests run
+# on, and the real node's kubelet, kube-proxy and containerd. Those wait for
+# it on the caches' locks. Not packages side by side: on 2 CPUs, the burst
+# of 100 agents missed its 90 s bound with the soak beside it
+# (docs/development.md, "CI, and build times").
 # The tests load only this machine's platform of the image (`image` as a
 # prerequisite of e2e or demo-real builds that one alone).
 e2e demo-real: IMAGE_PLATFORMS := linux/$(HOST_ARCH)

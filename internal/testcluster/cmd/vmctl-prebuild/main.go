@@ -6,7 +6,10 @@
 // (kubevirt.EnsureNodeSide), which reuse most of the packages the first
 // build compiled, the virt-launcher and virt-handler images (package images)
 // and the guest (package guest); then every other KubeVirt release but the
-// newest, for the tests that run on each release. `make e2e` runs it in the
+// newest, for the tests that run on each release; last the real node's
+// kubelet, kube-proxy and container runtime (node.EnsureBinaries), which
+// the real node's packages, after the e2e package, would otherwise build
+// before their first test. `make e2e` runs it in the
 // background while the e2e package runs on the newest release, which it
 // builds itself; what needs a build waits for it on the caches' locks, or
 // builds what is missing itself.
@@ -23,6 +26,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/guest"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt/images"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
 
 func main() {
@@ -55,6 +59,9 @@ func run() error {
 		if _, err := kubevirt.EnsureRelease(ctx, r, "", os.Stderr); err != nil {
 			return err
 		}
+	}
+	if _, err := node.EnsureBinaries(ctx, "", os.Stderr); err != nil {
+		return err
 	}
 	fmt.Fprintf(os.Stderr, "vmctl-prebuild: done in %s\n", time.Since(start).Round(time.Second))
 	return nil
