@@ -62,23 +62,23 @@ func readGoreleaser(t *testing.T) goreleaserConfig {
 	return c
 }
 
-// platforms lists the os/arch pairs goreleaser builds the build id for.
-func (c goreleaserConfig) platforms(t *testing.T, id string) []string {
+// platforms lists the os/arch pairs goreleaser builds the build id for,
+// and the build's binary name.
+func (c goreleaserConfig) platforms(t *testing.T, id string) (ps []string, binary string) {
 	t.Helper()
 	for _, b := range c.Builds {
 		if b.ID != id {
 			continue
 		}
-		var ps []string
-		for _, os := range b.Goos {
+		for _, goos := range b.Goos {
 			for _, arch := range b.Goarch {
-				ps = append(ps, os+"/"+arch)
+				ps = append(ps, goos+"/"+arch)
 			}
 		}
-		return ps
+		return ps, b.Binary
 	}
 	t.Fatalf(".goreleaser.yaml has no build %q", id)
-	return nil
+	return nil, ""
 }
 
 // archives lists the kubectl-vmctl archives goreleaser makes: their names
@@ -112,27 +112,29 @@ func (c goreleaserConfig) archives(t *testing.T) []archive {
 		}
 		files = append(files, f.Src)
 	}
+	platforms, binary := c.platforms(t, "kubectl-vmctl")
 	var out []archive
-	for _, p := range c.platforms(t, "kubectl-vmctl") {
-		os, arch, _ := strings.Cut(p, "/")
+	for _, p := range platforms {
+		goos, arch, _ := strings.Cut(p, "/")
 		var b bytes.Buffer
-		if err := name.Execute(&b, map[string]string{"Os": os, "Arch": arch}); err != nil {
+		if err := name.Execute(&b, map[string]string{"Os": goos, "Arch": arch}); err != nil {
 			t.Fatalf(".goreleaser.yaml: archive name_template: %v", err)
 		}
 		formats := a.Formats
 		for _, o := range a.FormatOverrides {
-			if o.Goos == os {
+			if o.Goos == goos {
 				formats = o.Formats
 			}
 		}
 		if len(formats) != 1 {
 			t.Fatalf(".goreleaser.yaml: want one archive format for %s, have %v", p, formats)
 		}
-		binary := "kubectl-vmctl"
-		if os == "windows" {
-			binary += ".exe"
+		// goreleaser names a Windows binary with .exe.
+		bin := binary
+		if goos == "windows" {
+			bin += ".exe"
 		}
-		out = append(out, archive{os: os, arch: arch, name: b.String() + "." + formats[0], members: append([]string{binary}, files...)})
+		out = append(out, archive{os: goos, arch: arch, name: b.String() + "." + formats[0], members: append([]string{bin}, files...)})
 	}
 	return out
 }
@@ -219,7 +221,8 @@ func TestReleaseDescriptionsAgree(t *testing.T) {
 			t.Errorf("hack/release-check.sh sets no %s", list)
 			continue
 		}
-		got, want := strings.Fields(string(m[1])), c.platforms(t, build)
+		want, _ := c.platforms(t, build)
+		got := strings.Fields(string(m[1]))
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
