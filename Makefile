@@ -95,43 +95,14 @@ unit-tests: node-deps
 race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PACKAGES)
 
-# Two lanes, as the end-to-end tests mostly wait on their clusters. The
-# first runs the e2e package (kwok's nodes, KubeVirt's newest release); it
-# builds the control plane and KubeVirt v1.9.0 if they are not built yet
-# (progress shows thanks to -v). The second, niced, lines marked "[node] ",
-# first runs vmctl-prebuild, which builds into .cache what the other tests
-# need (its progress in .cache/prebuild.log): KubeVirt v1.7.0 with cgo, its
-# node side and images, the guest, KubeVirt v1.8.0 (the e2e package's last
-# tests wait for it on the caches' locks), the real node's kubelet,
-# kube-proxy and containerd. Then, one package at a time, each on a control
-# plane of its own: the real node's packages (internal/e2e/realguest,
-# internal/e2e/realnode, which run the image built by `make image`) and the
-# harness's own. With warm caches the lanes run side by side; with cold ones
-# the second lane's tests start when the builds are done. E2E_BESIDE, a
-# command `make test` sets to the race detector's pass, runs beside both at
-# the lowest priority, its lines marked "[beside] ": it takes the CPU the
-# lanes leave. The e2e package's time bounds hold with niced work beside
-# them, not beside another lane of e2e tests at the same priority
-# (docs/development.md, "CI, and build times").
-E2E_TEST := $(GO) test -tags e2e -count=1 -timeout 60m -v
-E2E_NODE_PACKAGES := ./internal/e2e/realguest ./internal/e2e/realnode ./internal/testcluster/...
+# In lanes (hack/e2e.sh says which): the e2e package in front; beside it,
+# niced, the builds the real node needs, then the real node's packages and
+# the harness's; E2E_BESIDE, if set, at the lowest priority.
 # The tests load only this machine's platform of the image (`image` as a
 # prerequisite of e2e or demo-real builds that one alone).
 e2e demo-real: IMAGE_PLATFORMS := linux/$(HOST_ARCH)
 e2e: build image node-deps
-	@mkdir -p $(CURDIR)/.cache
-	@export VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_IMAGE=$(IMAGE) VMCTL_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE); \
-	beside=; if [ -n "$(E2E_BESIDE)" ]; then \
-		{ set -o pipefail; nice -n 19 $(E2E_BESIDE) 2>&1 | sed -u 's/^/[beside] /'; } & beside=$$!; \
-	fi; \
-	{ set -o pipefail; \
-		nice -n 10 $(GO) run ./internal/testcluster/cmd/vmctl-prebuild > $(CURDIR)/.cache/prebuild.log 2>&1 || \
-			{ echo "vmctl-prebuild failed:"; tail -20 $(CURDIR)/.cache/prebuild.log; }; \
-		nice -n 10 $(E2E_TEST) -p 1 $(E2E_NODE_PACKAGES) 2>&1 | sed -u 's/^/[node] /'; } & node=$$!; \
-	$(E2E_TEST) ./internal/e2e; rc=$$?; \
-	wait $$node || { echo "[node] failed"; rc=1; }; \
-	if [ -n "$$beside" ]; then wait $$beside || { echo "[beside] failed"; rc=1; }; fi; \
-	exit $$rc
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_IMAGE=$(IMAGE) VMCTL_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) GO=$(GO) E2E_BESIDE='$(E2E_BESIDE)' hack/e2e.sh
 
 bench: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 120m ./internal/e2e/...

@@ -36,7 +36,7 @@ type kubeVirtEnv struct {
 // Pods virt-controller makes, needs neither.
 //
 // The test is parallel, so it runs once the package's other tests are done:
-// by then `make e2e`'s background build (vmctl-node-images) has built the
+// by then `make e2e`'s background build (vmctl-prebuild releases) has built the
 // other releases, instead of this test waiting for it early in the run.
 func eachKubeVirt(t *testing.T, f func(t *testing.T, k kubeVirtEnv)) {
 	t.Helper()

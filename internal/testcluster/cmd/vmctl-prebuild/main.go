@@ -1,18 +1,26 @@
-// Command vmctl-prebuild builds, once, what the e2e packages need after
-// their first tests, into the repository's .cache: what the real node needs
-// to boot real guests (see package internal/e2e/realguest), that is the
-// virt-api and virt-controller of the release the node runs
-// (kubevirt.NodeRelease), then its node-side commands
-// (kubevirt.EnsureNodeSide), which reuse most of the packages the first
-// build compiled, the virt-launcher and virt-handler images (package images)
-// and the guest (package guest); then every other KubeVirt release but the
-// newest, for the tests that run on each release; last the real node's
-// kubelet, kube-proxy and container runtime (node.EnsureBinaries), which
-// the real node's packages, after the e2e package, would otherwise build
-// before their first test. `make e2e` runs it in the
-// background while the e2e package runs on the newest release, which it
-// builds itself; what needs a build waits for it on the caches' locks, or
-// builds what is missing itself.
+// Command vmctl-prebuild builds, once, into the repository's .cache, what
+// the e2e packages need after their first tests, so that they find it built
+// instead of building it on their way. `make e2e` (hack/e2e.sh) runs it in
+// the background, niced, while the e2e package runs on the newest KubeVirt
+// release, which that package builds itself; a test that needs what is
+// being built waits for it on the caches' locks, or builds what is missing
+// itself.
+//
+//	vmctl-prebuild node      what the real node needs to boot real guests
+//	                         (see package internal/e2e/realguest): the
+//	                         virt-api and virt-controller of the release the
+//	                         node runs (kubevirt.NodeRelease), its node-side
+//	                         commands (kubevirt.EnsureNodeSide), which reuse
+//	                         most of the packages that build compiled, the
+//	                         virt-launcher and virt-handler images (package
+//	                         images), the guest (package guest), and the
+//	                         node's kubelet, kube-proxy and container
+//	                         runtime (node.EnsureBinaries)
+//	vmctl-prebuild releases  every other KubeVirt release but the newest,
+//	                         for the tests that run on each release; best
+//	                         once the newest is built, as those builds take
+//	                         most of their packages from it
+//	vmctl-prebuild           both, in that order
 package main
 
 import (
@@ -39,7 +47,28 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	start := time.Now()
+	steps := map[string]func(context.Context) error{"node": realNode, "releases": otherReleases}
+	what := os.Args[1:]
+	if len(what) == 0 {
+		what = []string{"node", "releases"}
+	}
+	for _, w := range what {
+		if steps[w] == nil {
+			return fmt.Errorf("unknown argument %q: want node, releases or nothing (both)", w)
+		}
+	}
+	for _, w := range what {
+		start := time.Now()
+		if err := steps[w](ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "vmctl-prebuild: %s done in %s\n", w, time.Since(start).Round(time.Second))
+	}
+	return nil
+}
+
+// realNode builds what the real node needs to boot real guests.
+func realNode(ctx context.Context) error {
 	if _, err := kubevirt.EnsureRelease(ctx, kubevirt.NodeRelease, "", os.Stderr); err != nil {
 		return err
 	}
@@ -49,9 +78,12 @@ func run() error {
 	if _, err := guest.Ensure(ctx, "", os.Stderr); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "vmctl-prebuild: KubeVirt's node side, its images and the guest ready in %s\n", time.Since(start).Round(time.Second))
-	// Last, when the e2e package has long built the newest release: the
-	// others without cgo take most of their packages from that build.
+	_, err := node.EnsureBinaries(ctx, "", os.Stderr)
+	return err
+}
+
+// otherReleases builds every KubeVirt release but the newest and the node's.
+func otherReleases(ctx context.Context) error {
 	for _, r := range kubevirt.Releases {
 		if r == kubevirt.Newest || r == kubevirt.NodeRelease {
 			continue
@@ -60,9 +92,5 @@ func run() error {
 			return err
 		}
 	}
-	if _, err := node.EnsureBinaries(ctx, "", os.Stderr); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "vmctl-prebuild: done in %s\n", time.Since(start).Round(time.Second))
 	return nil
 }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# make e2e: the end-to-end suite, in lanes, as its tests mostly wait on their
+# clusters and leave about half of 2 CPUs idle.
+#
+#   first lane, in front: the e2e package (kwok's nodes, KubeVirt's newest
+#     release). It builds the control plane and that release when they are
+#     not in .cache yet (progress shows thanks to -v).
+#   second lane, nice 10, lines marked "[node] ": vmctl-prebuild node, what
+#     the real node needs (KubeVirt v1.7.0 with cgo, its node side and
+#     images, the guest, the kubelet, kube-proxy and containerd; its
+#     progress in .cache/prebuild-node.log); then, one package at a time,
+#     each on a control plane of its own, the real node's packages (which
+#     run the image `make image` built, VMCTL_IMAGE_ARCHIVE) and the
+#     harness's own. Meanwhile, at nice 15, vmctl-prebuild releases builds
+#     the other KubeVirt releases the e2e package's last tests run on, which
+#     wait for it on the caches' locks.
+#   beside both, nice 19, lines marked "[beside] ": the command in
+#     E2E_BESIDE, if any (`make test` runs the race detector's pass there).
+#
+# With warm caches the lanes run side by side. With cold ones the second
+# lane's tests start when the real node's builds are done, which take the
+# CPU the first lane's builds and tests leave. The e2e package's time bounds
+# hold with niced work beside it, not with a second lane of e2e tests at its
+# own priority (docs/development.md, "CI, and build times").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+go=${GO:-go}
+e2e_test=("$go" test -tags e2e -count=1 -timeout 60m -v)
+mkdir -p .cache
+
+# prebuild NICE WHAT: vmctl-prebuild WHAT, niced. A failed build fails no
+# test by itself: the tests that need it build it again, and say why.
+prebuild() {
+	local log=.cache/prebuild-$2.log
+	nice -n "$1" "$go" run ./internal/testcluster/cmd/vmctl-prebuild "$2" > "$log" 2>&1 ||
+		{ echo "vmctl-prebuild $2 failed:"; tail -20 "$log"; }
+}
+
+node_lane() {
+	prebuild 10 node
+	prebuild 15 releases &
+	local releases=$! rc=0
+	nice -n 10 "${e2e_test[@]}" -p 1 ./internal/e2e/realguest ./internal/e2e/realnode ./internal/testcluster/... || rc=1
+	wait "$releases"
+	return $rc
+}
+
+beside=
+if [[ -n ${E2E_BESIDE:-} ]]; then
+	{ nice -n 19 bash -c "$E2E_BESIDE" 2>&1 | sed -u 's/^/[beside] /'; } &
+	beside=$!
+fi
+{ node_lane 2>&1 | sed -u 's/^/[node] /'; } &
+node=$!
+
+rc=0
+"${e2e_test[@]}" ./internal/e2e || rc=1
+wait "$node" || { echo "[node] failed"; rc=1; }
+if [[ -n $beside ]]; then
+	wait "$beside" || { echo "[beside] failed"; rc=1; }
+fi
+exit $rc
