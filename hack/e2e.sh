@@ -12,8 +12,9 @@
 #     each on a control plane of its own, the real node's packages (which
 #     run the image `make image` built, VMCTL_IMAGE_ARCHIVE) and the
 #     harness's own. Meanwhile, at nice 15, vmctl-prebuild releases builds
-#     the other KubeVirt releases the e2e package's last tests run on, which
-#     wait for it on the caches' locks.
+#     the other KubeVirt releases the e2e package's last tests run on: they
+#     wait for it on the caches' locks, or, when they come first (with cold
+#     caches), build a release themselves.
 #   beside both, nice 19, lines marked "[beside] ": the command in
 #     E2E_BESIDE, if any (`make test` runs the race detector's pass there).
 #
