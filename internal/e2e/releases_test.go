@@ -36,8 +36,9 @@ type kubeVirtEnv struct {
 // Pods virt-controller makes, needs neither.
 //
 // The test is parallel, so it runs once the package's other tests are done:
-// by then `make e2e`'s background build (vmctl-prebuild releases) has built the
-// other releases, instead of this test waiting for it early in the run.
+// by then `make e2e`'s background build (vmctl-prebuild releases) has built
+// or is building the other releases, instead of this test waiting for it
+// early in the run; with cold caches it may build one itself.
 func eachKubeVirt(t *testing.T, f func(t *testing.T, k kubeVirtEnv)) {
 	t.Helper()
 	t.Parallel()
