@@ -74,8 +74,8 @@ node-deps:
 	hack/node-deps.sh
 
 ## test: unit tests, then the end-to-end suite on a real local control plane, the race detector's pass beside it
-test: unit-tests
-	@$(MAKE) --no-print-directory e2e E2E_BESIDE='$(MAKE) --no-print-directory race'
+test: E2E_BESIDE := $(MAKE) --no-print-directory race
+test: unit-tests e2e
 
 # The packages that start goroutines (the agent, its command, the watches
 # in internal/kube) run again under the race detector. Not ./... whole: the
