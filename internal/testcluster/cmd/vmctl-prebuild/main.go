@@ -20,7 +20,7 @@
 //	                         for the tests that run on each release; best
 //	                         once the newest is built, as those builds take
 //	                         most of their packages from it
-//	vmctl-prebuild           both, in that order
+//	vmctl-prebuild           both; whatever it is given, it builds in this order
 package main
 
 import (
@@ -28,6 +28,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,25 +46,40 @@ func main() {
 	}
 }
 
+// steps are what vmctl-prebuild can build, in the order it builds them all.
+var steps = []struct {
+	name  string
+	build func(context.Context) error
+}{
+	{"node", realNode},
+	{"releases", otherReleases},
+}
+
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	steps := map[string]func(context.Context) error{"node": realNode, "releases": otherReleases}
+	var names []string
+	for _, s := range steps {
+		names = append(names, s.name)
+	}
 	what := os.Args[1:]
 	if len(what) == 0 {
-		what = []string{"node", "releases"}
+		what = names
 	}
 	for _, w := range what {
-		if steps[w] == nil {
-			return fmt.Errorf("unknown argument %q: want node, releases or nothing (both)", w)
+		if !slices.Contains(names, w) {
+			return fmt.Errorf("unknown argument %q: want one of %s, or nothing for all", w, strings.Join(names, ", "))
 		}
 	}
-	for _, w := range what {
+	for _, s := range steps {
+		if !slices.Contains(what, s.name) {
+			continue
+		}
 		start := time.Now()
-		if err := steps[w](ctx); err != nil {
+		if err := s.build(ctx); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "vmctl-prebuild: %s done in %s\n", w, time.Since(start).Round(time.Second))
+		fmt.Fprintf(os.Stderr, "vmctl-prebuild: %s done in %s\n", s.name, time.Since(start).Round(time.Second))
 	}
 	return nil
 }
