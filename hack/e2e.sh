@@ -49,21 +49,34 @@ node_lane() {
 	return $rc
 }
 
+# mark NAME: prefix a lane's lines with "[NAME] ", and keep them in
+# .cache/e2e-NAME.log for failed() to show again at the end.
+mark() {
+	sed -u "s/^/[$1] /" | tee ".cache/e2e-$1.log"
+}
+
+# failed NAME: say the lane failed, and show its failures again, as its
+# lines came long before the end (and CI shows only the end of a run).
+failed() {
+	echo "[$1] failed; its failures (whole in .cache/e2e-$1.log):"
+	grep -E -B3 -- '--- FAIL|\] FAIL|panic: |DATA RACE|Error [0-9]|failed:$' ".cache/e2e-$1.log" | tail -40
+}
+
 beside=
 if [[ -n ${E2E_BESIDE:-} ]]; then
-	{ nice -n 19 bash -c "$E2E_BESIDE" 2>&1 | sed -u 's/^/[beside] /'; } &
+	{ nice -n 19 bash -c "$E2E_BESIDE" 2>&1 | mark beside; } &
 	beside=$!
 fi
-{ node_lane 2>&1 | sed -u 's/^/[node] /'; } &
+{ node_lane 2>&1 | mark node; } &
 node=$!
 
 rc=0
 "${e2e_test[@]}" ./internal/e2e || rc=1
 if [[ -n $beside ]]; then
-	wait "$beside" || { echo "[beside] failed"; rc=1; }
+	wait "$beside" || { failed beside; rc=1; }
 fi
 if [[ -n ${E2E_AFTER:-} ]]; then
 	bash -c "$E2E_AFTER" || { echo "$E2E_AFTER failed"; rc=1; }
 fi
-wait "$node" || { echo "[node] failed"; rc=1; }
+wait "$node" || { failed node; rc=1; }
 exit $rc
