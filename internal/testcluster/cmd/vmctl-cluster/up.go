@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
@@ -75,16 +76,31 @@ func (o *UpOptions) Complete() error {
 	return nil
 }
 
+// ensureBinaries builds what .cache lacks of the control plane and KubeVirt
+// side by side. They share no compiled packages (KubeVirt pins Kubernetes
+// libraries of its own), so neither waits for the other, and each takes the
+// CPU the other leaves while it downloads modules or links.
+func ensureBinaries(ctx context.Context, progress io.Writer) (testcluster.Binaries, kubevirt.Binaries, error) {
+	var bins testcluster.Binaries
+	var kvBins kubevirt.Binaries
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		bins, err = testcluster.EnsureBinaries(ctx, "", progress)
+		return err
+	})
+	g.Go(func() (err error) {
+		kvBins, err = kubevirt.EnsureBinaries(ctx, "", progress)
+		return err
+	})
+	return bins, kvBins, g.Wait()
+}
+
 // Run starts the cluster, KubeVirt and the doubles, runs then (if set) with
 // the running cluster, and waits for ctx to end before stopping everything.
 // It returns nil after ctx ended and everything it started was stopped and
 // removed: a Ctrl-C is how the cluster is meant to stop.
 func (o *UpOptions) Run(ctx context.Context, then func(ctx context.Context, c *testcluster.Cluster) error) (err error) {
-	bins, err := testcluster.EnsureBinaries(ctx, "", o.ErrOut)
-	if err != nil {
-		return err
-	}
-	kvBins, err := kubevirt.EnsureBinaries(ctx, "", o.ErrOut)
+	bins, kvBins, err := ensureBinaries(ctx, o.ErrOut)
 	if err != nil {
 		return err
 	}
