@@ -211,9 +211,9 @@ func buildKey(toolsDir string, r Release) (string, error) {
 
 // buildEstimate is what the build takes on a 2-core machine with empty Go
 // caches, downloading the modules included; the progress line says it. On
-// a quiet 2-core machine it took 4m6s, and 3m20s where `make demo` had
-// downloaded its modules meanwhile.
-const buildEstimate = "3-5 minutes on 2 cores with empty Go caches"
+// a quiet 2-core machine it took 4m6s alone, and 7m0s in `make demo`, which
+// builds it beside the control plane.
+const buildEstimate = "3-7 minutes on 2 cores with empty Go caches"
 
 func build(ctx context.Context, toolsDir, dir string, r Release, version string, progress io.Writer) error {
 	_, _ = fmt.Fprintf(progress, "building KubeVirt %s: virt-api, virt-controller and its manifests (%s) into %s...\n", version, buildEstimate, dir)
