@@ -77,9 +77,9 @@ func (o *UpOptions) Complete() error {
 }
 
 // ensureBinaries builds what .cache lacks of the control plane and KubeVirt
-// side by side. They share no compiled packages (KubeVirt pins Kubernetes
-// libraries of its own), so neither waits for the other, and each takes the
-// CPU the other leaves while it downloads modules or links.
+// side by side. KubeVirt pins Kubernetes libraries of its own, so the two
+// builds compile different packages and neither waits for the other; each
+// takes the CPU the other leaves while it downloads modules or links.
 func ensureBinaries(ctx context.Context, progress io.Writer) (testcluster.Binaries, kubevirt.Binaries, error) {
 	var bins testcluster.Binaries
 	var kvBins kubevirt.Binaries
