@@ -19,6 +19,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 	"kubevirt.io/client-go/kubevirt/scheme"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
@@ -165,7 +166,7 @@ type kubePods struct{ cs kubernetes.Interface }
 func (c kubePods) evict(ctx context.Context, namespace, name string, uid types.UID) error {
 	return c.cs.PolicyV1().Evictions(namespace).Evict(ctx, &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: name, Namespace: namespace},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(uid))},
+		DeleteOptions: contract.EvictionDeleteOptions(uid),
 	})
 }
 

@@ -9,12 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
@@ -273,10 +272,7 @@ func (a *Agent) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kub
 // virt-controller: some 20 requests a VM from kube-controller-manager.
 func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine) error {
 	ref := klog.KObj(vm)
-	opts := metav1.DeleteOptions{
-		Preconditions:     &metav1.Preconditions{UID: ptr.To(vm.UID)},
-		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
-	}
+	opts := contract.VMDeleteOptions(vm.UID)
 	b := a.cfg.backoff()
 	for {
 		dctx, cancel := context.WithTimeout(ctx, requestTimeout)

@@ -6,12 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -51,7 +50,7 @@ func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMach
 			stopped[vmi.UID] = true
 			a.evacuation.Store(evacuationStopping)
 			a.status.set(false, ReadyzEvacuated)
-			err := a.vmis.deleteVMI(ctx, vmi.Namespace, vmi.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(vmi.UID)}})
+			err := a.vmis.deleteVMI(ctx, vmi.Namespace, vmi.Name, contract.VMIDeleteOptions(vmi.UID))
 			switch {
 			case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
 				a.report.done(ctx, ReasonEvacuated, fmt.Sprintf("Node %s is being drained: stopped VM %s by deleting its VMI (the guest gets its grace period); "+

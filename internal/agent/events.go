@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"sync"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -107,6 +108,7 @@ func (r *reporter) done(ctx context.Context, reason, msg string) {
 }
 
 func (r *reporter) event(typ, reason, msg string) {
+	msg = eventMessage(msg)
 	key := typ + "\x00" + reason + "\x00" + msg
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -115,4 +117,21 @@ func (r *reporter) event(typ, reason, msg string) {
 	}
 	r.last = key
 	r.recorder.Event(r.pod, typ, reason, msg)
+}
+
+// eventMessage is msg cut, on a character's boundary, so that it fits the
+// event policy's contract.MaxEventMessage bytes even once client-go's
+// recorder prefixed it as it does when it combines similar Events. A
+// message that long quotes the API server: its start says what failed.
+func eventMessage(msg string) string {
+	const cutMark = " ..."
+	room := contract.MaxEventMessage - len(record.EventAggregatorByReasonMessageFunc(&corev1.Event{}))
+	if len(msg) <= room {
+		return msg
+	}
+	cut := room - len(cutMark)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + cutMark
 }

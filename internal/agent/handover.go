@@ -117,7 +117,7 @@ func (a *Agent) launcherSelector() string {
 	return labels.Set{
 		kubevirtv1.AppLabel:     "virt-launcher",
 		contract.LabelPrototype: derive.LabelValue(a.cfg.Prototype),
-		contract.LabelPod:       derive.LabelValue(a.pod.PodName),
+		contract.LabelPod:       a.pod.PodName,
 	}.String()
 }
 

@@ -126,7 +126,7 @@ func (a *Agent) Handler() http.Handler {
 
 // VMName is the derived VM's name.
 func (a *Agent) VMName() string {
-	return derive.Name(a.cfg.Prototype, a.cfg.Pod.PodName)
+	return derive.Name(a.cfg.Prototype, a.cfg.Pod.PodName, a.cfg.Pod.PodUID)
 }
 
 // Run serves the probes, creates the derived VM and keeps it until ctx is

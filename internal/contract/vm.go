@@ -5,7 +5,8 @@ package contract
 const (
 	// LabelPrototype holds the prototype VM's name (hashed to fit a label value).
 	LabelPrototype = "vmctl.kubevirt.io/prototype"
-	// LabelPod holds the owning Pod's name (hashed to fit a label value).
+	// LabelPod holds the owning Pod's name, which always fits a label value:
+	// an agent of a longer name makes no VM.
 	LabelPod = "vmctl.kubevirt.io/pod"
 	// LabelSubdomain, on VMs derived with a subdomain (a StatefulSet's),
 	// holds that subdomain: the headless Service of that name selects the

@@ -64,7 +64,7 @@ type Options struct {
 
 // VM derives the VirtualMachine that pod runs from proto. It never modifies proto.
 //
-// The result is named Name(proto.Name, pod.Name) (or opts.Name), carries the vmctl labels
+// The result is named Name(proto.Name, pod.Name, pod.UID) (or opts.Name), carries the vmctl labels
 // and annotations, is owned by the Pod when in the Pod's namespace, is
 // pinned to pod.Node, runs with runStrategy Always and evictionStrategy
 // External, and has the prototype's
@@ -86,7 +86,7 @@ func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.Vi
 	}
 	name := opts.Name
 	if name == "" {
-		name = Name(proto.Name, pod.Name)
+		name = Name(proto.Name, pod.Name, pod.UID)
 	}
 
 	spec := proto.Spec.DeepCopy()
@@ -111,7 +111,9 @@ func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.Vi
 	if opts.Revision != "" {
 		vm.Annotations[contract.AnnotationVMRevision] = opts.Revision
 	}
-	renameDataVolumes(&vm.Spec, name)
+	if err := renameDataVolumes(&vm.Spec, name, pod.UID); err != nil {
+		return nil, fmt.Errorf("prototype %s/%s: %w", proto.Namespace, proto.Name, err)
+	}
 	clearRevisions(&vm.Spec)
 	templateMeta(vm.Spec.Template, proto.Name, pod.Name)
 	setIdentity(&vm.Spec.Template.Spec, name, pod.UID)
@@ -164,6 +166,13 @@ func validate(proto *kubevirtv1.VirtualMachine, pod Pod) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("agent Pod's %s unknown; pass metadata.name, metadata.namespace, metadata.uid and spec.nodeName to the agent through the downward API",
 			strings.Join(missing, ", "))
+	}
+	// contract.LabelPod holds the Pod's name whole, so that the policies
+	// check it exactly. A workload's Pods always fit: their names are
+	// generated to 63 characters, or are a StatefulSet's hostnames.
+	if len(pod.Name) > contract.MaxNameLength {
+		return fmt.Errorf("agent Pod name %q is %d characters long, more than a label value's %d: run the agent in a Pod of a Deployment, StatefulSet or DaemonSet, whose Pod names fit",
+			pod.Name, len(pod.Name), contract.MaxNameLength)
 	}
 	return nil
 }

@@ -100,6 +100,7 @@ func TestVMErrors(t *testing.T) {
 		{name: "no pod uid", pod: func(p *Pod) { p.UID = "" }, wantErr: "agent Pod's uid unknown"},
 		{name: "no node", pod: func(p *Pod) { p.Node = "" }, wantErr: "agent Pod's node unknown"},
 		{name: "all missing", pod: func(p *Pod) { *p = Pod{} }, wantErr: "agent Pod's name, namespace, uid, node unknown"},
+		{name: "a pod name longer than a label value", pod: func(p *Pod) { p.Name = strings.Repeat("p", 64) }, wantErr: "is 64 characters long, more than a label value's 63"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			proto, pod := testPrototype(), testPod()

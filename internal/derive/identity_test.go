@@ -170,7 +170,7 @@ func TestVMSubdomainNeedsDNSNames(t *testing.T) {
 		name, pod, subdomain, want string
 	}{
 		{"a Pod name with dots", "web.0", "web", `the Pod's name "web.0" cannot be the VM's hostname`},
-		{"a Pod name too long for a hostname", "web-" + strings.Repeat("x", 60), "web", "must be no more than 63 characters"},
+		{"a Pod name too long for a hostname", "web-" + strings.Repeat("x", 60), "web", "more than a label value's 63"},
 		{"a subdomain that is no Service name", "web-0", "Web_Svc", `subdomain "Web_Svc" is not a valid Service name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,11 +69,11 @@ func TestIsAgentVM(t *testing.T) {
 		want bool
 	}{
 		{name: "as an agent makes it", want: true},
-		{name: "long names, cut with a hash", mod: func(vm *metav1.ObjectMeta) {
+		{name: "long names, cut and ended with the Pod's UID", mod: func(vm *metav1.ObjectMeta) {
 			vm.Annotations[contract.AnnotationPrototypeName] = long
 			vm.Annotations[contract.AnnotationPodName] = long
 			vm.OwnerReferences[0].Name = long
-			vm.Name = Name(long, long)
+			vm.Name = Name(long, long, testPod().UID)
 		}, want: true},
 		{name: "named by an older rule", mod: func(vm *metav1.ObjectMeta) { vm.Name = "vmctl-web-7c9d-fedora" }, want: true},
 		// Kubernetes' garbage collector deletes this copy with the Pod too.
@@ -86,12 +86,24 @@ func TestIsAgentVM(t *testing.T) {
 		{name: "controlled by something else", mod: func(vm *metav1.ObjectMeta) {
 			vm.OwnerReferences[0].APIVersion, vm.OwnerReferences[0].Kind = "apps/v1", "ReplicaSet"
 		}},
-		{name: "owned but not controlled by the Pod, judged by its name", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences[0].Controller = nil }, want: true},
+		// In its Pod's namespace an agent's VM always has its Pod as
+		// controller: without one it is a copy, whatever its name.
+		{name: "owned but not controlled by the Pod", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences[0].Controller = nil }},
 		{name: "owned but not controlled by the Pod, renamed", mod: func(vm *metav1.ObjectMeta) {
 			vm.Name, vm.OwnerReferences[0].Controller = "golden", nil
 		}},
-		{name: "its ownerReference removed, judged by its name", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences = nil }, want: true},
+		{name: "its ownerReference removed", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences = nil }},
 		{name: "in the VM namespace", opts: Options{Namespace: "elsewhere"}, want: true},
+		{name: "in the VM namespace, long names", opts: Options{Namespace: "elsewhere"}, mod: func(vm *metav1.ObjectMeta) {
+			vm.Annotations[contract.AnnotationPrototypeName] = long
+			vm.Annotations[contract.AnnotationPodName] = long
+			vm.Name = Name(long, long, testPod().UID)
+		}, want: true},
+		{name: "in the VM namespace, long names ended with another UID", opts: Options{Namespace: "elsewhere"}, mod: func(vm *metav1.ObjectMeta) {
+			vm.Annotations[contract.AnnotationPrototypeName] = long
+			vm.Annotations[contract.AnnotationPodName] = long
+			vm.Name = Name(long, long, "another-pod-uid")
+		}},
 		// Nothing but the name tells it from a renamed copy there.
 		{name: "in the VM namespace, named by an older rule", opts: Options{Namespace: "elsewhere"},
 			mod: func(vm *metav1.ObjectMeta) { vm.Name = "old-rule" }},
@@ -154,7 +166,7 @@ func TestSelectors(t *testing.T) {
 		{name: "Selector of another prototype", selector: Selector("ubuntu"), set: derived, want: false},
 		{name: "derived matches its Pod", selector: PodSelector(testPod().Name), set: derived, want: true},
 		{name: "another Pod's VM does not match", selector: PodSelector(testPod().Name), set: labels.Set{contract.LabelPrototype: "fedora", contract.LabelPod: "web-5f2b"}, want: false},
-		{name: "a long Pod name matches as hashed", selector: PodSelector(strings.Repeat("p", 80)), set: labels.Set{contract.LabelPod: LabelValue(strings.Repeat("p", 80))}, want: true},
+		{name: "the longest Pod name matches whole", selector: PodSelector(strings.Repeat("p", 63)), set: labels.Set{contract.LabelPod: strings.Repeat("p", 63)}, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sel, err := labels.Parse(tc.selector)

@@ -60,7 +60,7 @@ func objectMeta(proto *kubevirtv1.VirtualMachine, pod Pod, name, namespace strin
 func derivedLabels(prototype, pod string) map[string]string {
 	return map[string]string{
 		contract.LabelPrototype: LabelValue(prototype),
-		contract.LabelPod:       LabelValue(pod),
+		contract.LabelPod:       pod,
 	}
 }
 

@@ -22,7 +22,7 @@ func podOwner(p Pod) []metav1.OwnerReference {
 func TestVMObjectMeta(t *testing.T) {
 	pod := testPod()
 	longPod := pod
-	longPod.Name = "web-" + strings.Repeat("w", 70)
+	longPod.Name = "web-" + strings.Repeat("w", 59) // 63 characters, the most a Pod's name has
 
 	for _, tc := range []struct {
 		name  string
@@ -125,11 +125,11 @@ func TestVMObjectMeta(t *testing.T) {
 			},
 		},
 		{
-			name: "a long pod name is hashed in the label and kept whole in the annotation",
+			name: "a long pod name is kept whole in the label, and cut in the VM's name",
 			pod:  longPod,
 			want: metav1.ObjectMeta{
-				Name: Name("fedora", longPod.Name), Namespace: "vms",
-				Labels: map[string]string{contract.LabelPrototype: "fedora", contract.LabelPod: LabelValue(longPod.Name)},
+				Name: "fedora-web-" + strings.Repeat("w", 41) + "-" + contract.UIDSuffix("pod-uid-1"), Namespace: "vms",
+				Labels: map[string]string{contract.LabelPrototype: "fedora", contract.LabelPod: longPod.Name},
 				Annotations: map[string]string{
 					contract.AnnotationPodName: longPod.Name, contract.AnnotationPodNamespace: "vms", contract.AnnotationPodUID: "pod-uid-1",
 					contract.AnnotationNode: "node-a", contract.AnnotationPrototypeName: "fedora", contract.AnnotationPrototypeNamespace: "vms",

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // SharedVolume is one prototype volume every derived VM would write to.
@@ -78,23 +81,30 @@ func VolumeClaim(v *kubevirtv1.Volume) *string {
 }
 
 // renameDataVolumes gives each dataVolumeTemplate a name of its own per
-// derived VM, Name(template, vm), and points every volume that referred to
-// the old name at the new one. KubeVirt accepts a template referenced by a
+// derived VM, "<template>-<vm>" cut as the VM's name is (join), and points
+// every volume that referred to the old name at the new one. Two templates
+// whose names agree up to the cut would get one name: an error. KubeVirt accepts a template referenced by a
 // dataVolume or a persistentVolumeClaim volume (the PVC has the DataVolume's
 // name); an ephemeral volume on top of it is renamed too. The template's
 // namespace is cleared: it must equal the VM's, which may differ from the
 // prototype's.
-func renameDataVolumes(spec *kubevirtv1.VirtualMachineSpec, vmName string) {
+func renameDataVolumes(spec *kubevirtv1.VirtualMachineSpec, vmName string, podUID types.UID) error {
 	renamed := make(map[string]string, len(spec.DataVolumeTemplates))
+	from := make(map[string]string, len(spec.DataVolumeTemplates))
 	for i := range spec.DataVolumeTemplates {
 		t := &spec.DataVolumeTemplates[i]
-		newName := Name(t.Name, vmName)
+		newName := join(t.Name, vmName, podUID)
+		if other, taken := from[newName]; taken {
+			return fmt.Errorf("dataVolumeTemplates %q and %q would both be named %q for this Pod, as their names agree in the first %d characters once the VM's name is added: rename one of them",
+				other, t.Name, newName, contract.CutLength)
+		}
+		from[newName] = t.Name
 		renamed[t.Name] = newName
 		t.Name = newName
 		t.Namespace = ""
 	}
 	if len(renamed) == 0 {
-		return
+		return nil
 	}
 	rename := func(name *string) {
 		if n, ok := renamed[*name]; ok {
@@ -109,4 +119,5 @@ func renameDataVolumes(spec *kubevirtv1.VirtualMachineSpec, vmName string) {
 			rename(claim)
 		}
 	}
+	return nil
 }

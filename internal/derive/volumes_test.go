@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 func containerDiskVolume(name string) kubevirtv1.Volume {
@@ -45,8 +47,8 @@ func dvTemplate(name, namespace string) kubevirtv1.DataVolumeTemplateSpec {
 
 func TestVMRenamesDataVolumeTemplates(t *testing.T) {
 	// The derived VM is "fedora-web-7c9d".
-	rootName := Name("root", "fedora-web-7c9d")
-	dataName := Name("data", "fedora-web-7c9d")
+	rootName := "root-fedora-web-7c9d"
+	dataName := "data-fedora-web-7c9d"
 	for _, tc := range []struct {
 		name          string
 		templates     []kubevirtv1.DataVolumeTemplateSpec
@@ -197,5 +199,23 @@ func TestSharedVolumeErrorMessage(t *testing.T) {
 	}
 	if strings.ToLower(want[:1]) != want[:1] {
 		t.Errorf("error must start lower-case: %q", want)
+	}
+}
+
+// TestVMRefusesTemplatesOfOneCutName: two dataVolumeTemplates whose names
+// agree up to the cut would both get one name for a Pod; derive refuses the
+// prototype, saying which, rather than make one VM of two disks' worth of
+// one claim.
+func TestVMRefusesTemplatesOfOneCutName(t *testing.T) {
+	long := strings.Repeat("d", contract.CutLength)
+	proto := testPrototype()
+	proto.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dvTemplate(long+"-a", ""), dvTemplate(long+"-b", "")}
+	_, err := VM(proto, testPod(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "would both be named") || !strings.Contains(err.Error(), long+"-b") {
+		t.Fatalf("VM of a prototype with templates %s-a and -b: error %v, want one naming both", long, err)
+	}
+	proto.Spec.DataVolumeTemplates[1].Name = "short"
+	if _, err := VM(proto, testPod(), Options{}); err != nil {
+		t.Errorf("VM of a prototype with templates of other names: %v", err)
 	}
 }

@@ -106,7 +106,7 @@ func TestAgentMetricsFollowWhatItDoes(t *testing.T) {
 	}
 
 	// Someone deletes the VM: the agent recreates it, and says so.
-	vm := derive.Name("testvm", pod.Name)
+	vm := derive.Name("testvm", pod.Name, pod.UID)
 	if err := e.virt.KubevirtV1().VirtualMachines(ns).Delete(t.Context(), vm, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

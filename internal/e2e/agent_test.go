@@ -165,7 +165,7 @@ func TestAgentRefusesVMItDidNotMake(t *testing.T) {
 	proto := createPrototype(t, ns, "testvm.yaml")
 	// A StatefulSet's pods have predictable names, so the VM the first pod
 	// would make can be taken beforehand by someone else.
-	name := derive.Name("testvm", "vmctl-testvm-0")
+	name := shortVMName("testvm", "vmctl-testvm-0")
 	foreign := &kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"owner": "someone-else"}},
 		Spec:       *proto.Spec.DeepCopy(),

@@ -228,7 +228,7 @@ func BenchmarkStatusAndGC(b *testing.B) {
 		b.Errorf("%d derived VMs remain after gc, want %d: %v", len(remaining), n-orphans, err)
 	}
 	for i := range n {
-		name := derive.Name(proto.Name, fmt.Sprintf("p-%05d", i))
+		name := shortVMName(proto.Name, fmt.Sprintf("p-%05d", i))
 		if orphan := i < orphans; orphan == remaining[name] {
 			b.Errorf("VM %s: orphan %v, remains %v", name, orphan, remaining[name])
 			break

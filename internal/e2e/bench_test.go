@@ -48,7 +48,7 @@ func BenchmarkAgentLifecycle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	vmName := derive.Name("testvm", pod.Name)
+	vmName := derive.Name("testvm", pod.Name, pod.UID)
 	// What the Pod's emptyDir would be: it outlives every run.
 	stateDir := b.TempDir()
 	var started, stopped []time.Duration

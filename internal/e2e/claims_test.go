@@ -178,7 +178,7 @@ func waitBound(t *testing.T, ns, name string) *corev1.PersistentVolumeClaim {
 func waitReplaced(t *testing.T, ns, prototype, pod string, old types.UID, want int) map[string]kubevirtv1.VirtualMachine {
 	t.Helper()
 	eventually(t, settle, "a new VM for the new Pod "+pod, func(ctx context.Context) (bool, string, error) {
-		vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, derive.Name(prototype, pod), metav1.GetOptions{})
+		vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, shortVMName(prototype, pod), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, "no VM", nil
 		}

@@ -132,7 +132,7 @@ func TestDrainStopsDaemonSetVM(t *testing.T) {
 	t.Cleanup(func() { uncordon(t, node) }) // also when the drain fails
 	kubectl(t, nil, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout="+drainTimeout.String())
 	t.Logf("drained %s with a DaemonSet agent on it in %v", node, time.Since(start).Round(100*time.Millisecond))
-	vmName := derive.Name("testvm", pod)
+	vmName := shortVMName("testvm", pod)
 	eventually(t, settle, "no VMI running on the drained node, the agent unready", func(ctx context.Context) (bool, string, error) {
 		vmis, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -193,7 +193,7 @@ func TestDrainStopsDaemonSetVM(t *testing.T) {
 func TestDrainInterrupted(t *testing.T) {
 	ns, node := namespace(t), e.cluster.Nodes[0]
 	before, pod := daemonSetOn(t, ns, node)
-	vmName := derive.Name("testvm", pod)
+	vmName := shortVMName("testvm", pod)
 	restarts := e.kubelet.Restarts(ns, pod)
 	running, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(t.Context(), vmName, metav1.GetOptions{})
 	if err != nil {

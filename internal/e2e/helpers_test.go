@@ -198,6 +198,16 @@ func agentPods(ctx context.Context, ns string) (map[string]corev1.Pod, error) {
 }
 
 // derivedVMs lists the VMs in ns that vmctl made, by name.
+// shortVMName is derive.Name of prototype and pod where the two fit a name
+// uncut, as every name these tests make does: only a cut name ends in the
+// Pod's UID, which a test that knows only the Pod's name does not have.
+func shortVMName(prototype, pod string) string {
+	if len(prototype)+1+len(pod) > contract.MaxNameLength {
+		panic(fmt.Sprintf("shortVMName(%q, %q): the name is cut, and ends in the Pod's UID: use derive.Name", prototype, pod))
+	}
+	return derive.Name(prototype, pod, "")
+}
+
 func derivedVMs(ctx context.Context, ns string) (map[string]kubevirtv1.VirtualMachine, error) {
 	list, err := e.virt.KubevirtV1().VirtualMachines(ns).List(ctx, metav1.ListOptions{LabelSelector: derive.DerivedSelector})
 	if err != nil {
@@ -238,7 +248,7 @@ func waitDerived(t testing.TB, ns, prototype string, want int, timeout time.Dura
 		}
 		pairs = map[string]kubevirtv1.VirtualMachine{}
 		for name, pod := range pods {
-			vm, ok := vms[derive.Name(prototype, name)]
+			vm, ok := vms[derive.Name(prototype, name, pod.UID)]
 			if !ok || vm.Annotations[contract.AnnotationPodUID] != string(pod.UID) || vm.DeletionTimestamp != nil ||
 				testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) != pod.Spec.NodeName {
 				return false, seen, nil

@@ -13,7 +13,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
@@ -210,7 +209,7 @@ func checkReservationsHeld(t *testing.T, ns string) {
 	}
 	for name, pod := range pods {
 		held := pod.Annotations[contract.AnnotationReservation]
-		launcher := byPod[derive.LabelValue(name)]
+		launcher := byPod[name]
 		if launcher == nil {
 			t.Errorf("Pod %s's VM has no launcher Pod", name)
 			continue

@@ -16,7 +16,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
@@ -179,7 +178,7 @@ func TestReservationPendingUntilRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name := range pending {
-		if _, ok := vms[derive.Name("testvm", name)]; ok {
+		if _, ok := vms[shortVMName("testvm", name)]; ok {
 			t.Errorf("Pending Pod %s has a VM", name)
 		}
 	}
@@ -204,7 +203,7 @@ func TestReservationPendingUntilRoom(t *testing.T) {
 			return false, "", err
 		}
 		for name := range pending {
-			vm, ok := vms[derive.Name("testvm", name)]
+			vm, ok := vms[shortVMName("testvm", name)]
 			if _, running := pods[name]; !running || !ok || !vm.Status.Ready {
 				return false, describe(pods, vms), nil
 			}

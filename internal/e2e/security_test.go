@@ -96,7 +96,7 @@ var securityRows = []struct {
 	}, [3]bool{true, false, false}},
 	{"create a VM with another Pod's name", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
-		vm.Name = derive.Name(f.proto.Name, f.other.Name)
+		vm.Name = derive.Name(f.proto.Name, f.other.Name, f.other.UID)
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{})
 		return err
 	}, [3]bool{true, false, false}},
@@ -136,8 +136,8 @@ var securityRows = []struct {
 	}, [3]bool{true, false, false}},
 	{"create its own VM labelled for another agent's Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
-			vm.Labels[contract.LabelPod] = derive.LabelValue(f.other.Name)
-			vm.Spec.Template.ObjectMeta.Labels[contract.LabelPod] = derive.LabelValue(f.other.Name)
+			vm.Labels[contract.LabelPod] = f.other.Name
+			vm.Spec.Template.ObjectMeta.Labels[contract.LabelPod] = f.other.Name
 		})
 	}, [3]bool{true, false, false}},
 	{"create its own VM whose readiness probe asks a host it picks", func(t *testing.T, f *agentFleet) error {
@@ -218,13 +218,13 @@ var securityRows = []struct {
 		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), f.foreign, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	}, [3]bool{true, false, false}},
 	{"delete another agent's VM", func(t *testing.T, f *agentFleet) error {
-		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), derive.Name(f.proto.Name, f.other.Name), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), derive.Name(f.proto.Name, f.other.Name, f.other.UID), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	}, [3]bool{true, false, false}},
 	{"delete the prototype", func(t *testing.T, f *agentFleet) error {
 		return f.virt.KubevirtV1().VirtualMachines(f.protoNS).Delete(t.Context(), f.proto.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	}, [3]bool{true, false, false}},
 	{"delete its own Pod's VM", func(t *testing.T, f *agentFleet) error {
-		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), derive.Name(f.proto.Name, f.pod.Name), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), derive.Name(f.proto.Name, f.pod.Name, f.pod.UID), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	}, [3]bool{true, true, true}},
 	{"resize its own Pod smaller", func(t *testing.T, f *agentFleet) error {
 		return dryRunResize(t, f, f.pod, `{"limits":{"cpu":"50m"}}`)
@@ -320,10 +320,10 @@ func dryRunStatus(t *testing.T, f *agentFleet, name, status string) error {
 // returns its name: the pod policy judges a launcher Pod by its labels.
 func waitingLauncher(t *testing.T, f *agentFleet, pod corev1.Pod) string {
 	t.Helper()
-	vm := derive.Name(f.proto.Name, pod.Name)
+	vm := derive.Name(f.proto.Name, pod.Name, pod.UID)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vm + "-waits", Namespace: f.ns, Labels: map[string]string{
-			kubevirtv1.AppLabel: "virt-launcher", contract.LabelPrototype: derive.LabelValue(f.proto.Name), contract.LabelPod: derive.LabelValue(pod.Name),
+			kubevirtv1.AppLabel: "virt-launcher", contract.LabelPrototype: derive.LabelValue(f.proto.Name), contract.LabelPod: pod.Name,
 		}},
 		Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{"e2e.vmctl.kubevirt.io/no-such-node": "true"},
@@ -340,7 +340,7 @@ func waitingLauncher(t *testing.T, f *agentFleet, pod corev1.Pod) string {
 func launcherOf(t *testing.T, f *agentFleet, pod corev1.Pod) string {
 	t.Helper()
 	list, err := e.kube.CoreV1().Pods(f.ns).List(t.Context(), metav1.ListOptions{
-		LabelSelector: kubevirtv1.AppLabel + "=virt-launcher," + contract.LabelPod + "=" + derive.LabelValue(pod.Name),
+		LabelSelector: kubevirtv1.AppLabel + "=virt-launcher," + contract.LabelPod + "=" + pod.Name,
 		FieldSelector: "spec.nodeName!="})
 	if err != nil || len(list.Items) != 1 {
 		t.Fatalf("the launcher Pod of %s's VM: %d found (%v)", pod.Name, len(list.Items), err)

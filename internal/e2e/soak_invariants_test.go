@@ -153,7 +153,7 @@ func (s *soak) settled() (bool, string, map[string]bool) {
 		}
 		for _, p := range pods {
 			live[string(p.UID)] = p
-			if why := s.pairProblem(proto, p, vms[derive.Name(proto, p.Name)]); why != "" {
+			if why := s.pairProblem(proto, p, vms[derive.Name(proto, p.Name, p.UID)]); why != "" {
 				problems = append(problems, "Pod "+p.Name+": "+why)
 			}
 		}
@@ -193,7 +193,7 @@ func (s *soak) pairProblem(proto string, p *corev1.Pod, vm *kubevirtv1.VirtualMa
 	case !podReady(p):
 		return "not Ready"
 	case vm == nil:
-		return "no VM " + derive.Name(proto, p.Name)
+		return "no VM " + derive.Name(proto, p.Name, p.UID)
 	case vm.Annotations[contract.AnnotationPodUID] != string(p.UID):
 		return fmt.Sprintf("VM %s belongs to Pod uid %s, not %s", vm.Name, vm.Annotations[contract.AnnotationPodUID], p.UID)
 	case vm.DeletionTimestamp != nil:
@@ -443,7 +443,7 @@ func (s *soak) checkReservations() error {
 	}
 	for _, p := range s.obs.runningPods("") {
 		held := p.Annotations[contract.AnnotationReservation]
-		launcher := byPod[derive.LabelValue(p.Name)]
+		launcher := byPod[p.Name]
 		if held == "" || launcher == nil {
 			continue
 		}

@@ -19,7 +19,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
 )
@@ -403,7 +402,7 @@ func (s *soak) makeHandmade(name, proto string) (*kubevirtv1.VirtualMachine, err
 func (s *soak) collideNextStatefulSetPod() (string, error) {
 	ordinal := s.replicas[soakSTSProto]
 	pod := fmt.Sprintf("%s-%d", scaffold.DefaultName(soakSTSProto), ordinal)
-	name := derive.Name(soakSTSProto, pod)
+	name := shortVMName(soakSTSProto, pod)
 	made, err := s.makeHandmade(name, soakSTSProto)
 	if err != nil {
 		return name, err
@@ -454,7 +453,7 @@ func (s *soak) waitRefused(pod, name string) error {
 // that no Pod has: gc and the agents must leave it alone.
 func (s *soak) collideFormerPod() string {
 	pod := fmt.Sprintf("%s-5f7c9d8b4-h%04d", scaffold.DefaultName(soakDeployProto), s.rng.IntN(10000))
-	name := derive.Name(soakDeployProto, pod)
+	name := shortVMName(soakDeployProto, pod)
 	made, err := s.makeHandmade(name, soakDeployProto)
 	if err != nil {
 		s.t.Fatalf("make hand-made VM %s: %v", name, err)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
@@ -156,7 +155,7 @@ func TestTooSmallReservationDoesNotMove(t *testing.T) {
 		if err != nil {
 			return false, "", err
 		}
-		vm, ok := vms[derive.Name("testvm", pod)]
+		vm, ok := vms[shortVMName("testvm", pod)]
 		if !ok {
 			return false, "no VM", nil
 		}

@@ -256,7 +256,7 @@ func TestSharedWritablePVCIsRefused(t *testing.T) {
 	if ready != string(corev1.ConditionFalse) {
 		t.Errorf("pod %s: Ready condition is %s, want False (the agent has no VM)", pod.Name, ready)
 	}
-	if _, ok := vms[derive.Name("pvcvm", pod.Name)]; ok {
+	if _, ok := vms[derive.Name("pvcvm", pod.Name, pod.UID)]; ok {
 		t.Errorf("VM made for %s", pod.Name)
 	}
 }

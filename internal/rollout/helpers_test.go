@@ -73,7 +73,7 @@ func pod(name string, uid types.UID, rev string) corev1.Pod {
 func vm(p corev1.Pod, rev string, ready bool) kubevirtv1.VirtualMachine {
 	return kubevirtv1.VirtualMachine{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: derive.Name("testvm", p.Name), Namespace: ns,
+			Name: derive.Name("testvm", p.Name, p.UID), Namespace: ns,
 			Labels: map[string]string{contract.LabelPrototype: "testvm", contract.LabelPod: p.Name},
 			Annotations: map[string]string{
 				contract.AnnotationPodName: p.Name, contract.AnnotationPodNamespace: ns, contract.AnnotationPodUID: string(p.UID),

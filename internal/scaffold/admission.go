@@ -156,12 +156,21 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 				{Name: "isVMI", Expression: `request.resource.resource == 'virtualmachineinstances'`},
 				{Name: "isPrototype", Expression: `variables.vm.metadata.name == variables.prototype && variables.vm.metadata.namespace == variables.prototypeNamespace`},
 				// The vmctl labels; a VMI carries those derive puts on the VM's
-				// template. A Pod's name too long for a label value is hashed in it.
+				// template. A Pod's name always fits a label value whole.
 				{Name: "prototypeOfVM", Expression: metaValue("variables.vm.metadata", "labels", contract.LabelPrototype)},
 				{Name: "podOfVM", Expression: metaValue("variables.vm.metadata", "labels", contract.LabelPod)},
-				{Name: "ownPodsVMI", Expression: cel(fmt.Sprintf(`
-					variables.prototypeOfVM == variables.prototypeLabel && variables.podOfVM != '' &&
-					(size(variables.pod) > %d || variables.podOfVM == variables.pod)`, contract.MaxNameLength))},
+				{Name: "ownPodsVMI", Expression: cel(`
+					variables.prototypeOfVM == variables.prototypeLabel && variables.podOfVM != '' && variables.podOfVM == variables.pod`)},
+				// A delete's options are the agent's (contract.VMDeleteOptions,
+				// VMIDeleteOptions), and a dry run: never Orphan, which would
+				// leave the VM's instance running with no VM, nor a grace
+				// period.
+				{Name: "agentsDeleteOptions", Expression: cel(`
+					request.operation != 'DELETE' || (
+						request.?options.orValue({}).all(k, k in ['apiVersion', 'kind', 'dryRun', 'preconditions', 'propagationPolicy']) &&
+						request.?options.?kind.orValue('DeleteOptions') == 'DeleteOptions' &&
+						request.?options.?preconditions.orValue({}) == {'uid': oldObject.metadata.uid} &&
+						request.?options.?propagationPolicy.orValue('') == (variables.isVMI ? '' : 'Background'))`)},
 				// Derived from this prototype for the requesting Pod, by name: a
 				// StatefulSet Pod's agent replaces the VM of an earlier Pod of its
 				// name, so deletion does not ask for the UID.
@@ -190,6 +199,9 @@ func (p Params) guardPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 				forbid(`!variables.isVMI || (request.operation == 'DELETE' && variables.ownPodsVMI)`,
 					fmt.Sprintf("a vmctl agent may only delete its own Pod's VMI (labels %s=%s and %s=<its Pod>), to stop its VM for a drain",
 						contract.LabelPrototype, derive.LabelValue(p.Prototype), contract.LabelPod)),
+				forbid(`variables.agentsDeleteOptions`,
+					"a vmctl agent deletes its VM only on condition of its UID and in the background (propagationPolicy Background), and its VMI only on condition of its UID: "+
+						"no other propagation policy (Orphan would leave the VM's instance running with no VM), no grace period"),
 			},
 		},
 	}

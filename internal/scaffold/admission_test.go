@@ -62,9 +62,11 @@ const (
 	ruleNotProto = "may never change or delete its prototype"
 	ruleOwnVM    = "the VirtualMachine is not this Pod's"
 	ruleOwnVMI   = "may only delete its own Pod's VMI"
+	ruleDelete   = "deletes its VM only on condition of its UID"
 	// The event policy's.
 	ruleOwnEvent    = "may only record Events about its own Pod"
 	ruleEventSigned = "Events are signed vmctl-agent from its own node"
+	ruleEventAsMade = "Events have one of its reasons"
 	// The pod policy's.
 	ruleOwnPod      = "may only resize or evict its own Pod"
 	ruleSmaller     = "may only make its own Pod smaller"
@@ -84,13 +86,13 @@ func ruleOf(message string) string {
 
 func allRules() []string {
 	return []string{ruleClaim, ruleName, ruleMetadata, ruleOwner, ruleLabels, ruleAnnotations, ruleRuns, ruleIdentity, rulePin, ruleVolumes, ruleDNSName, rulePriority, ruleUnlisted,
-		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleOwnEvent, ruleEventSigned, ruleOwnPod, ruleSmaller, ruleOwnLauncher, ruleNomination}
+		ruleLabelled, ruleBoundPod, ruleNoUpdate, ruleNotProto, ruleOwnVM, ruleOwnVMI, ruleDelete, ruleOwnEvent, ruleEventSigned, ruleEventAsMade, ruleOwnPod, ruleSmaller, ruleOwnLauncher, ruleNomination}
 }
 
 // The UIDs of the agents' Pods and of the prototype.
 const (
-	ownPodUID    = types.UID("uid-own")
-	otherPodUID  = types.UID("uid-other")
+	ownPodUID    = types.UID("1f0e4b8c-7d2a-4c55-9a61-0c3d5e7f9a11")
+	otherPodUID  = types.UID("8b2c6d1e-3f4a-4b5c-8d9e-0f1a2b3c4d5e")
 	prototypeUID = types.UID("uid-prototype")
 )
 
@@ -198,7 +200,11 @@ func newFleet(t testing.TB, change func(*Params)) *fleet {
 		p.Revision = revision.Snapshot(proto)
 		p.RevisionHash = mustHash(t, p.Revision)
 	}
-	pods := [2]string{p.Name + "-7d9f8c6b5-abcde", p.Name + "-7d9f8c6b5-fghij"}
+	// As the API server generates them: the ReplicaSet's name, cut to
+	// leave room for five random characters.
+	base := p.Name + "-7d9f8c6b5-"
+	base = base[:min(len(base), contract.MaxNameLength-5)]
+	pods := [2]string{base + "abcde", base + "fghij"}
 	if p.Kind == KindStatefulSet {
 		pods = [2]string{p.Name + "-0", p.Name + "-1"}
 	}
@@ -333,6 +339,8 @@ type request struct {
 	token     token
 	// subresource is a Pod's: resize or eviction.
 	subresource string
+	// options are a delete's.
+	options *metav1.DeleteOptions
 }
 
 // evict is an eviction of pod, with uid as its precondition ("" for none).
@@ -403,12 +411,46 @@ func admitted(obj runtime.Object) runtime.Object {
 	u.SetDeletionGracePeriodSeconds(nil)
 	return u
 }
-func del(obj runtime.Object) request { return request{op: admission.Delete, oldObject: obj} }
+
+// del is a delete of obj with the options an agent deletes its VM or VMI
+// with (contract.VMDeleteOptions, VMIDeleteOptions), on condition of
+// obj's UID, which it is given where it has none.
+func del(obj runtime.Object) request {
+	obj = obj.DeepCopyObject()
+	m := obj.(metav1.Object)
+	if m.GetUID() == "" {
+		m.SetUID("uid-" + types.UID(m.GetName()))
+	}
+	opts := contract.VMIDeleteOptions(m.GetUID())
+	if _, isVM := obj.(*kubevirtv1.VirtualMachine); isVM {
+		opts = contract.VMDeleteOptions(m.GetUID())
+	}
+	return request{op: admission.Delete, oldObject: obj, options: &opts}
+}
+
+// with is r with its delete's options as change makes them.
+func (r request) with(change func(*metav1.DeleteOptions)) request {
+	opts := r.options.DeepCopy()
+	change(opts)
+	r.options = opts
+	return r
+}
 func update(obj runtime.Object) request {
 	return request{op: admission.Update, object: obj, oldObject: obj.DeepCopyObject()}
 }
 
 func (r request) as(tok token) request { r.token = tok; return r }
+
+// operationOptions are the request's options as the API server hands them
+// to admission, or nil.
+func (r request) operationOptions() runtime.Object {
+	if r.options == nil {
+		return nil
+	}
+	opts := r.options.DeepCopy()
+	opts.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("DeleteOptions"))
+	return opts
+}
 
 // target is the object the request is about.
 func (r request) target() metav1.Object {
@@ -573,12 +615,12 @@ func (f *fleet) agentPod(t *testing.T, pod derive.Pod) *corev1.Pod {
 // launcherPod is the launcher Pod KubeVirt makes for the VM of pod's
 // agent, waiting to be scheduled, as the scheduler left it.
 func (f *fleet) launcherPod(pod derive.Pod) *corev1.Pod {
-	vm := derive.Name(f.p.Prototype, pod.Name)
+	vm := derive.Name(f.p.Prototype, pod.Name, pod.UID)
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vm + "-x7k2p", Namespace: f.p.Namespace, UID: "uid-launcher-" + pod.UID,
 			Labels: map[string]string{
-				kubevirtAppLabel: "virt-launcher", contract.LabelPrototype: derive.LabelValue(f.p.Prototype), contract.LabelPod: derive.LabelValue(pod.Name),
+				kubevirtAppLabel: "virt-launcher", contract.LabelPrototype: derive.LabelValue(f.p.Prototype), contract.LabelPod: pod.Name,
 				"kubevirt.io/created-by": "uid-vmi",
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vm, UID: "uid-vmi"}},
@@ -654,7 +696,7 @@ func (f *fleet) denials(t testing.TB, policies []boundPolicy, r request) []valid
 	gvr := r.gvr()
 	attrs := &admission.VersionedAttributes{
 		Attributes: admission.NewAttributesRecord(r.object, r.oldObject, kind, target.GetNamespace(), target.GetName(),
-			gvr, r.subresource, r.op, nil, false, f.user(r.token)),
+			gvr, r.subresource, r.op, r.operationOptions(), false, f.user(r.token)),
 		VersionedObject:    r.object,
 		VersionedOldObject: r.oldObject,
 		VersionedKind:      kind,
@@ -820,7 +862,7 @@ func TestAdmissionPolicies(t *testing.T) {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.Spec.PriorityClassName = "vmctl-testvm-launcher.vms" }))
 		}},
 		{name: "create its VM with another Pod's name", refuse: []string{ruleName, ruleDNSName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Name = derive.Name(f.p.Prototype, f.other.Name) }))
+			return create(f.own(t, func(vm *vm) { vm.Name = derive.Name(f.p.Prototype, f.other.Name, f.other.UID) }))
 		}},
 		{name: "create a second VM", refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Name += "-2"; vm.Spec.Template.Spec.Hostname = vm.Name }))
@@ -1018,8 +1060,8 @@ func TestAdmissionPolicies(t *testing.T) {
 				*logs, *base = *base, *logs
 			}))
 		}},
-		// Past 63 characters derive cuts a template's name and adds a hash;
-		// CEL checks the cut and the hash's form.
+		// Past 63 characters derive cuts a template's name and ends it with
+		// the Pod's UID's last characters; CEL checks every character.
 		{name: "create its own VM with a dataVolumeTemplate of a long name", try: func(t *testing.T, f *fleet) request {
 			longTemplate(f)
 			vm := f.own(t, nil)
@@ -1042,18 +1084,29 @@ func TestAdmissionPolicies(t *testing.T) {
 				renameTemplate(vm, 0, name[:len(name)-11]+"-"+name[len(name)-11:])
 			}))
 		}},
-		{name: "create its VM with a long dataVolumeTemplate name whose hash is not derive's alphabet", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with a long dataVolumeTemplate name whose last character is another", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			longTemplate(f)
 			return create(f.own(t, func(vm *vm) {
 				name := vm.Spec.DataVolumeTemplates[0].Name
-				renameTemplate(vm, 0, name[:len(name)-1]+"1")
+				last := "a"
+				if name[len(name)-1] == 'a' {
+					last = "b"
+				}
+				renameTemplate(vm, 0, name[:len(name)-1]+last)
 			}))
 		}},
-		{name: "create its VM with a long dataVolumeTemplate name of another hash, which CEL cannot compute", try: func(t *testing.T, f *fleet) request {
+		{name: "create its VM with a long dataVolumeTemplate name ending in other characters", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			longTemplate(f)
 			return create(f.own(t, func(vm *vm) {
 				name := vm.Spec.DataVolumeTemplates[0].Name
 				renameTemplate(vm, 0, name[:len(name)-10]+"abcdefghij")
+			}))
+		}},
+		{name: "create its VM with a long dataVolumeTemplate name ending in another Pod's UID", refuse: []string{ruleVolumes}, try: func(t *testing.T, f *fleet) request {
+			longTemplate(f)
+			return create(f.own(t, func(vm *vm) {
+				name := vm.Spec.DataVolumeTemplates[0].Name
+				renameTemplate(vm, 0, name[:len(name)-10]+contract.UIDSuffix(string(otherPodUID)))
 			}))
 		}},
 
@@ -1408,15 +1461,17 @@ func TestAdmissionPolicies(t *testing.T) {
 			return create(f.own(t, func(vm *vm) { vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain] = "db" }))
 		}},
 
-		// Names past 63 characters are cut and hashed; CEL checks the cut.
+		// Names past 63 characters are cut and ended with the Pod's UID's
+		// last characters; CEL checks every character, so a token makes
+		// one VM only.
 		{name: "create its own VM of a long name", fleet: longPrototype, try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
 		{name: "create a VM of a long name of another prototype", fleet: longPrototype, refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
-				vm.Name = derive.Name("x"+f.p.Prototype, f.pod.Name)
+				vm.Name = derive.Name("x"+f.p.Prototype, f.pod.Name, f.pod.UID)
 				vm.Spec.Template.Spec.Hostname = vm.Name
 			}))
 		}},
-		{name: "create a VM of a long name without the hyphen before its hash", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+		{name: "create a VM of a long name without the hyphen before its suffix", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) {
 				cut := len(vm.Name) - 11
 				vm.Name = vm.Name[:cut] + "x" + vm.Name[cut+1:]
@@ -1429,19 +1484,84 @@ func TestAdmissionPolicies(t *testing.T) {
 				vm.Spec.Template.Spec.Hostname = vm.Name
 			}))
 		}},
-		{name: "create a VM of a long name whose hash is not derive's alphabet", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Name = vm.Name[:len(vm.Name)-1] + "1"; vm.Spec.Template.Spec.Hostname = vm.Name }))
+		// The second, third, ... VM of one Pod, each ending in ten
+		// characters of the token's choosing.
+		// Its templates' names are cut before the VM's name differs.
+		{name: "create a second VM of a long name, ending in other characters", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Name = vm.Name[:len(vm.Name)-10] + "aaaaaaaaaa"
+				vm.Spec.Template.Spec.Hostname = vm.Name
+			}))
+		}},
+		{name: "create a VM of a long name ending in another Pod's UID", fleet: longPrototype, refuse: []string{ruleName}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Name = vm.Name[:len(vm.Name)-10] + contract.UIDSuffix(string(otherPodUID))
+				vm.Spec.Template.Spec.Hostname = vm.Name
+			}))
 		}},
 		{name: "create a VM of a short name for a long one", fleet: longPrototype, refuse: []string{ruleName, ruleVolumes}, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { vm.Name = "web"; vm.Spec.Template.Spec.Hostname = vm.Name }))
 		}},
-		{name: "delete a VMI with no Pod label, as a Pod whose name is cut in labels", fleet: longPrototype, refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
+		{name: "delete a VMI with no Pod label, of a long prototype", fleet: longPrototype, refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
 			vmi := vmi(f.own(t, nil))
 			vmi.Labels = map[string]string{contract.LabelPrototype: derive.LabelValue(f.p.Prototype)}
 			return del(vmi)
 		}},
-		{name: "delete its own VMI, of a Pod whose name is cut in labels", fleet: longPrototype, try: func(t *testing.T, f *fleet) request {
+		{name: "delete another Pod's VMI, of a long prototype", fleet: longPrototype, refuse: []string{ruleOwnVMI}, try: func(t *testing.T, f *fleet) request {
+			return del(vmi(f.vm(t, f.other, nil)))
+		}},
+		{name: "delete its own VMI, of a long prototype", fleet: longPrototype, try: func(t *testing.T, f *fleet) request {
 			return del(vmi(f.own(t, nil)))
+		}},
+
+		// A delete's options are the agent's: never Orphan, which would
+		// leave the VM's instance and its guest running with no VM.
+		{name: "delete its own VM, orphaning its VMI", refuse: []string{ruleDelete}, try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { o.PropagationPolicy = ptr.To(metav1.DeletePropagationOrphan) })
+		}},
+		{name: "delete its own VM, orphaning its VMI the old way", refuse: []string{ruleDelete}, try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { o.PropagationPolicy, o.OrphanDependents = nil, ptr.To(true) })
+		}},
+		{name: "delete its own VM in the foreground", refuse: []string{ruleDelete}, try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { o.PropagationPolicy = ptr.To(metav1.DeletePropagationForeground) })
+		}},
+		{name: "delete its own VM with no options", refuse: []string{ruleDelete}, try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { *o = metav1.DeleteOptions{} })
+		}},
+		{name: "delete its own VM on condition of another UID", refuse: []string{ruleDelete}, try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { o.Preconditions.UID = ptr.To(types.UID("another")) })
+		}},
+		{name: "delete its own VM with a grace period", refuse: []string{ruleDelete}, try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { o.GracePeriodSeconds = ptr.To[int64](0) })
+		}},
+		{name: "delete its own VM as a dry run", try: func(t *testing.T, f *fleet) request {
+			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { o.DryRun = []string{metav1.DryRunAll} })
+		}},
+		{name: "delete its own VMI, orphaning its launcher Pod", refuse: []string{ruleDelete}, try: func(t *testing.T, f *fleet) request {
+			return del(vmi(f.own(t, nil))).with(func(o *metav1.DeleteOptions) { o.PropagationPolicy = ptr.To(metav1.DeletePropagationOrphan) })
+		}},
+		{name: "delete its own VMI in the background", refuse: []string{ruleDelete}, try: func(t *testing.T, f *fleet) request {
+			return del(vmi(f.own(t, nil))).with(func(o *metav1.DeleteOptions) { o.PropagationPolicy = ptr.To(metav1.DeletePropagationBackground) })
+		}},
+
+		// Empty values where derive writes none.
+		{name: "create its own VM labelled with an empty subdomain", refuse: []string{ruleLabels}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				vm.Labels[contract.LabelSubdomain] = ""
+				vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain] = ""
+			}))
+		}},
+		{name: "create its own VM with an empty launcher priority class", fleet: reserving, refuse: []string{rulePriority}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationLauncherPriorityClass] = "" }))
+		}},
+		{name: "create its own VM with an empty launcher priority class, without a launcher class", refuse: []string{rulePriority}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationLauncherPriorityClass] = "" }))
+		}},
+		{name: "create its own VM with an empty PCI topology", refuse: []string{ruleUnlisted}, try: func(t *testing.T, f *fleet) request {
+			return create(f.own(t, func(vm *vm) {
+				delete(vm.Spec.Template.ObjectMeta.Annotations, kubevirtv1.PciTopologyVersionAnnotation)
+				vm.Spec.Template.ObjectMeta.Annotations[kubevirtv1.PciTopologyVersionAnnotation] = ""
+			}))
 		}},
 
 		// Its own Pod: resized only down, to give back the room it held for
@@ -1494,6 +1614,21 @@ func TestAdmissionPolicies(t *testing.T) {
 		{name: "evict its own Pod's name without a UID precondition", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
 			return evict(f.pod, "")
 		}},
+		{name: "evict its own Pod with no grace period", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
+			r := evict(f.pod, f.pod.UID)
+			r.object.(*policyv1.Eviction).DeleteOptions.GracePeriodSeconds = ptr.To[int64](0)
+			return r
+		}},
+		{name: "evict its own Pod, orphaning what it owns", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
+			r := evict(f.pod, f.pod.UID)
+			r.object.(*policyv1.Eviction).DeleteOptions.PropagationPolicy = ptr.To(metav1.DeletePropagationOrphan)
+			return r
+		}},
+		{name: "evict its own Pod as a dry run", fleet: reserving, try: func(t *testing.T, f *fleet) request {
+			r := evict(f.pod, f.pod.UID)
+			r.object.(*policyv1.Eviction).DeleteOptions.DryRun = []string{metav1.DryRunAll}
+			return r
+		}},
 		{name: "evict a later Pod of its name", fleet: reserving, refuse: []string{ruleOwnPod}, try: func(t *testing.T, f *fleet) request {
 			return evict(f.pod, otherPodUID)
 		}},
@@ -1540,6 +1675,20 @@ func TestAdmissionPolicies(t *testing.T) {
 				p.Annotations = map[string]string{"kubectl.kubernetes.io/default-container": "compute"}
 			})
 		}},
+		{name: "nominate its VM's launcher Pod and take its finalizers", fleet: reserving, refuse: []string{ruleNomination}, try: func(_ *testing.T, f *fleet) request {
+			nominated := f.launcherPod(f.pod)
+			nominated.Finalizers = []string{"kubevirt.io/virt-launcher"}
+			return setStatus(nominated, func(p *corev1.Pod) {
+				p.Status.NominatedNodeName = f.pod.Node
+				p.Finalizers = nil
+			})
+		}},
+		{name: "nominate its VM's launcher Pod and set its resize status", fleet: reserving, refuse: []string{ruleNomination}, try: func(_ *testing.T, f *fleet) request {
+			return setStatus(f.launcherPod(f.pod), func(p *corev1.Pod) {
+				p.Status.NominatedNodeName = f.pod.Node
+				p.Status.Resize = corev1.PodResizeStatusInProgress //nolint:staticcheck // a field the API server still takes
+			})
+		}},
 		{name: "nominate another agent's VM's launcher Pod", fleet: reserving, refuse: []string{ruleOwnLauncher}, try: func(_ *testing.T, f *fleet) request {
 			return setStatus(f.launcherPod(f.other), nominateTo(f.pod.Node))
 		}},
@@ -1581,7 +1730,7 @@ func TestAdmissionPolicies(t *testing.T) {
 	// A rule no case expects to refuse could be broken unnoticed; the event
 	// policy's have TestAgentEventsAdmitted.
 	for _, r := range allRules() {
-		if !seen[r] && r != ruleOwnEvent && r != ruleEventSigned {
+		if !seen[r] && r != ruleOwnEvent && r != ruleEventSigned && r != ruleEventAsMade {
 			t.Errorf("no case is refused by %q", r)
 		}
 	}

@@ -80,6 +80,20 @@ func unset(m string, keys ...string) string {
 // value is CEL for m's string under key, or the empty string.
 func value(m, key string) string { return m + "[?" + literal(key) + "].orValue('')" }
 
+// exactly is CEL that holds when the map m holds want, a CEL string, under
+// key, and lacks key where want is empty: derive never writes an empty
+// value, so a token cannot write one in place of none. Where want is a
+// literal, scaffold decides which.
+func exactly(m, key, want string) string {
+	switch {
+	case want == "''":
+		return "!(" + literal(key) + " in " + m + ")"
+	case strings.HasPrefix(want, "'"):
+		return value(m, key) + " == " + want
+	}
+	return fmt.Sprintf("(%[3]s == '' ? !(%[2]s in %[1]s) : %[1]s[?%[2]s].orValue('') == %[3]s)", m, literal(key), want)
+}
+
 // unique is CEL that holds when the list l holds no value twice.
 func unique(l string) string {
 	return fmt.Sprintf("%[1]s.all(n, size(%[1]s.filter(m, m == n)) == 1)", l)

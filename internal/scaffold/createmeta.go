@@ -37,19 +37,22 @@ func (p Params) metadataVariables() []admissionregistrationv1.Variable {
 			value(a, contract.AnnotationPrototypeName) + " == " + literal(p.Prototype) + " && " +
 			value(a, contract.AnnotationPrototypeNamespace) + " == " + literal(p.protoNamespace()) + " &&\n" +
 			value(a, contract.AnnotationPrototypeGeneration) + " == string(variables.source.metadata.?generation.orValue(0)) &&\n" +
-			value(a, contract.AnnotationPrototypeUID) + " == variables.source.metadata.?uid.orValue('')"},
+			// A revision of a prototype that had no UID (one made by
+			// hand) records none.
+			exactly(a, contract.AnnotationPrototypeUID, "variables.source.metadata.?uid.orValue('')")},
 	}
 }
 
 // derivedLabels is CEL that holds when the labels l are the source's labels
-// s and vmctl's for the requesting Pod: its prototype's name and its own,
-// pod (derive.LabelValue, checked as nameRule checks names), and for a
-// StatefulSet's VM its Service.
+// s and vmctl's for the requesting Pod: its prototype's name
+// (derive.LabelValue) and its own, pod, whole (a label value cannot hold a
+// longer one, so an agent of a Pod whose name is longer makes no VM), and
+// for a StatefulSet's VM its Service.
 func (p Params) derivedLabels(l, s, pod string) string {
 	return sameBut(l, s, contract.LabelPrototype, contract.LabelPod, contract.LabelSubdomain) + " &&\n" +
 		value(l, contract.LabelPrototype) + " == " + literal(derive.LabelValue(p.Prototype)) + " &&\n" +
-		value(l, contract.LabelSubdomain) + " == variables.statefulSetService &&\n" +
-		"(" + nameRule(pod, "variables.pod", "") + ")"
+		exactly(l, contract.LabelSubdomain, literal(p.subdomain())) + " &&\n" +
+		pod + " == variables.pod"
 }
 
 // subdomainLabelNote says which subdomain label derivedLabels wants.

@@ -60,12 +60,10 @@ func (p Params) createVariables() []admissionregistrationv1.Variable {
 	}
 	vars := append(append(podVariables(), p.sourceVariables()...),
 		v("node", `request.userInfo.?extra[?'`+nodeNameExtra+`'][?0].orValue('')`),
-		// The StatefulSet's headless Service, which names its VMs in DNS;
-		// empty for other workloads, whose Pods' names are not stable.
-		v("statefulSetService", literal(p.subdomain())),
 		v("fullName", `variables.source.metadata.name + '-' + variables.pod`),
-		// derive.Name: "<prototype>-<pod>", or that cut with a hash, of
-		// which only the length and alphabet are checked (nameRule).
+		// derive.Name: "<prototype>-<pod>", or that cut and ended with
+		// the Pod's UID's last characters (nameRule).
+		v("uidSuffix", uidSuffix()),
 		v("nameIsDerived", nameRule("object.metadata.name", "variables.fullName", "")),
 
 		// The maps on the way down to each field derive sets, the VM's and

@@ -86,8 +86,8 @@ func (p Params) specVariables() []admissionregistrationv1.Variable {
 			differs("variables.templateMeta", "variables.sourceTemplateMeta", "spec.template.metadata.")+" +\n"+
 			// KubeVirt v1.8's webhook gives a VM a PCI topology where the
 			// source, made before, has none (derive.ClusterFields).
-			orEmpty(sameBut(ta, sta, pciTopology)+" &&\n("+literal(pciTopology)+" in "+sta+" ? "+value(ta, pciTopology)+" == "+sta+"["+literal(pciTopology)+"] : "+
-				value(ta, pciTopology)+" in ['', "+literal(kubevirtv1.PciTopologyVersionV3)+"])", "spec.template.metadata.annotations")+" +\n"+
+			orEmpty(sameBut(ta, sta, pciTopology)+" &&\n("+literal(pciTopology)+" in "+sta+" ? "+exactly(ta, pciTopology, sta+"["+literal(pciTopology)+"]")+" :\n"+
+				"!("+literal(pciTopology)+" in "+ta+") || "+ta+"["+literal(pciTopology)+"] == "+literal(kubevirtv1.PciTopologyVersionV3)+")", "spec.template.metadata.annotations")+" +\n"+
 			differs("variables.templateSpec", "variables.sourceTemplateSpec", "spec.template.spec.")+" +\n"+
 			differs("variables.domain", "variables.sourceDomain", "spec.template.spec.domain.")+" +\n"+
 			differs("variables.firmware", "variables.sourceFirmware", "spec.template.spec.domain.firmware.")+" +\n"+
@@ -107,12 +107,12 @@ func (p Params) specVariables() []admissionregistrationv1.Variable {
 // and the source's subdomain. Else one agent could take another VM's
 // <hostname>.<subdomain> name.
 func (p Params) dnsNameExpression() string {
-	hostname, subdomain := value("variables.templateSpec", "hostname"), value("variables.templateSpec", "subdomain")
+	spec, source := "variables.templateSpec", "variables.sourceTemplateSpec"
 	if p.subdomain() != "" {
-		return hostname + " == variables.pod && " + subdomain + " == variables.statefulSetService"
+		return value(spec, "hostname") + " == variables.pod && " + exactly(spec, "subdomain", literal(p.subdomain()))
 	}
-	return hostname + " == (" + value("variables.sourceTemplateSpec", "hostname") + " != '' ? object.metadata.name.replace('.', '-') : '') &&\n" +
-		subdomain + " == " + value("variables.sourceTemplateSpec", "subdomain")
+	return exactly(spec, "hostname", "("+value(source, "hostname")+" != '' ? object.metadata.name.replace('.', '-') : '')") + " &&\n" +
+		exactly(spec, "subdomain", value(source, "subdomain"))
 }
 
 // dnsNameMessage says what dnsNameExpression allows.
@@ -128,13 +128,14 @@ func (p Params) dnsNameMessage() string {
 // source's, or where the workload has one its launcher priority class,
 // and the VM's annotation names the launcher class exactly when it has it.
 func (p Params) priorityClassExpression() string {
-	class, launcher := value("variables.templateSpec", "priorityClassName"), value("variables.annotations", contract.AnnotationLauncherPriorityClass)
-	source := value("variables.sourceTemplateSpec", "priorityClassName")
+	spec, annotations := "variables.templateSpec", "variables.annotations"
+	sourceClass := exactly(spec, "priorityClassName", value("variables.sourceTemplateSpec", "priorityClassName")) + " && " +
+		exactly(annotations, contract.AnnotationLauncherPriorityClass, "''")
 	if !p.hasLauncherPriorityClass() {
-		return class + " == " + source + " && " + launcher + " == ''"
+		return sourceClass
 	}
 	name := literal(p.launcherPriorityClassName())
-	return "(" + class + " == " + source + " && " + launcher + " == '') ||\n(" + class + " == " + name + " && " + launcher + " == " + name + ")"
+	return "(" + sourceClass + ") ||\n(" + exactly(spec, "priorityClassName", name) + " && " + exactly(annotations, contract.AnnotationLauncherPriorityClass, name) + ")"
 }
 
 // priorityClassMessage says what priorityClassExpression allows.

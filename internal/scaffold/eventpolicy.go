@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
 // eventPolicyName names the event policy and its binding.
@@ -20,9 +21,14 @@ func (p Params) eventPolicyName() string { return p.Name + "-events." + p.Namesp
 // patches it to count a repeat. So an agent may create an Event whose
 // involvedObject is the Pod its bound token names (by name and UID), and
 // nothing else, signed as the agent on its token's node (source and
-// reporting fields), with no related object, finalizer or owner; and patch
-// only such an Event into another such. Else a stolen token could blame
-// another Pod, sign as the kubelet, or rewrite the scheduler's Events.
+// reporting fields), named after that Pod as the recorder names it, with
+// only the fields the recorder writes (no related object, series, action,
+// label, annotation, finalizer or owner), one of the agent's reasons, a
+// type of Normal or Warning, a message of at most contract.MaxEventMessage
+// bytes and a count of 1; and patch only such an Event into another such,
+// of the same reason and type, counting one more. Else a stolen token could
+// blame another Pod, sign as the kubelet, rewrite the scheduler's Events,
+// or store a megabyte in every Event of its Pod.
 func (p Params) eventPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
@@ -51,7 +57,18 @@ func (p Params) eventPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 					object.?reportingComponent.orValue('') == ` + literal(contract.EventComponent) + ` &&
 					object.?reportingInstance.orValue('') == variables.node`)},
 				{Name: "nothingElse", Expression: cel(`
-					!has(object.related) && !has(object.metadata.finalizers) && !has(object.metadata.ownerReferences)`)},
+					object.all(k, k in ['apiVersion', 'kind', 'metadata', 'involvedObject', 'reason', 'message', 'source',
+						'firstTimestamp', 'lastTimestamp', 'count', 'type', 'eventTime', 'reportingComponent', 'reportingInstance']) &&
+					object.metadata.all(k, k in ['name', 'generateName', 'namespace', 'uid', 'resourceVersion', 'creationTimestamp', 'managedFields']) &&
+					object.metadata.name.startsWith(variables.pod + '.')`)},
+				{Name: "asTheAgentWrites", Expression: cel(fmt.Sprintf(`
+					object.?reason.orValue('') in %s &&
+					object.?type.orValue('') in ['Normal', 'Warning'] &&
+					size(object.?message.orValue('')) <= %d &&
+					(request.operation == 'UPDATE' ?
+						object.?count.orValue(0) == oldObject.?count.orValue(0) + 1 &&
+						object.?reason.orValue('') == oldObject.?reason.orValue('') && object.?type.orValue('') == oldObject.?type.orValue('') :
+						object.?count.orValue(0) == 1)`, keyList(append(contract.AgentEventReasons(), stuck.Reasons()...)), contract.MaxEventMessage))},
 				{Name: "wasAboutOwnPod", Expression: `request.operation != 'UPDATE' || (` + aboutOwnPod("oldObject", p.Namespace) + `)`},
 			}...),
 			Validations: []admissionregistrationv1.Validation{
@@ -59,8 +76,12 @@ func (p Params) eventPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy
 					fmt.Sprintf("a vmctl agent may only record Events about its own Pod: involvedObject the Pod its bound token names (%s, %s), in namespace %s",
 						podNameExtra, podUIDExtra, p.Namespace)),
 				forbid(`variables.signed && variables.nothingElse`,
-					fmt.Sprintf("a vmctl agent's Events are signed %s from its own node (source and reporting component and host, instance), and have no related object, finalizer or owner",
+					fmt.Sprintf("a vmctl agent's Events are signed %s from its own node (source and reporting component and host, instance), are named <its Pod>.<suffix>, "+
+						"and have only the fields client-go's recorder writes: no related object, series, action, label, annotation, finalizer or owner",
 						contract.EventComponent)),
+				forbid(`variables.asTheAgentWrites`,
+					fmt.Sprintf("a vmctl agent's Events have one of its reasons, type Normal or Warning, a message of at most %d bytes, and a count of 1, "+
+						"which a patch raises by one, keeping the reason and type", contract.MaxEventMessage)),
 			},
 		},
 	}

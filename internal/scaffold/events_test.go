@@ -3,6 +3,7 @@ package scaffold
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
 // sink keeps what client-go's recorder writes: each Event created, and each
@@ -96,7 +99,7 @@ func TestAgentEventsAdmitted(t *testing.T) {
 			try: create(changed(own, func(e *corev1.Event) { e.InvolvedObject.UID = otherPodUID }))},
 		{name: "create an Event about its own VM", refuse: []string{ruleOwnEvent},
 			try: create(changed(own, func(e *corev1.Event) {
-				e.InvolvedObject = corev1.ObjectReference{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: derive.Name(f.p.Prototype, f.pod.Name), Namespace: f.p.Namespace}
+				e.InvolvedObject = corev1.ObjectReference{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: derive.Name(f.p.Prototype, f.pod.Name, f.pod.UID), Namespace: f.p.Namespace}
 			}))},
 		{name: "create an Event about its own Pod, signed by the kubelet", refuse: []string{ruleEventSigned},
 			try: create(changed(own, func(e *corev1.Event) { e.Source.Component, e.ReportingController = "kubelet", "kubelet" }))},
@@ -107,9 +110,36 @@ func TestAgentEventsAdmitted(t *testing.T) {
 		{name: "create an Event about its own Pod, with a finalizer", refuse: []string{ruleEventSigned},
 			try: create(changed(own, func(e *corev1.Event) { e.Finalizers = []string{"example.com/never"} }))},
 		{name: "patch the scheduler's Event", try: patch(scheduler, changed(scheduler, func(e *corev1.Event) { e.Count = 99 })),
-			refuse: []string{ruleOwnEvent, ruleEventSigned}},
+			refuse: []string{ruleOwnEvent, ruleEventSigned, ruleEventAsMade}},
 		{name: "patch the scheduler's Event into one of its own", try: patch(scheduler, changed(own, func(e *corev1.Event) { e.Name = scheduler.Name })),
-			refuse: []string{ruleOwnEvent}},
+			refuse: []string{ruleOwnEvent, ruleEventSigned, ruleEventAsMade}},
+		// What the agent records, each bounded as the agent writes it.
+		{name: "create an Event about its own Pod with a megabyte's message", refuse: []string{ruleEventAsMade},
+			try: create(changed(own, func(e *corev1.Event) { e.Message = strings.Repeat("x", 1<<20) }))},
+		{name: "create an Event about its own Pod with the longest message", try: create(changed(own, func(e *corev1.Event) {
+			e.Message = strings.Repeat("x", contract.MaxEventMessage)
+		}))},
+		{name: "create an Event about its own Pod with a message a byte too long", refuse: []string{ruleEventAsMade},
+			try: create(changed(own, func(e *corev1.Event) { e.Message = strings.Repeat("x", contract.MaxEventMessage+1) }))},
+		{name: "create an Event about its own Pod with the kubelet's reason", refuse: []string{ruleEventAsMade},
+			try: create(changed(own, func(e *corev1.Event) { e.Reason = "Killing" }))},
+		{name: "create an Event about its own Pod with a stuck state's reason", try: create(changed(own, func(e *corev1.Event) { e.Reason = stuck.ReasonCrashLoop }))},
+		{name: "create an Event about its own Pod of another type", refuse: []string{ruleEventAsMade},
+			try: create(changed(own, func(e *corev1.Event) { e.Type = "Error" }))},
+		{name: "create an Event about its own Pod, counted many times", refuse: []string{ruleEventAsMade},
+			try: create(changed(own, func(e *corev1.Event) { e.Count = 1000000 }))},
+		{name: "count a repeat of its own Event many times", refuse: []string{ruleEventAsMade},
+			try: patch(own, changed(ownPatched, func(e *corev1.Event) { e.Count = 1000000 }))},
+		{name: "count a repeat of its own Event back", refuse: []string{ruleEventAsMade},
+			try: patch(ownPatched, changed(ownPatched, func(e *corev1.Event) { e.Count = 1 }))},
+		{name: "patch its own Event's reason", refuse: []string{ruleEventAsMade},
+			try: patch(own, changed(ownPatched, func(e *corev1.Event) { e.Reason = agent.ReasonCreated }))},
+		{name: "create an Event about its own Pod, with a label", refuse: []string{ruleEventSigned},
+			try: create(changed(own, func(e *corev1.Event) { e.Labels = map[string]string{"app": "payments"} }))},
+		{name: "create an Event about its own Pod, with an action", refuse: []string{ruleEventSigned},
+			try: create(changed(own, func(e *corev1.Event) { e.Action = "Deleted" }))},
+		{name: "create an Event about its own Pod, named after another Pod", refuse: []string{ruleEventSigned},
+			try: create(changed(own, func(e *corev1.Event) { e.Name = f.other.Name + ".1" }))},
 		{name: "patch its own Event to be about another agent's Pod", refuse: []string{ruleOwnEvent},
 			try: patch(own, changed(ownPatched, func(e *corev1.Event) { e.InvolvedObject = *others.InvolvedObject.DeepCopy() }))},
 		{name: "create its Event with a token bound to no Pod", try: create(own).as(noPodToken), refuse: []string{ruleOwnEvent, ruleEventSigned}},
@@ -127,7 +157,7 @@ func TestAgentEventsAdmitted(t *testing.T) {
 			seen[r] = true
 		}
 	}
-	for _, r := range []string{ruleOwnEvent, ruleEventSigned} {
+	for _, r := range []string{ruleOwnEvent, ruleEventSigned, ruleEventAsMade} {
 		if !seen[r] {
 			t.Errorf("no case is refused by %q", r)
 		}

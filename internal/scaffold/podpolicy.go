@@ -2,8 +2,6 @@ package scaffold
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,11 +23,12 @@ func (p Params) hasPodPolicy() bool { return p.AdmissionPolicy && len(p.PodRules
 // token asks (by name and UID), that makes no container's request or limit
 // larger and leaves init containers and Pod-level resources alone; an
 // eviction of that Pod only, with its UID as precondition (a StatefulSet's
-// later Pod of the same name is another Pod); and a change of the status
-// of its own VM's launcher Pod (by the labels KubeVirt copies onto it from
-// the VMI) that sets status.nominatedNodeName to the token's node, or
-// clears it, and changes nothing else, which the pods/status endpoint would otherwise let
-// it (every other status field, labels, annotations and finalizers). The
+// later Pod of the same name is another Pod) and no other option; and a
+// change of the status of its own VM's launcher Pod (by the labels KubeVirt
+// copies onto it from the VMI) that sets status.nominatedNodeName to the
+// token's node, or clears it, and changes nothing else, which the pods/status endpoint
+// would otherwise let it (every other status field, labels, annotations
+// and finalizers). The
 // API server checks the rest of a resize: only CPU and memory change, the
 // QoS class stays.
 func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
@@ -66,17 +65,22 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 				{Name: "node", Expression: `request.userInfo.?extra[?'` + nodeNameExtra + `'][?0].orValue('')`},
 				// The labels KubeVirt gives its launcher Pods and copies from
 				// the VMI, which derive put on the VM's template. A Pod's name
-				// too long for a label value is hashed in it.
+				// always fits a label value whole.
 				{Name: "launcherOfOwnVM", Expression: cel(`
 					object.metadata.?labels['` + kubevirtAppLabel + `'].orValue('') == 'virt-launcher' &&
 					object.metadata.?labels['` + contract.LabelPrototype + `'].orValue('') == ` + literal(derive.LabelValue(p.Prototype)) + ` &&
-					(size(variables.pod) > ` + strconv.Itoa(contract.MaxNameLength) + ` || object.metadata.?labels['` + contract.LabelPod + `'].orValue('') == variables.pod)`)},
+					variables.pod != '' && object.metadata.?labels['` + contract.LabelPod + `'].orValue('') == variables.pod`)},
 				{Name: "onlyNomination", Expression: onlyNomination()},
+				// An eviction's options are the agent's
+				// (contract.EvictionDeleteOptions), and a dry run: no grace
+				// period, which would kill the agent before it deleted its VM.
 				{Name: "ownPod", Expression: cel(`
 					variables.pod != '' && variables.podUID != '' && request.name == variables.pod &&
 					(variables.isResize ?
 						object.metadata.uid == variables.podUID :
-						object.?deleteOptions.?preconditions.?uid.orValue('') == variables.podUID)`)},
+						object.?deleteOptions.orValue({}).all(k, k in ['apiVersion', 'kind', 'dryRun', 'preconditions']) &&
+						object.?deleteOptions.?kind.orValue('DeleteOptions') == 'DeleteOptions' &&
+						object.?deleteOptions.?preconditions.orValue({}) == {'uid': variables.podUID})`)},
 				// Every container's requests and limits at most what they
 				// were; the API server refuses to drop one.
 				{Name: "noLarger", Expression: cel(`
@@ -93,7 +97,7 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			Validations: []admissionregistrationv1.Validation{
 				forbid(`variables.isStatus || variables.ownPod`,
 					"a vmctl agent may only resize or evict its own Pod: the one its bound token names ("+podNameExtra+", and "+podUIDExtra+
-						" as the resized Pod's UID or the eviction's UID precondition)"),
+						" as the resized Pod's UID or the eviction's UID precondition, its only delete option)"),
 				forbid(`!variables.isResize || variables.smaller`,
 					"a vmctl agent may only make its own Pod smaller: no container's request or limit larger, init containers and Pod-level resources unchanged"),
 				forbid(`!variables.isStatus || variables.launcherOfOwnVM`,
@@ -101,37 +105,24 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 						kubevirtAppLabel, contract.LabelPrototype, derive.LabelValue(p.Prototype), contract.LabelPod)),
 				forbid(`!variables.isStatus || variables.onlyNomination`,
 					"a vmctl agent may only nominate its VM's launcher Pod to its own node: status.nominatedNodeName set to the node its bound token names ("+
-						nodeNameExtra+") or cleared, nothing else of the Pod changed"),
+						nodeNameExtra+") or cleared, nothing else of the Pod's status or metadata changed"),
 			},
 		},
 	}
 }
 
-// podStatusFields are the fields of a PodStatus (Kubernetes 1.36) but
-// nominatedNodeName: those a nomination leaves as they were.
-// TestPodStatusFieldsAreKubernetes fails when k8s.io/api's differ.
-var podStatusFields = []string{
-	"observedGeneration", "phase", "conditions", "message", "reason",
-	"hostIP", "hostIPs", "podIP", "podIPs", "startTime",
-	"initContainerStatuses", "containerStatuses", "qosClass", "ephemeralContainerStatuses",
-	"resize", "resourceClaimStatuses", "extendedResourceClaimStatus",
-	"allocatedResources", "resources", "nodeAllocatableResourceClaimStatuses",
-}
-
 // onlyNomination is the CEL that holds when a change of a Pod's status
-// sets its nominatedNodeName to the requesting token's node, or clears it,
-// and changes nothing else the pods/status endpoint lets through.
+// sets its nominatedNodeName to the requesting token's node, or clears it
+// (the agent withdraws a nomination its launcher Pod did not use), and
+// changes nothing else: every other field of the status and of the
+// metadata as it was (the pods/status endpoint lets labels, annotations
+// and finalizers through), but what the API server writes itself, its
+// record of who wrote what and the resourceVersion. Whole maps are
+// compared, so a field a later Kubernetes adds is held too.
 func onlyNomination() string {
-	same := []string{
-		"object.metadata.?labels == oldObject.metadata.?labels",
-		"object.metadata.?annotations == oldObject.metadata.?annotations",
-		"object.metadata.?finalizers == oldObject.metadata.?finalizers",
-	}
-	for _, f := range podStatusFields {
-		same = append(same, "object.status.?"+f+" == oldObject.status.?"+f)
-	}
-	return "variables.node != '' && (object.status.?nominatedNodeName.orValue('') == variables.node || object.status.?nominatedNodeName.orValue('') == '') &&\n" +
-		strings.Join(same, " &&\n")
+	return "variables.node != '' && (!has(object.status.nominatedNodeName) || object.status.nominatedNodeName == variables.node) &&\n" +
+		sameBut("object.status", "oldObject.status", "nominatedNodeName") + " &&\n" +
+		sameBut("object.metadata", "oldObject.metadata", "managedFields", "resourceVersion")
 }
 
 // podPolicyBinding enforces the pod policy in Namespace, where the agents'

@@ -130,7 +130,7 @@ func guestOf(t *testing.T, ns, pod string) guest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, derive.Name("guest-disk", pod), metav1.GetOptions{})
+	vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, derive.Name("guest-disk", pod, p.UID), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the VMI of Pod %s: %v", pod, err)
 	}

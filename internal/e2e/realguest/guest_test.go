@@ -133,7 +133,7 @@ func drainPowersOff(t *testing.T, ns string, pods []corev1.Pod) {
 	if err != nil || !podReady(cur) {
 		t.Fatalf("Pod %s, which the budget keeps, is gone or not Ready: %v", kept.Name, err)
 	}
-	vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, derive.Name("guest", kept.Name), metav1.GetOptions{})
+	vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, derive.Name("guest", kept.Name, kept.UID), metav1.GetOptions{})
 	if err != nil || vmi.Status.Phase != kubevirtv1.Running {
 		t.Fatalf("the VMI of kept Pod %s: %v, want it Running", kept.Name, err)
 	}
@@ -182,7 +182,7 @@ func readyAgents(t *testing.T, ns string, n int) []corev1.Pod {
 func bootedGuest(t *testing.T, ns string, p corev1.Pod) *kubevirtv1.VirtualMachineInstance {
 	t.Helper()
 	ctx := context.Background()
-	name := derive.Name("guest", p.Name)
+	name := derive.Name("guest", p.Name, p.UID)
 	vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the VMI of Ready Pod %s: %v", p.Name, err)
@@ -219,7 +219,7 @@ func followConsoles(t *testing.T, ns string, pods []corev1.Pod) (map[string]*con
 	t.Helper()
 	consoles, launchers := map[string]*consoleFollower{}, map[string]corev1.Pod{}
 	for _, p := range pods {
-		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(context.Background(), derive.Name("guest", p.Name), metav1.GetOptions{})
+		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(ns).Get(context.Background(), derive.Name("guest", p.Name, p.UID), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +341,7 @@ func scaleDownPowersOff(t *testing.T, ns string, pods []corev1.Pod) {
 		_, err := e.kube.CoreV1().Pods(ns).Get(ctx, launcher.Name, metav1.GetOptions{})
 		return err != nil, fmt.Sprint(err), nil
 	})
-	nothingLeftOf(t, ns, derive.Name("guest", gone.Name), gone.UID, launcher.UID)
+	nothingLeftOf(t, ns, derive.Name("guest", gone.Name, gone.UID), gone.UID, launcher.UID)
 }
 
 // agentExits records the last exit code the kubelet reported for each agent

@@ -104,7 +104,7 @@ func TestOriginalDesignManifestOnTheRealNode(t *testing.T) {
 			return false, fmt.Sprintf("%d pods", len(pods.Items)), err
 		}
 		pod = &pods.Items[0]
-		vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, derive.Name("testvm", pod.Name), metav1.GetOptions{})
+		vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, derive.Name("testvm", pod.Name, pod.UID), metav1.GetOptions{})
 		if err != nil {
 			return false, fmt.Sprintf("pod %s phase %s: %v", pod.Name, pod.Status.Phase, err), nil
 		}
@@ -112,7 +112,7 @@ func TestOriginalDesignManifestOnTheRealNode(t *testing.T) {
 			fmt.Sprintf("VM %s pod-uid %s node %s", vm.Name, vm.Annotations[contract.AnnotationPodUID], testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity)), nil
 	})
 	// No VM named for the hostname: the name came from the file.
-	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(t.Context(), derive.Name("testvm", "not-the-pod-name"), metav1.GetOptions{}); err == nil {
+	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(t.Context(), derive.Name("testvm", "not-the-pod-name", ""), metav1.GetOptions{}); err == nil {
 		t.Error("a VM named for the Pod's hostname exists: the agent did not read /etc/podinfo/name")
 	}
 	logs, _, _ := kubectl(t, nil, "logs", "-n", ns, pod.Name)

@@ -33,7 +33,7 @@ func pairedVM(t *testing.T, ns string, pod *corev1.Pod) *kubevirtv1.VirtualMachi
 	if pod.Spec.NodeName != e.node.Name {
 		t.Fatalf("pod %s runs on %s, want the real node %s", pod.Name, pod.Spec.NodeName, e.node.Name)
 	}
-	vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(context.Background(), derive.Name("testvm", pod.Name), metav1.GetOptions{})
+	vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(context.Background(), derive.Name("testvm", pod.Name, pod.UID), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the VM of Ready pod %s: %v", pod.Name, err)
 	}
