@@ -80,11 +80,15 @@ LIST of each kind) are compared with their prototypes as they are now: where
 a Pod template pins another VM revision than the prototype would now, a line
 says that the prototype has changed since, and which kubectl vmctl rollout
 restart rolls the change out, and "N of M workloads have prototype changes
-not rolled out" follows the summary. Each prototype is read once, and
-KubeVirt expands one with an instancetype or preference (one GET).
+not rolled out" follows the summary. Where the revision store holds the
+revision a template pins with content that hashes to another (someone
+pruned it and added it again with other content), a line says so, and
+"N pin a rewritten VM revision" follows: the agents make no VM of it.
+Each prototype is read once, and KubeVirt expands one with an instancetype
+or preference (one GET).
 
-Exit status: 0 no drift, 1 drift (a changed prototype not rolled out
-included), 2 error (as kubectl diff; a PROTOTYPE that is not there, with no
+Exit status: 0 no drift, 1 drift (a changed prototype not rolled out, or a
+rewritten revision, included), 2 error (as kubectl diff; a PROTOTYPE that is not there, with no
 VMs derived from it, is an error).`,
 		Example: `  # Drift of every derived VM in the current namespace
   kubectl vmctl diff
@@ -169,12 +173,15 @@ func (o *DiffOptions) run(ctx context.Context) error {
 	if failed > 0 {
 		summary += fmt.Sprintf(", %d could not be compared", failed)
 	}
-	unrolled, pinned, err := o.diffPins(ctx, sources.Prototypes)
+	unrolled, rewritten, pinned, err := o.diffPins(ctx, sources)
 	if err != nil {
 		return err
 	}
 	if pinned > 0 {
 		summary += fmt.Sprintf("; %d of %d workloads have prototype changes not rolled out", unrolled, pinned)
+	}
+	if rewritten > 0 {
+		summary += fmt.Sprintf("; %d pin a rewritten VM revision", rewritten)
 	}
 	if _, err := fmt.Fprintln(o.ErrOut, summary+inNamespace(o.namespace)); err != nil {
 		return err
@@ -182,7 +189,7 @@ func (o *DiffOptions) run(ctx context.Context) error {
 	switch {
 	case failed > 0:
 		return fmt.Errorf("could not compare %d derived VMs; see the errors above", failed)
-	case drifted > 0 || unrolled > 0:
+	case drifted > 0 || unrolled > 0 || rewritten > 0:
 		return &cmdutil.ExitError{Code: 1}
 	}
 	return nil
@@ -191,25 +198,33 @@ func (o *DiffOptions) run(ctx context.Context) error {
 // diffPins says, once for each workload that scaffold wrote (of
 // o.Prototype or of any) whose Pod template pins a VM revision other than
 // the one its prototype would pin now (prototype.Revise), that the
-// prototype has changed since (revision.Unrolled), and returns how many
-// do of how many pinned ones it compared. It reads the workloads (one
-// LIST of each kind) and their prototypes through protos, each once, and
+// prototype has changed since (revision.Unrolled), and of one whose
+// revision store holds the revision it pins rewritten, that it does; it
+// returns how many do each of how many pinned ones it compared. It
+// reads the workloads (one LIST of each kind), the revision stores of
+// their namespaces and their prototypes through sources, each once, and
 // asks KubeVirt to expand each that has an instancetype or preference. A
 // workload whose prototype is gone, or cannot be expanded, is not
-// compared (logged at -v=2).
-func (o *DiffOptions) diffPins(ctx context.Context, protos *kube.VMFinder) (unrolled, compared int, err error) {
+// compared with it (logged at -v=2).
+func (o *DiffOptions) diffPins(ctx context.Context, sources *drift.Sources) (unrolled, rewritten, compared int, err error) {
+	protos := sources.Prototypes
 	workloads, err := rollout.Find(ctx, o.clients, o.namespace, o.Prototype)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	var keys []types.NamespacedName
+	var namespaces []string
 	for _, w := range workloads {
 		if w.Template().Annotations[contract.AnnotationVMRevision] != "" {
 			keys = append(keys, w.Prototype())
+			namespaces = append(namespaces, w.Meta().GetNamespace())
 		}
 	}
+	if err := sources.ReadStores(ctx, namespaces); err != nil {
+		return 0, 0, 0, err
+	}
 	if err := protos.Find(ctx, keys); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	log := klog.FromContext(ctx)
 	now := map[types.NamespacedName]string{}
@@ -229,6 +244,28 @@ func (o *DiffOptions) diffPins(ctx context.Context, protos *kube.VMFinder) (unro
 	}
 	for _, w := range workloads {
 		pinned, current := w.Template().Annotations[contract.AnnotationVMRevision], now[w.Prototype()]
+		name, namespace := w.Name(), ""
+		if ns := w.Meta().GetNamespace(); ns != w.Prototype().Namespace {
+			name += " in " + ns + " namespace"
+		}
+		if o.namespace == "" {
+			namespace = w.Meta().GetNamespace()
+		}
+		store := contract.VMRevisionStore(&w.Template().Spec)
+		if actual, ok := sources.Rewritten(w.Meta().GetNamespace(), store, pinned); ok && pinned != "" {
+			compared++
+			rewritten++
+			restart := "kubectl vmctl rollout restart " + w.Prototype().Name
+			if namespace != "" {
+				restart += " -n " + namespace
+			}
+			msg := fmt.Sprintf("%s pins VM revision %s, which VMRevisionStore %s/%s holds rewritten: its content hashes to %s; `%s` writes it anew",
+				name, pinned, w.Meta().GetNamespace(), store, actual, restart)
+			if _, err := fmt.Fprintln(o.Out, printers.EscapeTerminal(msg)); err != nil {
+				return 0, 0, 0, err
+			}
+			continue
+		}
 		if pinned == "" || current == "" {
 			continue
 		}
@@ -237,20 +274,13 @@ func (o *DiffOptions) diffPins(ctx context.Context, protos *kube.VMFinder) (unro
 			continue
 		}
 		unrolled++
-		name, namespace := w.Name(), ""
-		if ns := w.Meta().GetNamespace(); ns != w.Prototype().Namespace {
-			name += " in " + ns + " namespace"
-		}
-		if o.namespace == "" {
-			namespace = w.Meta().GetNamespace()
-		}
 		// The revision comes from an annotation anyone could have written.
 		msg := name + " " + revision.Unrolled([]string{pinned}, w.Prototype(), current, namespace)
 		if _, err := fmt.Fprintln(o.Out, printers.EscapeTerminal(msg)); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 	}
-	return unrolled, compared, nil
+	return unrolled, rewritten, compared, nil
 }
 
 // printDiff prints one unified diff, "-" lines red and "+" lines green when

@@ -215,6 +215,36 @@ func TestDiffPinned(t *testing.T) {
 
 // TestDiffPinnedAllNamespaces: with -A, the command names the workload's
 // namespace, and the line its namespace where the prototype is elsewhere.
+// TestDiffRewrittenRevision: a workload whose store holds the revision it
+// pins rewritten (pruned, then added again with other content) is named,
+// with what puts it right, and the diff exits 1, though the prototype is
+// unchanged. Its VM, made before, is compared with the revision as another
+// store of the namespace holds it, as its hash says, and has not drifted.
+func TestDiffRewrittenRevision(t *testing.T) {
+	kubeObjs, hash, web := diffPinnedScene(t)
+	for _, obj := range kubeObjs {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetName() == "web-vm-revisions" {
+			if err := unstructured.SetNestedField(u.Object, int64(8), "spec", "revisions", hash, "spec", "template", "spec", "domain", "cpu", "cores"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	vm := opDerived(t, web.DeepCopy(), opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour, func(vm *kubevirtv1.VirtualMachine) {
+		vm.Annotations[contract.AnnotationVMRevision] = hash
+	})
+	out, errOut, _, err := runDiffWith(t, kubeObjs, []runtime.Object{web, vm})
+	if got := opExitCode(err); got != 1 {
+		t.Errorf("exit code = %d (%v), want 1", got, err)
+	}
+	want := "deployment.apps/web pins VM revision " + hash + ", which VMRevisionStore vms/web-vm-revisions holds rewritten: its content hashes to "
+	if !strings.Contains(out, want) || !strings.Contains(out, "`kubectl vmctl rollout restart web` writes it anew") {
+		t.Errorf("stdout:\n%s\nwant a line that starts %q", out, want)
+	}
+	if wantErr := "0 of 1 derived VMs drifted; 0 of 1 workloads have prototype changes not rolled out; 1 pin a rewritten VM revision in vms namespace\n"; errOut != wantErr {
+		t.Errorf("stderr = %q, want %q", errOut, wantErr)
+	}
+}
+
 func TestDiffPinnedAllNamespaces(t *testing.T) {
 	kubeObjs, _, web := diffPinnedScene(t)
 	for _, obj := range kubeObjs {

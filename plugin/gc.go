@@ -61,12 +61,26 @@ another UID: VMs an agent could not delete because it was killed without its
 grace period, or that live in another namespace than their Pod, where no
 ownerReference can clean them up.
 
-Only VMs with vmctl's labels, the Pod they belong to recorded and the name
-an agent gives (<prototype>-<pod>) are considered; VMs younger than --min-age
-are left alone, so a starting agent is never raced, and so is any VM that a
-Pod gc reads names as its prototype (a prototype copied from a derived VM). Each deletion carries the VM's UID as precondition, so a VM
-replaced in the meantime is not deleted. Reads one paged LIST of derived VMs
-and one of Pods (whatever their labels).
+Only VMs with vmctl's labels and the Pod they belong to recorded are
+considered, and of those only one that has that Pod for controller (as an
+agent's VM in its Pod's namespace has) or is in another namespace than its
+Pod under the name an agent gives (<prototype>-<pod>). gc trusts these marks:
+anyone who can write VMs can write them, but a VM with its Pod for
+controller goes with its Pod anyway (Kubernetes' garbage collector deletes
+it). VMs younger than --min-age are left alone, so a starting agent is never
+raced, and so is any VM that a Pod names as its prototype (a prototype
+copied from a derived VM): with -n, before it deletes a VM that no
+ownerReference ties to its Pod, gc reads the Pods of all namespaces, as a
+fleet elsewhere may use it (--proto-namespace), and where it may not, it
+leaves such VMs alone and says so. Each deletion carries the VM's UID as
+precondition, so a VM replaced in the meantime is not deleted. Reads one
+paged LIST of derived VMs and one of Pods (whatever their labels).
+
+It also deletes the VMIs with vmctl's labels that no VM owns and of whose
+name no VM exists: a VM deleted with --cascade=orphan leaves its instance,
+and its guest, running. One whose Pod (by its label) lives is left to that
+Pod's agent, which makes its VM again. Reads one LIST of those VMIs, and of
+the VMs of their names.
 
 Then prune the workloads' VM revision stores (VMRevisionStores
 <workload>-vm-revisions): gc never deletes a VM revision that a retained
@@ -144,9 +158,12 @@ func (o *GCOptions) Run(ctx context.Context) error {
 		return err
 	}
 	for _, s := range found.Spared {
-		// The Pod's name comes from an annotation anyone could have written.
-		if _, err := fmt.Fprintf(o.ErrOut, "%s in %s namespace left alone: pod %s names it as its prototype\n",
-			vmName(s.Name), s.Namespace, printers.EscapeTerminal(s.Pod.String())); err != nil {
+		name := vmName(s.Name)
+		if s.Kind == gc.KindVMI {
+			name = vmiName(s.Name)
+		}
+		// The Pod's name comes from an annotation or label anyone could have written.
+		if _, err := fmt.Fprintf(o.ErrOut, "%s in %s namespace left alone: %s\n", name, s.Namespace, printers.EscapeTerminal(s.Why)); err != nil {
 			return err
 		}
 	}
@@ -155,8 +172,8 @@ func (o *GCOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if len(found.Orphans) == 0 && len(found.Stores) == 0 {
-		_, err := fmt.Fprintf(o.ErrOut, "No orphaned VMs or unused VM revisions found%s.\n", inNamespace(o.namespace))
+	if len(found.Orphans) == 0 && len(found.OrphanVMIs) == 0 && len(found.Stores) == 0 {
+		_, err := fmt.Fprintf(o.ErrOut, "No orphaned VMs or VMIs, nor unused VM revisions, found%s.\n", inNamespace(o.namespace))
 		return err
 	}
 	var dryRun []string
@@ -176,6 +193,21 @@ func (o *GCOptions) Run(ctx context.Context) error {
 		}
 		// The Pod name comes from an annotation anyone could have written.
 		if err := o.printDone(vmName(orphan.Name), "deleted from", orphan.Namespace, printers.EscapeTerminal(orphan.Why())); err != nil {
+			return err
+		}
+	}
+	for _, orphan := range found.OrphanVMIs {
+		if o.dryRun != cmdutil.DryRunClient {
+			err := gc.DeleteVMI(ctx, o.clients.KubeVirt, orphan, dryRun)
+			if skip, err := o.skipped(vmiName(orphan.Name), orphan.Namespace, err); skip || err != nil {
+				if err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+		}
+		// The Pod name comes from a label anyone could have written.
+		if err := o.printDone(vmiName(orphan.Name), "deleted from", orphan.Namespace, printers.EscapeTerminal(orphan.Why())); err != nil {
 			return err
 		}
 	}
@@ -237,6 +269,9 @@ func (o *GCOptions) printDone(name, op, namespace, why string) error {
 	_, err := fmt.Fprintf(o.Out, "%s %s (%s)\n", name, op, why)
 	return err
 }
+
+// vmiName is a VMI's name as kubectl's -o name prints it.
+func vmiName(name string) string { return "virtualmachineinstance.kubevirt.io/" + name }
 
 // storeName is a revision store's name as kubectl's -o name prints it.
 func storeName(name string) string {

@@ -77,6 +77,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list virtualmachineinstances vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list vmrevisionstores vms",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
@@ -88,6 +89,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods ",
+			"list virtualmachineinstances  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list vmrevisionstores ",
 			"delete virtualmachines team2 db-old uid=uid-vm-db-old",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
@@ -100,6 +102,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list virtualmachineinstances vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list vmrevisionstores vms",
 		},
 	}, {
@@ -109,6 +112,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list virtualmachineinstances vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list vmrevisionstores vms",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone dryRun=All",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r dryRun=All",
@@ -120,6 +124,7 @@ func TestGC(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list virtualmachineinstances vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list vmrevisionstores vms",
 			"delete virtualmachines vms web-web-gone uid=uid-vm-web-web-gone",
 			"delete virtualmachines vms web-web-r uid=uid-vm-web-web-r",
@@ -154,12 +159,13 @@ func TestGCFollowsPodsIntoOtherNamespaces(t *testing.T) {
 		"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 		"list pods vms",
 		"list pods pods",
+		"list virtualmachineinstances vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 		"list vmrevisionstores vms",
 	}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
 	}
-	if out != "" || errOut != "No orphaned VMs or unused VM revisions found in vms namespace.\n" {
+	if out != "" || errOut != "No orphaned VMs or VMIs, nor unused VM revisions, found in vms namespace.\n" {
 		t.Errorf("stdout %q, stderr %q", out, errOut)
 	}
 }
@@ -246,7 +252,7 @@ func TestGCSparesPrototypes(t *testing.T) {
 		}
 	}
 	want := "virtualmachine.kubevirt.io/web-web-a in vms namespace left alone: pod vms/g-0 names it as its prototype\n" +
-		"No orphaned VMs or unused VM revisions found in vms namespace.\n"
+		"No orphaned VMs or VMIs, nor unused VM revisions, found in vms namespace.\n"
 	if out != "" || errOut != want {
 		t.Errorf("stdout %q, stderr (-want +got):\n%s", out, cmp.Diff(want, errOut))
 	}
@@ -307,6 +313,7 @@ func TestGCRevisionStores(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list virtualmachineinstances vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list vmrevisionstores vms",
 			"list controllerrevisions vms",
 			"list deployments vms", "list statefulsets vms", "list daemonsets vms", "list replicasets vms",
@@ -321,6 +328,7 @@ func TestGCRevisionStores(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list virtualmachineinstances vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list vmrevisionstores vms",
 			"list controllerrevisions vms",
 			"list deployments vms", "list statefulsets vms", "list daemonsets vms", "list replicasets vms",
@@ -334,6 +342,7 @@ func TestGCRevisionStores(t *testing.T) {
 		wantCalls: []string{
 			"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list pods vms",
+			"list virtualmachineinstances vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 			"list vmrevisionstores vms",
 			"list controllerrevisions vms",
 			"list deployments vms", "list statefulsets vms", "list daemonsets vms", "list replicasets vms",

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -176,6 +177,18 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 			continue
 		}
 		plan := rollout.PlanRestart(w, t)
+		var cur *unstructured.Unstructured
+		if !plan.Restart && rollout.PinnedRevision(w) != "" {
+			// What the store holds under the hash must be what it names.
+			if cur, err = rollout.Store(ctx, o.clients.Dynamic, w); err != nil {
+				errs = append(errs, fmt.Errorf("restart %s: %w", w, err))
+				continue
+			}
+			if p, ok := rollout.PlanRewrite(w, t, cur); ok {
+				plan = p
+				_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s: %s\n", w, plan.Why)
+			}
+		}
 		if !plan.Restart {
 			if o.PrintFlags.OutputFormat == nil || *o.PrintFlags.OutputFormat == "" {
 				if _, err := fmt.Fprintf(o.Out, "%s unchanged (%s)\n", w.Name(), plan.Why); err != nil {
@@ -184,7 +197,7 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := o.restart(ctx, w, t); err != nil {
+		if err := o.restart(ctx, w, t, cur); err != nil {
 			errs = append(errs, fmt.Errorf("restart %s: %w", w, err))
 		}
 	}
@@ -194,16 +207,19 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 // restart pins t's revision in w's revision store, then w's template to
 // it, and prints both as they are then; a client-side dry run changes
 // copies as the writes would. The store goes first: the Pods of the new
-// template find their revision there.
-func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload, t rollout.Target) error {
+// template find their revision there. cur is the store as read already,
+// or nil to read it.
+func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload, t rollout.Target, cur *unstructured.Unstructured) error {
 	if rollout.PinnedRevision(w) == "" {
 		if err := o.checkCreatePolicy(ctx, w); err != nil {
 			return err
 		}
 	}
-	cur, err := rollout.Store(ctx, o.clients.Dynamic, w)
-	if err != nil {
-		return err
+	var err error
+	if cur == nil {
+		if cur, err = rollout.Store(ctx, o.clients.Dynamic, w); err != nil {
+			return err
+		}
 	}
 	store, changed, err := rollout.WithRevision(cur, w, t)
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
@@ -183,8 +184,10 @@ func opNotReadyVM(since time.Duration) func(*kubevirtv1.VirtualMachine) {
 
 func opVMI(vm *kubevirtv1.VirtualMachine, node string) *kubevirtv1.VirtualMachineInstance {
 	return &kubevirtv1.VirtualMachineInstance{
-		ObjectMeta: metav1.ObjectMeta{Namespace: vm.Namespace, Name: vm.Name, Labels: vm.Spec.Template.ObjectMeta.Labels},
-		Status:     kubevirtv1.VirtualMachineInstanceStatus{NodeName: node},
+		ObjectMeta: metav1.ObjectMeta{Namespace: vm.Namespace, Name: vm.Name, Labels: vm.Spec.Template.ObjectMeta.Labels,
+			// As KubeVirt makes it: its VM is its controller.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: vm.Name, UID: vm.UID, Controller: ptr.To(true)}}},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: node},
 	}
 }
 
@@ -536,6 +539,11 @@ func TestStatusWatchPrintsABlockPerChange(t *testing.T) {
 		return watching(kube.Actions(), "pods") && watching(virt.Actions(), "virtualmachines") && watching(virt.Actions(), "virtualmachineinstances")
 	})
 	if err := virt.KubevirtV1().VirtualMachines("vms").Delete(ctx, "web-web-gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Its instance goes with it, as the garbage collector makes it; left,
+	// it is an orphan (status shows it) until then.
+	if err := virt.KubevirtV1().VirtualMachineInstances("vms").Delete(ctx, "web-web-gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor("second table", func() bool { return strings.Count(out.String(), "POD ") == 2 })

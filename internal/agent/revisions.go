@@ -24,8 +24,9 @@ import (
 // prototype since, and even while it is deleted.
 //
 // A store that does not exist, cannot be read, or lacks the revision is
-// stuck.ReasonRevisionMissing, which only a rollout fixes: seen then says
-// how the store was, for waitStoreChange. A store that cannot be got is a
+// stuck.ReasonRevisionMissing, and one that holds it rewritten
+// stuck.ReasonRevisionRewritten, which only a rollout fixes: seen then
+// says how the store was, for waitStoreChange. A store that cannot be got is a
 // problem retried after the backoff.
 func (a *Agent) pinnedRevision(ctx context.Context) (*kubevirtv1.VirtualMachine, *sourceSeen, error) {
 	ns, name, hash := a.pod.PodNamespace, a.cfg.VMRevisions, a.cfg.VMRevision
@@ -47,6 +48,12 @@ func (a *Agent) pinnedRevision(ctx context.Context) (*kubevirtv1.VirtualMachine,
 	if r == nil {
 		return nil, seen, a.revisionMissing(
 			fmt.Sprintf("revision %s is not in VMRevisionStore %s: it was pruned or never rolled out", hash, ref), nil)
+	}
+	// What the store holds under the hash is what the template pinned
+	// only if it hashes so: the create policy cannot hash, and would
+	// admit a VM of whatever the store holds.
+	if err := store.Verify(hash); err != nil {
+		return nil, seen, &problem{reason: stuck.ReasonRevisionRewritten, err: err, msg: fmt.Sprintf("%s: %v", stuck.RevisionRewritten, err)}
 	}
 	if r.Name != a.cfg.Prototype || r.Namespace != a.cfg.PrototypeNamespace {
 		// Its VM would have another name than the agent's, and another

@@ -201,6 +201,43 @@ func TestRevisionMissingWaitsForTheStore(t *testing.T) {
 	}
 }
 
+// TestRevisionRewrittenWaitsForTheStore: a store that holds the pinned
+// revision under its hash with other content (pruned, then added again
+// with, say, other userData) stops the agent as a missing one does: no VM
+// of content no rollout pinned, /readyz and one Event naming the state,
+// and a watch of the store until a rollout writes the revision anew.
+func TestRevisionRewrittenWaitsForTheStore(t *testing.T) {
+	honest, hashes := revisionStore(t, prototype(testProto))
+	pin := hashes[0]
+	rewritten := honest.DeepCopy()
+	if err := unstructured.SetNestedField(rewritten.Object, int64(8), "spec", "revisions", pin, "spec", "template", "spec", "domain", "cpu", "cores"); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, pinned(testConfig(), pin), []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	h.api.putRevisions(rewritten)
+	h.start()
+	h.waitReadyz(503, stuck.ReasonRevisionRewritten)
+	ev := h.waitEvent(corev1.EventTypeWarning, stuck.ReasonRevisionRewritten)
+	want := "VM revision rewritten: VM revision " + pin + " in VMRevisionStore default/web-vm-revisions was rewritten after it was rolled out"
+	if !strings.HasPrefix(ev.Message, want) || !strings.Contains(ev.Message, "kubectl vmctl rollout restart testvm") {
+		t.Errorf("Event message\n%q, want one that starts\n%q and says what to run", ev.Message, want)
+	}
+	h.eventually("the agent watches the store", func() bool { return h.api.watching(testStore) })
+	if n := h.api.count("create "); n != 0 {
+		t.Fatalf("%d creates of the VM of a rewritten revision: %q", n, h.api.requestLog())
+	}
+
+	h.api.putRevisions(honest)
+	h.watchFollowed()
+	h.waitEvent(corev1.EventTypeNormal, ReasonCreated)
+	if cpu := h.api.object(testVM).Spec.Template.Spec.Domain.CPU; cpu != nil && cpu.Cores == 8 {
+		t.Errorf("VM of the rewritten revision's 8 cores, want the pinned revision's")
+	}
+	if diff := cmp.Diff([]string{"Warning " + stuck.ReasonRevisionRewritten, "Normal Created"}, h.eventStrings()); diff != "" {
+		t.Errorf("Events (-want +got):\n%s", diff)
+	}
+}
+
 // TestRevisionStoreForbidden: a store the agent may not read is a problem
 // that says what to grant, once, and is retried after the backoff.
 func TestRevisionStoreForbidden(t *testing.T) {

@@ -87,6 +87,18 @@ func IsAgentVM(meta metav1.Object) bool {
 		owner.Name == o.PodName && owner.UID == o.PodUID
 }
 
+// IsOrphanedInstance reports whether meta, a VirtualMachineInstance,
+// carries vmctl's labels (derive puts them on its VM's template), is not
+// being deleted, and has no controller: the garbage collector removes a
+// VM's reference from its instance when the VM is deleted with
+// propagationPolicy Orphan, and the guest runs on. That no VM of its name
+// exists is the caller's to check: such a VM adopts it.
+func IsOrphanedInstance(meta metav1.Object) bool {
+	l := meta.GetLabels()
+	return l[contract.LabelPrototype] != "" && l[contract.LabelPod] != "" && meta.GetDeletionTimestamp() == nil &&
+		metav1.GetControllerOfNoCopy(meta) == nil
+}
+
 // IsDerivedFrom reports whether meta belongs to a VM vmctl derived from the
 // prototype namespace/name.
 func IsDerivedFrom(meta metav1.Object, namespace, name string) bool {

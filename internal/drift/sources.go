@@ -12,13 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
-
-// StoreSelector selects the workloads' revision stores.
-const StoreSelector = contract.LabelComponent + "=" + contract.ComponentVMRevisions
 
 // Sources are what derived VMs are compared with, each read once: the
 // prototypes, by name (Prototypes), for the VMs that pin no revision;
@@ -32,22 +28,26 @@ type Sources struct {
 	allNamespaces bool
 	listed        map[string]bool
 	revisions     map[types.NamespacedName]*revision.Revision
+	// rewritten are, by store, the revisions it holds rewritten
+	// (revision.Store.Rewritten).
+	rewritten map[types.NamespacedName]map[string]string
 }
 
 // NewSources returns the Sources of VMs read through c. allNamespaces
 // allows them one LIST over all namespaces in place of one per namespace.
 func NewSources(c kube.Clients, allNamespaces bool) *Sources {
 	return &Sources{c: c, Prototypes: kube.NewVMFinder(c.KubeVirt, allNamespaces), allNamespaces: allNamespaces,
-		listed: map[string]bool{}, revisions: map[types.NamespacedName]*revision.Revision{}}
+		listed: map[string]bool{}, revisions: map[types.NamespacedName]*revision.Revision{}, rewritten: map[types.NamespacedName]map[string]string{}}
 }
 
-// findRevisions reads the revision stores of namespaces it has not read:
+// ReadStores reads the revision stores of namespaces it has not read:
 // one LIST of each, by label, or one over all namespaces when allowed. A
 // revision is named by a hash of its content, so whichever store of a
-// namespace holds a hash holds the same revision. A store that cannot be
-// read is left out (logged at -v=1): a VM pinned to one of its revisions
-// then says that none holds it.
-func (s *Sources) findRevisions(ctx context.Context, namespaces []string) error {
+// namespace holds a hash holds the same revision, unless someone rewrote
+// it there (Rewritten): a store that holds it as its hash says is
+// preferred. A store that cannot be read is left out (logged at -v=1): a
+// VM pinned to one of its revisions then says that none holds it.
+func (s *Sources) ReadStores(ctx context.Context, namespaces []string) error {
 	slices.Sort(namespaces)
 	for _, ns := range slices.Compact(namespaces) {
 		if s.listed[ns] || s.listed[""] {
@@ -60,14 +60,21 @@ func (s *Sources) findRevisions(ctx context.Context, namespaces []string) error 
 		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return s.c.Dynamic.Resource(revision.StoreGVR).Namespace(ns).List(ctx, opts)
 		}
-		err := kube.EachItem(ctx, list, metav1.ListOptions{LabelSelector: StoreSelector}, func(obj runtime.Object) error {
+		err := kube.EachItem(ctx, list, metav1.ListOptions{LabelSelector: revision.StoreSelector}, func(obj runtime.Object) error {
 			store, err := revision.FromObject(obj.(*unstructured.Unstructured))
 			if err != nil {
 				klog.FromContext(ctx).V(1).Info("Skipping a revision store", "err", err)
 				return nil
 			}
+			rewritten := store.Rewritten()
+			if len(rewritten) > 0 {
+				s.rewritten[types.NamespacedName{Namespace: store.Namespace, Name: store.Name}] = rewritten
+			}
 			for hash, r := range store.Revisions {
-				s.revisions[types.NamespacedName{Namespace: store.Namespace, Name: hash}] = r
+				k := types.NamespacedName{Namespace: store.Namespace, Name: hash}
+				if _, bad := rewritten[hash]; !bad || s.revisions[k] == nil {
+					s.revisions[k] = r
+				}
 			}
 			return nil
 		})
@@ -81,6 +88,15 @@ func (s *Sources) findRevisions(ctx context.Context, namespaces []string) error 
 		}
 	}
 	return nil
+}
+
+// Rewritten is what the content of revision hash, which the store
+// namespace/store holds, hashes to, when that store holds it rewritten
+// (revision.RewrittenError). Read the store's namespace first
+// (ReadStores).
+func (s *Sources) Rewritten(namespace, store, hash string) (string, bool) {
+	actual, ok := s.rewritten[types.NamespacedName{Namespace: namespace, Name: store}][hash]
+	return actual, ok
 }
 
 // pinned is the revision hash that a store of namespace holds, or nil.

@@ -45,7 +45,7 @@ func (s *Sources) Each(ctx context.Context, namespace, prototype string, fn func
 		if err := s.Prototypes.Find(ctx, keys); err != nil {
 			return err
 		}
-		if err := s.findRevisions(ctx, storeNamespaces); err != nil {
+		if err := s.ReadStores(ctx, storeNamespaces); err != nil {
 			return err
 		}
 		for _, vm := range live {

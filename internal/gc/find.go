@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
@@ -21,10 +23,13 @@ import (
 
 // Found is what gc found to collect.
 type Found struct {
-	// Orphans are the derived VMs whose Pod is gone, and Spared the
-	// would-be orphans it spares (see Orphans).
-	Orphans []Orphan
-	Spared  []Spared
+	// Orphans are the derived VMs whose Pod is gone, OrphanVMIs the
+	// instances with vmctl's labels that no VM owns, and Spared the
+	// would-be orphans of either kind it spares (see Orphans,
+	// OrphanedVMIs, Find).
+	Orphans    []Orphan
+	OrphanVMIs []OrphanVMI
+	Spared     []Spared
 	// Stores are the revision stores to prune or delete, and Unreadable
 	// those it leaves alone (see PlanStores).
 	Stores     []StoreAction
@@ -32,13 +37,25 @@ type Found struct {
 }
 
 // Find lists the orphans of namespace ("" for all), and the would-be
-// orphans it spares (see Orphans), with one paged LIST of derived VMs and
-// one of Pods, plus one Pod LIST per other namespace whose Pods own VMs
-// here. VMs are listed first: a VM in that list was created by a Pod that
-// existed before the Pod LIST, so a Pod missing from it is really gone. Pods
-// are listed without a label selector, so that a Pod whose labels were
-// edited, or an agent's Pod that never had them, still protects its VM and
-// its prototype.
+// orphans it spares (see Orphans), with one paged LIST of derived VMs,
+// one of the VMIs with vmctl's labels and one of Pods, plus one Pod LIST
+// per other namespace whose Pods own VMs here. VMs are listed first: a VM
+// in that list was created by a Pod that existed before the Pod LIST, so
+// a Pod missing from it is really gone. Pods are listed without a label
+// selector, so that a Pod whose labels were edited, or an agent's Pod that
+// never had them, still protects its VM and its prototype.
+//
+// An orphan that no ownerReference ties to its Pod (one in another
+// namespace than its Pod) may be the prototype of a fleet in any
+// namespace (--proto-namespace), which its Pods name: with a namespace,
+// Find then lists the Pods of all namespaces before it calls any such VM
+// an orphan, and where it may not, it spares those VMs and says why. One
+// with the reference goes with its Pod anyway: Kubernetes' garbage
+// collector deletes it.
+//
+// The orphaned VMIs (OrphanedVMIs) are checked, by name, against the VMs
+// of their namespaces whatever their labels: one LIST narrowed by name
+// per namespace that has any.
 //
 // Then it plans what to do with the revision stores of namespace
 // (PlanStores): one LIST of its VMRevisionStores, and where it holds a
@@ -72,12 +89,84 @@ func Find(ctx context.Context, c kube.Clients, namespace string, now time.Time, 
 		}
 	}
 	found.Orphans, found.Spared = Orphans(pods, vms, now, minAge)
+	if namespace != "" && slices.ContainsFunc(found.Orphans, func(o Orphan) bool { return !o.Owned }) {
+		if err := sparePrototypes(ctx, c, vms, now, minAge, &found); err != nil {
+			return found, err
+		}
+	}
+	if err := findOrphanedVMIs(ctx, c, namespace, vms, pods, now, minAge, &found); err != nil {
+		return found, err
+	}
 	t, err := readTemplates(ctx, c, namespace, pods)
 	if err != nil {
 		return found, err
 	}
 	found.Stores, found.Unreadable = PlanStores(t, now, minAge)
 	return found, nil
+}
+
+// sparePrototypes takes found's orphans again against the Pods of every
+// namespace, whose agents may name one of them as their prototype. Where
+// it may not list them, it spares the orphans no ownerReference ties to
+// their Pod, saying why.
+func sparePrototypes(ctx context.Context, c kube.Clients, vms []kubevirtv1.VirtualMachine, now time.Time, minAge time.Duration, found *Found) error {
+	all, err := kube.ListPods(ctx, c.Kube, "", "")
+	if apierrors.IsForbidden(err) {
+		kept := found.Orphans[:0]
+		for _, o := range found.Orphans {
+			if o.Owned {
+				kept = append(kept, o)
+				continue
+			}
+			found.Spared = append(found.Spared, Spared{Namespace: o.Namespace, Name: o.Name, Kind: KindVM, Why: fmt.Sprintf(
+				"%s, but a fleet in another namespace may name it as its prototype, and gc may not list Pods in all namespaces to see (%v): "+
+					"run gc with leave to list pods cluster-wide, or gc -A", o.Why(), err)})
+		}
+		found.Orphans = kept
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	found.Orphans, found.Spared = Orphans(all, vms, now, minAge)
+	return nil
+}
+
+// findOrphanedVMIs adds to found the orphaned VMIs of namespace ("" for
+// all), and those it spares, given its derived VMs and its Pods.
+func findOrphanedVMIs(ctx context.Context, c kube.Clients, namespace string, vms []kubevirtv1.VirtualMachine, pods []corev1.Pod,
+	now time.Time, minAge time.Duration, found *Found) error {
+	var vmis []kubevirtv1.VirtualMachineInstance
+	err := kube.EachItem(ctx, kube.VMIs(c.KubeVirt, namespace), metav1.ListOptions{LabelSelector: derive.DerivedSelector}, func(obj runtime.Object) error {
+		vmis = append(vmis, *obj.(*kubevirtv1.VirtualMachineInstance).DeepCopy())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", kube.Describe("virtualmachineinstances", namespace, ""), err)
+	}
+	derived := map[types.NamespacedName]bool{}
+	for _, vm := range vms {
+		derived[types.NamespacedName{Namespace: vm.Namespace, Name: vm.Name}] = true
+	}
+	var unowned []types.NamespacedName
+	for i := range vmis {
+		if k := (types.NamespacedName{Namespace: vmis[i].Namespace, Name: vmis[i].Name}); derive.IsOrphanedInstance(&vmis[i]) && !derived[k] {
+			unowned = append(unowned, k)
+		}
+	}
+	if len(unowned) == 0 {
+		return nil
+	}
+	// A VM of its name, vmctl's or not, adopts it.
+	byName := kube.NewVMFinder(c.KubeVirt, namespace == "")
+	if err := byName.Find(ctx, unowned); err != nil {
+		return err
+	}
+	exists := func(k types.NamespacedName) bool { return derived[k] || byName.Get(k) != nil }
+	orphans, spared := OrphanedVMIs(vmis, exists, pods, now, minAge)
+	found.OrphanVMIs = orphans
+	found.Spared = append(found.Spared, spared...)
+	return nil
 }
 
 // readTemplates reads the Templates of namespace ("" for all), given its

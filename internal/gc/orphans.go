@@ -10,11 +10,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+)
+
+// What a Spared is.
+const (
+	KindVM  = "vm"
+	KindVMI = "vmi"
 )
 
 // Reason says why a VM is an orphan.
@@ -41,25 +48,34 @@ type Orphan struct {
 	Reason                Reason
 	// Age is how long the VM has existed.
 	Age time.Duration
+	// Owned says the VM has its Pod for controller, as an agent's VM in
+	// its Pod's namespace has: Kubernetes' garbage collector deletes it
+	// with its Pod too. One without is in another namespace than its Pod.
+	Owned bool
 }
 
-// Why explains the orphan the way gc prints it: "orphaned: pod web-0 gone".
-// The Pod's namespace is named only when it differs from the VM's.
+// Why explains the orphan the way gc prints it: `orphaned: its Pod
+// "web-0" no longer exists`. The Pod's namespace is named only when it
+// differs from the VM's.
 func (o Orphan) Why() string {
 	pod := o.PodName
 	if o.PodNamespace != o.Namespace {
 		pod = o.PodNamespace + "/" + o.PodName
 	}
-	return fmt.Sprintf("orphaned: pod %s %s", pod, o.Reason)
+	if o.Reason == PodReplaced {
+		return fmt.Sprintf("orphaned: its Pod %q was replaced by another of that name", pod)
+	}
+	return fmt.Sprintf("orphaned: its Pod %q no longer exists", pod)
 }
 
-// Spared is a VM that would be an orphan but is some live agent's
-// prototype: gc never deletes it.
+// Spared is a VM or VMI that would be an orphan but that gc leaves alone,
+// and why.
 type Spared struct {
 	Namespace, Name string
-	// Pod is the Pod, as namespace/name, whose agent names the VM as its
-	// prototype: in its arguments, or in the VM it derived.
-	Pod types.NamespacedName
+	// Kind is "vm" or "vmi".
+	Kind string
+	// Why says why gc leaves it: "pod vms/g-0 names it as its prototype".
+	Why string
 }
 
 // Orphans returns the VMs among vms that vmctl derived (derive.IsAgentVM:
@@ -108,14 +124,14 @@ func Orphans(pods []corev1.Pod, vms []kubevirtv1.VirtualMachine, now time.Time, 
 		candidates = append(candidates, Orphan{
 			Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID,
 			PodNamespace: o.PodNamespace, PodName: o.PodName, PodUID: o.PodUID,
-			Reason: reason, Age: age,
+			Reason: reason, Age: age, Owned: metav1.GetControllerOfNoCopy(vm) != nil,
 		})
 	}
 	var orphans []Orphan
 	var spared []Spared
 	for _, c := range candidates {
 		if by, ok := prototypes[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}]; ok {
-			spared = append(spared, Spared{Namespace: c.Namespace, Name: c.Name, Pod: by})
+			spared = append(spared, Spared{Namespace: c.Namespace, Name: c.Name, Kind: KindVM, Why: fmt.Sprintf("pod %s names it as its prototype", by)})
 			continue
 		}
 		orphans = append(orphans, c)

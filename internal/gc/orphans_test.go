@@ -66,17 +66,17 @@ func TestOrphans(t *testing.T) {
 	}, {
 		name: "pod gone",
 		vms:  []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Hour)},
-		want: []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodGone, Age: time.Hour}},
+		want: []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodGone, Age: time.Hour, Owned: true}},
 	}, {
 		name: "pod of that name replaced",
 		pods: []corev1.Pod{pod("ns", "a", "uid-a2")},
 		vms:  []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Hour)},
-		want: []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodReplaced, Age: time.Hour}},
+		want: []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodReplaced, Age: time.Hour, Owned: true}},
 	}, {
 		name: "a pod of the same name in another namespace does not count",
 		pods: []corev1.Pod{pod("other", "a", "uid-a")},
 		vms:  []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Hour)},
-		want: []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodGone, Age: time.Hour}},
+		want: []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodGone, Age: time.Hour, Owned: true}},
 	}, {
 		name: "pod in another namespace than its VM is found",
 		pods: []corev1.Pod{pod("pods", "a", "uid-a")},
@@ -90,7 +90,7 @@ func TestOrphans(t *testing.T) {
 			vm("ns", "a-web", "ns", "a", "uid-a", time.Hour),
 			vm("ns", "b-web", "ns", "b", "uid-b", time.Hour),
 		},
-		want: []Orphan{{Namespace: "ns", Name: "b-web", UID: "vm-b-web", PodNamespace: "ns", PodName: "b", PodUID: "uid-b", Reason: PodGone, Age: time.Hour}},
+		want: []Orphan{{Namespace: "ns", Name: "b-web", UID: "vm-b-web", PodNamespace: "ns", PodName: "b", PodUID: "uid-b", Reason: PodGone, Age: time.Hour, Owned: true}},
 	}, {
 		name:   "younger than min age",
 		vms:    []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", 59*time.Second)},
@@ -99,7 +99,7 @@ func TestOrphans(t *testing.T) {
 		name:   "exactly min age",
 		vms:    []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Minute)},
 		minAge: time.Minute,
-		want:   []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodGone, Age: time.Minute}},
+		want:   []Orphan{{Namespace: "ns", Name: "web-a", UID: "vm-web-a", PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Reason: PodGone, Age: time.Minute, Owned: true}},
 	}, {
 		name: "already being deleted",
 		vms: []kubevirtv1.VirtualMachine{vm("ns", "web-a", "ns", "a", "uid-a", time.Hour, func(v *kubevirtv1.VirtualMachine) {
@@ -123,9 +123,9 @@ func TestOrphans(t *testing.T) {
 			vm("a", "web-c", "a", "c", "uid-3", time.Hour),
 		},
 		want: []Orphan{
-			{Namespace: "a", Name: "web-c", UID: "vm-web-c", PodNamespace: "a", PodName: "c", PodUID: "uid-3", Reason: PodGone, Age: time.Hour},
-			{Namespace: "a", Name: "web-z", UID: "vm-web-z", PodNamespace: "a", PodName: "z", PodUID: "uid-2", Reason: PodGone, Age: time.Hour},
-			{Namespace: "b", Name: "web-a", UID: "vm-web-a", PodNamespace: "b", PodName: "a", PodUID: "uid-1", Reason: PodGone, Age: time.Hour},
+			{Namespace: "a", Name: "web-c", UID: "vm-web-c", PodNamespace: "a", PodName: "c", PodUID: "uid-3", Reason: PodGone, Age: time.Hour, Owned: true},
+			{Namespace: "a", Name: "web-z", UID: "vm-web-z", PodNamespace: "a", PodName: "z", PodUID: "uid-2", Reason: PodGone, Age: time.Hour, Owned: true},
+			{Namespace: "b", Name: "web-a", UID: "vm-web-a", PodNamespace: "b", PodName: "a", PodUID: "uid-1", Reason: PodGone, Age: time.Hour, Owned: true},
 		},
 	}, {
 		name: "never a VM copied from a derived one and renamed, without the Pod's ownerReference",
@@ -140,10 +140,10 @@ func TestOrphans(t *testing.T) {
 			vm("ns", "web-b", "ns", "b", "uid-b", time.Hour),
 			vm("ns", "web-c", "ns", "c", "uid-c", time.Hour),
 		},
-		want: []Orphan{{Namespace: "ns", Name: "web-c", UID: "vm-web-c", PodNamespace: "ns", PodName: "c", PodUID: "uid-c", Reason: PodGone, Age: time.Hour}},
+		want: []Orphan{{Namespace: "ns", Name: "web-c", UID: "vm-web-c", PodNamespace: "ns", PodName: "c", PodUID: "uid-c", Reason: PodGone, Age: time.Hour, Owned: true}},
 		wantSpared: []Spared{
-			{Namespace: "ns", Name: "web-a", Pod: types.NamespacedName{Namespace: "ns", Name: "g-0"}},
-			{Namespace: "ns", Name: "web-b", Pod: types.NamespacedName{Namespace: "other", Name: "g-1"}},
+			{Namespace: "ns", Name: "web-a", Kind: KindVM, Why: "pod ns/g-0 names it as its prototype"},
+			{Namespace: "ns", Name: "web-b", Kind: KindVM, Why: "pod other/g-1 names it as its prototype"},
 		},
 	}, {
 		name: "never a live agent's prototype: named by the VM it derived",
@@ -154,7 +154,7 @@ func TestOrphans(t *testing.T) {
 				v.Annotations[contract.AnnotationPrototypeName] = "web-a"
 			}),
 		},
-		wantSpared: []Spared{{Namespace: "ns", Name: "web-a", Pod: types.NamespacedName{Namespace: "ns", Name: "x"}}},
+		wantSpared: []Spared{{Namespace: "ns", Name: "web-a", Kind: KindVM, Why: "pod ns/x names it as its prototype"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,8 +174,9 @@ func TestWhy(t *testing.T) {
 		o    Orphan
 		want string
 	}{
-		{Orphan{Namespace: "ns", PodNamespace: "ns", PodName: "a", Reason: PodGone}, "orphaned: pod a gone"},
-		{Orphan{Namespace: "vms", PodNamespace: "pods", PodName: "a", Reason: PodReplaced}, "orphaned: pod pods/a replaced"},
+		{Orphan{Namespace: "ns", PodNamespace: "ns", PodName: "a", Reason: PodGone}, `orphaned: its Pod "a" no longer exists`},
+		{Orphan{Namespace: "ns", PodNamespace: "ns", PodName: "gone", Reason: PodGone}, `orphaned: its Pod "gone" no longer exists`},
+		{Orphan{Namespace: "vms", PodNamespace: "pods", PodName: "a", Reason: PodReplaced}, `orphaned: its Pod "pods/a" was replaced by another of that name`},
 	}
 	for _, tt := range tests {
 		if got := tt.o.Why(); got != tt.want {

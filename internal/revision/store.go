@@ -27,6 +27,9 @@ const (
 	StoreResource = "vmrevisionstores"
 )
 
+// StoreSelector selects the workloads' revision stores.
+const StoreSelector = contract.LabelComponent + "=" + contract.ComponentVMRevisions
+
 // StoreGVR is the revision stores' resource, for the dynamic client.
 var StoreGVR = schema.GroupVersionResource{Group: StoreGroup, Version: StoreVersion, Resource: StoreResource}
 

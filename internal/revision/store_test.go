@@ -1,11 +1,15 @@
 package revision
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
@@ -90,4 +94,70 @@ func add(s *Store, r *Revision) (string, error) {
 	}
 	s.Revisions[h] = r
 	return h, nil
+}
+
+// TestVerify: a revision held under the hash of its content verifies, also
+// as the API server stores it and hands it back; one rewritten under a
+// hash it was first rolled out as (pruned, then added again with other
+// content) is named, with what its content hashes to.
+func TestVerify(t *testing.T) {
+	proto := prototype()
+	r := Snapshot(proto)
+	hash, err := Hash(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore("vms", "web")
+	s.Revisions[hash] = r
+	obj, err := s.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := FromObject(roundTrip(t, obj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stored.Verify(hash); err != nil {
+		t.Fatalf("Verify of an honest revision after a round trip: %v", err)
+	}
+	if got := stored.Rewritten(); len(got) != 0 {
+		t.Errorf("Rewritten() = %v, want none", got)
+	}
+
+	rewritten := r.DeepCopy()
+	rewritten.Spec.Template.Spec.Domain.Devices.Disks = append(rewritten.Spec.Template.Spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "cloudinit"})
+	actual, err := Hash(rewritten)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored.Revisions[hash] = rewritten
+	err = stored.Verify(hash)
+	var rerr *RewrittenError
+	if !errors.As(err, &rerr) || rerr.Hash != hash || rerr.Actual != actual || rerr.Store != "vms/web-vm-revisions" {
+		t.Fatalf("Verify of a rewritten revision = %v, want a RewrittenError of %s, hashing to %s", err, hash, actual)
+	}
+	if !strings.Contains(err.Error(), "kubectl vmctl rollout restart "+proto.Name) {
+		t.Errorf("the error %q does not say what puts it right", err)
+	}
+	if diff := cmp.Diff(map[string]string{hash: actual}, stored.Rewritten()); diff != "" {
+		t.Errorf("Rewritten() (-want +got):\n%s", diff)
+	}
+	if err := stored.Verify("0000000000"); err != nil {
+		t.Errorf("Verify of a revision the store lacks = %v, want nil: missing is another state", err)
+	}
+}
+
+// roundTrip is u as the API server hands back what was written: JSON, read
+// into an unstructured object.
+func roundTrip(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	b, err := json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := &unstructured.Unstructured{}
+	if err := back.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	return back
 }

@@ -1,12 +1,14 @@
 package rollout
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -90,6 +92,27 @@ func PlanRestart(w Workload, t Target) Plan {
 			w.Template().Annotations[contract.AnnotationReservation], t.Hash, contract.FormatResources(t.Reservation))}
 	}
 	return Plan{Why: fmt.Sprintf("pins VM revision %s of prototype %s already", t.Hash, proto)}
+}
+
+// PlanRewrite decides whether w, whose template pins t's revision already
+// (PlanRestart leaves it alone), needs a restart all the same: when its
+// revision store cur (nil: none) holds that revision rewritten
+// (revision.Store.Verify), the agents make no VM of it until a rollout
+// writes it anew, and the Pods made meanwhile wait.
+func PlanRewrite(w Workload, t Target, cur *unstructured.Unstructured) (Plan, bool) {
+	if cur == nil || t.Missing || PinnedRevision(w) != t.Hash {
+		return Plan{}, false
+	}
+	s, err := revision.FromObject(cur)
+	if err != nil {
+		return Plan{}, false
+	}
+	var rerr *revision.RewrittenError
+	if !errors.As(s.Verify(t.Hash), &rerr) {
+		return Plan{}, false
+	}
+	return Plan{Restart: true, Why: fmt.Sprintf("VMRevisionStore %s holds VM revision %s, which its template pins, rewritten (its content hashes to %s): it is written anew",
+		rerr.Store, t.Hash, rerr.Actual)}, true
 }
 
 // placementStale reports whether tmpl carries a placement scaffold wrote

@@ -2,11 +2,13 @@ package rollout
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -94,5 +96,45 @@ func TestNotes(t *testing.T) {
 	})
 	if diff := cmp.Diff([]string{"newer", "older"}, got); diff != "" {
 		t.Errorf("Notes() (-want +got):\n%s", diff)
+	}
+}
+
+// TestPlanRewrite: a workload that pins its prototype's revision already
+// needs a restart all the same when its store holds that revision
+// rewritten; not when the store holds it as its hash says, lacks it, or
+// when the workload pins another.
+func TestPlanRewrite(t *testing.T) {
+	t2 := stored(t, "v2")
+	w := testWorkload()
+	w.Template().Annotations[contract.AnnotationVMRevision] = t2.Hash
+	s, _, err := WithRevision(nil, w, t2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	honest, err := s.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := s.Revisions[t2.Hash].DeepCopy()
+	bad.Labels["release"] = "evil"
+	s.Revisions[t2.Hash] = bad
+	rewritten, err := s.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := PlanRewrite(w, t2, rewritten); !ok || !p.Restart || !strings.Contains(p.Why, "rewritten") {
+		t.Errorf("PlanRewrite of a rewritten pin = %+v, %v; want a restart that says why", p, ok)
+	}
+	for name, tc := range map[string]struct {
+		tg  Target
+		cur *unstructured.Unstructured
+	}{
+		"held as its hash says": {t2, honest},
+		"no store":              {t2, nil},
+		"another pin":           {stored(t, "v3"), rewritten},
+	} {
+		if p, ok := PlanRewrite(w, tc.tg, tc.cur); ok {
+			t.Errorf("%s: PlanRewrite = %+v, want nothing to do", name, p)
+		}
 	}
 }

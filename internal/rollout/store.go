@@ -29,8 +29,10 @@ func Store(ctx context.Context, c dynamic.Interface, w Workload) (*unstructured.
 }
 
 // WithRevision is w's revision store cur (nil: none yet) with t's revision
-// added, and whether that changed it. It keeps every revision cur holds:
-// pruning those no retained template names is gc's.
+// added, and whether that changed it: also where cur holds t's revision
+// rewritten (revision.Store.Verify), which it replaces. It keeps every
+// other revision cur holds: pruning those no retained template names is
+// gc's.
 func WithRevision(cur *unstructured.Unstructured, w Workload, t Target) (*revision.Store, bool, error) {
 	if cur == nil {
 		s := revision.NewStore(w.Meta().GetNamespace(), w.Meta().GetName())
@@ -44,7 +46,7 @@ func WithRevision(cur *unstructured.Unstructured, w Workload, t Target) (*revisi
 	if s.Workload == "" {
 		s.Workload = w.Meta().GetName()
 	}
-	if _, ok := s.Revisions[t.Hash]; ok {
+	if _, ok := s.Revisions[t.Hash]; ok && s.Verify(t.Hash) == nil {
 		return s, false, nil
 	}
 	s.Revisions[t.Hash] = t.Revision
@@ -56,7 +58,12 @@ func WithRevision(cur *unstructured.Unstructured, w Workload, t Target) (*revisi
 // cur lacks, each stored at now (its metadata.creationTimestamp, which gc
 // reads: it prunes no revision younger than its --min-age). The patch names no other revision, so a revision gc prunes
 // meanwhile stays pruned, and the API server refuses a patch that would
-// change one the store retains (revision.StoreCRD).
+// change one the store retains (revision.StoreCRD). A revision cur holds
+// rewritten, and s as its hash says, it first prunes, with a merge patch on
+// condition that the store is still cur: the API server refuses a change
+// to a retained revision, not its removal. Between the two writes the
+// agents that pin it wait for it, as for any missing revision; a server
+// dry run sends the first write only.
 func WriteStore(ctx context.Context, c dynamic.Interface, cur *unstructured.Unstructured, s *revision.Store, now time.Time, dryRun []string) (*unstructured.Unstructured, error) {
 	stores := c.Resource(revision.StoreGVR).Namespace(s.Namespace)
 	if cur == nil {
@@ -82,6 +89,21 @@ func WriteStore(ctx context.Context, c dynamic.Interface, cur *unstructured.Unst
 	if err != nil {
 		return nil, err
 	}
+	rewritten := old.Rewritten()
+	var prune []string
+	for h := range s.Revisions {
+		if _, bad := rewritten[h]; bad && s.Verify(h) == nil {
+			prune = append(prune, h)
+		}
+	}
+	if len(prune) > 0 {
+		if cur, err = pruneRewritten(ctx, c, cur, prune, dryRun); err != nil || len(dryRun) > 0 {
+			return cur, err
+		}
+		if old, err = revision.FromObject(cur); err != nil {
+			return nil, err
+		}
+	}
 	added := revision.NewStore(s.Namespace, s.Workload)
 	for h, r := range s.Revisions {
 		if _, ok := old.Revisions[h]; !ok {
@@ -104,6 +126,29 @@ func WriteStore(ctx context.Context, c dynamic.Interface, cur *unstructured.Unst
 		return nil, fmt.Errorf("add VM revisions %v to the revision store %s/%s: %w", added.Hashes(), s.Namespace, s.Name, err)
 	}
 	return patched, nil
+}
+
+// pruneRewritten removes the revisions hashes from the store cur with one
+// merge patch, on condition that it is still cur (its UID and
+// resourceVersion).
+func pruneRewritten(ctx context.Context, c dynamic.Interface, cur *unstructured.Unstructured, hashes []string, dryRun []string) (*unstructured.Unstructured, error) {
+	revisions := map[string]any{}
+	for _, h := range hashes {
+		revisions[h] = nil
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": string(cur.GetUID()), "resourceVersion": cur.GetResourceVersion()},
+		"spec":     map[string]any{"revisions": revisions},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode the patch of the revision store %s/%s: %w", cur.GetNamespace(), cur.GetName(), err)
+	}
+	pruned, err := c.Resource(revision.StoreGVR).Namespace(cur.GetNamespace()).Patch(ctx, cur.GetName(), types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager, DryRun: dryRun})
+	if err != nil {
+		return nil, fmt.Errorf("remove the rewritten VM revisions %v from the revision store %s/%s, to write them anew: %w", hashes, cur.GetNamespace(), cur.GetName(), err)
+	}
+	return pruned, nil
 }
 
 // storedAt is a copy of r stored at now.

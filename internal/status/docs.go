@@ -53,6 +53,23 @@ func Docs() []Doc {
 			"gc leaves alone a VM that a live agent Pod names as its prototype and says so: someone copied a derived VM to make a prototype; " +
 			"remove vmctl's `vmctl.kubevirt.io/` labels and annotations from it",
 	}, {
+		Problem: ProblemOrphanedVMI,
+		Short:   "a VM's instance, and its guest, outlived the VM (see kubectl vmctl gc)",
+		Help: "a VMI carries vmctl's labels, but no VM owns it and none of its name exists: its VM was deleted with `--cascade=orphan` " +
+			"(propagationPolicy Orphan), which leaves the guest running. The agents' policy refuses such a delete from their tokens; a person or another controller did it. " +
+			"If its Pod lives, its agent makes the VM again and KubeVirt adopts the instance; else `kubectl vmctl gc` deletes it",
+	}, {
+		Problem: fill(problemManyVMsFmt, "N"),
+		Short:   "more VMs record the Pod than its agent made",
+		Help: "N VMs record the Pod as theirs: its agent made one; the others are copies, or were made with its token where no admission policy holds it " +
+			"(scaffolded with `--admission-policy=false`). gc leaves them, as their Pod lives: `kubectl delete vm` those its agent did not make " +
+			"(the agent's is named in its Pod's `Created` Event)",
+	}, {
+		Problem: fill(problemElsewhereFmt, "NS"),
+		Short:   "a VM records a live Pod whose agent makes its VM elsewhere",
+		Help: "the VM records a Pod that runs, but that Pod's agent makes its VMs in namespace NS, not the VM's: someone made or copied the VM by hand. " +
+			"It is not the Pod's VM, and gc leaves it: delete it, or remove vmctl's `vmctl.kubevirt.io/` labels and annotations from it",
+	}, {
 		Problem: ProblemPodReplaced,
 		Short:   "a new Pod of that name has not replaced it yet",
 		Help: "a Pod of the same name exists but with another UID (a StatefulSet recreated it) and its agent has not yet replaced the VM; " +

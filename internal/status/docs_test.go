@@ -13,7 +13,9 @@ import (
 func TestDocsNameEveryProblem(t *testing.T) {
 	problems := []string{
 		ProblemVMMissing, ProblemOtherNode, ProblemPodGone, ProblemPodReplaced, ProblemProtoMissing,
-		ProblemEvacuating, ProblemHeldByDrain, ProblemPlacementChanged,
+		ProblemEvacuating, ProblemHeldByDrain, ProblemPlacementChanged, ProblemOrphanedVMI,
+		strings.TrimSuffix(problemManyVMsFmt, "%d VMs of its Pod"),
+		strings.TrimSuffix(problemElsewhereFmt, "%s"),
 		strings.TrimSuffix(problemNotReadyFmt, "%s"),
 		strings.TrimSuffix(problemOlderProtoFmt, "(%d < %d)"),
 		strings.TrimSuffix(problemRevisionFmt, "%s, its Pod pins %s"),

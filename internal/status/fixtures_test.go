@@ -2,19 +2,26 @@ package status
 
 import (
 	"strconv"
+	"testing"
 	"time"
+
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
@@ -183,4 +190,73 @@ func launcher(ns, vm, node, nominated, cpu, memory string) corev1.Pod {
 		}}}},
 		Status: corev1.PodStatus{NominatedNodeName: nominated},
 	}
+}
+
+// stores is a dynamic client that serves the revision stores objs.
+func stores(objs ...runtime.Object) dynamic.Interface {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{revision.StoreGVR: revision.StoreKind + "List"}, objs...)
+}
+
+// makesVMsIn gives an agent Pod's agent -n ns: it makes its VM there.
+func makesVMsIn(ns string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.Containers[0].Args = append(p.Spec.Containers[0].Args, "--namespace="+ns) }
+}
+
+// renamed names a VM name, as a copy of an agent's VM would be.
+func renamed(name string) func(*kubevirtv1.VirtualMachine) {
+	return func(vm *kubevirtv1.VirtualMachine) { vm.Name = name }
+}
+
+// labelled gives a VMI vmctl's labels, as derive puts them on its VM's
+// template, for prototype and pod.
+func labelled(v kubevirtv1.VirtualMachineInstance, prototype, pod string) kubevirtv1.VirtualMachineInstance {
+	v.Labels = map[string]string{contract.LabelPrototype: prototype, contract.LabelPod: pod}
+	return v
+}
+
+// ownedByVM gives a VMI its VM as controller, as KubeVirt makes it.
+func ownedByVM(v kubevirtv1.VirtualMachineInstance) kubevirtv1.VirtualMachineInstance {
+	v.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: v.Name, UID: "uid-vm", Controller: ptr.To(true)}}
+	return v
+}
+
+// pinning makes an agent Pod's template pin VM revision hash, read from
+// the store of workload web.
+func pinning(hash string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[contract.AnnotationVMRevision] = hash
+		p.Spec.Containers[0].Args = append(p.Spec.Containers[0].Args, "--"+contract.FlagVMRevisions+"=web-vm-revisions")
+	}
+}
+
+// storeWith is the revision store of workload web in ns, as slimStore
+// keeps it, holding rewritten its revisions rewritten (hash: what the
+// content hashes to).
+func storeWith(t *testing.T, ns string, rewritten map[string]string) *unstructured.Unstructured {
+	t.Helper()
+	s := revision.NewStore(ns, "web")
+	for h := range rewritten {
+		s.Revisions[h] = revision.Snapshot(&kubevirtv1.VirtualMachine{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec:       kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
+		})
+	}
+	obj, err := s.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := slimStore(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := kept.(*unstructured.Unstructured)
+	got := rewrittenPins([]*unstructured.Unstructured{u})[types.NamespacedName{Namespace: ns, Name: "web-vm-revisions"}]
+	if len(got) != len(rewritten) {
+		t.Fatalf("slimStore found %v rewritten, want %d", got, len(rewritten))
+	}
+	return u
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // readAll reads srcs, kube.Workers at a time, and calls fn(i, obj) with
@@ -25,6 +27,9 @@ func readAll(ctx context.Context, c kube.Clients, q Query, srcs []source, fn fun
 			list = kube.VMIs(c.KubeVirt, src.namespace)
 		case "persistentvolumeclaims":
 			list = kube.Claims(c.Kube, src.namespace)
+		case revision.StoreResource:
+			stores := c.Dynamic.Resource(revision.StoreGVR).Namespace(src.namespace)
+			list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return stores.List(ctx, o) }
 		}
 		err := kube.EachItem(ctx, list, src.listOptions(q), func(obj runtime.Object) error {
 			fn(i, obj)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -59,6 +60,10 @@ type Inventory struct {
 	// Pods use their own claims (contract.Agent.ReplicaClaims), matched
 	// by name.
 	Claims []*corev1.PersistentVolumeClaim
+	// Stores are the revision stores of the namespaces whose agent Pods pin
+	// a VM revision, each kept as slimStore keeps it: the revisions it
+	// holds rewritten.
+	Stores []*unstructured.Unstructured
 	// Revisions are the hashes of the VM revisions that prototypes would
 	// pin now (prototype.Revise), for the prototypes of the agent Pods
 	// that pin one; none for a prototype whose revision could not be

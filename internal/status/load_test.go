@@ -13,14 +13,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kubevirtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // call is a recorded API call: verb, resource, namespace, label and field
@@ -224,7 +227,7 @@ func TestLoad(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			kc, virt := fakes(tt.kube, tt.virt)
 			log := record(&kc.Fake, &virt.Fake)
-			inv, err := Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt}, tt.query)
+			inv, err := Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt, Dynamic: stores()}, tt.query)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,9 +256,55 @@ func TestLoadStopsAtTheFirstRefusal(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	_, err := Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt}, Query{Namespace: "ns"})
+	_, err := Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt, Dynamic: stores()}, Query{Namespace: "ns"})
 	want := `list pods named "a" in namespace "other": pods is forbidden: User "u" cannot list resource "pods" in API group "" in the namespace "other"`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load: %v, want %s", err, want)
+	}
+}
+
+// TestLoadReadsRevisionStores: where an agent Pod pins a VM revision, Load
+// lists the revision stores of its namespace, by label, and keeps of each
+// the revisions it holds rewritten; where none does, it lists none.
+func TestLoadReadsRevisionStores(t *testing.T) {
+	const pin = "1a2b3c4d5e"
+	for _, pinned := range []bool{true, false} {
+		var mods []func(*corev1.Pod)
+		if pinned {
+			mods = append(mods, pinning(pin))
+		}
+		pod := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, mods...)
+		kc, virt := fakes([]runtime.Object{&pod}, nil)
+		store := storeWith(t, "ns", map[string]string{pin: "whatever"})
+		full := revision.NewStore("ns", "web")
+		full.Revisions[pin] = revision.Snapshot(&kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+			Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}}})
+		obj, err := full.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dyn := stores(obj).(*dynamicfake.FakeDynamicClient)
+		inv, err := Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt, Dynamic: dyn}, Query{Namespace: "ns"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lists []string
+		for _, a := range dyn.Actions() {
+			if l, ok := a.(k8stesting.ListAction); ok {
+				lists = append(lists, l.GetNamespace()+" "+l.GetListRestrictions().Labels.String())
+			}
+		}
+		if !pinned {
+			if len(lists) != 0 || len(inv.Stores) != 0 {
+				t.Errorf("no Pod pins a revision, yet Load listed stores %v and kept %d", lists, len(inv.Stores))
+			}
+			continue
+		}
+		if diff := gocmp.Diff([]string{"ns " + revision.StoreSelector}, lists); diff != "" {
+			t.Errorf("store LISTs (-want +got):\n%s", diff)
+		}
+		if diff := gocmp.Diff(rewrittenPins([]*unstructured.Unstructured{store}), rewrittenPins(inv.Stores)); diff != "" {
+			t.Errorf("rewritten revisions (-want +got):\n%s", diff)
+		}
 	}
 }

@@ -152,7 +152,7 @@ func TestLoadReadsKubeVirtWhenCompared(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			inv, err := Load(context.Background(), kube.Clients{Kube: kubeCS, KubeVirt: virt}, Query{Namespace: "ns"})
+			inv, err := Load(context.Background(), kube.Clients{Kube: kubeCS, KubeVirt: virt, Dynamic: stores()}, Query{Namespace: "ns"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -43,6 +43,10 @@ const (
 	ProblemProtoMissing = "prototype missing"
 	ProblemEvacuating   = "evacuating (node draining)"
 	ProblemHeldByDrain  = "held by a drain (node cordoned)"
+	// ProblemOrphanedVMI: a VMI with vmctl's labels that no VM owns, and
+	// no VM of its name exists: its VM was deleted leaving it behind
+	// (propagationPolicy Orphan), and its guest runs on (gc deletes it).
+	ProblemOrphanedVMI = "orphaned VMI (no VM)"
 	// ProblemPlacementChanged: the Pod was placed by an older placement of
 	// its prototype than the prototype has now (placement.Stale).
 	ProblemPlacementChanged = "Pod placed by an older prototype placement"
@@ -57,6 +61,15 @@ const (
 	// problemRevisionFmt: a pinned Pod's VM records another VM revision
 	// than the Pod pins (hand edits; the agent makes it of the Pod's).
 	problemRevisionFmt = "VM of revision %s, its Pod pins %s"
+	// problemManyVMsFmt: more VMs record the Pod than the one its agent
+	// made: copies, or VMs made with its token where no policy holds it.
+	problemManyVMsFmt = "one of %d VMs of its Pod"
+	// problemElsewhereFmt: a VM records a live Pod whose agent makes its
+	// VMs in another namespace: not that agent's VM.
+	problemElsewhereFmt = "not its Pod's: the Pod's agent makes its VMs in namespace %s"
+	// problemRewrittenFmt: the revision store holds the revision the Pod
+	// pins under its hash with other content (stuck.RevisionRewritten).
+	problemRewrittenFmt = "%s: %s in VMRevisionStore %s hashes to %s; kubectl vmctl rollout restart %s"
 	// problemUnpinnedFmt: the Pod's template pins no VM revision (it was
 	// scaffolded before they were), so its agent follows the live
 	// prototype: a rollout restart pins it, once.
@@ -143,7 +156,7 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 			continue
 		}
 		derived = append(derived, vm)
-		if p := pods[o.PodUID]; p != nil && p.Namespace == o.PodNamespace {
+		if p := pods[o.PodUID]; p != nil && p.Namespace == o.PodNamespace && vm.Namespace == vmNamespace(p) {
 			byPod[p.UID] = append(byPod[p.UID], vm)
 		}
 	}
@@ -163,7 +176,8 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 	for _, c := range inv.Claims {
 		claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
 	}
-	p := pairer{now: now, notReadyGrace: notReadyGrace, vmis: vmis, protos: protos, podNames: podNames, launchers: launchers, claims: claims}
+	p := pairer{now: now, notReadyGrace: notReadyGrace, vmis: vmis, protos: protos, podNames: podNames, launchers: launchers, claims: claims,
+		rewritten: rewrittenPins(inv.Stores)}
 	var rows []Row
 	shown := map[*kubevirtv1.VirtualMachine]bool{}
 	for _, pod := range inv.Pods {
@@ -180,7 +194,11 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 		}
 		for _, vm := range byPod[pod.UID] {
 			shown[vm] = true
-			rows = append(rows, p.vmRow(pod, vm))
+			r := p.vmRow(pod, vm)
+			if n := len(byPod[pod.UID]); n > 1 {
+				r.Problems = append(r.Problems, fmt.Sprintf(problemManyVMsFmt, n))
+			}
+			rows = append(rows, r)
 		}
 	}
 	for _, vm := range derived {
@@ -196,7 +214,16 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 		if pod == nil && q.PodSelector != "" {
 			continue
 		}
+		if pod != nil && vm.Namespace != vmNamespace(pod) {
+			r := p.vmRow(nil, vm)
+			r.Problems = []string{fmt.Sprintf(problemElsewhereFmt, vmNamespace(pod))}
+			rows = append(rows, r)
+			continue
+		}
 		rows = append(rows, p.vmRow(pod, vm))
+	}
+	if q.PodSelector == "" {
+		rows = append(rows, orphanedVMIs(inv, podNames)...)
 	}
 	slices.SortFunc(rows, func(a, b Row) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
@@ -214,13 +241,41 @@ type pairer struct {
 	// launchers are the newest launcher Pod of each VM, by the VM's name.
 	launchers map[types.NamespacedName]*corev1.Pod
 	claims    map[types.NamespacedName]*corev1.PersistentVolumeClaim
+	// rewritten are, by revision store, the revisions it holds rewritten.
+	rewritten map[types.NamespacedName]map[string]string
+}
+
+// vmNamespace is where pod's agent makes its VM: where its arguments say
+// (-n), or, for a Pod that is no agent's, its own namespace.
+func vmNamespace(pod *corev1.Pod) string {
+	if a, ok := contract.ParseAgent(pod); ok {
+		return a.Namespace
+	}
+	return pod.Namespace
+}
+
+// rewrittenProblem names the revision pod pins when the store its agent
+// reads holds it rewritten, or "".
+func (p pairer) rewrittenProblem(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	pins, store := pod.Annotations[contract.AnnotationVMRevision], contract.VMRevisionStore(&pod.Spec)
+	actual, ok := p.rewritten[types.NamespacedName{Namespace: pod.Namespace, Name: store}][pins]
+	if pins == "" || !ok {
+		return ""
+	}
+	a, _ := contract.ParseAgent(pod)
+	return fmt.Sprintf(problemRewrittenFmt, stuck.RevisionRewritten, pins, pod.Namespace+"/"+store, actual, a.Prototype)
 }
 
 // podRow is a Pod without VM.
 func (p pairer) podRow(pod *corev1.Pod, agent contract.Agent) Row {
 	r := podFields(pod)
 	r.Prototype, r.PrototypeNamespace = agent.Prototype, agent.PrototypeNamespace
-	if vmExpected(pod, p.now) {
+	if rw := p.rewrittenProblem(pod); rw != "" {
+		r.Problems = append(r.Problems, rw) // why the VM is missing
+	} else if vmExpected(pod, p.now) {
 		r.Problems = append(r.Problems, ProblemVMMissing)
 	}
 	if u := unpinned(pod); u != "" {
@@ -284,6 +339,9 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 		if reserve.Stale(held, need) {
 			r.Problems = append(r.Problems, fmt.Sprintf(problemReservationFmt, held, contract.FormatResources(reserve.Round(need))))
 		}
+	}
+	if rw := p.rewrittenProblem(pod); rw != "" {
+		r.Problems = append(r.Problems, rw)
 	}
 	switch {
 	case pins != "":

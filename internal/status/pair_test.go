@@ -1,14 +1,17 @@
 package status
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
@@ -218,9 +221,9 @@ func TestPair(t *testing.T) {
 		inv: Inventory{
 			Query: Query{Namespace: "ns"},
 			Pods: ptrs(
-				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
-				agentPod("other", "x", "uid-x", "n1", "web", time.Hour), // owns ns/web-x
-				agentPod("other", "y", "uid-y", "n1", "web", time.Hour), // no VM, out of scope
+				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, makesVMsIn("vms")),
+				agentPod("other", "x", "uid-x", "n1", "web", time.Hour, makesVMsIn("ns")), // owns ns/web-x
+				agentPod("other", "y", "uid-y", "n1", "web", time.Hour),                   // no VM, out of scope
 			),
 			Prototypes: ptrs(proto, prototype("vms", "web", 5)),
 			VMs: ptrs(
@@ -232,6 +235,68 @@ func TestPair(t *testing.T) {
 		want: []brief{
 			{Namespace: "ns", Pod: "a", VM: "vms/web-a"},
 			{Namespace: "other", Pod: "x", VM: "ns/web-x"},
+		},
+	}, {
+		// A VM made by hand in another namespace, recording a live agent
+		// Pod whose agent makes its VMs in its own: not that Pod's VM.
+		name: "all namespaces: a VM where its Pod's agent makes none",
+		inv: Inventory{
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(
+				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),
+				derivedVM("other", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),
+			),
+		},
+		want: []brief{
+			{Namespace: "ns", Pod: "a", VM: "web-a"},
+			{Namespace: "other", Pod: "a", VM: "web-a", Problems: []string{"not its Pod's: the Pod's agent makes its VMs in namespace ns"}},
+		},
+	}, {
+		// Its VM deleted with propagationPolicy Orphan: the guest runs on
+		// in a VMI no VM owns, whether or not its Pod is gone.
+		name: "orphaned VMIs",
+		inv: Inventory{
+			Query:      Query{Namespace: "ns"},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMIs: ptrs(
+				labelled(vmi("ns", "web-a", "n1"), "web", "a"),
+				labelled(vmi("ns", "web-gone", "n2"), "web", "gone"),
+				ownedByVM(labelled(vmi("ns", "web-b", "n1"), "web", "b")), // its VM is on its way
+				vmi("ns", "plain", "n1"),                                  // not vmctl's
+				labelled(vmi("other", "web-c", "n1"), "web", "c"),         // out of scope
+			),
+		},
+		want: []brief{
+			{Namespace: "ns", Pod: "a", Problems: []string{ProblemVMMissing}},
+			{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1", Problems: []string{ProblemOrphanedVMI}},
+			{Namespace: "ns", Pod: "gone", VM: "web-gone", VMINode: "n2", Problems: []string{ProblemOrphanedVMI}},
+		},
+	}, {
+		name: "a VMI of its VM is no orphan",
+		inv: Inventory{
+			Query:      Query{Namespace: "ns"},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)),
+			VMIs:       ptrs(labelled(vmi("ns", "web-a", "n1"), "web", "a")),
+		},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1"}},
+	}, {
+		name: "two VMs record one Pod",
+		inv: Inventory{
+			Query:      Query{Namespace: "ns"},
+			Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
+			Prototypes: ptrs(proto),
+			VMs: ptrs(
+				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),
+				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, renamed("web-a-2")),
+			),
+		},
+		want: []brief{
+			{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"one of 2 VMs of its Pod"}},
+			{Namespace: "ns", Pod: "a", VM: "web-a-2", Problems: []string{"one of 2 VMs of its Pod"}},
 		},
 	}, {
 		name: "prototype filter",
@@ -368,6 +433,45 @@ func TestPair(t *testing.T) {
 				t.Errorf("Pair (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPairRewrittenRevision: a Pod that pins a revision its workload's
+// store holds rewritten says so, with what puts it right, whether or not
+// it has its VM (made before the rewrite); without one, that is why. A
+// Pod of another store, or of another revision, is not concerned.
+func TestPairRewrittenRevision(t *testing.T) {
+	const pin, actual = "1a2b3c4d5e", "9f8e7d6c5b"
+	vm := func(pod, uid string) kubevirtv1.VirtualMachine {
+		return derivedVM("ns", "web", 5, "ns", pod, uid, "n1", time.Hour, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Annotations[contract.AnnotationVMRevision] = pin
+		})
+	}
+	inv := Inventory{
+		Query: Query{Namespace: "ns"},
+		Pods: ptrs(
+			agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, pinning(pin)),
+			agentPod("ns", "b", "uid-b", "n1", "web", time.Hour, pinning(pin)),
+			agentPod("ns", "c", "uid-c", "n1", "web", time.Hour, pinning("0000000000")),
+		),
+		Prototypes: ptrs(prototype("ns", "web", 5)),
+		VMs:        ptrs(vm("a", "uid-a"), vm("c", "uid-c")),
+		Stores:     []*unstructured.Unstructured{storeWith(t, "ns", map[string]string{pin: actual})},
+	}
+	inv.VMs[1].Annotations[contract.AnnotationVMRevision] = "0000000000"
+	problem := "VM revision rewritten: " + pin + " in VMRevisionStore ns/web-vm-revisions hashes to "
+	rows := Pair(&inv, t0, NotReadyGrace)
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3: %v", len(rows), briefs(rows))
+	}
+	for i, pod := range []string{"a", "b"} {
+		if r := rows[i]; r.Pod != pod || len(r.Problems) != 1 || !strings.HasPrefix(r.Problems[0], problem) ||
+			!strings.HasSuffix(r.Problems[0], "kubectl vmctl rollout restart web") {
+			t.Errorf("Pod %s: problems %q, want only one that starts %q and says what to run", r.Pod, r.Problems, problem)
+		}
+	}
+	if r := rows[2]; len(r.Problems) != 0 {
+		t.Errorf("Pod c, of another revision: problems %q, want none", r.Problems)
 	}
 }
 

@@ -322,7 +322,7 @@ func TestLoadTakesRevisions(t *testing.T) {
 		expanded++
 		return fakeapi.NoExpand(ctx, vm)
 	}
-	inv, err := Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt, Expand: expand}, Query{Namespace: "ns"})
+	inv, err := Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt, Dynamic: stores(), Expand: expand}, Query{Namespace: "ns"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestLoadTakesRevisions(t *testing.T) {
 	failing := func(context.Context, *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 		return nil, errors.New("virt-api is down")
 	}
-	inv, err = Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt, Expand: failing}, Query{Namespace: "ns"})
+	inv, err = Load(t.Context(), kube.Clients{Kube: kc, KubeVirt: virt, Dynamic: stores(), Expand: failing}, Query{Namespace: "ns"})
 	if err != nil || len(inv.Revisions) != 0 {
 		t.Errorf("Load with KubeVirt's expansion failing: error %v, revisions %v; want neither", err, inv.Revisions)
 	}

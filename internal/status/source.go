@@ -5,12 +5,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // launcherSelector selects KubeVirt's launcher Pods.
@@ -37,6 +39,9 @@ const (
 	// roleClaims are the PersistentVolumeClaims of the namespaces whose
 	// agents use their Pod's own claims (--replica-claims).
 	roleClaims
+	// roleStores are the revision stores of the namespaces whose agent
+	// Pods pin a VM revision.
+	roleStores
 )
 
 // source is what one paged LIST reads in Load and one informer follows in
@@ -56,16 +61,22 @@ func (s source) resource() string {
 		return "virtualmachineinstances"
 	case roleClaims:
 		return "persistentvolumeclaims"
+	case roleStores:
+		return revision.StoreResource
 	}
 	return "virtualmachines"
 }
 
 // slim is what is kept of s's objects: prototypes whole but for their
-// status, whose revision hash reads their whole spec (Revisions), and of
+// status, whose revision hash reads their whole spec (Revisions), of the
+// revision stores which revisions they hold rewritten (slimStore), and of
 // the others what Pair reads (kube.Slim).
 func (s source) slim(obj any) (any, error) {
-	if s.role == rolePrototypes {
+	switch s.role {
+	case rolePrototypes:
 		return kube.SlimPrototype(obj)
+	case roleStores:
+		return slimStore(obj)
 	}
 	return slim(obj)
 }
@@ -97,6 +108,8 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 		if q.Prototype != "" {
 			o.LabelSelector = launcherSelector + "," + derive.PrototypeSelector(q.Prototype)
 		}
+	case roleStores:
+		o.LabelSelector = revision.StoreSelector
 	}
 	return kube.NameOptions(o, s.name)
 }
@@ -105,7 +118,8 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 // so far: the agents, derived VMs and their instances of q's namespace; the
 // VMs and instances of the namespaces q's agents put their VMs in; the
 // launcher Pods of those namespaces when an agent Pod holds its VM's room;
-// the claims of q's namespace when an agent uses its Pod's own; and,
+// the claims of q's namespace when an agent uses its Pod's own; its
+// revision stores when an agent Pod pins a VM revision; and,
 // read by name, the Pod each derived VM records (unless a Pod selector
 // narrows what is shown, or an agent Pod already pairs with it) and the
 // prototype it records. Load and Watch read sources until needs asks for
@@ -142,6 +156,9 @@ func needs(q Query, inv *Inventory) []source {
 	}
 	if slices.ContainsFunc(inv.Pods, usesReplicaClaims) {
 		out = append(out, source{roleClaims, q.Namespace, ""})
+	}
+	if slices.ContainsFunc(inv.Pods, func(p *corev1.Pod) bool { return p.Annotations[contract.AnnotationVMRevision] != "" }) {
+		out = append(out, source{roleStores, q.Namespace, ""})
 	}
 	out = append(out, byName(roleOwners, owners, q.Namespace == "")...)
 	return append(out, byName(rolePrototypes, protos, q.Namespace == "")...)
@@ -213,5 +230,7 @@ func (b *builder) add(r role, obj any) {
 		b.inv.Launchers = append(b.inv.Launchers, obj.(*corev1.Pod))
 	case roleClaims:
 		b.inv.Claims = append(b.inv.Claims, obj.(*corev1.PersistentVolumeClaim))
+	case roleStores:
+		b.inv.Stores = append(b.inv.Stores, obj.(*unstructured.Unstructured))
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // WatchOptions tune Watch.
@@ -136,6 +138,10 @@ func (w *watcher) follow(src source) cache.Store {
 	case "virtualmachineinstances":
 		vmis := w.c.KubeVirt.KubevirtV1().VirtualMachineInstances(src.namespace)
 		return w.f.Follow(kube.ListWatch(vmis, sel), &kubevirtv1.VirtualMachineInstance{}, opts)
+	case revision.StoreResource:
+		opts.Client = w.c.Dynamic
+		stores := w.c.Dynamic.Resource(revision.StoreGVR).Namespace(src.namespace)
+		return w.f.Follow(kube.ListWatch(stores, sel), &unstructured.Unstructured{}, opts)
 	}
 	vms := w.c.KubeVirt.KubevirtV1().VirtualMachines(src.namespace)
 	return w.f.Follow(kube.ListWatch(vms, sel), &kubevirtv1.VirtualMachine{}, opts)

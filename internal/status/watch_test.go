@@ -37,7 +37,7 @@ func TestWatch(t *testing.T) {
 	updates := make(chan *Inventory, 100)
 	done := make(chan error, 1)
 	go func() {
-		done <- Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
+		done <- Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}, Dynamic: stores()}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
 			updates <- inv
 			return nil
 		})
@@ -122,7 +122,7 @@ func TestWatchFollowsAgentsIntoOtherNamespaces(t *testing.T) {
 
 	found := make(chan struct{})
 	var once sync.Once
-	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
+	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}, Dynamic: stores()}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
 		if rows := Pair(inv, t0, NotReadyGrace); len(rows) == 1 && rows[0].VMNamespace == "vms" && len(rows[0].Problems) == 0 {
 			once.Do(func() { close(found) })
 			cancel()
@@ -148,7 +148,7 @@ func TestWatchFindsAVMsPodByItsIdentity(t *testing.T) {
 	kc, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto, &vm})
 
 	var rows []Row
-	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
+	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}, Dynamic: stores()}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(inv *Inventory) error {
 		rows = Pair(inv, t0, NotReadyGrace)
 		cancel()
 		return nil
@@ -179,11 +179,11 @@ func TestWatchStopsWhenRefused(t *testing.T) {
 		return false, nil, nil
 	})
 	q := Query{Namespace: "ns"}
-	_, loadErr := Load(ctx, kube.Clients{Kube: kc, KubeVirt: virt}, q)
+	_, loadErr := Load(ctx, kube.Clients{Kube: kc, KubeVirt: virt, Dynamic: stores()}, q)
 	if loadErr == nil {
 		t.Fatal("Load: no error")
 	}
-	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, q, WatchOptions{Refresh: time.Hour}, func(*Inventory) error {
+	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}, Dynamic: stores()}, q, WatchOptions{Refresh: time.Hour}, func(*Inventory) error {
 		t.Error("update without the Pods of namespace secret")
 		return nil
 	})
@@ -205,7 +205,7 @@ func TestWatchStopsWhenAWatchIsRefused(t *testing.T) {
 	kc.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New(`User "u" cannot watch resource "pods"`))
 	})
-	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(*Inventory) error { return nil })
+	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}, Dynamic: stores()}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour}, func(*Inventory) error { return nil })
 	if err == nil || !apierrors.IsForbidden(err) || ctx.Err() != nil {
 		t.Errorf("Watch: %v (deadline passed: %v), want the forbidden watch", err, ctx.Err() != nil)
 	}
@@ -224,7 +224,7 @@ func TestWatchUpdatesAtMostEveryMinInterval(t *testing.T) {
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour, MinInterval: minInterval}, func(*Inventory) error {
+		done <- Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}, Dynamic: stores()}, Query{Namespace: "ns"}, WatchOptions{Refresh: time.Hour, MinInterval: minInterval}, func(*Inventory) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if len(updates) == 0 {

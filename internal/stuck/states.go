@@ -89,6 +89,14 @@ func States() []State {
 		Help: "the agent Pod's template pins a VM revision that its workload's VMRevisionStore `<workload>-vm-revisions` does not hold " +
 			"(pruned, or never rolled out), so the agent makes no VM and waits for it: " +
 			"`kubectl vmctl rollout restart PROTOTYPE` pins a new one, or `kubectl rollout undo` goes back to a template whose revision is kept",
+	}, {
+		Reason: ReasonRevisionRewritten, Prefix: RevisionRewritten, NoVM: true,
+		Short: "its workload's store holds the revision the Pod pins with other content",
+		Help: "the VM revision the Pod's template pins is in its workload's VMRevisionStore with content that hashes to another revision: " +
+			"someone who may write the store pruned it and added it again with other content after it was rolled out. " +
+			"The agent makes no VM of it, and `kubectl vmctl diff` names it. " +
+			"`kubectl vmctl rollout restart PROTOTYPE` pins the prototype's revision again, writing it anew, and replaces the Pods; " +
+			"find out who rewrote it ([security](docs/security.md#what-a-retained-revision-grants))",
 	}}
 }
 

@@ -5,9 +5,9 @@
 // wait for room (OfPod), so that status words it as a wait. It is pure: it
 // reads the VM's status, which virt-controller fills with its own
 // conditions and those of the VM's instance, and the Pod's. It names too
-// the one state an agent does not leave by itself before it has a VM: its
+// the two states an agent does not leave by itself before it has a VM: its
 // Pod's template pins a VM revision that the workload's revision store
-// lacks.
+// lacks, or holds rewritten.
 package stuck
 
 import (
@@ -40,8 +40,10 @@ const (
 	ReasonLauncherRefused = "VMLauncherRefused"
 	ReasonStartFailed     = "VMStartFailed"
 	ReasonStopped         = "VMStopped"
-	// ReasonRevisionMissing is the agent's, not Of's: there is no VM.
-	ReasonRevisionMissing = "VMRevisionMissing"
+	// ReasonRevisionMissing and ReasonRevisionRewritten are the agent's,
+	// not Of's: there is no VM.
+	ReasonRevisionMissing   = "VMRevisionMissing"
+	ReasonRevisionRewritten = "VMRevisionRewritten"
 )
 
 // What each problem's message starts with: States gives each its
@@ -57,6 +59,9 @@ const (
 	StartFailed      = "VM cannot start"
 	Stopped          = "VM stopped"
 	RevisionMissing  = "VM revision missing"
+	// RevisionRewritten is also a problem status finds itself, of every
+	// Pod that pins such a revision.
+	RevisionRewritten = "VM revision rewritten"
 )
 
 // condition types virt-controller copies onto the VM from its VMI.
