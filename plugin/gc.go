@@ -62,12 +62,11 @@ grace period, or that live in another namespace than their Pod, where no
 ownerReference can clean them up.
 
 Only VMs with vmctl's labels and the Pod they belong to recorded are
-considered, and of those only one that has that Pod for controller (as an
-agent's VM in its Pod's namespace has) or is in another namespace than its
-Pod under the name an agent gives (<prototype>-<pod>). gc trusts these marks:
-anyone who can write VMs can write them, but a VM with its Pod for
-controller goes with its Pod anyway (Kubernetes' garbage collector deletes
-it). VMs younger than --min-age are left alone, so a starting agent is never
+considered, and of those only one that has that Pod for controller, as an
+agent's VM in its Pod's namespace has, or, without one, bears the name an
+agent gives (<prototype>-<pod>). gc trusts these marks, which anyone who may
+write a VM's labels and annotations can put on it: run gc --dry-run=server
+first, and read what it would delete. VMs younger than --min-age are left alone, so a starting agent is never
 raced, and so is any VM that a Pod names as its prototype (a prototype
 copied from a derived VM): with -n, before it deletes a VM that no
 ownerReference ties to its Pod, gc reads the Pods of all namespaces, as a

@@ -20,9 +20,9 @@ func Fields() []Field {
 	return []Field{
 		{"apiVersion", "kubevirt.io/v1"},
 		{"kind", "VirtualMachine"},
-		{"metadata.name", "`<prototype>-<pod>`, or that cut to 63 characters and ended with a hash (Name)"},
+		{"metadata.name", "`<prototype>-<pod>`, or that cut to 52 characters and ended with `-` and the Pod's UID's last 10 (Name)"},
 		{"metadata.namespace", "the Pod's (the agents' Role grants nothing elsewhere)"},
-		{"metadata.labels", "the prototype's, and vmctl.kubevirt.io/prototype and vmctl.kubevirt.io/pod naming the prototype and the Pod (LabelValue), and for a StatefulSet's Pod vmctl.kubevirt.io/subdomain naming its Service"},
+		{"metadata.labels", "the prototype's, and vmctl.kubevirt.io/prototype naming the prototype (LabelValue: past 63 characters cut and hashed) and vmctl.kubevirt.io/pod the Pod (whole: a longer name makes no VM), and for a StatefulSet's Pod vmctl.kubevirt.io/subdomain naming its Service"},
 		{"metadata.annotations", "the prototype's but kubectl's last-applied-configuration and KubeVirt's two observed API versions, and vmctl's: the Pod's name, namespace, UID and node, the prototype's name, namespace, generation and UID, vmctl.kubevirt.io/launcher-priority-class where the VM has that class, and vmctl.kubevirt.io/vm-revision naming the VM revision it is derived from where its Pod pins one"},
 		{"metadata.ownerReferences", "one: the Pod (v1, its name and UID), controller, not blocking its deletion"},
 		{"metadata.*", "unset: finalizers, generateName and the rest"},

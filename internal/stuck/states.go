@@ -96,7 +96,7 @@ func States() []State {
 			"someone who may write the store pruned it and added it again with other content after it was rolled out. " +
 			"The agent makes no VM of it, and `kubectl vmctl diff` names it. " +
 			"`kubectl vmctl rollout restart PROTOTYPE` pins the prototype's revision again, writing it anew, and replaces the Pods; " +
-			"find out who rewrote it ([security](docs/security.md#what-a-retained-revision-grants))",
+			"find out who rewrote it ([security](docs/security.md#a-rewritten-revision))",
 	}}
 }
 
