@@ -158,7 +158,12 @@ func TestPrototypeKubeVirtRejects(t *testing.T) {
 	domain := &bad.Spec.Template.Spec.Domain
 	domain.CPU, domain.Memory = nil, nil
 	domain.IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicyShared)
-	const badHash = "0123456789"
+	// Under the hash of its content, as a rollout would store it: the agent
+	// refuses a revision held under another.
+	badHash, err := revision.Hash(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"revisions": map[string]any{badHash: map[string]any{
 		"apiVersion": bad.APIVersion, "kind": bad.Kind, "metadata": bad.ObjectMeta, "spec": bad.Spec,
 	}}}})
