@@ -57,7 +57,9 @@ func stolenTokenLongNames(t *testing.T) {
 			vm.Name = vm.Name[:len(vm.Name)-contract.UIDSuffixLength] + suffix
 			_, err := virt.KubevirtV1().VirtualMachines(ns).Create(t.Context(), vm, metav1.CreateOptions{})
 			if err == nil {
-				t.Cleanup(func() { _ = e.virt.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), vm.Name, metav1.DeleteOptions{}) })
+				t.Cleanup(func() {
+					_ = e.virt.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), vm.Name, metav1.DeleteOptions{})
+				})
 			} else if !apierrors.IsAlreadyExists(err) && !strings.Contains(err.Error(), "name is not") {
 				t.Errorf("the create of %s was refused by another rule than the name's: %v", vm.Name, err)
 			}
