@@ -1,6 +1,9 @@
 package revision
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // RewrittenError says that a store holds, under a revision's hash, a
 // revision whose content hashes to another: someone who may write the
@@ -47,8 +50,9 @@ func (s *Store) Verify(hash string) error {
 func (s *Store) Rewritten() map[string]string {
 	out := map[string]string{}
 	for h := range s.Revisions {
-		if err, ok := s.Verify(h).(*RewrittenError); ok {
-			out[h] = err.Actual
+		var rerr *RewrittenError
+		if errors.As(s.Verify(h), &rerr) {
+			out[h] = rerr.Actual
 		}
 	}
 	return out

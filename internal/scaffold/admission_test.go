@@ -1520,7 +1520,8 @@ func TestAdmissionPolicies(t *testing.T) {
 			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { o.PropagationPolicy = ptr.To(metav1.DeletePropagationOrphan) })
 		}},
 		{name: "delete its own VM, orphaning its VMI the old way", refuse: []string{ruleDelete}, try: func(t *testing.T, f *fleet) request {
-			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { o.PropagationPolicy, o.OrphanDependents = nil, ptr.To(true) })
+			// A client may still send the deprecated field; the API server takes it.
+			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { o.PropagationPolicy, o.OrphanDependents = nil, ptr.To(true) }) //nolint:staticcheck // SA1019: the refusal of the deprecated field is what is tried
 		}},
 		{name: "delete its own VM in the foreground", refuse: []string{ruleDelete}, try: func(t *testing.T, f *fleet) request {
 			return del(f.own(t, nil)).with(func(o *metav1.DeleteOptions) { o.PropagationPolicy = ptr.To(metav1.DeletePropagationForeground) })
@@ -1686,7 +1687,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		{name: "nominate its VM's launcher Pod and set its resize status", fleet: reserving, refuse: []string{ruleNomination}, try: func(_ *testing.T, f *fleet) request {
 			return setStatus(f.launcherPod(f.pod), func(p *corev1.Pod) {
 				p.Status.NominatedNodeName = f.pod.Node
-				p.Status.Resize = corev1.PodResizeStatusInProgress //nolint:staticcheck // a field the API server still takes
+				p.Status.Resize = corev1.PodResizeStatusInProgress
 			})
 		}},
 		{name: "nominate another agent's VM's launcher Pod", fleet: reserving, refuse: []string{ruleOwnLauncher}, try: func(_ *testing.T, f *fleet) request {
