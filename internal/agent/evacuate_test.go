@@ -3,7 +3,6 @@ package agent
 import (
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,8 +123,13 @@ func TestBackFromADrainItsVMStatusNeverShowed(t *testing.T) {
 func TestLeavesEvacuationToItsOwnEviction(t *testing.T) {
 	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
 	h.api.putVMI(markedVMI("1", testNode))
-	h.readyVM()
-	time.Sleep(200 * time.Millisecond)
+	vm := h.readyVM()
+	// An agent that stops on evacuation starts the watch of its VMI
+	// before it follows its VM (follow): by the time it observed a later
+	// change of the VM, that watch would have been asked for.
+	vm.Labels["touched"] = "1"
+	h.api.put(vm)
+	h.observed(h.api.object(testVM).ResourceVersion)
 	for _, r := range h.api.requestLog() {
 		if strings.Contains(r, " vmi ") {
 			t.Errorf("request %q: only an agent with --stop-on-evacuation looks at VMIs", r)

@@ -112,11 +112,25 @@ func TestUnschedulableVMMovesPacedByTheBudget(t *testing.T) {
 	}
 
 	// Still unschedulable, and more changes of the VM: no second eviction.
+	// Once the agent observed the change, its mover had its say: it
+	// started no new clock (the one that evicted stays), so nothing can
+	// ask again.
+	fired := h.agent.move.clock()
 	h.setUnschedulable()
-	time.Sleep(10 * after)
+	h.observed(h.api.object(testVM).ResourceVersion)
+	if now := h.agent.move.clock(); now != fired {
+		t.Errorf("the mover started a new clock after the Pod was evicted: it would evict again in %v", after)
+	}
 	if n := ev.count(); n != 3 {
 		t.Errorf("eviction requests = %d after the Pod was evicted; want 3", n)
 	}
+}
+
+// clock is the mover's clock: the timer that evicts when it runs out.
+func (m *mover) clock() *time.Timer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.timer
 }
 
 // TestSchedulableInTimeStaysPut: a VM that is scheduled again within

@@ -52,11 +52,17 @@ func TestStatefulSetVMsKeepTheirClaims(t *testing.T) {
 		claims[pod] = waitBound(t, ns, claim).UID
 	}
 
-	for _, r := range statusRows(t, ns) {
+	rows := statusRows(t, ns)
+	var rowPods []string
+	for _, r := range rows {
+		rowPods = append(rowPods, r.Pod)
 		want := []status.Claim{{Name: "shared-data-" + r.Pod, Phase: "Bound"}}
 		if !slices.Equal(r.Claims, want) || len(r.Problems) > 0 {
 			t.Errorf("status row of %s: claims %v, problems %q; want %v and none", r.Pod, r.Claims, r.Problems, want)
 		}
+	}
+	if slices.Sort(rowPods); !slices.Equal(rowPods, []string{"db-0", "db-1"}) {
+		t.Errorf("status rows of Pods %v, want db-0 and db-1", rowPods)
 	}
 
 	// The Pod db-0 goes: its successor's VM is a new one on the same claim.
@@ -270,10 +276,11 @@ func TestNodeLocalClaimsKeepTheirNode(t *testing.T) {
 		return pod.Spec.NodeName == "" && pod.Status.Phase == corev1.PodPending && pod.UID != types.UID(old.Annotations[contract.AnnotationPodUID]),
 			fmt.Sprintf("node %q, phase %s", pod.Spec.NodeName, pod.Status.Phase), nil
 	})
-	for _, r := range statusRows(t, ns) {
-		if r.Pod == "db-0" && (len(r.Problems) > 0 || r.Waiting == "") {
-			t.Errorf("status of db-0 waiting for its claim's cordoned node: problems %q, waiting %q; want a wait, no problem", r.Problems, r.Waiting)
-		}
+	rows := statusRows(t, ns)
+	if i := slices.IndexFunc(rows, func(r status.Row) bool { return r.Pod == "db-0" }); i < 0 {
+		t.Errorf("status shows no row of db-0 waiting for its claim's cordoned node")
+	} else if r := rows[i]; len(r.Problems) > 0 || r.Waiting == "" {
+		t.Errorf("status of db-0 waiting for its claim's cordoned node: problems %q, waiting %q; want a wait, no problem", r.Problems, r.Waiting)
 	}
 	uncordon(t, node)
 	pairs = waitReplaced(t, ns, "pvcvm", "db-0", old.UID, 2)

@@ -177,6 +177,33 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	}
 }
 
+// throughout checks, every second for period and once at its end, that
+// nothing went wrong: check says what did, or "". It is for what only
+// time can tell, a timer that must not fire: the test starts it once the
+// code reached the state that would start that timer, and a failure shows
+// at once.
+func throughout(t testing.TB, period time.Duration, what string, check func(ctx context.Context) (string, error)) {
+	t.Helper()
+	for end := time.Now().Add(period); ; {
+		problem, err := check(t.Context())
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if problem != "" {
+			t.Fatalf("%s: %s", what, problem)
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			return
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("%s: %v", what, t.Context().Err())
+		case <-time.After(min(time.Second, left)):
+		}
+	}
+}
+
 // agentSelector selects the Pods scaffold labels as agents.
 var agentSelector = contract.LabelName + "=" + contract.AppName + "," + contract.LabelComponent + "=" + contract.ComponentAgent
 

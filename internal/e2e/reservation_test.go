@@ -171,25 +171,36 @@ func TestReservationPendingUntilRoom(t *testing.T) {
 	for name, msg := range pending {
 		t.Logf("Pending %s: %s", name, msg)
 	}
-	// Give a wrongly placed agent time to make its VM, then look.
-	time.Sleep(5 * time.Second)
-	vms, err := derivedVMs(t.Context(), ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range pending {
-		if _, ok := vms[shortVMName("testvm", name)]; ok {
-			t.Errorf("Pending Pod %s has a VM", name)
+	// The scheduler has decided; only time can tell that nothing places
+	// them after all, or makes a VM for them: keep looking for a while.
+	throughout(t, 5*time.Second, "second's agents Pending, and no VM of theirs", func(ctx context.Context) (string, error) {
+		now, err := pendingAgents(ctx, ns, "second")
+		if err != nil {
+			return "", err
 		}
-	}
-	for name, vm := range vms {
-		if vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusUnschedulable {
-			t.Errorf("VM %s is %s", name, vm.Status.PrintableStatus)
+		vms, err := derivedVMs(ctx, ns)
+		if err != nil {
+			return "", err
 		}
-	}
-	if len(vms) != 4 {
-		t.Errorf("%d VMs, want 4", len(vms))
-	}
+		var problems []string
+		for name := range pending {
+			if _, still := now[name]; !still {
+				problems = append(problems, "Pod "+name+" no longer Pending")
+			}
+			if _, ok := vms[shortVMName("testvm", name)]; ok {
+				problems = append(problems, "Pending Pod "+name+" has a VM")
+			}
+		}
+		for name, vm := range vms {
+			if vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusUnschedulable {
+				problems = append(problems, fmt.Sprintf("VM %s is %s", name, vm.Status.PrintableStatus))
+			}
+		}
+		if len(vms) != 4 {
+			problems = append(problems, fmt.Sprintf("%d VMs, want 4", len(vms)))
+		}
+		return strings.Join(problems, "; "), nil
+	})
 
 	start = time.Now()
 	scale(t, ns, "first", 2)
@@ -342,14 +353,22 @@ func TestReservationRequests(t *testing.T) {
 	// A pinned agent reads its revision store once, never the prototype:
 	// 4 requests to a ready VM, 5 with the resize, and the list of
 	// launcher Pods and the nomination more where it hands the room over.
+	// Each of those it makes: a count that misses one is broken.
 	for reserve, perAgent := range kinds {
 		for _, k := range perAgent {
 			budget := 4
+			made := map[string]int{"get vmrevisionstores": 1, "watch virtualmachines": 1, "create virtualmachines": 1, "create events": 1}
 			if reserve {
 				budget = 5 + k["list pods"] + k["patch pods/status"]
+				made[resizeKind] = 1
 			}
 			if k["get vmrevisionstores"] != 1 || k["get virtualmachines"] != 0 || requestTotal(k) > budget {
 				t.Errorf("--reserve=%v: an agent's requests %v; want one GET of its store, none of a VM, %d in all at most", reserve, k, budget)
+			}
+			for kind, n := range made {
+				if k[kind] < n {
+					t.Errorf("--reserve=%v: an agent's requests %v, without %q; want its store's GET, its VM's watch and create, an Event, and a resize where it reserves", reserve, k, kind)
+				}
 			}
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,13 +68,16 @@ var securityRows = []struct {
 	name  string
 	try   func(t *testing.T, f *agentFleet) error
 	allow [3]bool // by mode
-	// because, when set, is what the policy's refusal says.
+	// because is, for a row refused with the policy on, who refuses it:
+	// RBAC, or the phrase of the policy's rule; " | " separates the
+	// rules that may each be the first to refuse. With the policy off
+	// only RBAC refuses.
 	because string
 }{
 	{"read the prototype", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Get(t.Context(), f.proto.Name, metav1.GetOptions{})
 		return err
-	}, [3]bool{true, true, false}, ""}, // pinned agents read their revision store, never the prototype
+	}, [3]bool{true, true, false}, "RBAC"}, // pinned agents read their revision store, never the prototype
 	{"read any VM in the fleet's namespace", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Get(t.Context(), f.foreign, metav1.GetOptions{})
 		return err
@@ -80,7 +85,7 @@ var securityRows = []struct {
 	{"read another VM in the prototype's namespace", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Get(t.Context(), f.protoSibling, metav1.GetOptions{})
 		return err
-	}, [3]bool{true, true, false}, ""},
+	}, [3]bool{true, true, false}, "RBAC"},
 	{"read the Pods of its namespace", func(t *testing.T, f *agentFleet) error {
 		_, err := f.kube.CoreV1().Pods(f.ns).List(t.Context(), metav1.ListOptions{})
 		return err
@@ -88,20 +93,20 @@ var securityRows = []struct {
 	{"read Secrets", func(t *testing.T, f *agentFleet) error {
 		_, err := f.kube.CoreV1().Secrets(f.ns).List(t.Context(), metav1.ListOptions{})
 		return err
-	}, [3]bool{false, false, false}, ""},
+	}, [3]bool{false, false, false}, "RBAC"},
 	{"create its own Pod's derived VM", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), derivedFor(t, f, f.pod), metav1.CreateOptions{})
 		return err
 	}, [3]bool{true, true, true}, ""},
 	{"create its own VM claiming a VM revision its store lacks", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Annotations[contract.AnnotationVMRevision] = "0123456789" })
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "the VirtualMachine claims | annotations are not | labels or its template's are not | name is not | fields not derive's are not | volumes or dataVolumeTemplates are not | hostname or subdomain is not its own"},
 	{"create a VM with another Pod's name", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
 		vm.Name = derive.Name(f.proto.Name, f.other.Name, f.other.UID)
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{})
 		return err
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "name is not | hostname or subdomain is not its own | volumes or dataVolumeTemplates are not | the VirtualMachine is not this Pod's"},
 	{"create a second VM", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
 		vm.Name += "-2"
@@ -112,7 +117,7 @@ var securityRows = []struct {
 			})
 		}
 		return err
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "name is not | volumes or dataVolumeTemplates are not | hostname or subdomain is not its own"},
 	{"create its own VM with a serviceAccount volume", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
 		vm.Spec.Template.Spec.Volumes = append(vm.Spec.Template.Spec.Volumes, kubevirtv1.Volume{
@@ -120,82 +125,82 @@ var securityRows = []struct {
 		vm.Spec.Template.Spec.Domain.Devices.Disks = append(vm.Spec.Template.Spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: "stolen"})
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{})
 		return err
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "fields not derive's are not | volumes or dataVolumeTemplates are not"},
 	{"create its own VM with another priority class", func(t *testing.T, f *agentFleet) error {
 		vm := derivedFor(t, f, f.pod)
 		vm.Spec.Template.Spec.PriorityClassName = "system-cluster-critical"
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.ns).Create(t.Context(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "priority class is not"},
 	{"create its own VM booting its own kernel", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Firmware.KernelBoot = &kubevirtv1.KernelBoot{Container: &kubevirtv1.KernelBootContainer{
 				Image: "attacker.example/evil-kernel", KernelPath: "/boot/vmlinuz"}}
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "fields not derive's are not"},
 	{"create its own VM with another app's labels on its launcher Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.ObjectMeta.Labels["app"] = "payments" })
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "labels or its template's are not"},
 	{"create its own VM labelled for another agent's Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Labels[contract.LabelPod] = f.other.Name
 			vm.Spec.Template.ObjectMeta.Labels[contract.LabelPod] = f.other.Name
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "labels or its template's are not | the VirtualMachine is not this Pod's"},
 	{"create its own VM whose readiness probe asks a host it picks", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.ReadinessProbe = &kubevirtv1.Probe{Handler: kubevirtv1.Handler{HTTPGet: &corev1.HTTPGetAction{
 				Host: "169.254.169.254", Path: "/latest/meta-data/", Port: intstr.FromInt32(80)}}}
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "fields not derive's are not"},
 	{"create its own VM with a MAC address", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].MacAddress = "02:00:00:0a:0b:0c"
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "machine identity is not its own | fields not derive's are not"},
 	{"create its own VM bridged in place of masquerade", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Devices.Interfaces[0].InterfaceBindingMethod = kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "fields not derive's are not"},
 	{"create its own VM tolerating every taint, on a control-plane node", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 			vm.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "fields not derive's are not | is not pinned to its Pod's node"},
 	{"create its own VM with another scheduler", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.SchedulerName = "my-scheduler" })
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "fields not derive's are not"},
 	{"create its own VM never evicted", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyNone)
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "fields not derive's are not | runs always (runStrategy Always | machine identity is not its own"},
 	{"create its own VM with a persistent TPM", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Devices.TPM = &kubevirtv1.TPMDevice{Persistent: ptr.To(true)}
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "fields not derive's are not"},
 	{"create its own VM with another firmware UUID", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.Firmware.UUID = f.other.UID
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "machine identity is not its own"},
 	{"create its own VM with a DNS server it picks", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.DNSPolicy = corev1.DNSNone
 			vm.Spec.Template.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.53"}}
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "fields not derive's are not | hostname or subdomain is not its own"},
 	{"create its own VM with another app's resource claim", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.ResourceClaims = []kubevirtv1.VirtualMachineInstanceResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("payments-gpu")}}
 		})
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "fields not derive's are not"},
 	{"create its own VM with a finalizer", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) { vm.Finalizers = []string{"example.com/never"} })
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "holds fields a derived VM never has"},
 	{"create its own VM labelled with an empty subdomain", func(t *testing.T, f *agentFleet) error {
 		return dryRunOwn(t, f, func(vm *kubevirtv1.VirtualMachine) {
 			vm.Labels[contract.LabelSubdomain] = ""
@@ -226,26 +231,26 @@ var securityRows = []struct {
 		ev.Source.Component, ev.ReportingController = "kubelet", "kubelet"
 		_, err := f.kube.CoreV1().Events(f.ns).Create(t.Context(), ev, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "may only record Events about its own Pod | Events are signed vmctl-agent from its own node"},
 	{"patch the scheduler's Events", func(t *testing.T, f *agentFleet) error {
 		_, err := f.kube.CoreV1().Events(f.ns).Patch(t.Context(), schedulerEvent(t, f), types.MergePatchType,
 			[]byte(`{"message":"nothing to see"}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "may only record Events about its own Pod | Events are signed vmctl-agent from its own node"},
 	{"change (patch) the prototype", func(t *testing.T, f *agentFleet) error {
 		_, err := f.virt.KubevirtV1().VirtualMachines(f.protoNS).Patch(t.Context(), f.proto.Name, types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"stolen":"yes"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
-	}, [3]bool{false, false, false}, ""},
+	}, [3]bool{false, false, false}, "RBAC"},
 	{"delete a VM vmctl did not make", func(t *testing.T, f *agentFleet) error {
 		return dryRunDelete(t, f, f.ns, f.foreign, nil)
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "may only create and delete VMs and VMIs labelled"},
 	{"delete another agent's VM", func(t *testing.T, f *agentFleet) error {
 		return dryRunDelete(t, f, f.ns, derive.Name(f.proto.Name, f.other.Name, f.other.UID), nil)
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "the VirtualMachine is not this Pod's"},
 	{"delete the prototype", func(t *testing.T, f *agentFleet) error {
 		return dryRunDelete(t, f, f.protoNS, f.proto.Name, nil)
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "RBAC | may never change or delete its prototype | may only create and delete VMs and VMIs labelled"},
 	{"delete its own Pod's VM", func(t *testing.T, f *agentFleet) error {
 		return dryRunDelete(t, f, f.ns, derive.Name(f.proto.Name, f.pod.Name, f.pod.UID), nil)
 	}, [3]bool{true, true, true}, ""},
@@ -259,22 +264,22 @@ var securityRows = []struct {
 	}, [3]bool{true, true, true}, ""},
 	{"resize its own Pod larger", func(t *testing.T, f *agentFleet) error {
 		return dryRunResize(t, f, f.pod, `{"requests":{"memory":"1Gi"},"limits":{"memory":"2Gi"}}`)
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "may only make its own Pod smaller"},
 	{"resize another agent's Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunResize(t, f, f.other, `{"limits":{"cpu":"50m"}}`)
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "may only resize or evict its own Pod"},
 	{"nominate its VM's launcher Pod to its node", func(t *testing.T, f *agentFleet) error {
 		return dryRunStatus(t, f, f.waiting[f.pod.Name], fmt.Sprintf(`{"nominatedNodeName":%q}`, f.pod.Spec.NodeName))
 	}, [3]bool{true, true, true}, ""},
 	{"nominate its VM's launcher Pod to another node", func(t *testing.T, f *agentFleet) error {
 		return dryRunStatus(t, f, f.waiting[f.pod.Name], `{"nominatedNodeName":"elsewhere"}`)
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "may only nominate its VM's launcher Pod to its own node"},
 	{"mark its VM's launcher Pod not ready", func(t *testing.T, f *agentFleet) error {
 		return dryRunStatus(t, f, launcherOf(t, f, f.pod), `{"conditions":[{"type":"Ready","status":"False"}]}`)
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "may only nominate its VM's launcher Pod to its own node | may only change the status of its own VM's launcher Pod"},
 	{"nominate another agent's VM's launcher Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunStatus(t, f, f.waiting[f.other.Name], fmt.Sprintf(`{"nominatedNodeName":%q}`, f.pod.Spec.NodeName))
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "may only change the status of its own VM's launcher Pod"},
 	{"evict its own Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunEvict(t, f, f.pod)
 	}, [3]bool{true, true, true}, ""},
@@ -287,7 +292,7 @@ var securityRows = []struct {
 	}, [3]bool{true, false, false}, "may only resize or evict its own Pod"},
 	{"evict another agent's Pod", func(t *testing.T, f *agentFleet) error {
 		return dryRunEvict(t, f, f.other)
-	}, [3]bool{true, false, false}, ""},
+	}, [3]bool{true, false, false}, "may only resize or evict its own Pod"},
 }
 
 // dryRunOwn asks, as a server-side dry run, to create the token's own
@@ -433,14 +438,70 @@ func TestStolenAgentToken(t *testing.T) {
 					if !allowed && !apierrors.IsForbidden(err) {
 						t.Errorf("%s refused with %v, want 403 Forbidden (RBAC or the admission policy)", row.name, err)
 					}
-					if !allowed && mode != policyOff && row.because != "" && !strings.Contains(fmt.Sprint(err), row.because) {
-						t.Errorf("%s refused with %v, want the policy's refusal that says %q", row.name, err, row.because)
+					if !allowed {
+						checkRefusal(t, f, mode, row.because, err)
 					}
 				})
 			}
 		})
 	}
 }
+
+// refusedBy matches the API server's refusal by an admission policy: the
+// policy, its binding, and its rule's message.
+var refusedBy = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)' denied request: (.*)`)
+
+// checkRefusal checks that err is the refusal because names in mode: RBAC's,
+// or that of the fleet's policy whose rule says one of its phrases, bound
+// by the policy's own binding.
+func checkRefusal(t *testing.T, f *agentFleet, mode securityMode, because string, err error) {
+	t.Helper()
+	msg := fmt.Sprint(err)
+	byRBAC := strings.Contains(msg, "is forbidden: User \"system:serviceaccount:"+f.ns+":") && strings.Contains(msg, " cannot ") &&
+		!strings.Contains(msg, "ValidatingAdmissionPolicy")
+	if mode == policyOff {
+		if !byRBAC {
+			t.Errorf("refused with %v, want RBAC's refusal: the policy is off", err)
+		}
+		return
+	}
+	if because == "" {
+		t.Fatalf("refused with %v, and the row names no refusal", err)
+	}
+	workload := scaffold.DefaultName("testvm")
+	policyOf := func(rule string) string {
+		switch {
+		case slices.Contains(guardRules, rule):
+			return workload + "-guard." + f.ns
+		case slices.Contains(eventRules, rule):
+			return workload + "-events." + f.ns
+		case slices.Contains(podRules, rule):
+			return workload + "-pod." + f.ns
+		}
+		return scaffold.CreatePolicyName(workload, f.ns)
+	}
+	m := refusedBy.FindStringSubmatch(msg)
+	for _, rule := range strings.Split(because, " | ") {
+		if rule == "RBAC" && byRBAC {
+			return
+		}
+		if m != nil && m[1] == policyOf(rule) && m[2] == m[1] && strings.Contains(m[3], rule) {
+			return
+		}
+	}
+	t.Errorf("refused with %v, want the refusal of %s", err, because)
+}
+
+// The rules of the guard, event and pod policies, by a phrase of their
+// messages; the others are the create policy's.
+var (
+	guardRules = []string{"may only create and delete VMs and VMIs labelled", "the request carries no Pod", "never changes a VirtualMachine or a VMI",
+		"may never change or delete its prototype", "the VirtualMachine is not this Pod's", "may only delete its own Pod's VMI",
+		"deletes its VM only on condition of its UID and in the background"}
+	eventRules = []string{"may only record Events about its own Pod", "Events are signed vmctl-agent from its own node", "Events have one of its reasons"}
+	podRules   = []string{"may only resize or evict its own Pod", "may only make its own Pod smaller",
+		"may only change the status of its own VM's launcher Pod", "may only nominate its VM's launcher Pod to its own node"}
+)
 
 // newAgentFleet scaffolds two agents for mode, waits for their VMs, and returns
 // the first agent's token clients.

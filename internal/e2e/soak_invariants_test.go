@@ -202,6 +202,8 @@ func (s *soak) pairProblem(proto string, p *corev1.Pod, vm *kubevirtv1.VirtualMa
 		return fmt.Sprintf("VM %s pinned to %q, Pod on %s", vm.Name, testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity), p.Spec.NodeName)
 	case !ownedBy(vm, p):
 		return fmt.Sprintf("VM %s not owned by the Pod: %v", vm.Name, vm.OwnerReferences)
+	case p.Annotations[contract.AnnotationVMRevision] == "":
+		return "pins no VM revision"
 	case vm.Annotations[contract.AnnotationVMRevision] != p.Annotations[contract.AnnotationVMRevision]:
 		return fmt.Sprintf("VM %s of revision %q, the Pod pins %q", vm.Name, vm.Annotations[contract.AnnotationVMRevision], p.Annotations[contract.AnnotationVMRevision])
 	case !vm.Status.Ready || vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusRunning:
@@ -441,15 +443,27 @@ func (s *soak) checkReservations() error {
 			byPod[l.Labels[contract.LabelPod]] = l
 		}
 	}
+	holding, compared := 0, 0
 	for _, p := range s.obs.runningPods("") {
 		held := p.Annotations[contract.AnnotationReservation]
-		launcher := byPod[p.Name]
-		if held == "" || launcher == nil {
+		if held == "" {
 			continue
 		}
+		holding++
+		launcher := byPod[p.Name]
+		if launcher == nil {
+			continue
+		}
+		compared++
 		if need := reserve.Round(reserve.Counted(launcher)); reserve.Stale(held, need) {
 			return fmt.Errorf("agent Pod %s holds %s, its VM's launcher Pod %s asks for %s", p.Name, held, launcher.Name, contract.FormatResources(need))
 		}
 	}
+	// Settled, each running Pod's VM runs, so it has a launcher Pod: a
+	// check that found none compared nothing.
+	if holding > 0 && compared == 0 {
+		return fmt.Errorf("none of the %d agent Pods that hold room has a launcher Pod among %d listed: the check compared nothing", holding, len(byPod))
+	}
+	s.reservationsCompared += compared
 	return nil
 }

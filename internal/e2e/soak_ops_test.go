@@ -273,9 +273,6 @@ func (s *soak) editVM() (string, error) {
 	return vm.Name + " app=" + value, nil
 }
 
-// editPrototype changes a prototype's VM template (a new generation) and
-// rolls its workload out with kubectl vmctl rollout restart, as docs/agent.md
-// says to.
 // editPrototype changes a prototype's VMI template labels. No VM follows
 // until a rollout: the templates pin the revision they were rolled out to.
 func (s *soak) editPrototype() (string, error) {

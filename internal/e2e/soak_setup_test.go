@@ -71,13 +71,16 @@ type soak struct {
 	rev int
 
 	// What ran and what was checked.
-	log             []string
-	counts          map[string]int
-	checks, steps   int
-	longestSettle   time.Duration
-	longestSettleOp string
-	requests        soakRequests
-	failure         string // why the soak failed, if it did (see fatalf)
+	log           []string
+	counts        map[string]int
+	checks, steps int
+	// reservationsCompared counts the agent Pods whose room
+	// checkReservations compared with their launcher Pod's.
+	reservationsCompared int
+	longestSettle        time.Duration
+	longestSettleOp      string
+	requests             soakRequests
+	failure              string // why the soak failed, if it did (see fatalf)
 }
 
 func newSoak(t *testing.T, seed uint64) *soak {

@@ -102,6 +102,9 @@ func TestSoak(t *testing.T) {
 	}
 	s.quietWindow()
 	s.report(t, time.Since(start))
+	if s.reservationsCompared == 0 {
+		t.Error("no agent Pod's room was compared with its launcher Pod's: the reservation invariant checked nothing")
+	}
 }
 
 // fatalf fails the soak, keeping why for the report at its end.
@@ -124,11 +127,11 @@ func (s *soak) report(t *testing.T, took time.Duration) {
 	sort.Strings(verbs)
 	t.Logf("soak report: seed %d, %d operations in %v\n  by kind: %s\n  invariant checks passed: %d (after %d settled steps)\n"+
 		"  agent requests: %d in all (%s), most by one agent in one step %d (%s, budget %d), quiet window %v: %d\n"+
-		"  settle: longest %v (%s), VMs seen %d, VM creations %d",
+		"  settle: longest %v (%s), VMs seen %d, VM creations %d; reservations compared with their launcher Pods %d",
 		s.seed, len(s.log), took.Round(time.Second), strings.Join(kinds, " "), s.checks, s.steps,
 		s.requests.total, strings.Join(verbs, " "), s.requests.most, s.requests.mostWhere, s.requests.mostBudget,
 		soakQuiet, s.requests.quiet,
-		s.longestSettle.Round(100*time.Millisecond), s.longestSettleOp, s.obs.vmsSeen(), s.obs.creations())
+		s.longestSettle.Round(100*time.Millisecond), s.longestSettleOp, s.obs.vmsSeen(), s.obs.creations(), s.reservationsCompared)
 }
 
 // envPositive reads a positive integer from the environment, def when unset.

@@ -172,13 +172,19 @@ func TestTooSmallReservationDoesNotMove(t *testing.T) {
 	if got := staleProblems(t, ns)[pod]; !strings.HasPrefix(got, "Pod reserves "+edited+", its VM needs ") {
 		t.Errorf("status PROBLEM %q, want the Pod's reservation against its VM's need", got)
 	}
-	time.Sleep(3 * moveAfter)
-	if got := evictionsOf(t, ns); got.asked != 0 {
-		t.Errorf("the agent asked to evict its Pod %d times; a replacement would hold as little", got.asked)
-	}
-	if n := preemptionsSince(t, ns, mark); n != 0 {
-		t.Errorf("kube-scheduler preempted %d Pods; the VM's launcher Pod never preempts", n)
-	}
+	// /readyz said ReservationStale once the agent observed its VM
+	// unschedulable, the state that starts the mover's clock of
+	// --move-after: from then on only time can tell that it never runs out.
+	throughout(t, 3*moveAfter, "no eviction, no preemption", func(context.Context) (string, error) {
+		var problems []string
+		if got := evictionsOf(t, ns); got.asked != 0 {
+			problems = append(problems, fmt.Sprintf("the agent asked to evict its Pod %d times; a replacement would hold as little", got.asked))
+		}
+		if n := preemptionsSince(t, ns, mark); n != 0 {
+			problems = append(problems, fmt.Sprintf("kube-scheduler preempted %d Pods; the VM's launcher Pod never preempts", n))
+		}
+		return strings.Join(problems, "; "), nil
+	})
 	pods, err := e.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: agentSelector})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/ci"
 )
 
 // TestStatefulSetVMsKeepTheirDNSNames scaffolds a StatefulSet "web" of two
@@ -48,7 +49,7 @@ func TestStatefulSetVMsKeepTheirDNSNames(t *testing.T) {
 
 	launchers := launcherPods(t, ns, pairs)
 	if launchers == nil {
-		t.Skip("the VMIs have no launcher Pods: the virt-controller double makes none, so no EndpointSlice can name them; " +
+		ci.Skip(t, "the VMIs have no launcher Pods: the virt-controller double makes none, so no EndpointSlice can name them; "+
 			"with KubeVirt's real virt-controller this test checks web-N.web in the Service's EndpointSlices")
 	}
 	waitEndpoints(t, ns, launchers)

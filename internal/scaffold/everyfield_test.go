@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -62,14 +63,20 @@ func richVM(t testing.TB, f *fleet) (own, other map[string]any) {
 // TestCreatePolicyRefusesEveryChange changes, one at a time, every field of
 // KubeVirt's VirtualMachine type (reflection over kubevirt.io/api, down to
 // the leaves: each string, number, bool and quantity set or changed, each
-// list and map given an element, one changed and one taken away) on the VM
-// an agent derives, and wants the create policy to refuse each change. A
-// KubeVirt upgrade that adds a field fails here until the policy decides
-// about it. The fields derive sets (derive.Fields) are then set to wrong
-// values that look right: the prototype's, and those another agent's VM
-// holds; the policy must refuse each. Changes the API server discards
-// before admission (status, the metadata it sets) are left out, and the
-// fields it writes (derive.ClusterFields) may hold anything.
+// object set empty where absent and taken away where present, each list
+// and map given an element, one changed and one taken away) on the VM an
+// agent derives, and wants the create policy to refuse each change. What
+// it proves is that the policy admits no change of a field this build's
+// KubeVirt types have; a field a newer KubeVirt adds is refused by the
+// policy's default (it compares with the source whole, but for the
+// fields it names), so an upgrade passes here without a decision, and
+// TestAdmissionPolicies' unknown-field cases hold that default. The
+// fields derive sets (derive.Fields) are then set to wrong values that
+// look right: the prototype's, and those another agent's VM holds; the
+// policy must refuse each. Changes the API server discards before
+// admission (status, the metadata it sets) are left out, and the fields
+// it writes (derive.ClusterFields) may hold anything: those admitted are
+// counted apart.
 func TestCreatePolicyRefusesEveryChange(t *testing.T) {
 	f := newFleet(t, reserving)
 	richPrototype(f)
@@ -79,25 +86,48 @@ func TestCreatePolicyRefusesEveryChange(t *testing.T) {
 		t.Fatalf("the derived VM itself refused by %q", got)
 	}
 
-	var changes, discarded int
+	var refusedN, admittedN, discarded int
+	triedPaths := map[string]bool{}
 	for _, c := range everyChange(reflect.TypeFor[kubevirtv1.VirtualMachine](), base) {
-		if c.path == "metadata.namespace" {
+		switch c.path {
+		case "metadata.namespace":
 			continue // a create in another namespace, where the agents' Role grants nothing
+		case "metadata":
+			continue // taken away: a create without a name, which the API server refuses before admission
 		}
 		obj := admitted(&unstructured.Unstructured{Object: c.obj}).(*unstructured.Unstructured).Object
 		if equality.Semantic.DeepEqual(withoutServerFields(obj), withoutServerFields(base)) {
 			discarded++
 			continue
 		}
-		changes++
-		refused := f.refusals(t, policies, request{op: "CREATE", object: &unstructured.Unstructured{Object: obj}})
-		if len(refused) == 0 && !clusterWritten(c.path) {
+		triedPaths[c.path+" "+c.what] = true
+		r := request{op: "CREATE", object: &unstructured.Unstructured{Object: obj}}
+		switch {
+		case c.path == "spec.template.spec" && c.what == "taken away":
+			// The policy's CEL cannot read a VM without it, and its
+			// failurePolicy Fail refuses.
+			if d := f.denials(t, policies, r); len(d) == 0 || d[0].Evaluation != validating.EvalError {
+				t.Errorf("%s: %s, and the create policy does not fail on it: %v", c.path, c.what, d)
+			}
+			refusedN++
+		case len(f.refusals(t, policies, r)) > 0:
+			refusedN++
+		case clusterWritten(c.path):
+			admittedN++
+		default:
 			t.Errorf("%s: %s, and the create policy admits it", c.path, c.what)
 		}
 	}
-	t.Logf("%d changes refused, %d discarded by the API server", changes, discarded)
-	if changes < 500 {
-		t.Errorf("only %d changes: the walk does not reach the leaves", changes)
+	t.Logf("%d changes refused, %d of fields the cluster writes admitted, %d discarded by the API server", refusedN, admittedN, discarded)
+	if refusedN < 500 {
+		t.Errorf("only %d changes refused: the walk does not reach the leaves", refusedN)
+	}
+	// Objects without leaves, and a present object taken away, which a
+	// walk of leaves alone never tries.
+	for _, want := range objectChanges {
+		if !triedPaths[want] {
+			t.Errorf("%s: not tried", want)
+		}
 	}
 
 	proto, err := runtime.DefaultUnstructuredConverter.ToUnstructured(f.proto)
@@ -135,6 +165,26 @@ func TestCreatePolicyRefusesEveryChange(t *testing.T) {
 			t.Errorf("%s: no wrong value tried; give the rich prototype a value of its own there", field.Path)
 		}
 	}
+}
+
+// objectChanges are changes of objects that hold no leaf, or of a present
+// object, that the walk must try: each once admitted unnoticed by a walk
+// of leaves alone.
+var objectChanges = []string{
+	"spec.template.spec.domain.devices.interfaces[0].bridge set to an empty object",
+	"spec.template.spec.domain.devices.interfaces[0].sriov set to an empty object",
+	"spec.template.spec.domain.devices.interfaces[0].macvtap set to an empty object",
+	"spec.template.spec.domain.devices.interfaces[0].passt set to an empty object",
+	"spec.template.spec.domain.devices.interfaces[0].slirp set to an empty object",
+	"spec.template.spec.domain.devices.interfaces[0].masquerade taken away",
+	"spec.template.spec.domain.devices.downwardMetrics set to an empty object",
+	"spec.template.spec.domain.devices.clientPassthrough set to an empty object",
+	"spec.template.spec.domain.devices.rng set to an empty object",
+	"spec.template.spec.domain.launchSecurity.snp set to an empty object",
+	"spec.template.spec.domain.launchSecurity.tdx set to an empty object",
+	"spec.template.spec.volumes[0].downwardMetrics set to an empty object",
+	"spec.dataVolumeTemplates[0].spec.source.blank set to an empty object",
+	"spec.dataVolumeTemplates[0].spec.source.upload set to an empty object",
 }
 
 // alwaysSet are the fields the API server fills in from the request, or
@@ -198,6 +248,7 @@ func (w *walker) walk(root map[string]any, t reflect.Type, path []any, seen []re
 			return
 		}
 		for _, field := range jsonFields(t) {
+			w.object(root, field, appendPath(path, field.name))
 			w.walk(root, field.Type, appendPath(path, field.name), append(seen, t))
 		}
 	case reflect.Slice:
@@ -231,6 +282,31 @@ func (w *walker) walk(root map[string]any, t reflect.Type, path []any, seen []re
 		}
 	case reflect.Interface:
 		add("changed", func(any) any { return "changed" })
+	}
+}
+
+// object changes the object field at path itself, not only its leaves: an
+// empty struct (interfaces[].bridge, rng) has none. Absent, it is set
+// empty; present and optional (interfaces[].masquerade), taken away. A
+// required one (no omitempty: spec, template, domain) the CRD's schema
+// wants before admission.
+func (w *walker) object(root map[string]any, field jsonField, path []any) {
+	t := field.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if _, leaf := leafValue(t); leaf || t.Kind() != reflect.Struct {
+		return
+	}
+	c := runtime.DeepCopyJSON(root)
+	_, present := lookup(c, path)
+	switch {
+	case !present:
+		set(c, path, map[string]any{}, true)
+		w.changes = append(w.changes, change{path: pathString(path), what: "set to an empty object", obj: c})
+	case strings.Contains(field.Tag.Get("json"), ",omitempty"):
+		set(c, path, nil, false)
+		w.changes = append(w.changes, change{path: pathString(path), what: "taken away", obj: c})
 	}
 }
 

@@ -5,6 +5,7 @@ package realguest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,10 +142,12 @@ func guestOf(t *testing.T, ns, pod string) guest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range vmi.Spec.Volumes {
-		if v.Name == "data" && (v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != claim.Name) {
-			t.Fatalf("VMI %s's volume data is %+v, want claim %s", vmi.Name, v.VolumeSource, claim.Name)
-		}
+	i := slices.IndexFunc(vmi.Spec.Volumes, func(v kubevirtv1.Volume) bool { return v.Name == "data" })
+	if i < 0 {
+		t.Fatalf("VMI %s has no volume data, want one of claim %s", vmi.Name, claim.Name)
+	}
+	if v := vmi.Spec.Volumes[i]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != claim.Name {
+		t.Fatalf("VMI %s's volume data is %+v, want claim %s", vmi.Name, v.VolumeSource, claim.Name)
 	}
 	launcher := launcherOf(t, vmi).Name
 	console := mustKubectl(t, nil, "logs", "-n", ns, launcher, "-c", "guest-console-log")
