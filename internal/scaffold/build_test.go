@@ -482,8 +482,7 @@ func checkPodTemplate(t *testing.T, kind string, tmpl corev1.PodTemplateSpec) {
 	for _, e := range c.Env {
 		env = append(env, e.Name+"="+e.ValueFrom.FieldRef.FieldPath)
 	}
-	wantEnv := []string{"POD_NAME=metadata.name", "POD_NAMESPACE=metadata.namespace", "POD_UID=metadata.uid", "NODE_NAME=spec.nodeName",
-		"PLACEMENT_KEY=metadata.annotations['vmctl.kubevirt.io/placement']"}
+	wantEnv := []string{"POD_NAME=metadata.name", "POD_NAMESPACE=metadata.namespace", "POD_UID=metadata.uid", "NODE_NAME=spec.nodeName"}
 	if diff := cmp.Diff(wantEnv, env); diff != "" {
 		t.Errorf("%s: env (-want +got):\n%s", kind, diff)
 	}
