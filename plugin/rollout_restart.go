@@ -77,8 +77,11 @@ for its VMs computed from the same revision, stamps the restart
 (kubectl.kubernetes.io/restartedAt) and records the change-cause that
 kubectl rollout history shows. A workload that pins the prototype as it is
 already is left alone: running it again when nothing changed does nothing.
-kubectl rollout undo brings an earlier template, and so its revision, back;
-kubectl vmctl gc prunes the revisions no retained template names.
+kubectl rollout undo brings an earlier template, and so its revision, back.
+The same patch drops the revisions that neither the new nor the current
+template, the newest revisionHistoryLimit old ones, nor a live Pod names, as
+the controllers truncate their history; kubectl vmctl gc prunes the stores
+of deleted workloads.
 
 Workloads are found by their agent's arguments (scaffold also labels them
 vmctl.kubevirt.io/agent-prototype=PROTOTYPE): one LIST of each kind.`,
@@ -213,6 +216,20 @@ func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload,
 	store, changed, err := rollout.WithRevision(cur, w, t)
 	if err != nil {
 		return err
+	}
+	if cur != nil {
+		// As the controllers truncate their history in the pass that adds
+		// to it, the write that adds a revision drops those no retained
+		// template names.
+		past, limit, err := rollout.History(ctx, o.clients.Kube, w)
+		if err != nil {
+			return err
+		}
+		dropped, err := rollout.Truncate(store, cur, w, t, past, limit)
+		if err != nil {
+			return err
+		}
+		changed = changed || dropped
 	}
 	var dryRun []string
 	if o.dryRun == cmdutil.DryRunServer {
