@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,9 +17,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // RolloutRestartOptions are the options of `kubectl vmctl rollout restart`.
@@ -83,8 +77,11 @@ for its VMs computed from the same revision, stamps the restart
 (kubectl.kubernetes.io/restartedAt) and records the change-cause that
 kubectl rollout history shows. A workload that pins the prototype as it is
 already is left alone: running it again when nothing changed does nothing.
-kubectl rollout undo brings an earlier template, and so its revision, back;
-kubectl vmctl gc prunes the revisions no retained template names.
+kubectl rollout undo brings an earlier template, and so its revision, back.
+The same patch drops the revisions that neither the new nor the current
+template, the newest revisionHistoryLimit old ones, nor a live Pod names, as
+the controllers truncate their history; kubectl vmctl gc prunes the stores
+of deleted workloads.
 
 Workloads are found by their agent's arguments (scaffold also labels them
 vmctl.kubevirt.io/agent-prototype=PROTOTYPE): one LIST of each kind.`,
@@ -210,11 +207,6 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 // template find their revision there. cur is the store as read already,
 // or nil to read it.
 func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload, t rollout.Target, cur *unstructured.Unstructured) error {
-	if rollout.PinnedRevision(w) == "" {
-		if err := o.checkCreatePolicy(ctx, w); err != nil {
-			return err
-		}
-	}
 	var err error
 	if cur == nil {
 		if cur, err = rollout.Store(ctx, o.clients.Dynamic, w); err != nil {
@@ -224,6 +216,20 @@ func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload,
 	store, changed, err := rollout.WithRevision(cur, w, t)
 	if err != nil {
 		return err
+	}
+	if cur != nil {
+		// As the controllers truncate their history in the pass that adds
+		// to it, the write that adds a revision drops those no retained
+		// template names.
+		past, limit, err := rollout.History(ctx, o.clients.Kube, w)
+		if err != nil {
+			return err
+		}
+		dropped, err := rollout.Truncate(store, cur, w, t, past, limit)
+		if err != nil {
+			return err
+		}
+		changed = changed || dropped
 	}
 	var dryRun []string
 	if o.dryRun == cmdutil.DryRunServer {
@@ -243,9 +249,6 @@ func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload,
 			return err
 		}
 	}
-	if rollout.PinnedRevision(w) == "" && o.dryRun != cmdutil.DryRunClient {
-		o.grantStore(ctx, w, dryRun)
-	}
 	now := o.Now()
 	var restarted runtime.Object
 	if o.dryRun == cmdutil.DryRunClient {
@@ -256,54 +259,4 @@ func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload,
 		return err
 	}
 	return o.printer.PrintObj(restarted, o.Out)
-}
-
-// grantStore lets the agents of w, scaffolded before templates pinned a
-// VM revision, read the revision store their template is about to name:
-// it adds the rule to scaffold's Role of the workload's name, when it has
-// one and lacks the rule. It warns, rather than fails, when it cannot: the
-// agents then say, on /readyz and in an Event, which rule they lack.
-func (o *RolloutRestartOptions) grantStore(ctx context.Context, w rollout.Workload, dryRun []string) {
-	ns, name := w.Meta().GetNamespace(), w.Meta().GetName()
-	rule := scaffold.StoreRule(revision.StoreName(name))
-	roles := o.clients.Kube.RbacV1().Roles(ns)
-	role, err := roles.Get(ctx, name, metav1.GetOptions{})
-	if err == nil {
-		if slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(r, rule) }) {
-			return
-		}
-		role.Rules = append(role.Rules, rule)
-		_, err = roles.Update(ctx, role, metav1.UpdateOptions{FieldManager: rollout.FieldManager, DryRun: dryRun})
-	}
-	if err != nil {
-		_, _ = fmt.Fprintf(o.ErrOut, "Warning: %s now pins a VM revision, which its agents read from VMRevisionStore %s/%s: "+
-			"grant its ServiceAccount get, list and watch on it (could not add the rule to Role %s/%s: %v), or apply `kubectl vmctl scaffold` again\n",
-			w, ns, revision.StoreName(name), ns, name, err)
-	}
-}
-
-// checkCreatePolicy errs when w, which pins no VM revision yet, has
-// scaffold's create policy with the prototype as its parameter: that
-// policy refuses a VM that claims a revision, so pinning w would leave
-// its new Pods without VMs. Writing the policy that reads the revision
-// store needs cluster-admin, and what scaffold knows (its flags), which
-// rollout restart does not: scaffolding w again pins it. A binding that
-// cannot be read is no reason to stop: it warns.
-func (o *RolloutRestartOptions) checkCreatePolicy(ctx context.Context, w rollout.Workload) error {
-	ns, name := w.Meta().GetNamespace(), w.Meta().GetName()
-	policy := scaffold.CreatePolicyName(name, ns)
-	b, err := o.clients.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, policy, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		_, _ = fmt.Fprintf(o.ErrOut, "Warning: could not read the create policy binding %s of %s (%v): if it binds the prototype, "+
-			"its policy refuses the VMs of the revision %s now pins; apply `kubectl vmctl scaffold` for it again\n", policy, w, err, w)
-		return nil
-	case b.Spec.ParamRef != nil && b.Spec.ParamRef.Name == revision.StoreName(name) && b.Spec.ParamRef.Namespace == ns:
-		return nil
-	}
-	return fmt.Errorf("%s pins no VM revision, and its create policy %s compares VMs with prototype %s itself, so it would refuse the VMs of a revision: "+
-		"apply the output of `kubectl vmctl scaffold` for it again (as cluster-admin, with the flags it was scaffolded with), "+
-		"which pins the revision and writes the policy that reads the revision store", w, policy, w.Prototype())
 }

@@ -239,7 +239,7 @@ func TestStatusPinned(t *testing.T) {
 	}
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n")[1:] {
 		pinnedRow := strings.HasPrefix(line, "web-")
-		if problem := strings.HasSuffix(line, "not pinned to a VM revision: run kubectl vmctl rollout restart web once"); problem == pinnedRow ||
+		if problem := strings.HasSuffix(line, "no VM revision pinned: kubectl vmctl rollout restart web"); problem == pinnedRow ||
 			(pinnedRow && !strings.HasSuffix(line, "60m   ")) {
 			t.Errorf("row %q: want no problem for a pinned Pod, only that it is not pinned for the other", line)
 		}

@@ -62,10 +62,6 @@ type Config struct {
 	ProbeAddress string
 	// DeleteTimeout bounds how long shutdown waits for the VM to be gone.
 	DeleteTimeout time.Duration
-	// PlacementKey is the placement.Key the Pod's template carries
-	// (contract.EnvPlacementKey); empty when it carries none, and then the agent
-	// does not compare it with its prototype's.
-	PlacementKey string
 	// OwnRequests and OwnLimits are the agent container's own requests and
 	// limits (--own-requests, --own-limits): with a reservation it asks for
 	// more, and resizes itself to these once its VM's launcher Pod waits
@@ -96,9 +92,8 @@ type Config struct {
 	// VMRevision is the VM revision the Pod's template pins
 	// (contract.EnvVMRevision): the hash under which the workload's
 	// revision store, VMRevisions, holds the snapshot of the prototype the
-	// agent derives its VM from. Empty: the Pod is not pinned (its workload
-	// was scaffolded before revisions were), and the agent derives from
-	// the live prototype.
+	// agent derives its VM from. Empty: the Pod's template pins none (written
+	// or edited by hand), and the agent makes no VM (stuck.ReasonNotPinned).
 	VMRevision string
 	// VMRevisions is the name of the workload's revision store, a
 	// VMRevisionStore in the Pod's namespace (--vm-revisions). Required

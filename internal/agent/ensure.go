@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
 // requestTimeout bounds a create or delete. These run detached from the
@@ -40,11 +37,10 @@ func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
 			p = &problem{reason: ReasonCreateFailed, msg: err.Error(), err: err}
 		}
 		a.report.fail(ctx, p)
-		// Retrying cannot help while what the VM derives from is missing
-		// or cannot be derived: wait for someone to change the prototype,
-		// or, when the Pod pins a revision, the revision store. Without
-		// leave to watch it, poll like any other.
-		if seen != nil && a.waitSourceChange(ctx, *seen) {
+		// Retrying cannot help while the revision the VM derives from is
+		// missing or cannot be derived: wait for someone to change the
+		// revision store. Without leave to watch it, poll like any other.
+		if seen != nil && a.waitStoreChange(ctx, *seen) {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -56,9 +52,8 @@ func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
 	}
 }
 
-// sourceSeen is what the VM derives from (the prototype, or, when the Pod
-// pins a revision, the revision store) as an attempt that failed on it saw
-// it: its resourceVersion, or "" when it did not exist.
+// sourceSeen is the revision store the VM derives from as an attempt that
+// failed on it saw it: its resourceVersion, or "" when it did not exist.
 type sourceSeen struct{ resourceVersion string }
 
 // changedTo reports whether an object of resourceVersion rv, or none
@@ -75,7 +70,7 @@ func (s sourceSeen) changedTo(exists bool, rv string) bool {
 // tryEnsure makes one attempt: read what the VM derives from (source),
 // derive, CREATE, and on a name clash adopt, replace or refuse the VM
 // found. When it failed because that is missing or cannot be derived, it
-// says how it saw it, for waitSourceChange.
+// says how it saw the store, for waitStoreChange.
 func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, seen *sourceSeen, err error) {
 	protoRef := a.cfg.PrototypeNamespace + "/" + a.cfg.Prototype
 	proto, seen, err := a.source(ctx)
@@ -91,23 +86,14 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 		if _, shared := errors.AsType[*derive.SharedVolumeError](err); shared {
 			reason = ReasonSharedVolumes
 		}
-		msg := err.Error()
-		if a.cfg.pinned() {
-			// The prototype's own fix stays last, where it can be copied.
-			msg = fmt.Sprintf("the Pod pins VM revision %s, a snapshot of the prototype: fix the prototype, then %s; %s", a.cfg.VMRevision, a.repin(), msg)
-		}
+		// The prototype's own fix stays last, where it can be copied.
+		msg := fmt.Sprintf("the Pod pins VM revision %s, a snapshot of the prototype: fix the prototype, then %s; %s", a.cfg.VMRevision, a.repin(), err)
 		return nil, seen, &problem{reason: reason, msg: msg, err: err}
 	}
 	ref := want.Namespace + "/" + want.Name
-	from := "prototype " + protoRef
+	from := fmt.Sprintf("VM revision %s of prototype %s", a.cfg.VMRevision, protoRef)
 	a.checkGracePeriod(ctx, want, protoRef)
 	a.checkEvictionStrategy(ctx, proto)
-	if a.cfg.pinned() {
-		// The template's placement was computed from this very revision.
-		from = fmt.Sprintf("VM revision %s of prototype %s", a.cfg.VMRevision, protoRef)
-	} else {
-		a.checkPlacement(ctx, proto, protoRef)
-	}
 
 	if mine, err := a.madeBefore(ctx, want); mine != nil || err != nil {
 		return mine, nil, err
@@ -309,68 +295,15 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 }
 
 // source is what the attempt derives the VM from: the VM revision the
-// Pod's template pins (pinnedRevision), or, in a Pod that pins none, the
-// live prototype; and how it saw the object that holds it, for
-// waitSourceChange should the derivation fail. When source fails, seen is
-// nil unless a change of that object is what the agent waits for.
+// Pod's template pins (pinnedRevision), and how it saw the revision store
+// that holds it, for waitStoreChange should the derivation fail. A Pod
+// that pins none gets no VM: the live prototype is never a source, so a
+// prototype edit reaches no VM but through a rollout.
 func (a *Agent) source(ctx context.Context) (*kubevirtv1.VirtualMachine, *sourceSeen, error) {
-	if a.cfg.pinned() {
-		return a.pinnedRevision(ctx)
+	if !a.cfg.pinned() {
+		return nil, nil, a.notPinned()
 	}
-	a.sayUnpinned(ctx)
-	proto, err := a.vms.get(ctx, a.cfg.PrototypeNamespace, a.cfg.Prototype)
-	if err != nil {
-		var seen *sourceSeen
-		if apierrors.IsNotFound(err) {
-			seen = &sourceSeen{}
-		}
-		return nil, seen, prototypeProblem(a.cfg.PrototypeNamespace+"/"+a.cfg.Prototype, a.cfg.PrototypeNamespace, a.cfg.Prototype, err)
-	}
-	return proto, &sourceSeen{resourceVersion: proto.ResourceVersion}, nil
-}
-
-// waitSourceChange waits until what the VM derives from is other than
-// seen: the revision store when the Pod pins a revision
-// (waitStoreChange), else the prototype (waitPrototypeChange). It reports
-// false, at once, when that cannot be watched: the caller then polls.
-func (a *Agent) waitSourceChange(ctx context.Context, seen sourceSeen) bool {
-	if a.cfg.pinned() {
-		return a.waitStoreChange(ctx, seen)
-	}
-	return a.waitPrototypeChange(ctx, seen)
-}
-
-// waitPrototypeChange waits, with one watch narrowed to the prototype's
-// name, until the prototype is other than seen: made, changed in any way
-// (labels and annotations too, which leave its generation alone), or
-// deleted. It reports false, at once, when the prototype cannot be watched
-// (a Role from an older scaffold grants only get on it): the caller then
-// polls.
-func (a *Agent) waitPrototypeChange(ctx context.Context, seen sourceSeen) bool {
-	err := a.watchVM(ctx, a.cfg.PrototypeNamespace, a.cfg.Prototype, giveUp, func(cur *kubevirtv1.VirtualMachine) bool {
-		if cur == nil {
-			return seen.changedTo(false, "")
-		}
-		return seen.changedTo(true, cur.ResourceVersion)
-	})
-	if kube.Refused(err) {
-		klog.FromContext(ctx).V(1).Info("Cannot watch the prototype; polling it instead", "err", err)
-		return false
-	}
-	return true
-}
-
-func prototypeProblem(ref, namespace, name string, err error) *problem {
-	p := &problem{reason: ReasonPrototypeUnavailable, err: err}
-	switch {
-	case apierrors.IsNotFound(err):
-		p.msg = derive.PrototypeNotFound(namespace, name)
-	case apierrors.IsForbidden(err):
-		p.msg = fmt.Sprintf("waiting for prototype %s: forbidden; grant the Pod's service account get on virtualmachines.kubevirt.io in namespace %s", ref, namespace)
-	default:
-		p.msg = fmt.Sprintf("waiting for prototype %s: %v", ref, err)
-	}
-	return p
+	return a.pinnedRevision(ctx)
 }
 
 func createProblem(ref string, err error) *problem {
@@ -402,32 +335,4 @@ func (a *Agent) checkGracePeriod(ctx context.Context, vm *kubevirtv1.VirtualMach
 		a.warnedGrace = true
 		klog.FromContext(ctx).Info("Grace period too short", "prototype", protoRef, "message", msg)
 	}
-}
-
-// checkPlacement compares the placement the Pod's template carries with
-// the live prototype's, remembers whether it changed, and records one
-// Warning Event per prototype placement that differs. The agent makes its
-// VM all the same: the VM keeps the prototype's own node requirements
-// beside the pin, so it never runs where the prototype rules out. On a
-// node that meets them it runs and the Pod is Ready; on one that does not,
-// it stays unschedulable, says so (package stuck), and /readyz names the
-// placement. A Pod that pins a VM revision skips it: its template's
-// placement is that revision's.
-func (a *Agent) checkPlacement(ctx context.Context, proto *kubevirtv1.VirtualMachine, protoRef string) {
-	stale := placement.Stale(a.cfg.PlacementKey, proto)
-	a.placementChanged.Store(stale)
-	if !stale {
-		return
-	}
-	now := placement.Key(proto)
-	if a.warnedPlacement == now {
-		return
-	}
-	a.warnedPlacement = now
-	msg := fmt.Sprintf("the placement of prototype %s (its nodeSelector, affinity, tolerations, priority class, instancetype or preference) "+
-		"changed since the Pod's template was written (key %s, now %s): the Pod was placed by the old rules, and its VM, which follows "+
-		"the new ones, runs on node %s only if the node meets them; roll the new placement out with `kubectl vmctl rollout restart %s -n %s`",
-		protoRef, a.cfg.PlacementKey, now, a.pod.Node, a.cfg.Prototype, a.pod.PodNamespace)
-	klog.FromContext(ctx).Info("Placement changed", "message", msg)
-	a.report.event(corev1.EventTypeWarning, ReasonPlacementChanged, msg)
 }

@@ -16,22 +16,18 @@ import (
 
 // Reasons of the Events the agent records on its Pod.
 const (
-	ReasonCreated              = "Created"
-	ReasonAdopted              = "Adopted"
-	ReasonReplaced             = "Replaced"
-	ReasonPrototypeUnavailable = "PrototypeUnavailable"
-	ReasonSharedVolumes        = "SharedVolumes"
-	ReasonInvalidPrototype     = "InvalidPrototype"
-	ReasonVMConflict           = "VMConflict"
-	ReasonCreateFailed         = "CreateFailed"
-	ReasonVMDeleted            = "VMDeleted"
-	ReasonDeleteFailed         = "DeleteFailed"
-	ReasonWatchDenied          = "WatchDenied"
-	ReasonEvacuated            = "Evacuated"
-	ReasonPodUnknown           = "PodUnknown"
-	// ReasonPlacementChanged is also what /readyz says while the VM is not
-	// ready and the Pod was placed by an older placement of the prototype.
-	ReasonPlacementChanged = "PlacementChanged"
+	ReasonCreated          = "Created"
+	ReasonAdopted          = "Adopted"
+	ReasonReplaced         = "Replaced"
+	ReasonSharedVolumes    = "SharedVolumes"
+	ReasonInvalidPrototype = "InvalidPrototype"
+	ReasonVMConflict       = "VMConflict"
+	ReasonCreateFailed     = "CreateFailed"
+	ReasonVMDeleted        = "VMDeleted"
+	ReasonDeleteFailed     = "DeleteFailed"
+	ReasonWatchDenied      = "WatchDenied"
+	ReasonEvacuated        = "Evacuated"
+	ReasonPodUnknown       = "PodUnknown"
 	// ReasonRevisionUnavailable: the workload's revision store cannot be
 	// read (refused, or the API server fails). A store that lacks the
 	// revision the Pod pins is stuck.ReasonRevisionMissing.

@@ -433,7 +433,7 @@ func TestHandOverToALauncherThatFits(t *testing.T) {
 	if w.wasListed() {
 		t.Error("the agent listed Pods")
 	}
-	want := []string{"get testvm", "watch " + testPodVMs + " rv= initial", "watch " + testVM + " rv= initial", "create " + testVM}
+	want := []string{"get revisions " + testStore, "watch " + testPodVMs + " rv= initial", "watch " + testVM + " rv= initial", "create " + testVM}
 	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
 		t.Errorf("KubeVirt API requests (-want +got):\n%s", diff)
 	}

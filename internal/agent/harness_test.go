@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,12 +58,38 @@ type harness struct {
 	clock *clocktesting.FakeClock
 }
 
+// newHarness runs an agent of cfg (the zero Config: testConfig()) among
+// vms. Unless cfg pins a VM revision already, its Pod pins the revision of
+// the prototype among vms, which the workload's revision store holds, as
+// scaffold and rollout restart write them; without the prototype among
+// vms, it pins the test prototype's revision, which no store holds.
 func newHarness(t *testing.T, cfg Config, vms []*kubevirtv1.VirtualMachine, kubeObjs ...runtime.Object) *harness {
 	t.Helper()
-	h := &harness{t: t, api: newFakeAPI(t, vms...), kube: k8sfake.NewClientset(kubeObjs...)}
 	if cfg.Prototype == "" {
 		cfg = testConfig()
 	}
+	h := newUnpinnedHarness(t, cfg, vms, kubeObjs...)
+	if cfg.VMRevision == "" {
+		proto := prototype(cfg.Prototype)
+		i := slices.IndexFunc(vms, func(vm *kubevirtv1.VirtualMachine) bool {
+			return vm.Name == cfg.Prototype && vm.Namespace == cfg.PrototypeNamespace
+		})
+		if i >= 0 {
+			proto = vms[i]
+		}
+		cr, hashes := revisionStore(t, proto)
+		if i >= 0 {
+			h.api.putRevisions(cr)
+		}
+		h.agent = newAgent(pinned(cfg, hashes[0]), h.api, h.api, h.api, h.kube)
+	}
+	return h
+}
+
+// newUnpinnedHarness runs an agent of cfg as it is among vms.
+func newUnpinnedHarness(t *testing.T, cfg Config, vms []*kubevirtv1.VirtualMachine, kubeObjs ...runtime.Object) *harness {
+	t.Helper()
+	h := &harness{t: t, api: newFakeAPI(t, vms...), kube: k8sfake.NewClientset(kubeObjs...)}
 	h.agent = newAgent(cfg, h.api, h.api, h.api, h.kube)
 	return h
 }

@@ -47,9 +47,8 @@ type Agent struct {
 	// may exist, and the agent cannot tell.
 	cutShort string
 	// warnedGrace is set once the guest's grace period was found too long;
-	// warnedEviction once the prototype's eviction strategy was overridden;
-	// warnedUnpinned once the agent said its Pod pins no VM revision.
-	warnedGrace, warnedEviction, warnedUnpinned bool
+	// warnedEviction once the prototype's eviction strategy was overridden.
+	warnedGrace, warnedEviction bool
 	// evacuation is where a stop for a drain stands (evacuationState).
 	evacuation atomic.Int32
 	// wasReady remembers the last readiness logged, to log changes only.
@@ -57,12 +56,6 @@ type Agent struct {
 	// vmLost is set when someone else deleted the agent's VM: the next VM
 	// it makes is a recreation.
 	vmLost bool
-	// placementChanged is set when the prototype, when the agent last made
-	// or took its VM, placed its VMs otherwise than the Pod's template
-	// says (checkPlacement); warnedPlacement is the prototype key it last
-	// recorded an Event for.
-	placementChanged atomic.Bool
-	warnedPlacement  string
 	// resized is set once the agent gave back the room its Pod held for
 	// its VM (giveBack).
 	resized atomic.Bool
@@ -378,13 +371,9 @@ func (a *Agent) observeLocked(ctx context.Context, vm *kubevirtv1.VirtualMachine
 		a.status.set(false, ReadyzVMNotReady)
 	}
 	if !ready && vm.DeletionTimestamp == nil && a.evacuation.Load() == notEvacuated && !handingOver {
-		// The likeliest causes of a VM that does not come up on a node its
-		// Pod was placed on by older rules, or that has less room than the
-		// VM needs; the Events say more.
-		switch {
-		case a.placementChanged.Load():
-			a.status.set(false, ReasonPlacementChanged)
-		case a.reservationStale.Load() && isStuck:
+		// The likeliest cause of a VM that does not come up on a node
+		// that has less room than the VM needs; the Events say more.
+		if a.reservationStale.Load() && isStuck {
 			a.status.set(false, ReasonReservationStale)
 		}
 	}

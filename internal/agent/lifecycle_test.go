@@ -16,6 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
 func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
@@ -49,12 +50,12 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 	h.api.put(vm)
 	h.waitReadyz(503, "VMNotReady: Stopping")
 
-	// Request budget before steady state: GET prototype, one streaming
+	// Request budget before steady state: GET the revision store, one streaming
 	// list of the VMs labelled for the Pod, closed once in, one streaming
 	// list of the VM by name that stays open as the watch, CREATE, one
 	// Event.
 	want := []string{
-		"get testvm",
+		"get revisions " + testStore,
 		"watch " + testPodVMs + " rv= initial",
 		"watch " + testVM + " rv= initial",
 		"create testvm-vmctl-abc",
@@ -70,7 +71,7 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 	if diff := cmp.Diff(wantRef, ev.InvolvedObject); diff != "" {
 		t.Errorf("Event involvedObject (-want +got):\n%s", diff)
 	}
-	if ev.Namespace != testNamespace || ev.Source.Component != EventComponent || !strings.Contains(ev.Message, "Created VM default/testvm-vmctl-abc from prototype default/testvm on node node-1") {
+	if ev.Namespace != testNamespace || ev.Source.Component != EventComponent || !strings.Contains(ev.Message, "Created VM default/testvm-vmctl-abc from VM revision "+h.agent.cfg.VMRevision+" of prototype default/testvm on node node-1") {
 		t.Errorf("Event = %s/%s %+v %q", ev.Namespace, ev.Name, ev.Source, ev.Message)
 	}
 	var kubeRequests []string
@@ -203,15 +204,15 @@ func TestLogsWhenGuestGracePeriodDoesNotFit(t *testing.T) {
 }
 
 func TestShutdownWithoutVM(t *testing.T) {
-	h := newHarness(t, Config{}, nil) // no prototype: nothing is ever created
+	h := newHarness(t, Config{}, nil) // no revision store: nothing is ever created
 	h.start()
-	h.waitReadyz(503, ReasonPrototypeUnavailable)
+	h.waitReadyz(503, stuck.ReasonRevisionMissing)
 	if err := h.sigterm(); err != nil {
 		t.Fatalf("Run() = %v", err)
 	}
 	for _, r := range h.api.requestLog() {
-		if r != "get "+testProto && !strings.HasPrefix(r, "watch "+testProto+" ") {
-			t.Errorf("unexpected request %q; want only the prototype's GET and watch", r)
+		if r != "get revisions "+testStore && !strings.HasPrefix(r, "watch revisions "+testStore+" ") {
+			t.Errorf("unexpected request %q; want only the revision store's GET and watch", r)
 		}
 	}
 }
@@ -273,7 +274,7 @@ func TestAdoptsVMOfThisPod(t *testing.T) {
 
 	// The first list finds the VM: no CREATE, no GET of it.
 	want := []string{
-		"get testvm",
+		"get revisions " + testStore,
 		"watch " + testPodVMs + " rv= initial",
 		"watch " + testVM + " rv= initial",
 	}
@@ -312,7 +313,7 @@ func TestAdoptsVMNamedByAnOlderRule(t *testing.T) {
 
 	// It follows the VM under the name it has.
 	want := []string{
-		"get testvm",
+		"get revisions " + testStore,
 		"watch " + testPodVMs + " rv= initial",
 		"watch " + olderName + " rv= initial",
 	}
@@ -443,34 +444,6 @@ func TestRefusesVMItDidNotMake(t *testing.T) {
 	}
 }
 
-func TestWaitsForPrototype(t *testing.T) {
-	h := newHarness(t, Config{}, nil)
-	h.start()
-	h.waitReadyz(503, ReasonPrototypeUnavailable)
-	ev := h.waitEvent(corev1.EventTypeWarning, ReasonPrototypeUnavailable)
-	if ev.Message != "prototype default/testvm not found; the agents wait until it exists" {
-		t.Errorf("Event message %q", ev.Message)
-	}
-	// It watches for the prototype rather than polling.
-	if got := h.api.next("watch " + testProto); got != "watch testvm rv= initial" {
-		t.Errorf("prototype watch %q, want a streaming list of it", got)
-	}
-	h.expectQuiet("waiting for the prototype")
-	if n := h.api.count("get " + testProto); n != 1 {
-		t.Errorf("%d GETs of the missing prototype, want 1", n)
-	}
-
-	h.api.put(prototype(testProto))
-	h.watchFollowed()
-	if h.api.object(testVM) == nil {
-		t.Fatal("VM not created once the prototype appeared")
-	}
-	h.waitEvent(corev1.EventTypeNormal, ReasonCreated)
-	if diff := cmp.Diff([]string{"Warning PrototypeUnavailable", "Normal Created"}, h.eventStrings()); diff != "" {
-		t.Errorf("Events (-want +got):\n%s", diff)
-	}
-}
-
 func TestRecreatesDeletedVM(t *testing.T) {
 	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
 	h.start()
@@ -501,46 +474,12 @@ func TestSharedVolumesCreateNothing(t *testing.T) {
 		t.Errorf("Event message %q does not name the volume and the way out", ev.Message)
 	}
 	h.waitReadyz(503, ReasonSharedVolumes)
-	// Rather than polling, it watches the prototype for a change.
-	if got := h.api.next("watch " + testProto); got != "watch testvm rv= initial" {
-		t.Errorf("prototype watch %q, want a streaming list of it", got)
+	// Rather than polling, it watches the revision store for a change.
+	if got := h.api.next("watch revisions " + testStore); got != "watch revisions "+testStore+" rv= initial" {
+		t.Errorf("revision store watch %q, want a streaming list of it", got)
 	}
 	if n := h.api.count("create "); n != 0 {
 		t.Fatalf("%d creates with a shared volume, want none", n)
-	}
-
-	h.api.put(prototype(testProto))
-	h.watchFollowed()
-	if h.api.object(testVM) == nil {
-		t.Fatal("VM not created after the prototype was fixed")
-	}
-}
-
-func TestSharedVolumesPollWithoutWatchPermission(t *testing.T) {
-	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{withSharedPVC(prototype(testProto))})
-	// RBAC granting only get on the prototype (a Role of an older scaffold).
-	h.api.fail = func(req string) error {
-		if strings.HasPrefix(req, "watch "+testProto+" ") || strings.HasPrefix(req, "list "+testProto+" ") {
-			return apierrors.NewForbidden(vmResource.GroupResource(), testProto, errors.New("no list or watch"))
-		}
-		return nil
-	}
-	h.start()
-	h.waitEvent(corev1.EventTypeWarning, ReasonSharedVolumes)
-	h.eventually("the agent polls the prototype", func() bool { return h.api.count("get "+testProto) >= 3 })
-	h.api.put(prototype(testProto))
-	h.watchFollowed()
-	if h.api.object(testVM) == nil {
-		t.Fatal("VM not created after the prototype was fixed")
-	}
-	var warnings int
-	for _, e := range h.events() {
-		if e.Reason == ReasonSharedVolumes {
-			warnings++
-		}
-	}
-	if warnings != 1 {
-		t.Errorf("%d SharedVolumes Events while polling, want 1", warnings)
 	}
 }
 
@@ -618,20 +557,11 @@ func TestRefusesPrototypeCopiedFromDerivedVM(t *testing.T) {
 	if !strings.Contains(ev.Message, contract.LabelPod) || !strings.Contains(ev.Message, "kubectl label vm testvm") {
 		t.Errorf("Event %q does not name the markers and how to remove them", ev.Message)
 	}
-	// Like any prototype that cannot be derived, it is watched for a fix.
-	h.api.next("watch " + testProto)
+	// Like any revision that cannot be derived, its store is watched for
+	// a rollout.
+	h.api.next("watch revisions " + testStore)
 	if n := h.api.count("create "); n != 0 {
 		t.Errorf("%d creates from a prototype with derived-VM markers, want none", n)
 	}
-	h.expectQuiet("waiting on the refused prototype")
-
-	// The fix the Event gives removes labels and annotations, which leaves
-	// the generation alone: the change is seen all the same.
-	fixed := h.api.object(testProto)
-	fixed.Labels, fixed.Annotations = nil, nil
-	h.api.put(fixed)
-	h.watchFollowed()
-	if h.api.object(testVM) == nil {
-		t.Fatal("VM not created after the markers were removed")
-	}
+	h.expectQuiet("waiting on the refused revision")
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/common/model"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // scrape reads the agent's /metrics as Prometheus would and returns each
@@ -175,13 +177,13 @@ func TestMetricsCountAdoptionsReplacementsAndErrors(t *testing.T) {
 			t.Errorf("create errors %v, want 1 (409 AlreadyExists)", m["vmctl_agent_api_errors_total{verb=create}"])
 		}
 	})
-	t.Run("prototype forbidden", func(t *testing.T) {
+	t.Run("revision store forbidden", func(t *testing.T) {
 		h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{prototype(testProto)})
 		var failed int
 		h.api.fail = func(req string) error {
-			if req == "get testvm" && failed < 3 {
+			if req == "get revisions "+testStore && failed < 3 {
 				failed++
-				return apierrors.NewForbidden(vmResource.GroupResource(), testProto, errors.New("no"))
+				return apierrors.NewForbidden(revision.StoreGVR.GroupResource(), testStore, errors.New("no"))
 			}
 			return nil
 		}

@@ -57,7 +57,7 @@ func TestStateDirSkipsTheLabelLook(t *testing.T) {
 	}
 	h.start()
 	h.watchFollowed()
-	want := []string{"get testvm", "watch " + testVM + " rv= initial", "create " + testVM}
+	want := []string{"get revisions " + testStore, "watch " + testVM + " rv= initial", "create " + testVM}
 	if diff := cmp.Diff(want, h.api.requestLog()); diff != "" {
 		t.Errorf("KubeVirt API requests (-want +got):\n%s", diff)
 	}
@@ -78,15 +78,15 @@ func TestRestartFollowsTheRecordedVM(t *testing.T) {
 	}{{
 		name:   "its own record",
 		record: func(dir string) error { return writeRecord(dir, testPodUID, olderName) },
-		want:   []string{"get testvm", "watch " + olderName + " rv= initial"},
+		want:   []string{"get revisions " + testStore, "watch " + olderName + " rv= initial"},
 	}, {
 		name:   "another Pod's record",
 		record: func(dir string) error { return writeRecord(dir, "dead-pod-uid", testVM) },
-		want:   []string{"get testvm", "watch " + testPodVMs + " rv= initial", "watch " + olderName + " rv= initial"},
+		want:   []string{"get revisions " + testStore, "watch " + testPodVMs + " rv= initial", "watch " + olderName + " rv= initial"},
 	}, {
 		name:   "no state directory",
 		record: os.Remove,
-		want:   []string{"get testvm", "watch " + testPodVMs + " rv= initial", "watch " + olderName + " rv= initial"},
+		want:   []string{"get revisions " + testStore, "watch " + testPodVMs + " rv= initial", "watch " + olderName + " rv= initial"},
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()

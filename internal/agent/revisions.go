@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
@@ -72,6 +73,16 @@ func (a *Agent) revisionMissing(what string, err error) *problem {
 		"or `kubectl rollout undo` to a template whose revision is retained", stuck.RevisionMissing, what, a.repin())}
 }
 
+// notPinned is the problem of a Pod whose template pins no VM revision
+// (contract.EnvVMRevision unset): a template written or edited by hand,
+// which only a rollout or scaffold's output pins.
+func (a *Agent) notPinned() *problem {
+	return &problem{reason: stuck.ReasonNotPinned, msg: fmt.Sprintf("%s: the Pod's template names none (annotation %s, env %s), "+
+		"and the agent derives VMs only from a revision its workload rolled out, never from the live prototype; %s, "+
+		"or apply `kubectl vmctl scaffold`'s output for the workload again",
+		stuck.NotPinned, contract.AnnotationVMRevision, contract.EnvVMRevision, a.repin())}
+}
+
 // repin says how the Pod's workload gets a new revision of its prototype.
 func (a *Agent) repin() string {
 	return fmt.Sprintf("`kubectl vmctl rollout restart %s -n %s` pins a new one", a.cfg.Prototype, a.pod.PodNamespace)
@@ -117,15 +128,4 @@ func (a *Agent) storeOf(namespace, name string) (
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return a.revs.watchRevisions(ctx, namespace, name, opts)
 		}
-}
-
-// sayUnpinned logs, once, that the Pod's template pins no VM revision.
-func (a *Agent) sayUnpinned(ctx context.Context) {
-	if a.warnedUnpinned {
-		return
-	}
-	a.warnedUnpinned = true
-	klog.FromContext(ctx).Info("The Pod's template pins no VM revision: the VM is derived from the live prototype, "+
-		"whose edits reach the workload's VMs Pod by Pod, with no rollout to pace them nor undo; "+
-		"`kubectl vmctl rollout restart` pins one", "prototype", klog.KRef(a.cfg.PrototypeNamespace, a.cfg.Prototype))
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
@@ -74,7 +73,6 @@ func edited() *kubevirtv1.VirtualMachine {
 func TestPinnedDerivesFromTheRevision(t *testing.T) {
 	cr, hashes := revisionStore(t, prototype(testProto))
 	cfg := pinned(testConfig(), hashes[0])
-	cfg.PlacementKey = placement.Key(prototype(testProto))
 	live := edited()
 	live.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "gpu"}
 	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{live})
@@ -108,9 +106,6 @@ func TestPinnedDerivesFromTheRevision(t *testing.T) {
 	wantRequests := []string{"get revisions " + testStore, "watch " + testPodVMs + " rv= initial", "watch " + testVM + " rv= initial", "create " + testVM}
 	if diff := cmp.Diff(wantRequests, h.api.requestLog()); diff != "" {
 		t.Errorf("API requests (-want +got):\n%s", diff)
-	}
-	if h.agent.placementChanged.Load() {
-		t.Error("the agent compared the template's placement with the live prototype's")
 	}
 }
 
@@ -369,29 +364,24 @@ func TestPinnedRequestBudget(t *testing.T) {
 	}
 }
 
-// TestUnpinnedFollowsThePrototype: a Pod scaffolded before revisions pins
-// none: its agent reads the live prototype, as it always did, and says
-// once that the workload is not pinned.
-func TestUnpinnedFollowsThePrototype(t *testing.T) {
-	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{edited()})
+// TestUnpinnedRefuses: a Pod whose template pins no VM revision (written
+// or edited by hand) gets no VM, not even one of the live prototype: its
+// agent reads neither the prototype nor a store, and says, as a stuck
+// state, on /readyz and in one Event, how to pin it.
+func TestUnpinnedRefuses(t *testing.T) {
+	h := newUnpinnedHarness(t, testConfig(), []*kubevirtv1.VirtualMachine{prototype(testProto)})
 	h.start()
-	h.watchFollowed()
-	first := h.api.object(testVM)
-	if _, ok := first.Annotations[contract.AnnotationVMRevision]; ok || first.Spec.Template.Spec.Domain.CPU.Cores != 4 {
-		t.Errorf("VM annotations %v, cores %d: want the live prototype's, with no revision", first.Annotations, first.Spec.Template.Spec.Domain.CPU.Cores)
+	h.waitReadyz(503, stuck.ReasonNotPinned)
+	ev := h.waitEvent(corev1.EventTypeWarning, stuck.ReasonNotPinned)
+	for _, want := range []string{stuck.NotPinned, "kubectl vmctl rollout restart testvm -n default", "kubectl vmctl scaffold"} {
+		if !strings.Contains(ev.Message, want) {
+			t.Errorf("Event message %q does not say %q", ev.Message, want)
+		}
 	}
-	h.api.removeVM(testVM)
-	h.eventually("the VM made again", func() bool {
-		vm := h.api.object(testVM)
-		return vm != nil && vm.UID != first.UID
-	})
-	if n := h.api.count("get " + testProto); n != 2 {
-		t.Errorf("%d GETs of the prototype, want 2", n)
+	if diff := cmp.Diff([]string(nil), h.api.requestLog()); diff != "" {
+		t.Errorf("API requests (-want +got):\n%s", diff)
 	}
-	if n := h.api.count("get revisions "); n != 0 {
-		t.Errorf("%d GETs of a revision store, want none", n)
-	}
-	if n := strings.Count(h.logs.String(), "pins no VM revision"); n != 1 {
-		t.Errorf("the agent said %d times that its Pod pins no revision, want once:\n%s", n, h.logs.String())
+	if h.api.object(testVM) != nil {
+		t.Errorf("a VM was made of a Pod that pins no revision")
 	}
 }

@@ -140,7 +140,7 @@ func TestAdoptAfterChurnOpensFromNow(t *testing.T) {
 	h.watchFollowed()
 	h.expectQuiet("after adopting")
 	want := []string{
-		"get testvm",
+		"get revisions " + testStore,
 		"watch " + testPodVMs + " rv= initial",
 		"watch " + testVM + " rv= initial",
 	}
@@ -148,37 +148,6 @@ func TestAdoptAfterChurnOpensFromNow(t *testing.T) {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	h.waitEvent(corev1.EventTypeNormal, ReasonAdopted)
-}
-
-func TestPrototypeWaitAfterChurn(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, Config{}, []*kubevirtv1.VirtualMachine{withSharedPVC(prototype(testProto))})
-	h.api.churn(500) // the prototype was last edited long ago
-	h.start()
-	h.waitEvent(corev1.EventTypeWarning, ReasonSharedVolumes)
-	h.api.next("watch " + testProto)
-	h.expectQuiet("waiting on an unchanged prototype")
-
-	// The window moves on again and the watch ends (a restart, a timeout).
-	n := len(h.api.requestLog())
-	h.api.churn(500)
-	h.api.closeWatches()
-	h.watchesBack(testProto)
-	h.expectQuiet("waiting on the prototype again")
-	if after := h.requestsAfter(n); len(after) > 2 {
-		t.Errorf("%d requests to resume the prototype watch, want at most 2: %q", len(after), after)
-	}
-
-	fixed := prototype(testProto)
-	fixed.Generation = 2
-	h.api.put(fixed)
-	h.watchFollowed()
-	if h.api.object(testVM) == nil {
-		t.Fatal("VM not created after the prototype was fixed")
-	}
-	if got := h.api.count("get " + testProto); got != 2 {
-		t.Errorf("%d prototype GETs, want 2: before and after the wait", got)
-	}
 }
 
 func TestReplaceWaitsOnTerminatingVMAfterChurn(t *testing.T) {
@@ -203,7 +172,7 @@ func TestReplaceWaitsOnTerminatingVMAfterChurn(t *testing.T) {
 		t.Fatalf("VM %v, want a new one once the old one went", vm)
 	}
 	want := []string{
-		"get testvm",
+		"get revisions " + testStore,
 		"watch " + testPodVMs + " rv= initial",
 		"watch " + testVM + " rv= initial",
 		"create testvm-vmctl-abc",

@@ -225,9 +225,6 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 		StateDir:           o.StateDir,
 		VMRevisions:        o.VMRevisions,
 	}
-	if key, ok := o.LookupEnv(contract.EnvPlacementKey); ok {
-		o.config.PlacementKey = strings.TrimSpace(key)
-	}
 	if held, ok := o.LookupEnv(contract.EnvReservation); ok {
 		o.config.Reservation = strings.TrimSpace(held)
 	}

@@ -158,12 +158,6 @@ func TestAgentComplete(t *testing.T) {
 			ProbeAddress: ":9090", DeleteTimeout: time.Minute,
 			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
 	}, {
-		name: "scaffold's Pod: the placement key its template carries",
-		env: map[string]string{contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "apps", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1",
-			contract.EnvPlacementKey: "0123456789abcdef"},
-		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps", PlacementKey: "0123456789abcdef",
-			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
-	}, {
 		name: "a Pod whose template pins a VM revision",
 		env: map[string]string{contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "apps", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1",
 			contract.EnvVMRevision: "5f1c0b9e2a"},
@@ -221,10 +215,10 @@ func TestAgentComplete(t *testing.T) {
 }
 
 // TestAgentRunsAgainstAPIServer runs the command's Run against an HTTP server
-// that answers like an API server without the prototype: the agent must ask
-// for the prototype, say why it waits on /readyz, and exit 0 on cancel. A
-// Pod that pins a VM revision asks for its revision store instead, and,
-// finding none, watches it by name.
+// that answers like an API server without the revision store: the agent
+// asks for its revision store, finding none, watches it by name, says why it
+// waits on /readyz, and exits 0 on cancel. A Pod that pins no revision asks
+// for no VM and no store, and says so on /readyz.
 func TestAgentRunsAgainstAPIServer(t *testing.T) {
 	downward := map[string]string{contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "default", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1"}
 	pinned := maps.Clone(downward)
@@ -240,8 +234,7 @@ func TestAgentRunsAgainstAPIServer(t *testing.T) {
 	}{{
 		name:   "unpinned",
 		env:    downward,
-		readyz: agent.ReasonPrototypeUnavailable,
-		first:  "GET /apis/kubevirt.io/v1/namespaces/default/virtualmachines/testvm kubectl-vmctl-agent",
+		readyz: stuck.ReasonNotPinned,
 	}, {
 		name:   "pinned",
 		env:    pinned,
@@ -330,7 +323,14 @@ func TestAgentRunsAgainstAPIServer(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if len(requests) == 0 || requests[0] != tt.first {
+			if tt.first == "" {
+				// A Pod that pins no revision has nothing to read a VM of.
+				for _, r := range requests {
+					if strings.Contains(r, "/apis/kubevirt.io/") || strings.Contains(r, "/apis/vmctl.kubevirt.io/") {
+						t.Errorf("request %q, want none of a VM or a revision store", r)
+					}
+				}
+			} else if len(requests) == 0 || requests[0] != tt.first {
 				t.Errorf("first request = %v, want %q", requests, tt.first)
 			}
 			if log := logs.String(); !strings.Contains(log, `prototype="default/testvm"`) {

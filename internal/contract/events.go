@@ -12,8 +12,8 @@ const MaxEventMessage = 1024
 // TestEventReasonsListed holds this list to the agent's reasons.
 func AgentEventReasons() []string {
 	return []string{
-		"Created", "Adopted", "Replaced", "PrototypeUnavailable", "SharedVolumes", "InvalidPrototype", "VMConflict",
-		"CreateFailed", "VMDeleted", "DeleteFailed", "WatchDenied", "Evacuated", "PodUnknown", "PlacementChanged",
+		"Created", "Adopted", "Replaced", "SharedVolumes", "InvalidPrototype", "VMConflict",
+		"CreateFailed", "VMDeleted", "DeleteFailed", "WatchDenied", "Evacuated", "PodUnknown",
 		"RevisionUnavailable", "MovingVM", "MoveBlocked", "ResizeFailed", "ReservationStale",
 	}
 }

@@ -50,7 +50,8 @@ const LabelAgentPrototype = "vmctl.kubevirt.io/agent-prototype"
 // downward API.
 const (
 	// AnnotationPlacement is the placement.Key of the prototype whose
-	// placement the template carries (EnvPlacementKey).
+	// placement the template carries: `rollout restart` writes the new
+	// placement when it differs.
 	AnnotationPlacement = "vmctl.kubevirt.io/placement"
 	// AnnotationReservation is the reservation the template holds, as
 	// contract.FormatResources writes it (EnvReservation): `rollout restart`
@@ -71,9 +72,6 @@ const (
 	EnvPodNamespace = "POD_NAMESPACE"
 	EnvNodeName     = "NODE_NAME"
 	EnvPodUID       = "POD_UID"
-	// EnvPlacementKey is AnnotationPlacement; empty or unset when the
-	// template carries none, and the agent does not check.
-	EnvPlacementKey = "PLACEMENT_KEY"
 	// EnvRequestsCPU and EnvRequestsMemory are the container's requests now
 	// (resourceFieldRef requests.cpu in millicores, requests.memory in
 	// bytes): after a restart that follows its resize they are its own, and
@@ -87,9 +85,8 @@ const (
 	// priority class of the VM's launcher Pod.
 	EnvLauncherPriorityClass = "VMCTL_LAUNCHER_PRIORITY_CLASS"
 	// EnvVMRevision is AnnotationVMRevision: the revision the agent derives
-	// its VM from, out of the store --vm-revisions names. Unset in Pods
-	// scaffolded before revisions were pinned: their agents follow the
-	// live prototype.
+	// its VM from, out of the store --vm-revisions names. Unset only in a
+	// template written or edited by hand: its agents make no VM.
 	EnvVMRevision = "VMCTL_VM_REVISION"
 )
 

@@ -31,8 +31,8 @@ func Store(ctx context.Context, c dynamic.Interface, w Workload) (*unstructured.
 // WithRevision is w's revision store cur (nil: none yet) with t's revision
 // added, and whether that changed it: also where cur holds t's revision
 // rewritten (revision.Store.Verify), which it replaces. It keeps every
-// other revision cur holds: pruning those no retained template names is
-// gc's.
+// other revision cur holds: Truncate drops those w's history no longer
+// names.
 func WithRevision(cur *unstructured.Unstructured, w Workload, t Target) (*revision.Store, bool, error) {
 	if cur == nil {
 		s := revision.NewStore(w.Meta().GetNamespace(), w.Meta().GetName())
@@ -53,9 +53,10 @@ func WithRevision(cur *unstructured.Unstructured, w Workload, t Target) (*revisi
 	return s, true, nil
 }
 
-// WriteStore writes s, which is cur (nil: none yet) with revisions added:
-// it creates the store, or adds to it, with one merge patch, the revisions
-// cur lacks, each stored at now (its metadata.creationTimestamp, which gc
+// WriteStore writes s, which is cur (nil: none yet) with revisions added
+// and others dropped (Keep): it creates the store, or, with one merge
+// patch, adds to it the revisions cur lacks and removes those s lacks, on
+// condition that the store is still cur when it removes any, each stored at now (its metadata.creationTimestamp, which gc
 // reads: it prunes no revision younger than its --min-age). The patch names no other revision, so a revision gc prunes
 // meanwhile stays pruned, and the API server refuses a patch that would
 // change one the store retains (revision.StoreCRD). A revision cur holds
@@ -114,10 +115,22 @@ func WriteStore(ctx context.Context, c dynamic.Interface, cur *unstructured.Unst
 	if err != nil {
 		return nil, err
 	}
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": string(cur.GetUID())}, // refused should the store be another by now
-		"spec":     obj.Object["spec"],
-	})
+	spec, _ := obj.Object["spec"].(map[string]any)
+	revisions, _ := spec["revisions"].(map[string]any)
+	if revisions == nil {
+		revisions = map[string]any{}
+		spec = map[string]any{"revisions": revisions}
+	}
+	meta := map[string]any{"uid": string(cur.GetUID())} // refused should the store be another by now
+	for h := range old.Revisions {
+		if _, ok := s.Revisions[h]; !ok {
+			// Dropped (Keep): on condition that the store is still cur, so
+			// that no revision added since goes unread.
+			revisions[h] = nil
+			meta["resourceVersion"] = cur.GetResourceVersion()
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta, "spec": spec})
 	if err != nil {
 		return nil, fmt.Errorf("encode the patch of the revision store %s/%s: %w", s.Namespace, s.Name, err)
 	}
@@ -156,4 +169,26 @@ func storedAt(r *revision.Revision, now time.Time) *revision.Revision {
 	r = r.DeepCopy()
 	r.CreationTimestamp = metav1.NewTime(now)
 	return r
+}
+
+// Truncate drops from s, which is cur with t's revision added, the
+// revisions that Keep does not keep of w's history past and limit
+// (History), and reports whether any went. The revision cur added last
+// stays (Keep's newest).
+func Truncate(s *revision.Store, cur *unstructured.Unstructured, w Workload, t Target, past []Past, limit int32) (bool, error) {
+	if cur == nil {
+		return false, nil
+	}
+	old, err := revision.FromObject(cur)
+	if err != nil {
+		return false, err
+	}
+	var newest string
+	var at time.Time
+	for h, r := range old.Revisions {
+		if ts := r.CreationTimestamp.Time; newest == "" || ts.After(at) || (ts.Equal(at) && h > newest) {
+			newest, at = h, ts
+		}
+	}
+	return s.Retain(Keep(t.Hash, PinnedRevision(w), newest, past, limit)), nil
 }

@@ -182,12 +182,11 @@ type fleet struct {
 
 // newFleet scaffolds with the policies on, as change makes the Params: a
 // workload that pins the revision of the prototype (proto, as it is when
-// the case uses it), unless change makes it pin none (unpinned).
+// the case uses it).
 func newFleet(t testing.TB, change func(*Params)) *fleet {
 	t.Helper()
 	p := validParams(KindDeployment)
 	p.AdmissionPolicy = true
-	p.Revision = &revision.Revision{}
 	if change != nil {
 		change(&p)
 	}
@@ -196,10 +195,8 @@ func newFleet(t testing.TB, change func(*Params)) *fleet {
 		t.Fatal(err)
 	}
 	proto.Name, proto.Namespace, proto.UID, proto.Generation = p.Prototype, p.protoNamespace(), prototypeUID, 2
-	if p.Pinned() {
-		p.Revision = revision.Snapshot(proto)
-		p.RevisionHash = mustHash(t, p.Revision)
-	}
+	p.Revision = revision.Snapshot(proto)
+	p.RevisionHash = mustHash(t, p.Revision)
 	// As the API server generates them: the ReplicaSet's name, cut to
 	// leave room for five random characters.
 	base := p.Name + "-7d9f8c6b5-"
@@ -216,10 +213,6 @@ func newFleet(t testing.TB, change func(*Params)) *fleet {
 	}
 }
 
-// unpinned is a workload scaffolded before templates pinned a VM
-// revision: its agents, and the create policy, follow the prototype.
-func unpinned(p *Params) { p.Revision, p.RevisionHash = nil, "" }
-
 func mustHash(t testing.TB, r *revision.Revision) string {
 	t.Helper()
 	h, err := revision.Hash(r)
@@ -230,12 +223,9 @@ func mustHash(t testing.TB, r *revision.Revision) string {
 }
 
 // source is what the agents derive from: the revision of proto, as it is
-// now, and its hash, or for an unpinned fleet proto itself and "".
+// now, and its hash.
 func (f *fleet) source(t testing.TB) (*kubevirtv1.VirtualMachine, string) {
 	t.Helper()
-	if !f.p.Pinned() {
-		return f.proto, ""
-	}
 	r := revision.Snapshot(f.proto)
 	return r, mustHash(t, r)
 }
@@ -254,14 +244,11 @@ func (f *fleet) deriveVM(t testing.TB, pod derive.Pod, opts derive.Options) *kub
 
 // param is the create policy's parameter as the API server's informer
 // holds it: the revision store, with the revision of proto and those
-// retained, or for an unpinned fleet the prototype.
+// retained.
 func (f *fleet) param(t testing.TB) runtime.Object {
 	t.Helper()
 	if f.stored != nil {
 		return f.stored
-	}
-	if !f.p.Pinned() {
-		return f.proto
 	}
 	s := revision.NewStore(f.p.Namespace, f.p.Name)
 	for _, r := range append(f.retained, revision.Snapshot(f.proto)) {
@@ -837,10 +824,6 @@ func TestAdmissionPolicies(t *testing.T) {
 			}},
 		// A workload scaffolded before templates pinned a revision: the
 		// prototype is the parameter, and no VM may claim a revision.
-		{name: "create its own Pod's VM, of a workload that pins no revision", fleet: unpinned, try: func(t *testing.T, f *fleet) request { return create(f.own(t, nil)) }},
-		{name: "create its VM claiming a revision, of a workload that pins none", fleet: unpinned, refuse: []string{ruleClaim, ruleAnnotations}, try: func(t *testing.T, f *fleet) request {
-			return create(f.own(t, func(vm *vm) { vm.Annotations[contract.AnnotationVMRevision] = "0123456789" }))
-		}},
 		// Its priority class: the prototype's, or the workload's launcher
 		// class, which never preempts; never one that would let it
 		// preempt others.

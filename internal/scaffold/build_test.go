@@ -482,8 +482,7 @@ func checkPodTemplate(t *testing.T, kind string, tmpl corev1.PodTemplateSpec) {
 	for _, e := range c.Env {
 		env = append(env, e.Name+"="+e.ValueFrom.FieldRef.FieldPath)
 	}
-	wantEnv := []string{"POD_NAME=metadata.name", "POD_NAMESPACE=metadata.namespace", "POD_UID=metadata.uid", "NODE_NAME=spec.nodeName",
-		"PLACEMENT_KEY=metadata.annotations['vmctl.kubevirt.io/placement']"}
+	wantEnv := []string{"POD_NAME=metadata.name", "POD_NAMESPACE=metadata.namespace", "POD_UID=metadata.uid", "NODE_NAME=spec.nodeName"}
 	if diff := cmp.Diff(wantEnv, env); diff != "" {
 		t.Errorf("%s: env (-want +got):\n%s", kind, diff)
 	}
@@ -589,11 +588,12 @@ func TestAdmissionPolicy(t *testing.T) {
 	if vap.Spec.FailurePolicy == nil || *vap.Spec.FailurePolicy != admissionregistrationv1.Fail {
 		t.Errorf("failurePolicy = %v, want Fail", vap.Spec.FailurePolicy)
 	}
-	// The prototype is the parameter the rules compare a created VM with.
-	if diff := cmp.Diff(&admissionregistrationv1.ParamKind{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"}, vap.Spec.ParamKind); diff != "" {
+	// The revision store is the parameter the rules compare a created VM
+	// with: never the prototype.
+	if diff := cmp.Diff(&admissionregistrationv1.ParamKind{APIVersion: "vmctl.kubevirt.io/v1alpha1", Kind: "VMRevisionStore"}, vap.Spec.ParamKind); diff != "" {
 		t.Errorf("paramKind (-want +got):\n%s", diff)
 	}
-	wantRef := &admissionregistrationv1.ParamRef{Name: "testvm", Namespace: "vms", ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
+	wantRef := &admissionregistrationv1.ParamRef{Name: "vmctl-testvm-vm-revisions", Namespace: "vms", ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}
 	if diff := cmp.Diff(wantRef, vapb.Spec.ParamRef); diff != "" {
 		t.Errorf("binding paramRef (-want +got):\n%s", diff)
 	}

@@ -37,7 +37,6 @@ func TestAgentContract(t *testing.T) {
 		contract.EnvPodNamespace: "metadata.namespace",
 		contract.EnvPodUID:       "metadata.uid",
 		contract.EnvNodeName:     "spec.nodeName",
-		contract.EnvPlacementKey: "metadata.annotations['" + contract.AnnotationPlacement + "']",
 	} {
 		if env[name] != path {
 			t.Errorf("env %s = %q, want fieldRef %s", name, env[name], path)

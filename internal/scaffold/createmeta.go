@@ -13,10 +13,8 @@ func (p Params) metadataVariables() []admissionregistrationv1.Variable {
 		contract.AnnotationPodName, contract.AnnotationPodNamespace, contract.AnnotationPodUID, contract.AnnotationNode,
 		contract.AnnotationPrototypeName, contract.AnnotationPrototypeNamespace, contract.AnnotationPrototypeGeneration, contract.AnnotationPrototypeUID,
 		contract.AnnotationLauncherPriorityClass,
-	}
-	if p.Pinned() {
 		// The claim, which sourceVariables judge.
-		vmctl = append(vmctl, contract.AnnotationVMRevision)
+		contract.AnnotationVMRevision,
 	}
 	a := "variables.annotations"
 	return []admissionregistrationv1.Variable{

@@ -10,16 +10,15 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
-// What the create policy compares a VM with, its source. A workload that
-// pins a VM revision (Pinned) has its revision store as the policy's
-// parameter, and the source is the revision the VM claims in its
+// What the create policy compares a VM with, its source. The workload's
+// revision store is the policy's parameter, and the source is the revision the VM claims in its
 // contract.AnnotationVMRevision, read from the store's spec
 // (spec.revisions[<hash>], see package revision): a revision the store
 // lacks, never rolled out or pruned, is no source, and the VM is refused.
 // The store is one object, so a revision's existence and its content are
 // read together: no cache lag admits a VM of a revision the store holds
-// no more. A workload scaffolded before templates pinned a revision has
-// the prototype itself, whose live spec its agents follow.
+// no more, and a VM that claims no revision is refused: the live
+// prototype is never a source.
 //
 // The policy cannot read the agent's Pod, only its name and UID from the
 // bound token, so it cannot check that the claim is the revision the Pod's
@@ -28,19 +27,13 @@ import (
 
 // paramKind is the kind of the create policy's parameter.
 func (p Params) paramKind() *admissionregistrationv1.ParamKind {
-	if p.Pinned() {
-		return &admissionregistrationv1.ParamKind{APIVersion: revision.StoreGVR.GroupVersion().String(), Kind: revision.StoreKind}
-	}
-	return &admissionregistrationv1.ParamKind{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"}
+	return &admissionregistrationv1.ParamKind{APIVersion: revision.StoreGVR.GroupVersion().String(), Kind: revision.StoreKind}
 }
 
 // paramRef names the create policy's parameter: the revision store beside
-// the workload, or the prototype. Without it no VM can be created.
+// the workload. Without it no VM can be created.
 func (p Params) paramRef() *admissionregistrationv1.ParamRef {
-	ref := &admissionregistrationv1.ParamRef{Name: p.Prototype, Namespace: p.protoNamespace()}
-	if p.Pinned() {
-		ref = &admissionregistrationv1.ParamRef{Name: p.storeName(), Namespace: p.Namespace}
-	}
+	ref := &admissionregistrationv1.ParamRef{Name: p.storeName(), Namespace: p.Namespace}
 	ref.ParameterNotFoundAction = ptr.To(admissionregistrationv1.DenyAction)
 	return ref
 }
@@ -56,12 +49,6 @@ const noSource = `dyn({'metadata': dyn({'name': dyn(''), 'uid': dyn(''), 'genera
 func (p Params) sourceVariables() []admissionregistrationv1.Variable {
 	claim := admissionregistrationv1.Variable{Name: "revision",
 		Expression: `object.metadata.?annotations[?` + literal(contract.AnnotationVMRevision) + `].orValue('')`}
-	if !p.Pinned() {
-		return []admissionregistrationv1.Variable{claim,
-			{Name: "claimHeld", Expression: `variables.revision == ''`},
-			{Name: "source", Expression: `params`},
-		}
-	}
 	stored := `params.?spec.?revisions[?variables.revision]`
 	return []admissionregistrationv1.Variable{claim,
 		{Name: "claimHeld", Expression: `variables.revision != '' && ` + stored + `.hasValue()`},
@@ -70,12 +57,8 @@ func (p Params) sourceVariables() []admissionregistrationv1.Variable {
 }
 
 // claimValidation refuses a VM whose claimed revision is no source: one
-// the store lacks, or, where the workload pins none, any.
+// the store lacks, or none.
 func (p Params) claimValidation() admissionregistrationv1.Validation {
-	if !p.Pinned() {
-		return forbid(`variables.claimHeld`, fmt.Sprintf("the VirtualMachine claims a VM revision (%s), but workload %s/%s pins none: "+
-			"its VMs are derived from prototype %s/%s itself", contract.AnnotationVMRevision, p.Namespace, p.Name, p.protoNamespace(), p.Prototype))
-	}
 	v := forbid(`variables.claimHeld`, fmt.Sprintf("the VirtualMachine claims no VM revision that %s %s/%s holds (%s): "+
 		"a vmctl agent may only create VMs of a revision its workload rolled out and still retains", revision.StoreKind, p.Namespace, p.storeName(), contract.AnnotationVMRevision))
 	v.MessageExpression = fmt.Sprintf(`"the VirtualMachine claims VM revision '" + variables.revision + "', which %s %s/%s does not hold: `+
@@ -85,25 +68,14 @@ func (p Params) claimValidation() admissionregistrationv1.Validation {
 
 // sourceName says, in refusals, what the VM is compared with.
 func (p Params) sourceName() string {
-	if p.Pinned() {
-		return "the VM revision's"
-	}
-	return "the prototype's"
+	return "the VM revision's"
 }
 
 // derivedFrom says, in refusals, what a VM must be derived from.
 func (p Params) derivedFrom() string {
-	if p.Pinned() {
-		return fmt.Sprintf("a vmctl agent may only create VMs derived from a VM revision of %s/%s that its workload retains", p.protoNamespace(), p.Prototype)
-	}
-	return fmt.Sprintf("a vmctl agent may only create VMs derived from %s/%s", p.protoNamespace(), p.Prototype)
+	return fmt.Sprintf("a vmctl agent may only create VMs derived from a VM revision of %s/%s that its workload retains", p.protoNamespace(), p.Prototype)
 }
 
 // revisionNote names, in the annotations' refusal, the annotation that
-// claims the revision, where there is one.
-func (p Params) revisionNote() string {
-	if p.Pinned() {
-		return ", and the revision it claims"
-	}
-	return ""
-}
+// claims the revision.
+func (p Params) revisionNote() string { return ", and the revision it claims" }

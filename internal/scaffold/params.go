@@ -123,8 +123,8 @@ type Params struct {
 	// Placement, when set, is where the prototype's VMs may run
 	// (placement.Of): the agent Pods get it, so the scheduler puts each
 	// agent where its VM may go, and the template is annotated with
-	// PlacementKey. Nil when the prototype could not be read: the Pods then
-	// go anywhere and their agents do not check.
+	// PlacementKey, which `rollout restart` compares with the prototype's
+	// then. Nil: the Pods go anywhere.
 	Placement *placement.Placement
 	// PlacementKey is placement.Key of the prototype; set with Placement.
 	PlacementKey string

@@ -67,9 +67,6 @@ func downwardEnv() []corev1.EnvVar {
 		env(contract.EnvPodNamespace, "metadata.namespace"),
 		env(contract.EnvPodUID, "metadata.uid"),
 		env(contract.EnvNodeName, "spec.nodeName"),
-		// The placement the template carries, to compare with the
-		// prototype's; empty when scaffold could not read the prototype.
-		env(contract.EnvPlacementKey, "metadata.annotations['"+contract.AnnotationPlacement+"']"),
 	}
 }
 

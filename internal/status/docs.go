@@ -75,27 +75,10 @@ func Docs() []Doc {
 		Help: "a Pod of the same name exists but with another UID (a StatefulSet recreated it) and its agent has not yet replaced the VM; " +
 			"normally gone within seconds. If it stays, the new Pod's agent is failing: `kubectl describe pod`; `kubectl vmctl gc` deletes the old VM",
 	}, {
-		Problem: fill(problemOlderProtoFmt, "N", "M"),
-		Short:   "the prototype changed since the VM was derived (a Pod that pins no revision)",
-		Help: "the VM of a Pod not pinned to a VM revision follows the prototype, which changed after the VM was made: " +
-			"`kubectl vmctl rollout restart PROTOTYPE` re-derives the VMs and pins them",
-	}, {
 		Problem: fill(problemRevisionFmt, "X", "Y"),
 		Short:   "the VM records another VM revision than its Pod pins",
 		Help: "the VM's `vmctl.kubevirt.io/vm-revision` is not the one its Pod pins: one of them was edited by hand. " +
 			"`kubectl delete pod <pod>`: its workload makes a Pod of its template, whose agent makes the VM of the template's revision",
-	}, {
-		Problem: fill(problemUnpinnedFmt, "PROTOTYPE"),
-		Short:   "scaffolded before VM revisions: the VM follows the live prototype",
-		Help: "the Pod's template pins no VM revision (it was scaffolded before vmctl pinned them): its agent derives its VM from the live prototype, " +
-			"whose edits reach the VMs Pod by Pod. Once pinned, they reach them only through `rollout restart`, and `kubectl rollout undo` goes back",
-	}, {
-		Problem: ProblemPlacementChanged,
-		Short:   "the Pod's template places it by older rules (a Pod that pins no revision)",
-		Help: "the Pod pins no VM revision, and the prototype's nodeSelector, affinity, tolerations, priority class, instancetype or preference changed since its workload was written, " +
-			"so the scheduler placed the agent Pod by the old rules; its VM follows the new ones and is `ErrorUnschedulable` if its node does not meet them. " +
-			"`kubectl vmctl rollout restart PROTOTYPE` writes the new placement into the workload and replaces its Pods; " +
-			"the Pod's `PlacementChanged` Event says more ([Placement](docs/scaffold.md#placement))",
 	}, {
 		Problem: fill(problemReservationFmt, "X", "Y"),
 		Short:   "the Pod's template holds an older size for its VM: kubectl vmctl rollout restart PROTOTYPE",

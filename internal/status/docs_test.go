@@ -13,13 +13,11 @@ import (
 func TestDocsNameEveryProblem(t *testing.T) {
 	problems := []string{
 		ProblemVMMissing, ProblemOtherNode, ProblemPodGone, ProblemPodReplaced, ProblemProtoMissing,
-		ProblemEvacuating, ProblemHeldByDrain, ProblemPlacementChanged, ProblemOrphanedVMI,
+		ProblemEvacuating, ProblemHeldByDrain, ProblemOrphanedVMI,
 		strings.TrimSuffix(problemManyVMsFmt, "%d VMs of its Pod"),
 		strings.TrimSuffix(problemElsewhereFmt, "%s"),
 		strings.TrimSuffix(problemNotReadyFmt, "%s"),
-		strings.TrimSuffix(problemOlderProtoFmt, "(%d < %d)"),
 		strings.TrimSuffix(problemRevisionFmt, "%s, its Pod pins %s"),
-		strings.TrimSuffix(problemUnpinnedFmt, "%s once"),
 		strings.TrimSuffix(problemReservationFmt, "%s, its VM needs %s"),
 		"claim ",
 	}
@@ -52,7 +50,7 @@ func TestDocsNameEveryProblem(t *testing.T) {
 }
 
 func TestFill(t *testing.T) {
-	if got, want := fill(problemOlderProtoFmt, "N", "M"), "VM from older prototype generation (N < M)"; got != want {
+	if got, want := fill(problemRevisionFmt, "X", "Y"), "VM of revision X, its Pod pins Y"; got != want {
 		t.Errorf("fill() = %q; want %q", got, want)
 	}
 	if got, want := fill(problemReservationFmt, "X", "Y"), "Pod reserves X, its VM needs Y"; got != want {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
@@ -47,17 +46,11 @@ const (
 	// no VM of its name exists: its VM was deleted leaving it behind
 	// (propagationPolicy Orphan), and its guest runs on (gc deletes it).
 	ProblemOrphanedVMI = "orphaned VMI (no VM)"
-	// ProblemPlacementChanged: the Pod was placed by an older placement of
-	// its prototype than the prototype has now (placement.Stale).
-	ProblemPlacementChanged = "Pod placed by an older prototype placement"
-	problemNotReadyFmt      = "VM not ready for %s"
+	problemNotReadyFmt = "VM not ready for %s"
 	// problemReservationFmt: the Pod holds another size for its VM than
 	// the VM's launcher Pod asks for (reserve.Stale): its template was
 	// written for an older prototype, or rolled back.
 	problemReservationFmt = "Pod reserves %s, its VM needs %s"
-	// problemOlderProtoFmt: a VM of a Pod that pins no VM revision is of
-	// an older generation of the prototype than the prototype is now.
-	problemOlderProtoFmt = "VM from older prototype generation (%d < %d)"
 	// problemRevisionFmt: a pinned Pod's VM records another VM revision
 	// than the Pod pins (hand edits; the agent makes it of the Pod's).
 	problemRevisionFmt = "VM of revision %s, its Pod pins %s"
@@ -70,10 +63,9 @@ const (
 	// problemRewrittenFmt: the revision store holds the revision the Pod
 	// pins under its hash with other content (stuck.RevisionRewritten).
 	problemRewrittenFmt = "%s: %s in VMRevisionStore %s hashes to %s; kubectl vmctl rollout restart %s"
-	// problemUnpinnedFmt: the Pod's template pins no VM revision (it was
-	// scaffolded before they were), so its agent follows the live
-	// prototype: a rollout restart pins it, once.
-	problemUnpinnedFmt = "not pinned to a VM revision: run kubectl vmctl rollout restart %s once"
+	// problemNotPinnedFmt: the Pod's template pins no VM revision, so its
+	// agent makes no VM (stuck.NotPinned).
+	problemNotPinnedFmt = "%s: kubectl vmctl rollout restart %s"
 )
 
 // Row is one line of `kubectl vmctl status`: an agent Pod with its VM, a Pod
@@ -273,13 +265,11 @@ func (p pairer) rewrittenProblem(pod *corev1.Pod) string {
 func (p pairer) podRow(pod *corev1.Pod, agent contract.Agent) Row {
 	r := podFields(pod)
 	r.Prototype, r.PrototypeNamespace = agent.Prototype, agent.PrototypeNamespace
-	if rw := p.rewrittenProblem(pod); rw != "" {
-		r.Problems = append(r.Problems, rw) // why the VM is missing
+	// Why the VM is missing, where status can tell.
+	if rw := cmp.Or(p.rewrittenProblem(pod), notPinned(pod)); rw != "" {
+		r.Problems = append(r.Problems, rw)
 	} else if vmExpected(pod, p.now) {
 		r.Problems = append(r.Problems, ProblemVMMissing)
-	}
-	if u := unpinned(pod); u != "" {
-		r.Problems = append(r.Problems, u)
 	}
 	if w, ok := stuck.OfPod(pod); ok {
 		r.Waiting = w.Message
@@ -327,13 +317,9 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 	} else if since, ok := notReadySince(vm); ok && p.now.Sub(since) >= p.notReadyGrace {
 		r.Problems = append(r.Problems, fmt.Sprintf(problemNotReadyFmt, duration.HumanDuration(p.now.Sub(since))))
 	}
-	// A Pod that pins a VM revision is placed, and its VM derived, by that
-	// revision, whatever the prototype is now.
+	// A Pod is placed, and its VM derived, by the VM revision it pins,
+	// whatever the prototype is now.
 	pins := pinnedBy(pod, vm)
-	proto := p.protos[o.Prototype()]
-	if pod != nil && pins == "" && proto != nil && placement.Stale(pod.Annotations[contract.AnnotationPlacement], proto) {
-		r.Problems = append(r.Problems, ProblemPlacementChanged)
-	}
 	if pod != nil && launcher != nil {
 		held, need := pod.Annotations[contract.AnnotationReservation], reserve.Counted(launcher)
 		if reserve.Stale(held, need) {
@@ -348,13 +334,11 @@ func (p pairer) vmRow(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) Row {
 		if has := vm.Annotations[contract.AnnotationVMRevision]; has != pins {
 			r.Problems = append(r.Problems, fmt.Sprintf(problemRevisionFmt, cmp.Or(has, "<none>"), pins))
 		}
-	case proto == nil:
+	case p.protos[o.Prototype()] == nil:
 		r.Problems = append(r.Problems, ProblemProtoMissing)
-	case o.HasGeneration && o.PrototypeGeneration < proto.Generation:
-		r.Problems = append(r.Problems, fmt.Sprintf(problemOlderProtoFmt, o.PrototypeGeneration, proto.Generation))
 	}
-	if u := unpinned(pod); u != "" {
-		r.Problems = append(r.Problems, u)
+	if np := notPinned(pod); np != "" {
+		r.Problems = append(r.Problems, np)
 	}
 	if pod != nil {
 		addClaims(&r, pod, p.claims)

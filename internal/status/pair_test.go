@@ -178,7 +178,7 @@ func TestPair(t *testing.T) {
 			{Namespace: "ns", Pod: "c", VM: "web-c"},
 		},
 	}, {
-		name: "older prototype generation and missing prototype",
+		name: "a VM of a Pod that pins no revision: its prototype missing, not its generation",
 		inv: Inventory{
 			Pods: ptrs(
 				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
@@ -191,7 +191,7 @@ func TestPair(t *testing.T) {
 			),
 		},
 		want: []brief{
-			{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM from older prototype generation (3 < 5)"}},
+			{Namespace: "ns", Pod: "a", VM: "web-a"},
 			{Namespace: "ns", Pod: "b", VM: "db-b", Problems: []string{"prototype missing"}},
 		},
 	}, {
@@ -203,7 +203,7 @@ func TestPair(t *testing.T) {
 			VMIs:       ptrs(vmi("ns", "web-a", "n2")),
 		},
 		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n2", Problems: []string{
-			"VM on another node", "VM not ready for 60m", "VM from older prototype generation (4 < 5)",
+			"VM on another node", "VM not ready for 60m",
 		}}},
 	}, {
 		name: "a VM without vmctl's labels is never a row",

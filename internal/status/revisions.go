@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	protorev "github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
 // retryRevise is how long Watch keeps a prototype's revision it could not
@@ -96,8 +97,7 @@ func shownAgent(q Query, pod *corev1.Pod) (contract.Agent, bool) {
 
 // pinnedBy is the VM revision a row is judged by: the one its Pod's
 // template pins, or, without a Pod, the one its VM was derived from. It is
-// "" for a Pod scaffolded before revisions were pinned, whose agent follows
-// the live prototype.
+// "" for a Pod that pins none, whose agent makes no VM (notPinned).
 func pinnedBy(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) string {
 	if pod != nil {
 		return pod.Annotations[contract.AnnotationVMRevision]
@@ -105,10 +105,12 @@ func pinnedBy(pod *corev1.Pod, vm *kubevirtv1.VirtualMachine) string {
 	return vm.Annotations[contract.AnnotationVMRevision]
 }
 
-// unpinned names, for a live agent Pod of a workload whose template pins
-// no VM revision, the rollout that pins it; "" for any other Pod. A Pod
-// of no workload (an agent run by hand) has no rollout to pin it.
-func unpinned(pod *corev1.Pod) string {
+// notPinned names, for a live agent Pod of a workload whose template pins
+// no VM revision, the stuck state its agent reports (stuck.NotPinned) and
+// the rollout that pins it; "" for any other Pod. A Pod of no workload (an
+// agent run by hand) has no rollout to pin it: its agent's /readyz and
+// Event say what to do.
+func notPinned(pod *corev1.Pod) string {
 	if pod == nil || pod.DeletionTimestamp != nil || pod.Annotations[contract.AnnotationVMRevision] != "" {
 		return ""
 	}
@@ -116,7 +118,7 @@ func unpinned(pod *corev1.Pod) string {
 	if _, isWorkload := workloadOf(pod); !ok || !isWorkload {
 		return ""
 	}
-	return fmt.Sprintf(problemUnpinnedFmt, a.Prototype)
+	return fmt.Sprintf(problemNotPinnedFmt, stuck.NotPinned, a.Prototype)
 }
 
 // workloadOf names the workload whose Pod pod is, as kubectl names it:

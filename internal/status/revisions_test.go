@@ -57,7 +57,7 @@ func revisionOf(hash string) func(*kubevirtv1.VirtualMachine) {
 func TestPairPinned(t *testing.T) {
 	proto := prototype("ns", "web", 5)
 	web := ownedBy("Deployment", "web")
-	unpinnedMsg := "not pinned to a VM revision: run kubectl vmctl rollout restart web once"
+	unpinnedMsg := "no VM revision pinned: kubectl vmctl rollout restart web"
 	tests := []struct {
 		name string
 		inv  Inventory
@@ -104,7 +104,7 @@ func TestPairPinned(t *testing.T) {
 			{Namespace: "ns", Pod: "gone", VM: "web-gone", Problems: []string{"orphaned VM (pod gone)"}},
 		},
 	}, {
-		name: "the unpinned Pods of workloads, with a VM or without, say how to pin them; the generation check stays",
+		name: "the unpinned Pods of workloads, with a VM or without, say how to pin them, which is why a VM is missing",
 		inv: Inventory{
 			Pods: ptrs(
 				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, web),
@@ -115,8 +115,8 @@ func TestPairPinned(t *testing.T) {
 			VMs:        ptrs(derivedVM("ns", "web", 4, "ns", "a", "uid-a", "n1", time.Hour)),
 		},
 		want: []brief{
-			{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{"VM from older prototype generation (4 < 5)", unpinnedMsg}},
-			{Namespace: "ns", Pod: "b", Problems: []string{"VM missing", unpinnedMsg}},
+			{Namespace: "ns", Pod: "a", VM: "web-a", Problems: []string{unpinnedMsg}},
+			{Namespace: "ns", Pod: "b", Problems: []string{unpinnedMsg}},
 			{Namespace: "ns", Pod: "c", Problems: []string{unpinnedMsg}},
 		},
 	}, {

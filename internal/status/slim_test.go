@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
 )
 
 // TestSlimKeepsWhatPairReads pairs full objects and their kube.Slim copies: the
@@ -23,8 +22,6 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 		proto := prototype("ns", "web", 5)
 		proto.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", "keep": "me"}
 		proto.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
-		// Pod a was scaffolded before the prototype got a nodeSelector.
-		scaffolded := placement.Key(&proto)
 		proto.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "vms"}
 		proto.Spec.Template.Spec.Volumes = []kubevirtv1.Volume{{Name: "root"}}
 		// Warnings: a guest longer than Pod a's agent waits (not b's), and
@@ -35,7 +32,7 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 			p.Spec.Containers[0].Args = []string{"web", "--proto-namespace=ns", "--delete-timeout=50s"}
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_NAME", Value: "a"}}
 			p.Spec.Volumes = []corev1.Volume{{Name: "token"}}
-			p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", contract.AnnotationPlacement: scaffolded}
+			p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", contract.AnnotationVMRevision: "1111111111"}
 		})
 		running := vmi("ns", "web-a", "n2")
 		running.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{
@@ -45,7 +42,9 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 			OwnerPods:  ptrs(agentPod("ns", "m", "uid-m", "n2", "", time.Hour)),
 			Prototypes: ptrs(proto),
 			VMs: ptrs(
-				derivedVM("ns", "web", 4, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Hour)),
+				// Pod a pins another revision than its VM was made of.
+				derivedVM("ns", "web", 4, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Hour),
+					func(vm *kubevirtv1.VirtualMachine) { vm.Annotations[contract.AnnotationVMRevision] = "2222222222" }),
 				derivedVM("ns", "web", 5, "ns", "m", "uid-m", "n2", time.Hour),
 				derivedVM("ns", "web", 5, "ns", "gone", "uid-g", "n2", time.Hour),
 				derivedVM("ns", "web", 5, "ns", "b", "uid-b", "n1", time.Hour),
@@ -75,8 +74,10 @@ func TestSlimKeepsWhatPairReads(t *testing.T) {
 	if len(want) != 4 || !slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemEvacuating) }) ||
 		!slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemHeldByDrain) }) ||
 		!slices.ContainsFunc(want, func(r Row) bool { return r.VMIP == "10.244.0.9" }) ||
-		!slices.ContainsFunc(want, func(r Row) bool { return slices.Contains(r.Problems, ProblemPlacementChanged) }) {
-		t.Fatalf("the fixture pairs into %d rows, want 4, one evacuating, one held by a drain, one placed by an older placement and one at 10.244.0.9: %+v", len(want), want)
+		!slices.ContainsFunc(want, func(r Row) bool {
+			return slices.Contains(r.Problems, fill(problemRevisionFmt, "2222222222", "1111111111"))
+		}) {
+		t.Fatalf("the fixture pairs into %d rows, want 4, one evacuating, one held by a drain, one of another revision than its Pod pins and one at 10.244.0.9: %+v", len(want), want)
 	}
 	slimRows := Pair(&slim, t0, NotReadyGrace)
 	if diff := cmp.Diff(want, slimRows); diff != "" {

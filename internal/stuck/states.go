@@ -97,6 +97,12 @@ func States() []State {
 			"The agent makes no VM of it, and `kubectl vmctl diff` names it. " +
 			"`kubectl vmctl rollout restart PROTOTYPE` pins the prototype's revision again, writing it anew, and replaces the Pods; " +
 			"find out who rewrote it ([security](docs/security.md#a-rewritten-revision))",
+	}, {
+		Reason: ReasonNotPinned, Prefix: NotPinned, NoVM: true,
+		Short: "the Pod's template pins no VM revision",
+		Help: "the agent Pod's template names no VM revision (annotation `vmctl.kubevirt.io/vm-revision`, passed to the agent as `VMCTL_VM_REVISION`): " +
+			"it was written or edited by hand. The agent derives VMs only from a revision its workload rolled out, never from the live prototype, so it makes none: " +
+			"`kubectl vmctl rollout restart PROTOTYPE` pins the prototype's revision, or apply `kubectl vmctl scaffold`'s output for the workload again",
 	}}
 }
 

@@ -83,7 +83,7 @@ func TestOfSameOnSlim(t *testing.T) {
 
 func TestReasonsAreDistinct(t *testing.T) {
 	want := []string{ReasonUnschedulable, ReasonPVCNotFound, ReasonDataVolume, ReasonImagePull,
-		ReasonCrashLoop, ReasonLauncherRefused, ReasonStartFailed, ReasonStopped, ReasonRevisionMissing, ReasonRevisionRewritten}
+		ReasonCrashLoop, ReasonLauncherRefused, ReasonStartFailed, ReasonStopped, ReasonRevisionMissing, ReasonRevisionRewritten, ReasonNotPinned}
 	if diff := cmp.Diff(want, Reasons()); diff != "" {
 		t.Errorf("Reasons() (-want +got):\n%s", diff)
 	}

@@ -5,9 +5,9 @@
 // wait for room (OfPod), so that status words it as a wait. It is pure: it
 // reads the VM's status, which virt-controller fills with its own
 // conditions and those of the VM's instance, and the Pod's. It names too
-// the two states an agent does not leave by itself before it has a VM: its
-// Pod's template pins a VM revision that the workload's revision store
-// lacks, or holds rewritten.
+// the three states an agent does not leave by itself before it has a VM:
+// its Pod's template pins a VM revision that the workload's revision store
+// lacks, or holds rewritten, or pins none.
 package stuck
 
 import (
@@ -40,10 +40,11 @@ const (
 	ReasonLauncherRefused = "VMLauncherRefused"
 	ReasonStartFailed     = "VMStartFailed"
 	ReasonStopped         = "VMStopped"
-	// ReasonRevisionMissing and ReasonRevisionRewritten are the agent's,
-	// not Of's: there is no VM.
+	// ReasonRevisionMissing, ReasonRevisionRewritten and ReasonNotPinned
+	// are the agent's, not Of's: there is no VM.
 	ReasonRevisionMissing   = "VMRevisionMissing"
 	ReasonRevisionRewritten = "VMRevisionRewritten"
+	ReasonNotPinned         = "VMRevisionNotPinned"
 )
 
 // What each problem's message starts with: States gives each its
@@ -62,6 +63,9 @@ const (
 	// RevisionRewritten is also a problem status finds itself, of every
 	// Pod that pins such a revision.
 	RevisionRewritten = "VM revision rewritten"
+	// NotPinned is also a problem status finds itself, of every agent Pod
+	// that pins no revision.
+	NotPinned = "no VM revision pinned"
 )
 
 // condition types virt-controller copies onto the VM from its VMI.
