@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -99,11 +100,20 @@ func copiedFromDerived(vm *kubevirtv1.VirtualMachine) {
 // what the prototype is) and scales to one.
 func deployMarked(t *testing.T, ns string) *kubevirtv1.VirtualMachine {
 	t.Helper()
-	proto := createPrototype(t, ns, "testvm.yaml")
+	createPrototype(t, ns, "testvm.yaml")
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "0")
-	copiedFromDerived(proto)
 	vms := e.virt.KubevirtV1().VirtualMachines(ns)
-	marked, err := vms.Update(t.Context(), proto, metav1.UpdateOptions{})
+	var marked *kubevirtv1.VirtualMachine
+	// KubeVirt's controller writes the prototype too (its status).
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		proto, err := vms.Get(t.Context(), "testvm", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		copiedFromDerived(proto)
+		marked, err = vms.Update(t.Context(), proto, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		t.Fatalf("mark prototype: %v", err)
 	}
