@@ -79,8 +79,11 @@ Then the Deployments, StatefulSets and DaemonSets that scaffold wrote (one
 LIST of each kind) are compared with their prototypes as they are now: where
 a Pod template pins another VM revision than the prototype would now, a line
 says that the prototype has changed since, and which kubectl vmctl rollout
-restart rolls the change out, and "N of M workloads have prototype changes
-not rolled out" follows the summary. Where the revision store holds the
+restart rolls the change out, and a unified diff shows that change: "-"
+lines are the pinned revision, "+" lines the one rollout restart would pin
+(labels, annotations and spec; none when the store holds the pinned one no
+more). "N of M workloads have prototype changes not rolled out" follows the
+summary. Where the revision store holds the
 revision a template pins with content that hashes to another (someone
 pruned it and added it again with other content), a line says so, and
 "N pin a rewritten VM revision" follows: the agents make no VM of it.
