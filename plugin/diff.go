@@ -79,8 +79,11 @@ Then the Deployments, StatefulSets and DaemonSets that scaffold wrote (one
 LIST of each kind) are compared with their prototypes as they are now: where
 a Pod template pins another VM revision than the prototype would now, a line
 says that the prototype has changed since, and which kubectl vmctl rollout
-restart rolls the change out, and "N of M workloads have prototype changes
-not rolled out" follows the summary. Where the revision store holds the
+restart rolls the change out, and a unified diff shows that change: "-"
+lines are the pinned revision, "+" lines the one rollout restart would pin
+(labels, annotations and spec; none when the store holds the pinned one no
+more). "N of M workloads have prototype changes not rolled out" follows the
+summary. Where the revision store holds the
 revision a template pins with content that hashes to another (someone
 pruned it and added it again with other content), a line says so, and
 "N pin a rewritten VM revision" follows: the agents make no VM of it.
@@ -228,6 +231,7 @@ func (o *DiffOptions) diffPins(ctx context.Context, sources *drift.Sources) (unr
 	}
 	log := klog.FromContext(ctx)
 	now := map[types.NamespacedName]string{}
+	nowRevs := map[types.NamespacedName]*revision.Revision{}
 	for _, k := range keys {
 		if _, done := now[k]; done {
 			continue
@@ -238,7 +242,7 @@ func (o *DiffOptions) diffPins(ctx context.Context, sources *drift.Sources) (unr
 			log.V(2).Info("Cannot tell whether the prototype changed since its workloads pinned it: it is gone", "prototype", k)
 			continue
 		}
-		if _, now[k], err = prototype.Revise(ctx, o.clients.Expand, proto); err != nil {
+		if nowRevs[k], now[k], err = prototype.Revise(ctx, o.clients.Expand, proto); err != nil {
 			log.V(2).Info("Cannot tell whether the prototype changed since its workloads pinned it", "prototype", k, "err", err)
 		}
 	}
@@ -279,8 +283,26 @@ func (o *DiffOptions) diffPins(ctx context.Context, sources *drift.Sources) (unr
 		if _, err := fmt.Fprintln(o.Out, printers.EscapeTerminal(msg)); err != nil {
 			return 0, 0, 0, err
 		}
+		if err := o.printRevisionDiff(sources.Revision(w.Meta().GetNamespace(), pinned), nowRevs[w.Prototype()], pinned, current); err != nil {
+			return 0, 0, 0, err
+		}
 	}
 	return unrolled, rewritten, compared, nil
+}
+
+// printRevisionDiff prints what a rollout restart would change: the diff
+// from the revision a template pins to the one the prototype would pin now
+// (drift.RevisionDiff). Nothing when the store holds the pinned one no
+// more (pruned): the line above says which it was.
+func (o *DiffOptions) printRevisionDiff(pinned, now *revision.Revision, pinnedHash, nowHash string) error {
+	if pinned == nil || now == nil {
+		return nil
+	}
+	diff, err := drift.RevisionDiff(pinned, now, pinnedHash, nowHash)
+	if err != nil {
+		return err
+	}
+	return o.printDiff(diff)
 }
 
 // printDiff prints one unified diff, "-" lines red and "+" lines green when

@@ -166,8 +166,9 @@ func diffPinnedScene(t *testing.T) (kubeObjs []runtime.Object, hash string, web 
 // TestDiffPinned: a VM whose Pod pins a revision is compared with that
 // revision, not with the prototype, which changed since (two cores); the
 // workload that pins it is said to have changes not rolled out, once,
-// which is a difference (exit 1); one that pins nothing, or that scaffold
-// did not write, is not compared.
+// which is a difference (exit 1), with the diff from the pinned revision
+// to the one rollout restart would pin; one that pins nothing, or that
+// scaffold did not write, is not compared.
 func TestDiffPinned(t *testing.T) {
 	kubeObjs, hash, web := diffPinnedScene(t)
 	rev := web.DeepCopy()
@@ -187,8 +188,20 @@ func TestDiffPinned(t *testing.T) {
 	if want := "0 of 1 derived VMs drifted; 1 of 1 workloads have prototype changes not rolled out in vms namespace\n"; errOut != want {
 		t.Errorf("stderr = %q, want %q", errOut, want)
 	}
+	// Then what rollout restart would change, as kubectl diff shows it.
 	want := "deployment.apps/web pins VM revision " + hash + " of prototype vms/web; the prototype has changed since (now " + now +
-		"): `kubectl vmctl rollout restart web` rolls it out\n"
+		"): `kubectl vmctl rollout restart web` rolls it out\n" +
+		"--- prototype vms/web (VM revision " + hash + ", pinned)\n" +
+		"+++ prototype vms/web (VM revision " + now + ", rollout restart pins)\n" +
+		"@@ -8,7 +8,7 @@\n" +
+		"     spec:\n" +
+		"       domain:\n" +
+		"         cpu:\n" +
+		"-          cores: 1\n" +
+		"+          cores: 2\n" +
+		"         devices:\n" +
+		"           disks:\n" +
+		"           - disk:\n"
 	if out != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", out, want)
 	}

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -138,10 +139,11 @@ priority class, with its instancetype's and preference's, as KubeVirt gives
 its VMs' launcher Pods) goes into the Pod template, annotated
 vmctl.kubevirt.io/placement, so that agents go where their VMs may run; when
 the prototype cannot be read, stderr says so and no placement is written. It
-warns on stderr, in the words the agents would use, when they will refuse the
-prototype (it is missing, it shares a writable disk, it carries vmctl's own
-markers), when its guest may take longer to shut down than the Pod is
-given, and when the cluster has no CRD of the VM revision stores (see
+refuses a prototype that carries vmctl's own markers (a copy of a derived VM),
+as the agents would, and says which to remove. It warns on stderr, in the
+words the agents would use, when they will refuse the prototype (it is
+missing, it shares a writable disk), when its guest may take longer to shut
+down than the Pod is given, and when the cluster has no CRD of the VM revision stores (see
 "kubectl vmctl scaffold crd"). The manifests are printed all the same, unless --strict makes a
 warning an error.
 
@@ -386,6 +388,12 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 		warnings = append(warnings, msg)
 	}
 	if err := derive.Refusal(rev, o.params.Namespace, o.params.DeriveOptions()); err != nil {
+		// A pinned revision with vmctl's markers makes agents that make no
+		// VM until a rollout restart, and no flag lets them: refused, as
+		// the agents would refuse it.
+		if _, marked := errors.AsType[*derive.MarkersError](err); marked {
+			return nil, nil, fmt.Errorf("scaffold pins no revision its agents would refuse: %w", err)
+		}
 		warnings = append(warnings, err.Error())
 	}
 	if msg := derive.GracePeriodTooShort(rev, o.params.DeleteTimeout()); msg != "" {

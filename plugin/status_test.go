@@ -358,13 +358,16 @@ func TestStatusReadsOneListPerKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Derived VMs by label, never all VMs (the scene holds hand-made, which
-	// no one reads); prototypes by name. The first three run at once.
+	// no one reads); prototypes by name; the agents' Warning Events, where
+	// a Pod lacks its VM. The first three run at once.
 	slices.Sort(calls[:3])
 	want := []string{
 		"list pods vms app.kubernetes.io/component=agent,app.kubernetes.io/instance=web,app.kubernetes.io/name=vmctl",
 		"list virtualmachineinstances vms vmctl.kubevirt.io/prototype",
 		"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype",
 		"list virtualmachines vms metadata.name=web",
+		// A Pod lacks its VM: last, its agent's Warnings say why.
+		"list events vms involvedObject.kind=Pod,source=vmctl-agent,type=Warning",
 	}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)

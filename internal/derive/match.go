@@ -120,12 +120,19 @@ var (
 	}
 )
 
-// noMarkers refuses a prototype that carries vmctl's derived-VM labels or
-// annotations, as a prototype made by copying a derived VM does: gc would
-// take it for a derived VM and delete it once the Pod it names is gone, and
-// status and diff would count it among the derived VMs. The error ends with
-// the commands that remove exactly the markers found: kubectl label and
-// annotate fail on a key the VM does not have.
+// MarkersError refuses a prototype that carries vmctl's derived-VM labels
+// or annotations, as a prototype made by copying a derived VM does: gc
+// would take it for a derived VM and delete it once the Pod it names is
+// gone, and status and diff would count it among the derived VMs. The
+// agent refuses to derive from it, and scaffold to pin a revision of it.
+type MarkersError struct{ msg string }
+
+// Error names the markers and ends with the commands that remove exactly
+// those found: kubectl label and annotate fail on a key the VM does not
+// have.
+func (e *MarkersError) Error() string { return e.msg }
+
+// noMarkers returns a *MarkersError when proto carries vmctl's markers.
 func noMarkers(proto metav1.Object) error {
 	labels := present(proto.GetLabels(), markerLabels)
 	annotations := present(proto.GetAnnotations(), markerAnnotations)
@@ -146,9 +153,9 @@ func noMarkers(proto metav1.Object) error {
 		fix = append(fix, removeKeys("annotate", proto, annotations))
 	}
 	ref := proto.GetNamespace() + "/" + proto.GetName()
-	return fmt.Errorf("prototype %s carries vmctl's derived-VM markers (%s), as a copy of a derived VM does; "+
+	return &MarkersError{msg: fmt.Sprintf("prototype %s carries vmctl's derived-VM markers (%s), as a copy of a derived VM does; "+
 		"remove them so that gc and status do not take it for a derived VM: %s",
-		ref, strings.Join(found, ", "), strings.Join(fix, " && "))
+		ref, strings.Join(found, ", "), strings.Join(fix, " && "))}
 }
 
 // present returns the keys of want that m holds, in want's order.

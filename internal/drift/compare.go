@@ -58,13 +58,22 @@ func Compare(live, derived *kubevirtv1.VirtualMachine, derivedFrom string) (Resu
 		return r, nil
 	}
 	name := live.Namespace + "/" + live.Name
-	r.Diff, err = difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+	r.Diff, err = unified(r.Live, r.Derived, name+" (live)", name+" (derived from "+derivedFrom+")")
+	return r, err
+}
+
+// unified is the unified diff from a to b, YAML documents, with 3 lines of
+// context, headed "--- from" and "+++ to"; "" when they are equal.
+func unified(a, b, from, to string) (string, error) {
+	if a == b {
+		return "", nil
+	}
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		// SplitLines would add an empty last line for the final newline.
-		A:        difflib.SplitLines(strings.TrimSuffix(r.Live, "\n")),
-		B:        difflib.SplitLines(strings.TrimSuffix(r.Derived, "\n")),
-		FromFile: name + " (live)",
-		ToFile:   name + " (derived from " + derivedFrom + ")",
+		A:        difflib.SplitLines(strings.TrimSuffix(a, "\n")),
+		B:        difflib.SplitLines(strings.TrimSuffix(b, "\n")),
+		FromFile: from,
+		ToFile:   to,
 		Context:  3,
 	})
-	return r, err
 }

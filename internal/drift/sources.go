@@ -99,7 +99,8 @@ func (s *Sources) Rewritten(namespace, store, hash string) (string, bool) {
 	return actual, ok
 }
 
-// pinned is the revision hash that a store of namespace holds, or nil.
-func (s *Sources) pinned(namespace, hash string) *revision.Revision {
+// Revision is the revision hash that a store of namespace holds, or nil.
+// Read the namespace's stores first (ReadStores).
+func (s *Sources) Revision(namespace, hash string) *revision.Revision {
 	return s.revisions[types.NamespacedName{Namespace: namespace, Name: hash}]
 }

@@ -52,7 +52,7 @@ func (s *Sources) Each(ctx context.Context, namespace, prototype string, fn func
 			o := derive.OriginOf(vm)
 			var c Check
 			if hash := vm.Annotations[contract.AnnotationVMRevision]; hash != "" {
-				c = CheckPinned(vm, s.pinned(o.PodNamespace, hash), hash)
+				c = CheckPinned(vm, s.Revision(o.PodNamespace, hash), hash)
 			} else {
 				c = CheckVM(vm, s.Prototypes.Get(o.Prototype()))
 			}

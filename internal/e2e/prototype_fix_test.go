@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -32,20 +33,9 @@ const fixSeenWithin = 10 * time.Second
 // command the agent's Event prints, run as printed: it must work and print
 // no error.
 func TestFixedPrototypeIsRolledOut(t *testing.T) {
-	copied := func(vm *kubevirtv1.VirtualMachine) {
-		// A prototype copied from a derived VM of a Deployment: its markers
-		// but no subdomain label, which only a StatefulSet's VMs carry.
-		vm.Labels[contract.LabelPrototype] = "testvm"
-		vm.Labels[contract.LabelPod] = "web-7d9f-abcde"
-		vm.Annotations = map[string]string{
-			contract.AnnotationPodName: "web-7d9f-abcde", contract.AnnotationPodUID: "0b1c",
-			contract.AnnotationNode: "node-1", contract.AnnotationPrototypeGeneration: "3",
-		}
-	}
 	t.Run("labels and annotations, by the Event's command", func(t *testing.T) {
 		ns := namespace(t)
-		createPrototypeWith(t, ns, "testvm.yaml", copied)
-		deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+		deployMarked(t, ns)
 		var fix string
 		waitWarningEvent(t, ns, "the InvalidPrototype Event with its fix", func(msg string) bool {
 			_, fix, _ = strings.Cut(msg, "take it for a derived VM: ")
@@ -76,8 +66,7 @@ func TestFixedPrototypeIsRolledOut(t *testing.T) {
 	})
 	t.Run("made again", func(t *testing.T) {
 		ns := namespace(t)
-		proto := createPrototypeWith(t, ns, "testvm.yaml", copied)
-		deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+		proto := deployMarked(t, ns)
 		waitWarningEvent(t, ns, "the InvalidPrototype Event", func(msg string) bool { return strings.Contains(msg, "derived-VM markers") })
 		vms := e.virt.KubevirtV1().VirtualMachines(ns)
 		if err := vms.Delete(t.Context(), proto.Name, metav1.DeleteOptions{}); err != nil {
@@ -90,6 +79,47 @@ func TestFixedPrototypeIsRolledOut(t *testing.T) {
 		createPrototype(t, ns, "testvm.yaml")
 		rollOutFix(t, ns, "testvm")
 	})
+}
+
+// copiedFromDerived makes a prototype a copy of a derived VM of a
+// Deployment: its markers, but no subdomain label, which only a
+// StatefulSet's VMs carry.
+func copiedFromDerived(vm *kubevirtv1.VirtualMachine) {
+	vm.Labels[contract.LabelPrototype] = "testvm"
+	vm.Labels[contract.LabelPod] = "web-7d9f-abcde"
+	vm.Annotations = map[string]string{
+		contract.AnnotationPodName: "web-7d9f-abcde", contract.AnnotationPodUID: "0b1c",
+		contract.AnnotationNode: "node-1", contract.AnnotationPrototypeGeneration: "3",
+	}
+}
+
+// deployMarked runs one agent Pod of prototype testvm in ns whose
+// template pins a revision with vmctl's markers, and returns the marked
+// prototype. scaffold refuses such a prototype, so it scaffolds the clean
+// one with no replica, marks it, rolls that out (rollout restart pins
+// what the prototype is) and scales to one.
+func deployMarked(t *testing.T, ns string) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	createPrototype(t, ns, "testvm.yaml")
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "0")
+	vms := e.virt.KubevirtV1().VirtualMachines(ns)
+	var marked *kubevirtv1.VirtualMachine
+	// KubeVirt's controller writes the prototype too (its status).
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		proto, err := vms.Get(t.Context(), "testvm", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		copiedFromDerived(proto)
+		marked, err = vms.Update(t.Context(), proto, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("mark prototype: %v", err)
+	}
+	vmctl(t, "rollout", "restart", "testvm", "-n", ns)
+	kubectl(t, nil, "scale", "deployment", scaffold.DefaultName("testvm"), "-n", ns, "--replicas=1")
+	return marked
 }
 
 // rollOutFix rolls the fixed prototype out, as the agent's Event says, and

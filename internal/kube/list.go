@@ -37,6 +37,13 @@ func Claims(c kubernetes.Interface, namespace string) ListFunc {
 	}
 }
 
+// Events lists the core/v1 Events of namespace ("" for all).
+func Events(c kubernetes.Interface, namespace string) ListFunc {
+	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.CoreV1().Events(namespace).List(ctx, opts)
+	}
+}
+
 // VMs lists the VirtualMachines of namespace ("" for all).
 func VMs(c kubevirt.Interface, namespace string) ListFunc {
 	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

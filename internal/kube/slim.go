@@ -12,8 +12,8 @@ import (
 // object in; prototypes applied from a file carry it.
 const lastApplied = corev1.LastAppliedConfigAnnotation
 
-// Slim returns a copy of obj (a Pod, VirtualMachine or
-// VirtualMachineInstance) holding only what status, gc and rollout read:
+// Slim returns a copy of obj (a Pod, VirtualMachine,
+// VirtualMachineInstance, PersistentVolumeClaim or Event) holding only what status, gc and rollout read:
 // metadata without managedFields or a last-applied copy; of a VM, its
 // status and of its spec only the runStrategy, what places it
 // (placement.KeepInputs), and its template's evictionStrategy and
@@ -35,6 +35,12 @@ func Slim(obj any) (any, error) {
 		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: o.ObjectMeta, Status: corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}}
 		slimMeta(&pvc.ObjectMeta)
 		return pvc, nil
+	case *corev1.Event:
+		// Whose it is, and what it says (status's agentSays).
+		e := &corev1.Event{ObjectMeta: o.ObjectMeta, InvolvedObject: o.InvolvedObject, Reason: o.Reason, Message: o.Message,
+			Source: o.Source, FirstTimestamp: o.FirstTimestamp, LastTimestamp: o.LastTimestamp, EventTime: o.EventTime, Type: o.Type}
+		slimMeta(&e.ObjectMeta)
+		return e, nil
 	case *kubevirtv1.VirtualMachineInstance:
 		vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: o.ObjectMeta}
 		slimMeta(&vmi.ObjectMeta)

@@ -28,8 +28,16 @@ func Docs() []Doc {
 	docs := []Doc{{
 		Problem: ProblemVMMissing,
 		Short:   "the Pod runs (for 15s or more) but has no VM",
-		Help: "the agent has not made its VM: `kubectl describe pod` shows its Events; `curl` its `/readyz` or read its log for the reason " +
-			"(prototype missing or forbidden, shared volume, a foreign VM holding the name)",
+		Help: "the agent has not made its VM, and has recorded no Warning Event that says why: `curl` its `/readyz` or read its log for the reason; " +
+			"`kubectl describe pod` shows the Pod's Events",
+	}, {
+		Problem: fill(problemAgentSaysFmt, "REASON", "MESSAGE"),
+		Short:   "the Pod has no VM, and its agent says why",
+		Help: "the agent has not made its VM and says why in its latest Warning Event on the Pod, whose reason and message follow, the message ending with what to do: " +
+			"its VM revision cannot be read (`RevisionUnavailable`), its prototype shares a writable disk (`SharedVolumes`), " +
+			"carries vmctl's markers or cannot be derived (`InvalidPrototype`: fix the prototype, then `kubectl vmctl rollout restart PROTOTYPE`), " +
+			"a foreign VM holds the name (`VMConflict`), or the API server refused the VM (`CreateFailed`). " +
+			"Status shows it as soon as the agent says it; `kubectl describe pod` shows all the Pod's Events",
 	}, {
 		Problem: ProblemOtherNode,
 		Short:   "the VM's instance runs elsewhere than its Pod",

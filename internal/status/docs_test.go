@@ -14,6 +14,7 @@ func TestDocsNameEveryProblem(t *testing.T) {
 	problems := []string{
 		ProblemVMMissing, ProblemOtherNode, ProblemPodGone, ProblemPodReplaced, ProblemProtoMissing,
 		ProblemEvacuating, ProblemHeldByDrain, ProblemOrphanedVMI,
+		strings.TrimSuffix(problemAgentSaysFmt, "%s: %s"),
 		strings.TrimSuffix(problemManyVMsFmt, "%d VMs of its Pod"),
 		strings.TrimSuffix(problemElsewhereFmt, "%s"),
 		strings.TrimSuffix(problemNotReadyFmt, "%s"),

@@ -27,6 +27,8 @@ func readAll(ctx context.Context, c kube.Clients, q Query, srcs []source, fn fun
 			list = kube.VMIs(c.KubeVirt, src.namespace)
 		case "persistentvolumeclaims":
 			list = kube.Claims(c.Kube, src.namespace)
+		case "events":
+			list = kube.Events(c.Kube, src.namespace)
 		case revision.StoreResource:
 			stores := c.Dynamic.Resource(revision.StoreGVR).Namespace(src.namespace)
 			list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return stores.List(ctx, o) }

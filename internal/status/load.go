@@ -64,6 +64,10 @@ type Inventory struct {
 	// a VM revision, each kept as slimStore keeps it: the revisions it
 	// holds rewritten.
 	Stores []*unstructured.Unstructured
+	// Events are the Warning Events agents recorded on their Pods
+	// (agentEventSelector), read only when an agent Pod lacks its VM
+	// (lacksVM): what its agent said of why (agentSays).
+	Events []*corev1.Event
 	// Revisions are the hashes of the VM revisions that prototypes would
 	// pin now (prototype.Revise), for the prototypes of the agent Pods
 	// that pin one; none for a prototype whose revision could not be
@@ -87,7 +91,9 @@ type Inventory struct {
 // is paired all the same: its Pod is read by name after the VM. Then it
 // takes the revision each prototype that agent Pods pin a revision of
 // would pin now (Revisions): a GET of KubeVirt's expansion for one with an
-// instancetype or preference, no request for another. Last, when a VMI
+// instancetype or preference, no request for another. When, all that
+// read, an agent Pod lacks its VM, one LIST of the agents' Warning Events
+// (thenNeeds) says why. Last, when a VMI
 // reports its memory overhead beside an agent Pod that holds room, it
 // LISTs the KubeVirt CRs (see readKubeVirt).
 func Load(ctx context.Context, c kube.Clients, q Query) (*Inventory, error) {
@@ -95,6 +101,9 @@ func Load(ctx context.Context, c kube.Clients, q Query) (*Inventory, error) {
 	have := map[source]bool{}
 	for {
 		fresh := pending(needs(q, b.inv), have)
+		if len(fresh) == 0 {
+			fresh = pending(thenNeeds(q, b.inv), have)
+		}
 		if len(fresh) == 0 {
 			newReviser(c.Expand).revise(ctx, b.inv, time.Now())
 			readKubeVirt(ctx, c, b.inv)

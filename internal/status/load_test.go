@@ -73,6 +73,7 @@ const (
 	agentLabels   = "app.kubernetes.io/component=agent,app.kubernetes.io/name=vmctl"
 	derivedLabels = "vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype"
 	vmiLabels     = "vmctl.kubevirt.io/prototype"
+	agentEvents   = "involvedObject.kind=Pod,source=vmctl-agent,type=Warning"
 )
 
 func TestLoad(t *testing.T) {
@@ -166,6 +167,8 @@ func TestLoad(t *testing.T) {
 		kube:  []runtime.Object{pod(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)), pod(agentPod("other", "b", "uid-b", "n1", "web", time.Hour))},
 		virt:  []runtime.Object{vm(derivedVM("ns", "web", 1, "ns", "gone", "uid-g", "n1", time.Hour))},
 		wantCalls: []call{
+			// Neither Pod has its VM: one LIST of the agents' Events, of all namespaces.
+			{"list", "events", "", "", agentEvents},
 			{"list", "pods", "", "app.kubernetes.io/component=agent,app.kubernetes.io/instance=web,app.kubernetes.io/name=vmctl", ""},
 			{"list", "virtualmachineinstances", "", "vmctl.kubevirt.io/prototype=web", ""},
 			{"list", "virtualmachines", "", "vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype=web", ""},

@@ -169,7 +169,7 @@ func Pair(inv *Inventory, now time.Time, notReadyGrace time.Duration) []Row {
 		claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
 	}
 	p := pairer{now: now, notReadyGrace: notReadyGrace, vmis: vmis, protos: protos, podNames: podNames, launchers: launchers, claims: claims,
-		rewritten: rewrittenPins(inv.Stores)}
+		rewritten: rewrittenPins(inv.Stores), says: agentSays(inv.Events)}
 	var rows []Row
 	shown := map[*kubevirtv1.VirtualMachine]bool{}
 	for _, pod := range inv.Pods {
@@ -235,6 +235,9 @@ type pairer struct {
 	claims    map[types.NamespacedName]*corev1.PersistentVolumeClaim
 	// rewritten are, by revision store, the revisions it holds rewritten.
 	rewritten map[types.NamespacedName]map[string]string
+	// says is, by Pod UID, what its agent's latest Warning Event says
+	// (agentSays).
+	says map[types.UID]string
 }
 
 // vmNamespace is where pod's agent makes its VM: where its arguments say
@@ -268,6 +271,9 @@ func (p pairer) podRow(pod *corev1.Pod, agent contract.Agent) Row {
 	// Why the VM is missing, where status can tell.
 	if rw := cmp.Or(p.rewrittenProblem(pod), notPinned(pod)); rw != "" {
 		r.Problems = append(r.Problems, rw)
+	} else if says := p.says[pod.UID]; says != "" && pod.DeletionTimestamp == nil {
+		// The agent said why: no need to wait out MissingGrace.
+		r.Problems = append(r.Problems, says)
 	} else if vmExpected(pod, p.now) {
 		r.Problems = append(r.Problems, ProblemVMMissing)
 	}

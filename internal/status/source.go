@@ -42,6 +42,9 @@ const (
 	// roleStores are the revision stores of the namespaces whose agent
 	// Pods pin a VM revision.
 	roleStores
+	// roleEvents are the Warning Events agents recorded on their Pods,
+	// selected by field (agentEventSelector).
+	roleEvents
 )
 
 // source is what one paged LIST reads in Load and one informer follows in
@@ -63,6 +66,8 @@ func (s source) resource() string {
 		return "persistentvolumeclaims"
 	case roleStores:
 		return revision.StoreResource
+	case roleEvents:
+		return "events"
 	}
 	return "virtualmachines"
 }
@@ -110,6 +115,8 @@ func (s source) listOptions(q Query) metav1.ListOptions {
 		}
 	case roleStores:
 		o.LabelSelector = revision.StoreSelector
+	case roleEvents:
+		o.FieldSelector = agentEventSelector
 	}
 	return kube.NameOptions(o, s.name)
 }
@@ -162,6 +169,18 @@ func needs(q Query, inv *Inventory) []source {
 	}
 	out = append(out, byName(roleOwners, owners, q.Namespace == "")...)
 	return append(out, byName(rolePrototypes, protos, q.Namespace == "")...)
+}
+
+// thenNeeds returns the source Load and Watch read once every source needs
+// asks for is in: the agents' Warning Events of q's namespace (or of all),
+// when an agent Pod lacks its VM (lacksVM), so that status says why. Read
+// last, so that a VM in another namespace that has yet to be read does not
+// count as missing.
+func thenNeeds(q Query, inv *Inventory) []source {
+	if !lacksVM(q, inv) {
+		return nil
+	}
+	return []source{{roleEvents, q.Namespace, ""}}
 }
 
 // byName returns the sources of role r that read the objects keys name
@@ -232,5 +251,7 @@ func (b *builder) add(r role, obj any) {
 		b.inv.Claims = append(b.inv.Claims, obj.(*corev1.PersistentVolumeClaim))
 	case roleStores:
 		b.inv.Stores = append(b.inv.Stores, obj.(*unstructured.Unstructured))
+	case roleEvents:
+		b.inv.Events = append(b.inv.Events, obj.(*corev1.Event))
 	}
 }

@@ -31,7 +31,8 @@ type WatchOptions struct {
 // sources Load reads, one kube.Follower set each (see needs):
 // label-selected for agent Pods, derived VMs and their instances, narrowed
 // to one name for the Pods and prototypes derived VMs record, and follows
-// more as the Inventory comes to need them. It takes a prototype's
+// more as the Inventory comes to need them (the agents' Warning Events
+// once an agent Pod lacks its VM: thenNeeds). It takes a prototype's
 // revision (Inventory.Revisions) again only when the prototype changed.
 //
 // Watch returns the error Load would give when a source's LIST or WATCH
@@ -72,7 +73,7 @@ func Watch(ctx context.Context, c kube.Clients, q Query, opts WatchOptions, upda
 			continue
 		}
 		inv := w.snapshot()
-		if w.ensure(needs(q, inv)) {
+		if w.ensure(needs(q, inv)) || w.ensure(thenNeeds(q, inv)) {
 			continue // wait for the new sources' first list
 		}
 		w.kubeVirt(ctx, inv)
@@ -135,6 +136,9 @@ func (w *watcher) follow(src source) cache.Store {
 	case "persistentvolumeclaims":
 		opts.Client = w.c.Kube
 		return w.f.Follow(kube.ListWatch(w.c.Kube.CoreV1().PersistentVolumeClaims(src.namespace), sel), &corev1.PersistentVolumeClaim{}, opts)
+	case "events":
+		opts.Client = w.c.Kube
+		return w.f.Follow(kube.ListWatch(w.c.Kube.CoreV1().Events(src.namespace), sel), &corev1.Event{}, opts)
 	case "virtualmachineinstances":
 		vmis := w.c.KubeVirt.KubevirtV1().VirtualMachineInstances(src.namespace)
 		return w.f.Follow(kube.ListWatch(vmis, sel), &kubevirtv1.VirtualMachineInstance{}, opts)
