@@ -23,6 +23,14 @@ const requestTimeout = 30 * time.Second
 // ensure makes sure the derived VM exists and is this Pod's, retrying with
 // capped backoff until it is. It returns nil only when ctx is done.
 func (a *Agent) ensure(ctx context.Context) *kubevirtv1.VirtualMachine {
+	if !a.cfg.pinned() {
+		// The Pod's template is fixed for its life: no retry can pin a
+		// revision, only a new Pod can. Say so once and make no VM.
+		a.report.fail(ctx, a.notPinned())
+		klog.FromContext(ctx).Info("Waiting for the Pod to be replaced by one that pins a VM revision")
+		<-ctx.Done()
+		return nil
+	}
 	b := a.cfg.backoff()
 	for {
 		vm, seen, err := a.tryEnsure(ctx)
@@ -67,13 +75,13 @@ func (s sourceSeen) changedTo(exists bool, rv string) bool {
 	return err != nil || c > 0
 }
 
-// tryEnsure makes one attempt: read what the VM derives from (source),
+// tryEnsure makes one attempt: read the VM revision the Pod pins (pinnedRevision),
 // derive, CREATE, and on a name clash adopt, replace or refuse the VM
 // found. When it failed because that is missing or cannot be derived, it
 // says how it saw the store, for waitStoreChange.
 func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, seen *sourceSeen, err error) {
 	protoRef := a.cfg.PrototypeNamespace + "/" + a.cfg.Prototype
-	proto, seen, err := a.source(ctx)
+	proto, seen, err := a.pinnedRevision(ctx)
 	if err != nil {
 		return nil, seen, err
 	}
@@ -292,18 +300,6 @@ func (a *Agent) deleteAndWait(ctx context.Context, vm *kubevirtv1.VirtualMachine
 		return fmt.Errorf("VM %s is still there: %w", ref, err)
 	}
 	return nil
-}
-
-// source is what the attempt derives the VM from: the VM revision the
-// Pod's template pins (pinnedRevision), and how it saw the revision store
-// that holds it, for waitStoreChange should the derivation fail. A Pod
-// that pins none gets no VM: the live prototype is never a source, so a
-// prototype edit reaches no VM but through a rollout.
-func (a *Agent) source(ctx context.Context) (*kubevirtv1.VirtualMachine, *sourceSeen, error) {
-	if !a.cfg.pinned() {
-		return nil, nil, a.notPinned()
-	}
-	return a.pinnedRevision(ctx)
 }
 
 func createProblem(ref string, err error) *problem {

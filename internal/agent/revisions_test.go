@@ -384,4 +384,15 @@ func TestUnpinnedRefuses(t *testing.T) {
 	if h.api.object(testVM) != nil {
 		t.Errorf("a VM was made of a Pod that pins no revision")
 	}
+	// Nothing but a new Pod pins a revision: the agent tries once, then
+	// waits for its end, rather than failing again and again.
+	h.eventually("the agent waits for its Pod to be replaced", func() bool {
+		return strings.Contains(h.logs.String(), "Waiting for the Pod to be replaced")
+	})
+	if err := h.sigterm(); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(h.logs.String(), "INFO Not ready "); n != 1 {
+		t.Errorf("the agent failed %d times on a Pod that pins no revision, want once:\n%s", n, h.logs.String())
+	}
 }
