@@ -75,7 +75,7 @@ func (c Check) compare(live, proto *kubevirtv1.VirtualMachine, source, from stri
 		ReplicaClaims:      replicaClaims(live, proto, o.PodName),
 		// The agent's choice, as the VM records it.
 		LauncherPriorityClass: live.Annotations[contract.AnnotationLauncherPriorityClass],
-		Revision:              c.Revision,
+		VMRevisionHash:        c.Revision,
 	})
 	if err != nil {
 		c.Err = fmt.Errorf("derive from %s: %w", source, err)

@@ -49,7 +49,7 @@ func pinnedScene(t *testing.T) (rev *revision.Revision, hash string, store runti
 // hash, made from rev.
 func pinnedFor(t *testing.T, rev *revision.Revision, hash, pod string) *kubevirtv1.VirtualMachine {
 	t.Helper()
-	vm, err := derive.VM(rev, derive.Pod{Name: pod, Namespace: "vms", UID: types.UID("uid-" + pod), Node: "node-a"}, derive.Options{Revision: hash})
+	vm, err := derive.VM(rev, derive.Pod{Name: pod, Namespace: "vms", UID: types.UID("uid-" + pod), Node: "node-a"}, derive.Options{VMRevisionHash: hash})
 	if err != nil {
 		t.Fatal(err)
 	}

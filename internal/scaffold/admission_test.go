@@ -234,7 +234,7 @@ func (f *fleet) source(t testing.TB) (*kubevirtv1.VirtualMachine, string) {
 func (f *fleet) deriveVM(t testing.TB, pod derive.Pod, opts derive.Options) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	src, hash := f.source(t)
-	opts.Revision = hash
+	opts.VMRevisionHash = hash
 	vm, err := derive.VM(src, pod, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +293,7 @@ func (f *fleet) earlier(t *testing.T, change func(*kubevirtv1.VirtualMachine)) *
 	older.Spec.Template.Spec.Domain.Devices.Interfaces[0].Model = "e1000"
 	older.Generation--
 	f.retained = append(f.retained, older)
-	vm, err := derive.VM(older, f.pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain(), Revision: mustHash(t, older)})
+	vm, err := derive.VM(older, f.pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain(), VMRevisionHash: mustHash(t, older)})
 	if err != nil {
 		t.Fatal(err)
 	}
