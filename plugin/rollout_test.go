@@ -43,7 +43,7 @@ func rolloutScene(t *testing.T, edit func(*kubevirtv1.VirtualMachine)) (kube, vi
 		t.Fatal(err)
 	}
 	p := scaffold.NewParams(scaffold.KindDeployment, "testvm", "vms")
-	p.Name, p.Revision, p.RevisionHash = "web", rev, hash
+	p.Name, p.Snapshot, p.RevisionHash = "web", rev, hash
 	objs, err := scaffold.Build(p)
 	if err != nil {
 		t.Fatal(err)
