@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/klog/v2"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -231,7 +232,7 @@ func (o *DiffOptions) diffPins(ctx context.Context, sources *drift.Sources) (unr
 	}
 	log := klog.FromContext(ctx)
 	now := map[types.NamespacedName]string{}
-	nowRevs := map[types.NamespacedName]*revision.Revision{}
+	nowRevs := map[types.NamespacedName]*kubevirtv1.VirtualMachine{}
 	for _, k := range keys {
 		if _, done := now[k]; done {
 			continue
@@ -294,7 +295,7 @@ func (o *DiffOptions) diffPins(ctx context.Context, sources *drift.Sources) (unr
 // from the revision a template pins to the one the prototype would pin now
 // (drift.RevisionDiff). Nothing when the store holds the pinned one no
 // more (pruned): the line above says which it was.
-func (o *DiffOptions) printRevisionDiff(pinned, now *revision.Revision, pinnedHash, nowHash string) error {
+func (o *DiffOptions) printRevisionDiff(pinned, now *kubevirtv1.VirtualMachine, pinnedHash, nowHash string) error {
 	if pinned == nil || now == nil {
 		return nil
 	}

@@ -139,7 +139,7 @@ func diffPinnedScene(t *testing.T) (kubeObjs []runtime.Object, hash string, web 
 		p := scaffold.Params{Kind: scaffold.KindDeployment, Prototype: "web", Name: name, Namespace: "vms", Replicas: 1,
 			Image: "vmctl", GracePeriodSeconds: scaffold.DefaultGracePeriodSeconds}
 		if pinned {
-			p.Revision, p.RevisionHash = rev, hash
+			p.Snapshot, p.RevisionHash = rev, hash
 		}
 		objs, err := scaffold.Build(p)
 		if err != nil {

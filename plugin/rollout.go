@@ -27,8 +27,8 @@ its agents, as kubectl rollout does for Pods.
 A derived VM keeps the spec it was made with. "rollout restart PROTOTYPE"
 restarts every Deployment, StatefulSet and DaemonSet whose agents derive from
 PROTOTYPE, so each new Pod's agent derives its VM afresh; "rollout status
-PROTOTYPE" waits until every Pod is Ready with a VM of the prototype's
-current generation. A Pod is Ready only while its VM is, so the workload's
+PROTOTYPE" waits until each workload has rolled out and every Pod is Ready
+with a VM of the VM revision its template pins. A Pod is Ready only while its VM is, so the workload's
 strategy (maxUnavailable, maxSurge, partition) bounds how many VMs are down
 at once.`,
 		Args: cobra.NoArgs,

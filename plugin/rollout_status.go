@@ -41,7 +41,7 @@ func NewCmdRolloutStatus(f kube.Factory, streams genericiooptions.IOStreams) *co
 	cmd := &cobra.Command{
 		Use:                   "status PROTOTYPE [flags]",
 		DisableFlagsInUseLine: true,
-		Short:                 "Wait until every VM of a prototype is ready and derived from its current generation",
+		Short:                 "Wait until a prototype's workloads have rolled out, each Pod with a ready VM of the VM revision it pins",
 		Long: `Show the rollout of PROTOTYPE's workloads and wait until it is done: each
 workload rolled out (as kubectl rollout status says) and every one of its Pods
 paired with a ready VM of the VM revision its template pins. It

@@ -43,7 +43,7 @@ func rolloutScene(t *testing.T, edit func(*kubevirtv1.VirtualMachine)) (kube, vi
 		t.Fatal(err)
 	}
 	p := scaffold.NewParams(scaffold.KindDeployment, "testvm", "vms")
-	p.Name, p.Revision, p.RevisionHash = "web", rev, hash
+	p.Name, p.Snapshot, p.RevisionHash = "web", rev, hash
 	objs, err := scaffold.Build(p)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func rolloutScene(t *testing.T, edit func(*kubevirtv1.VirtualMachine)) (kube, vi
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "vms", UID: types.UID("uid-" + name),
 			Labels: web.Spec.Template.Labels, Annotations: web.Spec.Template.Annotations},
 			Spec: corev1.PodSpec{NodeName: "node-1"}}
-		vm, err := derive.VM(rev, derive.Pod{Name: pod.Name, Namespace: "vms", UID: pod.UID, Node: "node-1"}, derive.Options{Revision: hash})
+		vm, err := derive.VM(rev, derive.Pod{Name: pod.Name, Namespace: "vms", UID: pod.UID, Node: "node-1"}, derive.Options{VMRevisionHash: hash})
 		if err != nil {
 			t.Fatal(err)
 		}

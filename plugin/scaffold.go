@@ -383,7 +383,7 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 	if err != nil {
 		return nil, nil, err
 	}
-	rev := pinned.Revision
+	rev := pinned.Snapshot
 	if msg := o.storeCRDMissing(); msg != "" {
 		warnings = append(warnings, msg)
 	}
@@ -407,7 +407,7 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 	if pinned.PlacementErr != nil {
 		notes = append(notes, fmt.Sprintf("prototype %s/%s: %v", ns, name, pinned.PlacementErr))
 	}
-	o.params.Revision, o.params.RevisionHash = rev, pinned.Hash
+	o.params.Snapshot, o.params.RevisionHash = rev, pinned.Hash
 	o.params.Placement, o.params.PlacementKey = &pinned.Placement, pinned.PlacementKey
 	note, err := o.reservation(ctx, rev, pinned.PodNeeds)
 	return warnings, append(append(notes, note...), o.nodeLocalClaims(ctx)...), err

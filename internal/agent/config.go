@@ -89,16 +89,16 @@ type Config struct {
 	// Pods a controller replaces elsewhere: a Deployment's or a
 	// StatefulSet's, whose template reserves the VM's size.
 	MoveAfter time.Duration
-	// VMRevision is the VM revision the Pod's template pins
+	// VMRevisionHash is the VM revision the Pod's template pins
 	// (contract.EnvVMRevision): the hash under which the workload's
-	// revision store, VMRevisions, holds the snapshot of the prototype the
+	// revision store, StoreName, holds the snapshot of the prototype the
 	// agent derives its VM from. Empty: the Pod's template pins none (written
 	// or edited by hand), and the agent makes no VM (stuck.ReasonNotPinned).
-	VMRevision string
-	// VMRevisions is the name of the workload's revision store, a
+	VMRevisionHash string
+	// StoreName is the name of the workload's revision store, a
 	// VMRevisionStore in the Pod's namespace (--vm-revisions). Required
-	// when VMRevision is set.
-	VMRevisions string
+	// when VMRevisionHash is set.
+	StoreName string
 	// StateDir is where the agent records the VM it makes (see record.go):
 	// the Pod's emptyDir volume. Empty: it keeps no record, and looks for
 	// a VM an earlier container made by label.
@@ -137,13 +137,13 @@ func (c Config) Validate() error {
 				contract.FlagReplicaClaims, claim, c.Pod.PodName, derive.ReplicaClaimName(claim, c.Pod.PodName), strings.Join(msgs, "; ")))
 		}
 	}
-	if c.VMRevisions != "" {
-		if msgs := validation.IsDNS1123Subdomain(c.VMRevisions); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--%s %q is not a valid VMRevisionStore name: %s", contract.FlagVMRevisions, c.VMRevisions, strings.Join(msgs, "; ")))
+	if c.StoreName != "" {
+		if msgs := validation.IsDNS1123Subdomain(c.StoreName); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--%s %q is not a valid VMRevisionStore name: %s", contract.FlagVMRevisions, c.StoreName, strings.Join(msgs, "; ")))
 		}
 	} else if c.pinned() {
 		errs = append(errs, fmt.Errorf("the Pod's template pins VM revision %q (%s) but the agent's arguments name no revision store: "+
-			"add --%s=<workload>-vm-revisions, or scaffold the workload again", c.VMRevision, contract.EnvVMRevision, contract.FlagVMRevisions))
+			"add --%s=<workload>-vm-revisions, or scaffold the workload again", c.VMRevisionHash, contract.EnvVMRevision, contract.FlagVMRevisions))
 	}
 	if c.DeleteTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("delete timeout must be positive, not %v", c.DeleteTimeout))
@@ -161,7 +161,7 @@ func (c Config) Validate() error {
 }
 
 // pinned reports whether the Pod's template pins a VM revision.
-func (c Config) pinned() bool { return c.VMRevision != "" }
+func (c Config) pinned() bool { return c.VMRevisionHash != "" }
 
 func (c Config) backoff() wait.Backoff {
 	if c.Backoff.Duration == 0 {

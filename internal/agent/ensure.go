@@ -88,18 +88,18 @@ func (a *Agent) tryEnsure(ctx context.Context) (vm *kubevirtv1.VirtualMachine, s
 	want, err := derive.VM(proto, derive.Pod{
 		Name: a.pod.PodName, Namespace: a.pod.PodNamespace, UID: a.pod.PodUID, Node: a.pod.Node,
 	}, derive.Options{Namespace: a.cfg.Namespace, AllowSharedVolumes: a.cfg.AllowSharedVolumes, Subdomain: a.cfg.Subdomain,
-		ReplicaClaims: a.cfg.ReplicaClaims, LauncherPriorityClass: a.cfg.LauncherPriorityClass, Revision: a.cfg.VMRevision})
+		ReplicaClaims: a.cfg.ReplicaClaims, LauncherPriorityClass: a.cfg.LauncherPriorityClass, VMRevisionHash: a.cfg.VMRevisionHash})
 	if err != nil {
 		reason := ReasonInvalidPrototype
 		if _, shared := errors.AsType[*derive.SharedVolumeError](err); shared {
 			reason = ReasonSharedVolumes
 		}
 		// The prototype's own fix stays last, where it can be copied.
-		msg := fmt.Sprintf("the Pod pins VM revision %s, a snapshot of the prototype: fix the prototype, then %s; %s", a.cfg.VMRevision, a.repin(), err)
+		msg := fmt.Sprintf("the Pod pins VM revision %s, a snapshot of the prototype: fix the prototype, then %s; %s", a.cfg.VMRevisionHash, a.repin(), err)
 		return nil, seen, &problem{reason: reason, msg: msg, err: err}
 	}
 	ref := want.Namespace + "/" + want.Name
-	from := fmt.Sprintf("VM revision %s of prototype %s", a.cfg.VMRevision, protoRef)
+	from := fmt.Sprintf("VM revision %s of prototype %s", a.cfg.VMRevisionHash, protoRef)
 	a.checkGracePeriod(ctx, want, protoRef)
 	a.checkEvictionStrategy(ctx, proto)
 

@@ -69,7 +69,7 @@ func newHarness(t *testing.T, cfg Config, vms []*kubevirtv1.VirtualMachine, kube
 		cfg = testConfig()
 	}
 	h := newUnpinnedHarness(t, cfg, vms, kubeObjs...)
-	if cfg.VMRevision == "" {
+	if cfg.VMRevisionHash == "" {
 		proto := prototype(cfg.Prototype)
 		i := slices.IndexFunc(vms, func(vm *kubevirtv1.VirtualMachine) bool {
 			return vm.Name == cfg.Prototype && vm.Namespace == cfg.PrototypeNamespace

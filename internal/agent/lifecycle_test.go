@@ -71,7 +71,7 @@ func TestCreatesVMAndMirrorsReadiness(t *testing.T) {
 	if diff := cmp.Diff(wantRef, ev.InvolvedObject); diff != "" {
 		t.Errorf("Event involvedObject (-want +got):\n%s", diff)
 	}
-	if ev.Namespace != testNamespace || ev.Source.Component != EventComponent || !strings.Contains(ev.Message, "Created VM default/testvm-vmctl-abc from VM revision "+h.agent.cfg.VMRevision+" of prototype default/testvm on node node-1") {
+	if ev.Namespace != testNamespace || ev.Source.Component != EventComponent || !strings.Contains(ev.Message, "Created VM default/testvm-vmctl-abc from VM revision "+h.agent.cfg.VMRevisionHash+" of prototype default/testvm on node node-1") {
 		t.Errorf("Event = %s/%s %+v %q", ev.Namespace, ev.Name, ev.Source, ev.Message)
 	}
 	var kubeRequests []string

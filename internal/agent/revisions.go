@@ -30,7 +30,7 @@ import (
 // says how the store was, for waitStoreChange. A store that cannot be got is a
 // problem retried after the backoff.
 func (a *Agent) pinnedRevision(ctx context.Context) (*kubevirtv1.VirtualMachine, *sourceSeen, error) {
-	ns, name, hash := a.pod.PodNamespace, a.cfg.VMRevisions, a.cfg.VMRevision
+	ns, name, hash := a.pod.PodNamespace, a.cfg.StoreName, a.cfg.VMRevisionHash
 	ref := ns + "/" + name
 	cr, err := a.revs.getRevisions(ctx, ns, name)
 	if apierrors.IsNotFound(err) {
@@ -102,7 +102,7 @@ func storeProblem(ref, namespace, name, hash string, err error) *problem {
 // adds its revision) or deleted. It reports false, at once, when the store
 // cannot be watched: the caller then polls.
 func (a *Agent) waitStoreChange(ctx context.Context, seen sourceSeen) bool {
-	ns, name := a.pod.PodNamespace, a.cfg.VMRevisions
+	ns, name := a.pod.PodNamespace, a.cfg.StoreName
 	list, watchFn := a.storeOf(ns, name)
 	err := watchOne(ctx, a, ns, name, &unstructured.Unstructured{}, giveUp, func(cur *unstructured.Unstructured) bool {
 		if cur == nil {

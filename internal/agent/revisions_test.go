@@ -52,7 +52,7 @@ func revisionStore(t *testing.T, protos ...*kubevirtv1.VirtualMachine) (*unstruc
 
 // pinned is cfg for a Pod whose template pins revision hash.
 func pinned(cfg Config, hash string) Config {
-	cfg.VMRevision, cfg.VMRevisions = hash, testStore
+	cfg.VMRevisionHash, cfg.StoreName = hash, testStore
 	return cfg
 }
 
@@ -81,7 +81,7 @@ func TestPinnedDerivesFromTheRevision(t *testing.T) {
 	h.watchFollowed()
 
 	want, err := derive.VM(revision.Snapshot(prototype(testProto)),
-		derive.Pod{Name: testPod, Namespace: testNamespace, UID: testPodUID, Node: testNode}, derive.Options{Revision: hashes[0]})
+		derive.Pod{Name: testPod, Namespace: testNamespace, UID: testPodUID, Node: testNode}, derive.Options{VMRevisionHash: hashes[0]})
 	if err != nil {
 		t.Fatal(err)
 	}

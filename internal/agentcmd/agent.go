@@ -42,7 +42,7 @@ type AgentOptions struct {
 	OwnLimits          string
 	MoveAfter          time.Duration
 	StateDir           string
-	VMRevisions        string
+	StoreName          string
 	Verbosity          int
 	Profile            cmdutil.Profile
 
@@ -147,7 +147,7 @@ once. /metrics on the probe address serves Prometheus metrics.
 	flags.StringVar(&o.StateDir, contract.FlagStateDir, o.StateDir,
 		"A directory that lives as long as the Pod, an emptyDir volume, where the agent records the VM it makes, so that a restarted agent container follows that VM by name. "+
 			"Without it, a starting agent lists the VMs labelled for its Pod to find one an earlier container made.")
-	flags.StringVar(&o.VMRevisions, contract.FlagVMRevisions, o.VMRevisions,
+	flags.StringVar(&o.StoreName, contract.FlagVMRevisions, o.StoreName,
 		"The workload's revision store: the VMRevisionStore, in the Pod's namespace, that holds the VM revisions its templates pin. "+
 			"When "+contract.EnvVMRevision+" (downward API) names the revision the Pod pins, the agent derives its VM from that revision, and never reads the prototype itself. "+
 			"Needs get, list and watch on that VMRevisionStore.")
@@ -223,13 +223,13 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 		DeleteTimeout:      o.DeleteTimeout,
 		MoveAfter:          o.MoveAfter,
 		StateDir:           o.StateDir,
-		VMRevisions:        o.VMRevisions,
+		StoreName:          o.StoreName,
 	}
 	if held, ok := o.LookupEnv(contract.EnvReservation); ok {
 		o.config.Reservation = strings.TrimSpace(held)
 	}
 	if hash, ok := o.LookupEnv(contract.EnvVMRevision); ok {
-		o.config.VMRevision = strings.TrimSpace(hash)
+		o.config.VMRevisionHash = strings.TrimSpace(hash)
 	}
 	if class, ok := o.LookupEnv(contract.EnvLauncherPriorityClass); ok {
 		o.config.LauncherPriorityClass = strings.TrimSpace(class)

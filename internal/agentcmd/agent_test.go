@@ -162,7 +162,7 @@ func TestAgentComplete(t *testing.T) {
 		env: map[string]string{contract.EnvPodName: "vmctl-abc", contract.EnvPodNamespace: "apps", contract.EnvNodeName: "node-1", contract.EnvPodUID: "uid-1",
 			contract.EnvVMRevision: "5f1c0b9e2a"},
 		flags: []string{"--" + contract.FlagVMRevisions + "=web-vm-revisions"},
-		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps", VMRevision: "5f1c0b9e2a", VMRevisions: "web-vm-revisions",
+		want: agent.Config{Prototype: "testvm", PrototypeNamespace: "apps", Namespace: "apps", VMRevisionHash: "5f1c0b9e2a", StoreName: "web-vm-revisions",
 			Pod: agent.Identity{PodName: "vmctl-abc", PodNamespace: "apps", Node: "node-1", PodUID: "uid-1"}},
 	}, {
 		name:  "a StatefulSet's agent: --subdomain",

@@ -55,11 +55,11 @@ type Options struct {
 	// Pod's own, ReplicaClaimName(claim, pod.Name), which outlives the Pod
 	// as the StatefulSet's retention policy says, in the prototype's.
 	ReplicaClaims []string
-	// Revision, when set, is the hash that names proto as a VM revision
+	// VMRevisionHash, when set, is the hash that names proto as a VM revision
 	// (package revision): the snapshot the agent Pod's template pins. The
 	// VM records it in its contract.AnnotationVMRevision, by which the
 	// create policy finds the revision to hold the VM to.
-	Revision string
+	VMRevisionHash string
 }
 
 // VM derives the VirtualMachine that pod runs from proto. It never modifies proto.
@@ -108,13 +108,13 @@ func VM(proto *kubevirtv1.VirtualMachine, pod Pod, opts Options) (*kubevirtv1.Vi
 		ObjectMeta: objectMeta(proto, pod, name, namespace),
 		Spec:       *spec,
 	}
-	if opts.Revision != "" {
-		vm.Annotations[contract.AnnotationVMRevision] = opts.Revision
+	if opts.VMRevisionHash != "" {
+		vm.Annotations[contract.AnnotationVMRevision] = opts.VMRevisionHash
 	}
 	if err := renameDataVolumes(&vm.Spec, name, pod.UID); err != nil {
 		return nil, fmt.Errorf("prototype %s/%s: %w", proto.Namespace, proto.Name, err)
 	}
-	clearRevisions(&vm.Spec)
+	clearInstancetypeRevisions(&vm.Spec)
 	templateMeta(vm.Spec.Template, proto.Name, pod.Name)
 	setIdentity(&vm.Spec.Template.Spec, name, pod.UID)
 	stableIdentity(vm, pod.Name, opts.Subdomain)

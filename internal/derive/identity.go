@@ -33,11 +33,11 @@ func setIdentity(spec *kubevirtv1.VirtualMachineInstanceSpec, vmName string, pod
 	}
 }
 
-// clearRevisions drops the instancetype and preference revisionName. They
+// clearInstancetypeRevisions drops the instancetype and preference revisionName. They
 // name ControllerRevisions KubeVirt made for the prototype and owns through
 // it; each derived VM gets its own, and a copied name would break when the
 // prototype is deleted or lives in another namespace.
-func clearRevisions(spec *kubevirtv1.VirtualMachineSpec) {
+func clearInstancetypeRevisions(spec *kubevirtv1.VirtualMachineSpec) {
 	if spec.Instancetype != nil {
 		spec.Instancetype.RevisionName = ""
 	}

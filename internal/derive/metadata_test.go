@@ -112,7 +112,7 @@ func TestVMObjectMeta(t *testing.T) {
 		{
 			name: "a VM revision is recorded on the VM",
 			pod:  pod,
-			opts: Options{Revision: "5f1c0b9e2a"},
+			opts: Options{VMRevisionHash: "5f1c0b9e2a"},
 			want: metav1.ObjectMeta{
 				Name: "fedora-web-7c9d", Namespace: "vms",
 				Labels: map[string]string{contract.LabelPrototype: "fedora", contract.LabelPod: "web-7c9d"},
@@ -187,7 +187,7 @@ func TestVMTemplateMeta(t *testing.T) {
 			// which revision it runs.
 			name: "a VM revision stays off the template",
 			in:   metav1.ObjectMeta{Annotations: map[string]string{"vm.kubevirt.io/flavor": "small"}},
-			opts: Options{Revision: "5f1c0b9e2a"},
+			opts: Options{VMRevisionHash: "5f1c0b9e2a"},
 			want: metav1.ObjectMeta{Labels: vmctl, Annotations: map[string]string{"vm.kubevirt.io/flavor": "small"}},
 		},
 		{

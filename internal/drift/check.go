@@ -8,7 +8,6 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // Check is the outcome for one derived VM: a Result, or Err when it could
@@ -41,7 +40,7 @@ func CheckVM(live, proto *kubevirtv1.VirtualMachine) Check {
 // CheckPinned re-derives live, a derived VM that records VM revision hash
 // (its Pod's), from rev, that revision as its workload's revision store
 // holds it (nil when none does), as the agent derives it, and compares.
-func CheckPinned(live *kubevirtv1.VirtualMachine, rev *revision.Revision, hash string) Check {
+func CheckPinned(live *kubevirtv1.VirtualMachine, rev *kubevirtv1.VirtualMachine, hash string) Check {
 	c := Check{Result: Result{Namespace: live.Namespace, Name: live.Name}, Prototype: derive.OriginOf(live).Prototype(), Revision: hash}
 	switch {
 	case rev == nil:
@@ -75,7 +74,7 @@ func (c Check) compare(live, proto *kubevirtv1.VirtualMachine, source, from stri
 		ReplicaClaims:      replicaClaims(live, proto, o.PodName),
 		// The agent's choice, as the VM records it.
 		LauncherPriorityClass: live.Annotations[contract.AnnotationLauncherPriorityClass],
-		Revision:              c.Revision,
+		VMRevisionHash:        c.Revision,
 	})
 	if err != nil {
 		c.Err = fmt.Errorf("derive from %s: %w", source, err)

@@ -23,7 +23,7 @@ import (
 
 // pinnedScene is prototype vms/fedora, the revision of it that workload
 // web's store holds, and the prototype edited since (16 cores).
-func pinnedScene(t *testing.T) (rev *revision.Revision, hash string, store runtime.Object, edited *kubevirtv1.VirtualMachine) {
+func pinnedScene(t *testing.T) (rev *kubevirtv1.VirtualMachine, hash string, store runtime.Object, edited *kubevirtv1.VirtualMachine) {
 	t.Helper()
 	proto := loadPrototype(t)
 	proto.Spec.DataVolumeTemplates = nil
@@ -47,9 +47,9 @@ func pinnedScene(t *testing.T) (rev *revision.Revision, hash string, store runti
 
 // pinnedFor is the stored VM the agent of Pod vms/pod, pinned to revision
 // hash, made from rev.
-func pinnedFor(t *testing.T, rev *revision.Revision, hash, pod string) *kubevirtv1.VirtualMachine {
+func pinnedFor(t *testing.T, rev *kubevirtv1.VirtualMachine, hash, pod string) *kubevirtv1.VirtualMachine {
 	t.Helper()
-	vm, err := derive.VM(rev, derive.Pod{Name: pod, Namespace: "vms", UID: types.UID("uid-" + pod), Node: "node-a"}, derive.Options{Revision: hash})
+	vm, err := derive.VM(rev, derive.Pod{Name: pod, Namespace: "vms", UID: types.UID("uid-" + pod), Node: "node-a"}, derive.Options{VMRevisionHash: hash})
 	if err != nil {
 		t.Fatal(err)
 	}

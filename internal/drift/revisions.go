@@ -3,9 +3,8 @@ package drift
 import (
 	"fmt"
 
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // RevisionDiff is the unified diff from pinned, the VM revision a
@@ -15,9 +14,9 @@ import (
 // lines are what the agents derive their VMs from, "+" lines what they
 // would after a rollout restart, as kubectl diff shows a change before it
 // is applied. "" when they hold the same.
-func RevisionDiff(pinned, now *revision.Revision, pinnedHash, nowHash string) (string, error) {
+func RevisionDiff(pinned, now *kubevirtv1.VirtualMachine, pinnedHash, nowHash string) (string, error) {
 	var docs [2]string
-	for i, r := range []*revision.Revision{pinned, now} {
+	for i, r := range []*kubevirtv1.VirtualMachine{pinned, now} {
 		c, err := controlled(r)
 		if err != nil {
 			return "", err

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
@@ -27,7 +28,7 @@ type Sources struct {
 	Prototypes    *kube.VMFinder
 	allNamespaces bool
 	listed        map[string]bool
-	revisions     map[types.NamespacedName]*revision.Revision
+	revisions     map[types.NamespacedName]*kubevirtv1.VirtualMachine
 	// rewritten are, by store, the revisions it holds rewritten
 	// (revision.Store.Rewritten).
 	rewritten map[types.NamespacedName]map[string]string
@@ -37,7 +38,7 @@ type Sources struct {
 // allows them one LIST over all namespaces in place of one per namespace.
 func NewSources(c kube.Clients, allNamespaces bool) *Sources {
 	return &Sources{c: c, Prototypes: kube.NewVMFinder(c.KubeVirt, allNamespaces), allNamespaces: allNamespaces,
-		listed: map[string]bool{}, revisions: map[types.NamespacedName]*revision.Revision{}, rewritten: map[types.NamespacedName]map[string]string{}}
+		listed: map[string]bool{}, revisions: map[types.NamespacedName]*kubevirtv1.VirtualMachine{}, rewritten: map[types.NamespacedName]map[string]string{}}
 }
 
 // ReadStores reads the revision stores of namespaces it has not read:
@@ -101,6 +102,6 @@ func (s *Sources) Rewritten(namespace, store, hash string) (string, bool) {
 
 // Revision is the revision hash that a store of namespace holds, or nil.
 // Read the namespace's stores first (ReadStores).
-func (s *Sources) Revision(namespace, hash string) *revision.Revision {
+func (s *Sources) Revision(namespace, hash string) *kubevirtv1.VirtualMachine {
 	return s.revisions[types.NamespacedName{Namespace: namespace, Name: hash}]
 }

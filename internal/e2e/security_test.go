@@ -586,7 +586,7 @@ func derivedFromRevision(t *testing.T, workload string, pod corev1.Pod, opts der
 	if !ok {
 		t.Fatalf("Pod %s pins VM revision %q, which store %s lacks", pod.Name, hash, name)
 	}
-	opts.Revision = hash
+	opts.VMRevisionHash = hash
 	vm, err := derive.VM(rev, derive.Pod{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Node: pod.Spec.NodeName}, opts)
 	if err != nil {
 		t.Fatal(err)

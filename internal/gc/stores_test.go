@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
@@ -71,7 +72,7 @@ func store(t *testing.T, ns, workload string, age time.Duration, hashes ...strin
 	t.Helper()
 	s := revision.NewStore(ns, workload)
 	for _, h := range hashes {
-		s.Revisions[h] = &revision.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{"rev": h},
+		s.Revisions[h] = &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{"rev": h},
 			CreationTimestamp: metav1.NewTime(t0.Add(-age))}}
 	}
 	u, err := s.Object()
@@ -176,7 +177,7 @@ func TestPlanStores(t *testing.T) {
 			Stores: []unstructured.Unstructured{func() unstructured.Unstructured {
 				u := store(t, "ns", "web", time.Hour, "0000000000", "1111111111")
 				s, _ := revision.FromObject(&u)
-				s.Revisions["2222222222"] = &revision.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web",
+				s.Revisions["2222222222"] = &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web",
 					CreationTimestamp: metav1.NewTime(t0.Add(-30 * time.Second))}}
 				added, _ := s.Object()
 				u.Object["spec"] = added.Object["spec"]

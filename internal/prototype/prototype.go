@@ -58,7 +58,8 @@ func Read(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine)
 // Pinned is the VM revision a workload's template pins for a prototype
 // now, and what its agent Pods need of that revision.
 type Pinned struct {
-	Revision *revision.Revision
+	// Snapshot is the VM revision itself (revision.Snapshot), named by Hash.
+	Snapshot *kubevirtv1.VirtualMachine
 	Hash     string
 	PodNeeds
 }
@@ -74,14 +75,14 @@ func Pin(ctx context.Context, c kube.Clients, proto *kubevirtv1.VirtualMachine) 
 	if err != nil {
 		return Pinned{}, err
 	}
-	return Pinned{Revision: rev, Hash: hash, PodNeeds: Read(ctx, c, rev)}, nil
+	return Pinned{Snapshot: rev, Hash: hash, PodNeeds: Read(ctx, c, rev)}, nil
 }
 
 // Revise is the revision Pin takes of proto, and its hash, without what
 // its agent Pods need: the one request of expand (none for a prototype
 // without instancetype or preference), for those that only compare a
 // pinned hash with the prototype's now (status, diff).
-func Revise(ctx context.Context, expand kube.Expander, proto *kubevirtv1.VirtualMachine) (*revision.Revision, string, error) {
+func Revise(ctx context.Context, expand kube.Expander, proto *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, string, error) {
 	expanded, err := expand(ctx, proto)
 	if err != nil {
 		return nil, "", err

@@ -110,7 +110,7 @@ func TestPin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev := pinned.Revision
+	rev := pinned.Snapshot
 	if rev.Spec.Instancetype != nil || rev.Spec.Template.Spec.Domain.CPU.Sockets != 4 {
 		t.Errorf("revision spec %+v, want the expanded one", rev.Spec)
 	}

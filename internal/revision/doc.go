@@ -1,5 +1,5 @@
 // Package revision pins what a workload's agents derive their VMs from, the
-// way a Pod template pins its containers. A Revision is a snapshot of the
+// way a Pod template pins its containers. A VM revision is a snapshot of the
 // prototype VirtualMachine: its spec, with its instancetype and preference
 // expanded by KubeVirt as it stores them for the prototype, and the labels
 // and annotations derive copies. A hash of its content names it. The

@@ -18,17 +18,15 @@ import (
 // revision: 40 bits, for the few revisions one workload keeps.
 const hashLength = 10
 
-// Revision is one pinned snapshot of a prototype: a VirtualMachine with
-// only what derive reads, its name, namespace, UID, generation, labels,
-// annotations and spec, and no status.
-type Revision = kubevirtv1.VirtualMachine
-
-// Snapshot is the Revision of proto, whose spec KubeVirt has expanded
-// (its instancetype and preference applied; see the callers): proto's
-// identity, labels, the annotations derive carries over, and that spec
-// without its machine identity. It never modifies proto.
-func Snapshot(proto *kubevirtv1.VirtualMachine) *Revision {
-	r := &Revision{
+// Snapshot is the VM revision of proto, whose spec KubeVirt has expanded
+// (its instancetype and preference applied; see the callers): a
+// VirtualMachine with only what derive reads, proto's identity (name,
+// namespace, UID, generation), labels, the annotations derive carries
+// over, and that spec without its machine identity, and no status. It is
+// a plain VirtualMachine so that derive takes a snapshot as it takes a
+// prototype. It never modifies proto.
+func Snapshot(proto *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
+	r := &kubevirtv1.VirtualMachine{
 		TypeMeta: metav1.TypeMeta{APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachine"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        proto.Name,
@@ -66,7 +64,7 @@ func dropMachineIdentity(spec *kubevirtv1.VirtualMachineSpec) {
 // namespace, labels, annotations and spec. The prototype's UID and
 // generation are left out: a prototype edited and edited back, or deleted
 // and made again the same, yields the same revision.
-func Hash(r *Revision) (string, error) {
+func Hash(r *kubevirtv1.VirtualMachine) (string, error) {
 	content := struct {
 		Name        string                        `json:"name"`
 		Namespace   string                        `json:"namespace"`

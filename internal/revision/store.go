@@ -47,8 +47,8 @@ type Store struct {
 	// Workload is the name of the workload whose templates the revisions
 	// are of.
 	Workload string
-	// Revisions are the revisions by hash.
-	Revisions map[string]*Revision
+	// Revisions are the VM revisions, snapshots (see Snapshot), by hash.
+	Revisions map[string]*kubevirtv1.VirtualMachine
 }
 
 // storeSpec is the VMRevisionStore's spec. Its field names are what the
@@ -57,7 +57,7 @@ type storeSpec struct {
 	Revisions map[string]stored `json:"revisions"`
 }
 
-// stored is a Revision as the store holds it: a VirtualMachine but for its
+// stored is a VM revision as the store holds it: a VirtualMachine but for its
 // status, which has no place in a snapshot.
 type stored struct {
 	metav1.TypeMeta `json:",inline"`
@@ -71,7 +71,7 @@ func StoreName(workload string) string { return workload + "-vm-revisions" }
 
 // NewStore is the empty store of workload in namespace.
 func NewStore(namespace, workload string) *Store {
-	return &Store{Name: StoreName(workload), Namespace: namespace, Workload: workload, Revisions: map[string]*Revision{}}
+	return &Store{Name: StoreName(workload), Namespace: namespace, Workload: workload, Revisions: map[string]*kubevirtv1.VirtualMachine{}}
 }
 
 // Hashes are the store's revisions' hashes, sorted.
@@ -81,7 +81,7 @@ func (s *Store) Hashes() []string { return slices.Sorted(maps.Keys(s.Revisions))
 // whether any went.
 func (s *Store) Retain(keep map[string]bool) bool {
 	n := len(s.Revisions)
-	maps.DeleteFunc(s.Revisions, func(h string, _ *Revision) bool { return !keep[h] })
+	maps.DeleteFunc(s.Revisions, func(h string, _ *kubevirtv1.VirtualMachine) bool { return !keep[h] })
 	return len(s.Revisions) != n
 }
 
@@ -153,9 +153,9 @@ func FromObject(u *unstructured.Unstructured) (*Store, error) {
 			return nil, fmt.Errorf("the revision store %s/%s holds no revisions vmctl can read: %w", s.Namespace, s.Name, err)
 		}
 	}
-	s.Revisions = make(map[string]*Revision, len(spec.Revisions))
+	s.Revisions = make(map[string]*kubevirtv1.VirtualMachine, len(spec.Revisions))
 	for h, r := range spec.Revisions {
-		s.Revisions[h] = &Revision{TypeMeta: r.TypeMeta, ObjectMeta: r.Metadata, Spec: r.Spec}
+		s.Revisions[h] = &kubevirtv1.VirtualMachine{TypeMeta: r.TypeMeta, ObjectMeta: r.Metadata, Spec: r.Spec}
 	}
 	return s, nil
 }

@@ -87,7 +87,7 @@ func sorted(a, b string) []string {
 }
 
 // add puts r in s under its hash, which it returns, as a rollout does.
-func add(s *Store, r *Revision) (string, error) {
+func add(s *Store, r *kubevirtv1.VirtualMachine) (string, error) {
 	h, err := Hash(r)
 	if err != nil {
 		return "", err

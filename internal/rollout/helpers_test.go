@@ -18,7 +18,6 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 const ns = "vms"
@@ -58,8 +57,8 @@ func unpinned() Workload {
 
 // target pins testvm at the revision named hash.
 func target(hash string) Target {
-	rev := &revision.Revision{ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns, Generation: 3}}
-	return Target{Pinned: prototype.Pinned{Revision: rev, Hash: hash}}
+	rev := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns, Generation: 3}}
+	return Target{Pinned: prototype.Pinned{Snapshot: rev, Hash: hash}}
 }
 
 // pod is an agent Pod of a template pinning VM revision rev.

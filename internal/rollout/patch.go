@@ -58,7 +58,7 @@ func Restarted(w Workload, now time.Time, t Target) Workload {
 	if a == nil {
 		a = map[string]string{}
 	}
-	a[scaffold.AnnotationChangeCause] = scaffold.ChangeCause(t.Revision, t.Hash)
+	a[scaffold.AnnotationChangeCause] = scaffold.ChangeCause(t.Snapshot, t.Hash)
 	w.Meta().SetAnnotations(a)
 	return w
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
@@ -36,7 +37,7 @@ func Store(ctx context.Context, c dynamic.Interface, w Workload) (*unstructured.
 func WithRevision(cur *unstructured.Unstructured, w Workload, t Target) (*revision.Store, bool, error) {
 	if cur == nil {
 		s := revision.NewStore(w.Meta().GetNamespace(), w.Meta().GetName())
-		s.Revisions[t.Hash] = t.Revision
+		s.Revisions[t.Hash] = t.Snapshot
 		return s, true, nil
 	}
 	s, err := revision.FromObject(cur)
@@ -49,7 +50,7 @@ func WithRevision(cur *unstructured.Unstructured, w Workload, t Target) (*revisi
 	if _, ok := s.Revisions[t.Hash]; ok && s.Verify(t.Hash) == nil {
 		return s, false, nil
 	}
-	s.Revisions[t.Hash] = t.Revision
+	s.Revisions[t.Hash] = t.Snapshot
 	return s, true, nil
 }
 
@@ -165,7 +166,7 @@ func pruneRewritten(ctx context.Context, c dynamic.Interface, cur *unstructured.
 }
 
 // storedAt is a copy of r stored at now.
-func storedAt(r *revision.Revision, now time.Time) *revision.Revision {
+func storedAt(r *kubevirtv1.VirtualMachine, now time.Time) *kubevirtv1.VirtualMachine {
 	r = r.DeepCopy()
 	r.CreationTimestamp = metav1.NewTime(now)
 	return r

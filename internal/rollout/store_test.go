@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
@@ -22,12 +23,12 @@ import (
 // holds verified.
 func stored(t *testing.T, tag string) Target {
 	t.Helper()
-	rev := &revision.Revision{ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns, Labels: map[string]string{"release": tag}}}
+	rev := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns, Labels: map[string]string{"release": tag}}}
 	hash, err := revision.Hash(rev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Target{Pinned: prototype.Pinned{Revision: rev, Hash: hash}}
+	return Target{Pinned: prototype.Pinned{Snapshot: rev, Hash: hash}}
 }
 
 // TestWithRevision: a restart adds its revision to the workload's store,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
@@ -85,11 +86,11 @@ func TestThreeHundredRestarts(t *testing.T) {
 // big is a target whose revision, of tag i, is about size bytes.
 func big(t *testing.T, i, size int) Target {
 	t.Helper()
-	rev := &revision.Revision{ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns,
+	rev := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: ns,
 		Annotations: map[string]string{"padding": strings.Repeat("x", size), "n": fmt.Sprint(i)}}}
 	hash, err := revision.Hash(rev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Target{Pinned: prototype.Pinned{Revision: rev, Hash: hash}}
+	return Target{Pinned: prototype.Pinned{Snapshot: rev, Hash: hash}}
 }

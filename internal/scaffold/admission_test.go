@@ -173,7 +173,7 @@ type fleet struct {
 	pod, other derive.Pod
 	// retained are revisions the store holds besides proto's, as rolled
 	// out before.
-	retained []*revision.Revision
+	retained []*kubevirtv1.VirtualMachine
 	// stored, when set, is the create policy's parameter as the API
 	// server's informer holds it, which the policies get in place of
 	// param's.
@@ -195,8 +195,8 @@ func newFleet(t testing.TB, change func(*Params)) *fleet {
 		t.Fatal(err)
 	}
 	proto.Name, proto.Namespace, proto.UID, proto.Generation = p.Prototype, p.protoNamespace(), prototypeUID, 2
-	p.Revision = revision.Snapshot(proto)
-	p.RevisionHash = mustHash(t, p.Revision)
+	p.Snapshot = revision.Snapshot(proto)
+	p.RevisionHash = mustHash(t, p.Snapshot)
 	// As the API server generates them: the ReplicaSet's name, cut to
 	// leave room for five random characters.
 	base := p.Name + "-7d9f8c6b5-"
@@ -213,7 +213,7 @@ func newFleet(t testing.TB, change func(*Params)) *fleet {
 	}
 }
 
-func mustHash(t testing.TB, r *revision.Revision) string {
+func mustHash(t testing.TB, r *kubevirtv1.VirtualMachine) string {
 	t.Helper()
 	h, err := revision.Hash(r)
 	if err != nil {
@@ -234,7 +234,7 @@ func (f *fleet) source(t testing.TB) (*kubevirtv1.VirtualMachine, string) {
 func (f *fleet) deriveVM(t testing.TB, pod derive.Pod, opts derive.Options) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	src, hash := f.source(t)
-	opts.Revision = hash
+	opts.VMRevisionHash = hash
 	vm, err := derive.VM(src, pod, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +293,7 @@ func (f *fleet) earlier(t *testing.T, change func(*kubevirtv1.VirtualMachine)) *
 	older.Spec.Template.Spec.Domain.Devices.Interfaces[0].Model = "e1000"
 	older.Generation--
 	f.retained = append(f.retained, older)
-	vm, err := derive.VM(older, f.pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain(), Revision: mustHash(t, older)})
+	vm, err := derive.VM(older, f.pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain(), VMRevisionHash: mustHash(t, older)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,8 +130,8 @@ func (p Params) validateClaims() []error {
 			add("claim %s: mode %q: use Filesystem or Block", c.Name, c.VolumeMode)
 		}
 	}
-	if p.Revision != nil {
-		if err := derive.Refusal(p.Revision, p.Namespace, derive.Options{ReplicaClaims: p.replicaClaimNames(), AllowSharedVolumes: true}); err != nil {
+	if p.Snapshot != nil {
+		if err := derive.Refusal(p.Snapshot, p.Namespace, derive.Options{ReplicaClaims: p.replicaClaimNames(), AllowSharedVolumes: true}); err != nil {
 			if rc, ok := errors.AsType[*derive.ReplicaClaimError](err); ok {
 				errs = append(errs, rc)
 			}

@@ -95,9 +95,9 @@ func TestValidateReplicaClaims(t *testing.T) {
 		{name: "too long a name", kind: KindStatefulSet, change: []func(*Params){dataClaim(func(c *ReplicaClaim) { c.Name = strings.Repeat("d", 250) })},
 			wantErr: []string{"no valid PersistentVolumeClaim names"}},
 		{name: "a claim the prototype lacks", kind: KindStatefulSet, change: []func(*Params){
-			func(p *Params) { p.Revision = claimPrototype() }, dataClaim(func(c *ReplicaClaim) { c.Name = "disk" })},
+			func(p *Params) { p.Snapshot = claimPrototype() }, dataClaim(func(c *ReplicaClaim) { c.Name = "disk" })},
 			wantErr: []string{"no persistentVolumeClaim volume names claim disk", "its persistentVolumeClaim volumes name data"}},
-		{name: "a claim the prototype has", kind: KindStatefulSet, change: []func(*Params){func(p *Params) { p.Revision = claimPrototype() }, dataClaim(nil)}},
+		{name: "a claim the prototype has", kind: KindStatefulSet, change: []func(*Params){func(p *Params) { p.Snapshot = claimPrototype() }, dataClaim(nil)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := validParams(tc.kind)

@@ -12,11 +12,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/placement"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
 
@@ -133,12 +133,12 @@ type Params struct {
 	// it on top of its own, and hands it to its VM's launcher Pod (see
 	// AgentResources). Empty: the agent asks for its own only.
 	Reservation corev1.ResourceList
-	// Revision, when set, is the VM revision the template pins (see
+	// Snapshot, when set, is the VM revision the template pins (see
 	// package revision), named by RevisionHash: the workload's revision
 	// store holds it, and the agents derive their VMs from it, never from
 	// the live prototype. Placement and Reservation are then the
 	// revision's. Nil: the agents follow the live prototype.
-	Revision     *revision.Revision
+	Snapshot     *kubevirtv1.VirtualMachine
 	RevisionHash string
 	// LauncherPriority, with a Reservation, is the priority the scheduler
 	// gives the prototype's VMs' Pods (its priority class's value, or the

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
@@ -22,21 +23,21 @@ const AnnotationChangeCause = "kubernetes.io/change-cause"
 // Pinned reports whether p's template pins a VM revision: then its agents
 // derive their VMs from that revision in the workload's revision store,
 // never from the live prototype.
-func (p Params) Pinned() bool { return p.Revision != nil }
+func (p Params) Pinned() bool { return p.Snapshot != nil }
 
 // storeName is the workload's revision store.
 func (p Params) storeName() string { return revision.StoreName(p.Name) }
 
 // ChangeCause is the change-cause of a template that pins revision hash of
 // rev: which prototype, at which generation.
-func ChangeCause(rev *revision.Revision, hash string) string {
+func ChangeCause(rev *kubevirtv1.VirtualMachine, hash string) string {
 	return fmt.Sprintf("vmctl: VM revision %s of prototype %s/%s (generation %d)", hash, rev.Namespace, rev.Name, rev.Generation)
 }
 
 // store is the workload's revision store, holding the revision p pins.
 func (p Params) store() (*unstructured.Unstructured, error) {
 	s := revision.NewStore(p.Namespace, p.Name)
-	s.Revisions[p.RevisionHash] = p.Revision
+	s.Revisions[p.RevisionHash] = p.Snapshot
 	return s.Object()
 }
 

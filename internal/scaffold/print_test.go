@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
 // everything returns Params that make every kind of object.
@@ -122,7 +120,7 @@ func TestPrune(t *testing.T) {
 // means something (masquerade: {}), and the create policy compares it.
 func TestWriteYAMLKeepsTheRevisionsEmptyMaps(t *testing.T) {
 	p := validParams(KindDeployment)
-	p.Revision = &revision.Revision{Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+	p.Snapshot = &kubevirtv1.VirtualMachine{Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
 		Spec: kubevirtv1.VirtualMachineInstanceSpec{Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}}},
 	}}}
 	p.RevisionHash = "0123456789"

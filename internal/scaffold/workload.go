@@ -148,7 +148,7 @@ func (p Params) objectMeta(component string) metav1.ObjectMeta {
 func (p Params) workloadMeta() metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.workloadLabels()}
 	if p.Pinned() {
-		m.Annotations = map[string]string{AnnotationChangeCause: ChangeCause(p.Revision, p.RevisionHash)}
+		m.Annotations = map[string]string{AnnotationChangeCause: ChangeCause(p.Snapshot, p.RevisionHash)}
 	}
 	return m
 }

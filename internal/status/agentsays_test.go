@@ -102,7 +102,7 @@ func TestPairAgentSays(t *testing.T) {
 			inv := Inventory{
 				Query:      Query{Namespace: "ns"},
 				Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", tt.podAge, tt.mods...)),
-				Prototypes: ptrs(prototype("ns", "web", 1)),
+				Prototypes: ptrs(protoVM("ns", "web", 1)),
 				Events:     tt.events,
 			}
 			rows := Pair(&inv, t0, NotReadyGrace)
@@ -119,7 +119,7 @@ func TestPairAgentSays(t *testing.T) {
 	inv := Inventory{
 		Query:      Query{Namespace: "ns"},
 		Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", old)),
-		Prototypes: ptrs(prototype("ns", "web", 1)),
+		Prototypes: ptrs(protoVM("ns", "web", 1)),
 		VMs:        ptrs(derivedVM("ns", "web", 1, "ns", "a", "uid-a", "n1", old)),
 		Events:     []*corev1.Event{invalid},
 	}
@@ -135,7 +135,7 @@ func TestPairAgentSays(t *testing.T) {
 func TestLoadReadsAgentEvents(t *testing.T) {
 	a := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)
 	b := agentPod("ns", "b", "uid-b", "n1", "web", 2*time.Second)
-	proto, vm := prototype("ns", "web", 1), derivedVM("ns", "web", 1, "ns", "a", "uid-a", "n1", time.Hour)
+	proto, vm := protoVM("ns", "web", 1), derivedVM("ns", "web", 1, "ns", "a", "uid-a", "n1", time.Hour)
 	kc, virt := fakes([]runtime.Object{&a, &b,
 		agentEvent("ns", "b", "uid-b", "InvalidPrototype", markers, time.Second),
 		agentEvent("ns", "a", "uid-a", "CreateFailed", "the API server was away", time.Hour),
@@ -175,7 +175,7 @@ func TestWatchFollowsAgentEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	pod := agentPod("ns", "a", "uid-a", "n1", "web", 2*time.Second)
-	proto := prototype("ns", "web", 1)
+	proto := protoVM("ns", "web", 1)
 	kc, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto})
 	created := false
 	err := Watch(ctx, kube.Clients{Kube: kc, KubeVirt: noWatchList{virt}, Dynamic: stores()}, Query{Namespace: "ns"}, WatchOptions{Refresh: 10 * time.Millisecond}, func(inv *Inventory) error {

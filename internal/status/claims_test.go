@@ -29,7 +29,7 @@ func pvc(ns, name string, phase corev1.PersistentVolumeClaimPhase) corev1.Persis
 // that will not bind or whose volume is gone; an unscheduled Pod's claims
 // wait for the scheduler (WaitForFirstConsumer).
 func TestPairClaims(t *testing.T) {
-	proto := prototype("ns", "db", 5)
+	proto := protoVM("ns", "db", 5)
 	inv := Inventory{
 		Pods: ptrs(
 			agentPod("ns", "db-0", "uid-0", "n1", "db", time.Hour, claimsOf("data", "logs")),

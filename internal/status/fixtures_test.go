@@ -71,8 +71,8 @@ func notReadyPod(p *corev1.Pod) {
 	p.Status.ContainerStatuses[0].Ready = false
 }
 
-// prototype is a prototype VM at generation gen.
-func prototype(ns, name string, gen int64) kubevirtv1.VirtualMachine {
+// protoVM is a prototype VM at generation gen.
+func protoVM(ns, name string, gen int64) kubevirtv1.VirtualMachine {
 	return kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: gen, CreationTimestamp: ago(time.Hour)}}
 }
 

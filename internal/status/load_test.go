@@ -108,7 +108,7 @@ func TestLoad(t *testing.T) {
 		name:  "one namespace: VMs, instances and agents by label, the prototype by name, never other VMs",
 		query: Query{Namespace: "ns"},
 		kube:  []runtime.Object{pod(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)), pod(unlabelled("ns", "plain", "uid-plain"))},
-		virt: []runtime.Object{vm(prototype("ns", "web", 1)), vm(prototype("ns", "not-vmctl", 1)), vm(derivedVM("ns", "web", 1, "ns", "a", "uid-a", "n1", time.Hour)),
+		virt: []runtime.Object{vm(protoVM("ns", "web", 1)), vm(protoVM("ns", "not-vmctl", 1)), vm(derivedVM("ns", "web", 1, "ns", "a", "uid-a", "n1", time.Hour)),
 			vmiObj(vmi("ns", "web-a", "n1")), vmiObj(vmi("other", "web-b", "n1"))},
 		wantCalls: []call{
 			{"list", "pods", "ns", agentLabels, ""},
@@ -121,7 +121,7 @@ func TestLoad(t *testing.T) {
 		name:  "a VM's Pod without agent labels is read by the name the VM records",
 		query: Query{Namespace: "ns"},
 		kube:  []runtime.Object{pod(unlabelled("ns", "manual", "uid-m")), pod(unlabelled("ns", "bystander", "uid-b"))},
-		virt:  []runtime.Object{vm(prototype("ns", "web", 1)), vm(derivedVM("ns", "web", 1, "ns", "manual", "uid-m", "n1", time.Hour))},
+		virt:  []runtime.Object{vm(protoVM("ns", "web", 1)), vm(derivedVM("ns", "web", 1, "ns", "manual", "uid-m", "n1", time.Hour))},
 		wantCalls: []call{
 			{"list", "pods", "ns", "", "metadata.name=manual"},
 			{"list", "pods", "ns", agentLabels, ""},
@@ -133,7 +133,7 @@ func TestLoad(t *testing.T) {
 	}, {
 		name:  "past kube.MaxByName Pods to find in a namespace, one LIST of the namespace reads them",
 		query: Query{Namespace: "ns"},
-		virt:  append(orphans("ns", kube.MaxByName+1), vm(prototype("ns", "web", 1))),
+		virt:  append(orphans("ns", kube.MaxByName+1), vm(protoVM("ns", "web", 1))),
 		wantCalls: []call{
 			{"list", "pods", "ns", "", ""},
 			{"list", "pods", "ns", agentLabels, ""},
@@ -149,7 +149,7 @@ func TestLoad(t *testing.T) {
 			var out []runtime.Object
 			for i := range kube.MaxByName + 1 {
 				ns := fmt.Sprintf("ns-%02d", i)
-				out = append(out, vm(derivedVM(ns, "web", 1, ns, "gone", "uid-"+ns, "n1", time.Hour)), vm(prototype(ns, "web", 1)))
+				out = append(out, vm(derivedVM(ns, "web", 1, ns, "gone", "uid-"+ns, "n1", time.Hour)), vm(protoVM(ns, "web", 1)))
 			}
 			return out
 		}(),
@@ -191,8 +191,8 @@ func TestLoad(t *testing.T) {
 				v.Annotations["vmctl.kubevirt.io/prototype-namespace"] = "protos"
 				return v
 			}()),
-			vm(prototype("protos", "web", 1)),
-			vm(prototype("ns", "web", 1)),
+			vm(protoVM("protos", "web", 1)),
+			vm(protoVM("ns", "web", 1)),
 		},
 		wantCalls: []call{
 			{"list", "pods", "ns", agentLabels, ""},
@@ -216,7 +216,7 @@ func TestLoad(t *testing.T) {
 				return l
 			}()),
 		},
-		virt: []runtime.Object{vm(prototype("ns", "web", 1)), vm(derivedVM("ns", "web", 1, "ns", "a", "uid-a", "n1", time.Hour))},
+		virt: []runtime.Object{vm(protoVM("ns", "web", 1)), vm(derivedVM("ns", "web", 1, "ns", "a", "uid-a", "n1", time.Hour))},
 		wantCalls: []call{
 			{"list", "pods", "ns", agentLabels, ""},
 			{"list", "pods", "ns", "kubevirt.io=virt-launcher,vmctl.kubevirt.io/prototype", ""},

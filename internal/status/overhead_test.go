@@ -59,7 +59,7 @@ func deployedKubeVirt(version string) *kubevirtv1.KubeVirt {
 // KubeVirt CR could not be read, it says nothing. 1 vCPU, VGA and a TPM:
 // 228Mi + 8Mi + 32Mi + 53Mi = 321Mi.
 func TestOverheadWarning(t *testing.T) {
-	proto := prototype("ns", "web", 5)
+	proto := protoVM("ns", "web", 5)
 	vm := derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)
 	inv := func(overhead string, read bool, mods ...func(*corev1.Pod)) *Inventory {
 		return &Inventory{
@@ -127,7 +127,7 @@ func TestSlimKeepsOverheadInputs(t *testing.T) {
 func TestLoadReadsKubeVirtWhenCompared(t *testing.T) {
 	pod := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, reserving("cpu=106m,memory=617Mi"))
 	vm := derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)
-	proto := prototype("ns", "web", 5)
+	proto := protoVM("ns", "web", 5)
 	reporting := reportingVMI("ns", vm.Name, "321Mi")
 	quiet := vmi("ns", vm.Name, "n1")
 	for _, v := range []*kubevirtv1.VirtualMachineInstance{&reporting, &quiet} {

@@ -35,7 +35,7 @@ func briefs(rows []Row) []brief {
 }
 
 func TestPair(t *testing.T) {
-	proto := prototype("ns", "web", 5)
+	proto := protoVM("ns", "web", 5)
 	tests := []struct {
 		name string
 		inv  Inventory
@@ -225,7 +225,7 @@ func TestPair(t *testing.T) {
 				agentPod("other", "x", "uid-x", "n1", "web", time.Hour, makesVMsIn("ns")), // owns ns/web-x
 				agentPod("other", "y", "uid-y", "n1", "web", time.Hour),                   // no VM, out of scope
 			),
-			Prototypes: ptrs(proto, prototype("vms", "web", 5)),
+			Prototypes: ptrs(proto, protoVM("vms", "web", 5)),
 			VMs: ptrs(
 				derivedVM("vms", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),   // ns's pod, VM elsewhere
 				derivedVM("ns", "web", 5, "other", "x", "uid-x", "n1", time.Hour), // VM here, pod elsewhere
@@ -306,7 +306,7 @@ func TestPair(t *testing.T) {
 				agentPod("ns", "a", "uid-a", "n1", "web", time.Hour),
 				agentPod("ns", "b", "uid-b", "n1", "db", time.Hour),
 			),
-			Prototypes: ptrs(proto, prototype("ns", "db", 1)),
+			Prototypes: ptrs(proto, protoVM("ns", "db", 1)),
 			VMs: ptrs(
 				derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour),
 				derivedVM("ns", "db", 1, "ns", "b", "uid-b", "n1", time.Hour),
@@ -454,7 +454,7 @@ func TestPairRewrittenRevision(t *testing.T) {
 			agentPod("ns", "b", "uid-b", "n1", "web", time.Hour, pinning(pin)),
 			agentPod("ns", "c", "uid-c", "n1", "web", time.Hour, pinning("0000000000")),
 		),
-		Prototypes: ptrs(prototype("ns", "web", 5)),
+		Prototypes: ptrs(protoVM("ns", "web", 5)),
 		VMs:        ptrs(vm("a", "uid-a"), vm("c", "uid-c")),
 		Stores:     []*unstructured.Unstructured{storeWith(t, "ns", map[string]string{pin: actual})},
 	}
@@ -480,7 +480,7 @@ func TestPairRewrittenRevision(t *testing.T) {
 func TestPairNotReadyGrace(t *testing.T) {
 	inv := Inventory{
 		Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)),
-		Prototypes: ptrs(prototype("ns", "web", 5)),
+		Prototypes: ptrs(protoVM("ns", "web", 5)),
 		VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(2*time.Minute))),
 	}
 	for grace, want := range map[time.Duration][]string{
@@ -496,7 +496,7 @@ func TestPairNotReadyGrace(t *testing.T) {
 func TestPairRowFields(t *testing.T) {
 	inv := Inventory{
 		Pods:       ptrs(agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, notReadyPod)),
-		Prototypes: ptrs(prototype("ns", "web", 5)),
+		Prototypes: ptrs(protoVM("ns", "web", 5)),
 		VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour, notReadyVM(time.Minute))),
 		VMIs:       ptrs(vmi("ns", "web-a", "n1")),
 	}

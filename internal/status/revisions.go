@@ -15,7 +15,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	protorev "github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
@@ -61,7 +61,7 @@ func (r *reviser) revise(ctx context.Context, inv *Inventory, now time.Time) {
 		t, ok := r.taken[k]
 		if !ok || t.uid != proto.UID || t.resourceVersion != proto.ResourceVersion || (t.err != nil && now.Sub(t.at) >= retryRevise) {
 			t = taken{uid: proto.UID, resourceVersion: proto.ResourceVersion, at: now}
-			_, t.hash, t.err = protorev.Revise(ctx, r.expand, proto)
+			_, t.hash, t.err = prototype.Revise(ctx, r.expand, proto)
 			if t.err != nil {
 				klog.FromContext(ctx).V(2).Info("Cannot tell whether the prototype changed since its workloads pinned it", "prototype", klog.KObj(proto), "err", t.err)
 			}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
-	protorev "github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
@@ -55,7 +55,7 @@ func revisionOf(hash string) func(*kubevirtv1.VirtualMachine) {
 }
 
 func TestPairPinned(t *testing.T) {
-	proto := prototype("ns", "web", 5)
+	proto := protoVM("ns", "web", 5)
 	web := ownedBy("Deployment", "web")
 	unpinnedMsg := "no VM revision pinned: kubectl vmctl rollout restart web"
 	tests := []struct {
@@ -255,7 +255,7 @@ func TestWarningsOfUnrolledRevisions(t *testing.T) {
 // no other, each taken once until the prototype changes; one it cannot
 // take is left out, and asked again only after a while.
 func TestReviser(t *testing.T) {
-	web, db, other := prototype("ns", "web", 1), prototype("ns", "db", 1), prototype("ns", "other", 1)
+	web, db, other := protoVM("ns", "web", 1), protoVM("ns", "db", 1), protoVM("ns", "other", 1)
 	web.ResourceVersion, db.ResourceVersion = "10", "20"
 	db.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Name: "large"}
 	inv := func() *Inventory {
@@ -276,7 +276,7 @@ func TestReviser(t *testing.T) {
 	r := newReviser(expand)
 	first := inv()
 	r.revise(t.Context(), first, t0)
-	_, want, err := protorev.Revise(t.Context(), fakeapi.NoExpand, &web)
+	_, want, err := prototype.Revise(t.Context(), fakeapi.NoExpand, &web)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestReviser(t *testing.T) {
 // pinned Pods name, asking KubeVirt nothing for one without instancetype,
 // and keeps the prototype's spec to hash.
 func TestLoadTakesRevisions(t *testing.T) {
-	web := prototype("ns", "web", 1)
+	web := protoVM("ns", "web", 1)
 	web.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
 	web.Spec.Template.Spec.Domain.CPU = &kubevirtv1.CPU{Cores: 4}
 	web.Spec.Template.Spec.Volumes = []kubevirtv1.Volume{{Name: "root"}}
@@ -326,7 +326,7 @@ func TestLoadTakesRevisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, want, err := protorev.Revise(t.Context(), fakeapi.NoExpand, &web)
+	_, want, err := prototype.Revise(t.Context(), fakeapi.NoExpand, &web)
 	if err != nil {
 		t.Fatal(err)
 	}

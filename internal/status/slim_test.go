@@ -19,7 +19,7 @@ import (
 // not change.
 func TestSlimKeepsWhatPairReads(t *testing.T) {
 	full := func() Inventory {
-		proto := prototype("ns", "web", 5)
+		proto := protoVM("ns", "web", 5)
 		proto.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", "keep": "me"}
 		proto.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
 		proto.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "vms"}

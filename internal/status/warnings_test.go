@@ -15,7 +15,7 @@ import (
 // guestProto is prototype ns/name whose guest gets seconds to shut down and
 // which asks for evictionStrategy s, when set.
 func guestProto(ns, name string, seconds int64, s kubevirtv1.EvictionStrategy) kubevirtv1.VirtualMachine {
-	p := prototype(ns, name, 1)
+	p := protoVM(ns, name, 1)
 	p.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
 	p.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(seconds)
 	if s != "" {

@@ -31,7 +31,7 @@ func TestWatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	pod := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour)
-	proto := prototype("ns", "web", 1)
+	proto := protoVM("ns", "web", 1)
 	kc, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto})
 
 	updates := make(chan *Inventory, 100)
@@ -116,7 +116,7 @@ func TestWatchFollowsAgentsIntoOtherNamespaces(t *testing.T) {
 	pod := agentPod("ns", "a", "uid-a", "n1", "web", time.Hour, func(p *corev1.Pod) {
 		p.Spec.Containers[0].Args = []string{"web", "--namespace=vms"}
 	})
-	proto := prototype("vms", "web", 1)
+	proto := protoVM("vms", "web", 1)
 	vm := derivedVM("vms", "web", 1, "ns", "a", "uid-a", "n1", time.Hour)
 	kc, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto, &vm})
 
@@ -143,7 +143,7 @@ func TestWatchFindsAVMsPodByItsIdentity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	pod := agentPod("ns", "manual", "uid-m", "n1", "", time.Hour, func(p *corev1.Pod) { p.Labels = nil })
-	proto := prototype("ns", "web", 1)
+	proto := protoVM("ns", "web", 1)
 	vm := derivedVM("ns", "web", 1, "ns", "manual", "uid-m", "n1", time.Hour)
 	kc, virt := fakes([]runtime.Object{&pod}, []runtime.Object{&proto, &vm})
 
@@ -169,7 +169,7 @@ func TestWatchFindsAVMsPodByItsIdentity(t *testing.T) {
 func TestWatchStopsWhenRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	proto := prototype("ns", "web", 1)
+	proto := protoVM("ns", "web", 1)
 	vm := derivedVM("ns", "web", 1, "secret", "a", "uid-a", "n1", time.Hour)
 	kc, virt := fakes(nil, []runtime.Object{&proto, &vm})
 	kc.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -216,7 +216,7 @@ func TestWatchStopsWhenAWatchIsRefused(t *testing.T) {
 func TestWatchUpdatesAtMostEveryMinInterval(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	proto := prototype("ns", "web", 1)
+	proto := protoVM("ns", "web", 1)
 	kc, virt := fakes(nil, []runtime.Object{&proto})
 	const minInterval = 200 * time.Millisecond
 	var mu sync.Mutex
