@@ -1,8 +1,6 @@
 package derive
 
 import (
-	"fmt"
-
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -14,10 +12,4 @@ func Refusal(proto *kubevirtv1.VirtualMachine, namespace string, opts Options) e
 	pod := Pod{Name: "vmctl-0", Namespace: namespace, UID: "scaffold", Node: "node"}
 	_, err := VM(proto, pod, opts)
 	return err
-}
-
-// PrototypeNotFound is what the agent and scaffold say of a prototype that
-// does not exist.
-func PrototypeNotFound(namespace, name string) string {
-	return fmt.Sprintf("prototype %s/%s not found; the agents wait until it exists", namespace, name)
 }

@@ -100,17 +100,3 @@ func KeepInputs(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachine {
 	}
 	return out
 }
-
-// Stale reports whether a Pod whose template carries key (its Annotation)
-// was placed by other rules than proto's placement now: the prototype's
-// placement changed since the template was written. A template that
-// carries no key (scaffold could not read the prototype, or an older
-// scaffold wrote it) is never stale: nothing says what it was meant to
-// carry. A prototype without a template has no placement to compare.
-func Stale(key string, proto *kubevirtv1.VirtualMachine) bool {
-	if key == "" {
-		return false
-	}
-	now := Key(proto)
-	return now != "" && now != key
-}

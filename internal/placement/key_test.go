@@ -89,28 +89,3 @@ func TestKeepInputs(t *testing.T) {
 		t.Errorf("kept volumes %v", kept.Spec.Template.Spec.Volumes)
 	}
 }
-
-func TestStale(t *testing.T) {
-	proto := &kubevirtv1.VirtualMachine{Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}}}
-	key := Key(proto)
-	moved := proto.DeepCopy()
-	moved.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "gpu"}
-	tests := []struct {
-		name  string
-		key   string
-		proto *kubevirtv1.VirtualMachine
-		want  bool
-	}{
-		{name: "same placement", key: key, proto: proto},
-		{name: "placement changed", key: key, proto: moved, want: true},
-		{name: "template carries no key", key: "", proto: moved},
-		{name: "prototype without template", key: key, proto: &kubevirtv1.VirtualMachine{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Stale(tt.key, tt.proto); got != tt.want {
-				t.Errorf("Stale = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
