@@ -50,9 +50,10 @@ func TestAgentMetricsFollowWhatItDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = log.Close() }()
+	pin := pinnedAgent(t, ns)
 	cmd := exec.Command(e.binary, "agent", "testvm", "--hostname-override", pod.Name,
-		"--kubeconfig", e.cluster.Kubeconfig, "-n", ns, "--probe-address", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns, "POD_UID="+string(pod.UID), "NODE_NAME="+pod.Spec.NodeName)
+		"--kubeconfig", e.cluster.Kubeconfig, "-n", ns, "--probe-address", "127.0.0.1:0", pin[0])
+	cmd.Env = append(os.Environ(), "POD_NAMESPACE="+ns, "POD_UID="+string(pod.UID), "NODE_NAME="+pod.Spec.NodeName, pin[1])
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

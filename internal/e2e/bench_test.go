@@ -260,7 +260,7 @@ func agentCmd(b *testing.B, kubeconfig, ns string, pod *corev1.Pod, stateDir str
 // writes its revision store, and returns the agent's flag and environment
 // variable that pin the revision its template names, as the downward API
 // passes it to the agents of that template.
-func pinnedAgent(b *testing.B, ns string) []string {
+func pinnedAgent(b testing.TB, ns string) []string {
 	b.Helper()
 	deploy(b, ns, scaffold.KindDeployment, "testvm", "--replicas", "0", "--admission-policy=false")
 	name := scaffold.DefaultName("testvm")

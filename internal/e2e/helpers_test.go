@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -397,4 +398,47 @@ func deleteScaffolded(ns string) {
 			}
 		}
 	}
+}
+
+// unmarkedWhile runs scaffold, in fn, for prototype ns/name, a VM that
+// carries vmctl's derived-VM markers as a copy of a derived VM does:
+// scaffold refuses to pin such a prototype, so its vmctl labels and
+// annotations are off while fn runs and back after, as when someone copies
+// a derived VM's metadata onto a prototype a fleet pins already.
+func unmarkedWhile(t testing.TB, ns, name string, fn func()) {
+	t.Helper()
+	vms := e.virt.KubevirtV1().VirtualMachines(ns)
+	var labels, annotations map[string]string
+	setMeta := func(change func(vm *kubevirtv1.VirtualMachine)) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			vm, err := vms.Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(vm)
+			_, err = vms.Update(context.Background(), vm, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setMeta(func(vm *kubevirtv1.VirtualMachine) {
+		labels, annotations = vm.Labels, vm.Annotations
+		vm.Labels, vm.Annotations = withoutVmctlKeys(labels), withoutVmctlKeys(annotations)
+	})
+	fn()
+	setMeta(func(vm *kubevirtv1.VirtualMachine) { vm.Labels, vm.Annotations = labels, annotations })
+}
+
+// withoutVmctlKeys is m without the keys of vmctl's prefix.
+func withoutVmctlKeys(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if !strings.HasPrefix(k, "vmctl.kubevirt.io/") {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -477,8 +477,11 @@ func TestStatusFindsUnlabelledAgentPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := startVmctl(t, []string{"NODE_NAME=" + pod.Spec.NodeName, "POD_UID=" + string(pod.UID), "POD_NAMESPACE=" + ns},
-		"agent", "testvm", "--hostname-override", "manual", "--probe-address", "127.0.0.1:0")
+	// Pinned as scaffold's templates are: the agent derives only from a
+	// revision its workload's store holds.
+	pin := pinnedAgent(t, ns)
+	agent := startVmctl(t, []string{"NODE_NAME=" + pod.Spec.NodeName, "POD_UID=" + string(pod.UID), "POD_NAMESPACE=" + ns, pin[1]},
+		"agent", "testvm", "--hostname-override", "manual", "--probe-address", "127.0.0.1:0", pin[0])
 	eventually(t, settle, "the manual agent's VM ready", func(ctx context.Context) (bool, string, error) {
 		vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, "testvm-manual", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -527,8 +530,8 @@ func TestGCSparesPrototypes(t *testing.T) {
 	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Create(context.Background(), golden, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deploy(t, ns, scaffold.KindDeployment, kept.Name, "--name", "from-copy")
-	deploy(t, ns, scaffold.KindDeployment, "golden", "--name", "from-golden")
+	unmarkedWhile(t, ns, kept.Name, func() { deploy(t, ns, scaffold.KindDeployment, kept.Name, "--name", "from-copy") })
+	unmarkedWhile(t, ns, "golden", func() { deploy(t, ns, scaffold.KindDeployment, "golden", "--name", "from-golden") })
 	eventually(t, settle, "both agents running", func(ctx context.Context) (bool, string, error) {
 		pods, err := agentPods(ctx, ns)
 		return err == nil && len(pods) == 2, fmt.Sprintf("%d agent pods", len(pods)), err

@@ -136,7 +136,9 @@ func TestGCSparesAnotherNamespacesPrototype(t *testing.T) {
 	if _, err := e.virt.KubevirtV1().VirtualMachines(p).Create(context.Background(), copied, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kubectl(t, []byte(vmctl(t, "scaffold", "deployment", copied.Name, "-n", c, "--proto-namespace", p, "--replicas", "1")), "apply", "-f", "-")
+	unmarkedWhile(t, p, copied.Name, func() {
+		kubectl(t, []byte(vmctl(t, "scaffold", "deployment", copied.Name, "-n", c, "--proto-namespace", p, "--replicas", "1")), "apply", "-f", "-")
+	})
 	t.Cleanup(func() { deleteScaffolded(c) })
 	eventually(t, settle, "the fleet's Pod in "+c, func(ctx context.Context) (bool, string, error) {
 		pods, err := agentPods(ctx, c)

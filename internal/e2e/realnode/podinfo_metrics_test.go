@@ -14,11 +14,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
 
 // originalDesign is the original vmctl design's Deployment, unchanged but
@@ -87,10 +86,12 @@ spec:
 `
 
 // TestOriginalDesignManifestOnTheRealNode runs the original design's
-// Deployment on the real kubelet: the agent learns its Pod's name from
+// Deployment on the real kubelet. The agent learns its Pod's name from
 // /etc/podinfo/name (its hostname is something else), its namespace from the
-// ServiceAccount, its node and UID from one GET of its Pod, and makes the
-// Pod's VM.
+// ServiceAccount, and its node and UID from one GET of its Pod. Its template
+// pins no VM revision, and the agent derives only from a pinned one, so it
+// makes no VM and says why, once, in a VMRevisionNotPinned Event about its
+// Pod by that name and UID.
 func TestOriginalDesignManifestOnTheRealNode(t *testing.T) {
 	ns := namespace(t)
 	createPrototype(t, ns, "testvm.yaml")
@@ -98,22 +99,32 @@ func TestOriginalDesignManifestOnTheRealNode(t *testing.T) {
 		t.Fatalf("kubectl apply: exit %d: %s", code, stderr)
 	}
 	var pod *corev1.Pod
-	eventually(t, settle, "the Pod's VM, named for the Pod", func(ctx context.Context) (bool, string, error) {
+	eventually(t, settle, "the agent's "+stuck.ReasonNotPinned+" Event about its Pod", func(ctx context.Context) (bool, string, error) {
 		pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=vmctl"})
 		if err != nil || len(pods.Items) != 1 {
 			return false, fmt.Sprintf("%d pods", len(pods.Items)), err
 		}
 		pod = &pods.Items[0]
-		vm, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(ctx, derive.Name("testvm", pod.Name, pod.UID), metav1.GetOptions{})
+		events, err := e.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("reason", stuck.ReasonNotPinned).String(),
+		})
 		if err != nil {
-			return false, fmt.Sprintf("pod %s phase %s: %v", pod.Name, pod.Status.Phase, err), nil
+			return false, "", err
 		}
-		return vm.Annotations[contract.AnnotationPodUID] == string(pod.UID) && testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity) == e.node.Name,
-			fmt.Sprintf("VM %s pod-uid %s node %s", vm.Name, vm.Annotations[contract.AnnotationPodUID], testcluster.PinnedNode(vm.Spec.Template.Spec.Affinity)), nil
+		for _, ev := range events.Items {
+			o := ev.InvolvedObject
+			if o.Kind == "Pod" && o.Name == pod.Name && o.UID == pod.UID && strings.HasPrefix(ev.Message, stuck.NotPinned) {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("pod %s phase %s, %d such Events, none about it", pod.Name, pod.Status.Phase, len(events.Items)), nil
 	})
-	// No VM named for the hostname: the name came from the file.
-	if _, err := e.virt.KubevirtV1().VirtualMachines(ns).Get(t.Context(), derive.Name("testvm", "not-the-pod-name", ""), metav1.GetOptions{}); err == nil {
-		t.Error("a VM named for the Pod's hostname exists: the agent did not read /etc/podinfo/name")
+	vms, err := e.virt.KubevirtV1().VirtualMachines(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vms.Items) != 1 || vms.Items[0].Name != "testvm" {
+		t.Errorf("VMs in %s: %d, want only the prototype: a Pod that pins no revision gets no VM", ns, len(vms.Items))
 	}
 	logs, _, _ := kubectl(t, nil, "logs", "-n", ns, pod.Name)
 	if !strings.Contains(logs, `"Found the Pod"`) {
