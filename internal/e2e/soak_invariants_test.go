@@ -312,19 +312,23 @@ func (s *soak) checkDiff() error {
 	return nil
 }
 
-// parseDiff returns, by VM name, the changed lines of each unified diff in
-// out, without spaces, sorted.
+// parseDiff returns, by VM name, the changed lines of each unified diff of
+// a VM in out, without spaces, sorted. The diffs of a prototype's pinned
+// revision against the one rollout restart would pin ("--- prototype
+// NS/NAME ...") are not a VM's: checkDiff counts those workloads apart.
 func parseDiff(out string) map[string][]string {
 	got := map[string][]string{}
 	var vm string
 	for _, line := range strings.Split(out, "\n") {
 		switch {
+		case strings.HasPrefix(line, "--- prototype "):
+			vm = ""
 		case strings.HasPrefix(line, "--- "):
 			ref, _, _ := strings.Cut(strings.TrimPrefix(line, "--- "), " ")
 			_, vm, _ = strings.Cut(ref, "/")
 			got[vm] = nil
 		case strings.HasPrefix(line, "+++ "), strings.HasPrefix(line, "@@"):
-		case strings.HasPrefix(line, "-"), strings.HasPrefix(line, "+"):
+		case vm != "" && (strings.HasPrefix(line, "-") || strings.HasPrefix(line, "+")):
 			got[vm] = append(got[vm], strings.ReplaceAll(line, " ", ""))
 		}
 	}
