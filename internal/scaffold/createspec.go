@@ -77,27 +77,18 @@ func (p Params) specVariables() []admissionregistrationv1.Variable {
 		v("ownDNSName", p.dnsNameExpression()),
 		v("priorityClass", p.priorityClassExpression()),
 		// Where the VM differs from the source in a field derive does not
-		// set: the paths down to each field it sets, every key but that
+		// set: the maps down to each field it sets, every key but that
 		// field's, and those fields of the source derive keeps.
-		v("unlisted", differs("variables.spec", "variables.sourceSpec", "spec.")+" +\n"+
+		v("unlisted", specMapsDiffer()+" +\n"+
 			orEmpty(matcher("instancetype"), "spec.instancetype")+" +\n"+
 			orEmpty(matcher("preference"), "spec.preference")+" +\n"+
-			differs("variables.template", "variables.sourceTemplate", "spec.template.")+" +\n"+
-			differs("variables.templateMeta", "variables.sourceTemplateMeta", "spec.template.metadata.")+" +\n"+
 			// KubeVirt v1.8's webhook gives a VM a PCI topology where the
 			// source, made before, has none (derive.ClusterFields).
 			orEmpty(sameBut(ta, sta, pciTopology)+" &&\n("+literal(pciTopology)+" in "+sta+" ? "+exactly(ta, pciTopology, sta+"["+literal(pciTopology)+"]")+" :\n"+
 				"!("+literal(pciTopology)+" in "+ta+") || "+ta+"["+literal(pciTopology)+"] == "+literal(kubevirtv1.PciTopologyVersionV3)+")", "spec.template.metadata.annotations")+" +\n"+
-			differs("variables.templateSpec", "variables.sourceTemplateSpec", "spec.template.spec.")+" +\n"+
-			differs("variables.domain", "variables.sourceDomain", "spec.template.spec.domain.")+" +\n"+
-			differs("variables.firmware", "variables.sourceFirmware", "spec.template.spec.domain.firmware.")+" +\n"+
-			differs("variables.devices", "variables.sourceDevices", "spec.template.spec.domain.devices.")+" +\n"+
 			orEmpty("variables.interfaceNames == variables.sourceInterfaceNames && "+unique("variables.sourceInterfaceNames")+" &&\n"+
 				"variables.interfacePairs.all(p, "+sameBut("p.vm", "p.source", listed("spec.template.spec.domain.devices.interfaces[].")...)+")",
-				"spec.template.spec.domain.devices.interfaces")+" +\n"+
-			differs("variables.affinity", "variables.sourceAffinity", "spec.template.spec.affinity.")+" +\n"+
-			differs("variables.nodeAffinity", "variables.sourceNodeAffinity", "spec.template.spec.affinity.nodeAffinity.")+" +\n"+
-			differs("variables.required", "variables.sourceRequired", "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.")),
+				"spec.template.spec.domain.devices.interfaces")),
 	}
 }
 

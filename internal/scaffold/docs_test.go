@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
@@ -23,15 +22,10 @@ func TestDocsListDerivedFields(t *testing.T) {
 	if !ok {
 		t.Fatal(`docs/security.md has no section "What derive sets"`)
 	}
-	checks := fieldChecks()
 	for i, fields := range [][]derive.Field{derive.Fields(), derive.ClusterFields()} {
 		var want []string
 		for _, f := range fields {
-			check, ok := checks[f.Path]
-			if !ok {
-				t.Errorf("fieldChecks says nothing of %s", f.Path)
-			}
-			want = append(want, "| `"+f.Path+"` | "+f.Rule+" | "+check+" |")
+			want = append(want, "| `"+f.Path+"` | "+f.Value+" | "+f.Check+" |")
 		}
 		got := tables(section)
 		if len(got) <= i {
@@ -59,57 +53,4 @@ func tables(text string) [][]string {
 		rows = nil
 	}
 	return out
-}
-
-// fieldChecks says how the create policy checks each of derive.Fields and
-// derive.ClusterFields, by path: docs/security.md shows it beside the
-// field.
-func fieldChecks() map[string]string {
-	const (
-		exactly   = "exactly"
-		byList    = "part by part: each element the prototype's in its place (by name), but this"
-		asVMs     = "part by part, as the VM's"
-		matcher   = "part by part: the prototype's matcher but this"
-		notNeeded = "not: the API server sets it"
-	)
-	return map[string]string{
-		"apiVersion":                               exactly,
-		"kind":                                     exactly,
-		"metadata.name":                            "exactly: past 63 characters the cut and the UID its bound token carries",
-		"metadata.namespace":                       "by the binding, which matches only the fleet's namespace",
-		"metadata.labels":                          "part by part: the prototype's labels whole, vmctl's each by its rule, none empty where derive sets none",
-		"metadata.annotations":                     "part by part: the prototype's annotations whole, vmctl's each by its rule, none empty where derive sets none",
-		"metadata.ownerReferences":                 "the whole list, built in CEL",
-		"metadata.*":                               "by the keys metadata may hold",
-		"spec.runStrategy":                         exactly,
-		"spec.running":                             exactly,
-		"spec.instancetype.revisionName":           matcher,
-		"spec.preference.revisionName":             matcher,
-		"spec.dataVolumeTemplates[].metadata.name": "part by part: each template the prototype's in its place but its name and namespace; the name exactly, as the VM's",
-		"spec.dataVolumeTemplates[].metadata.namespace": "part by part, as the name",
-		"spec.template.metadata.labels":                 asVMs,
-		"spec.template.metadata.name":                   exactly,
-		"spec.template.metadata.namespace":              exactly,
-		"spec.template.metadata.generateName":           exactly,
-		"spec.template.spec.hostname":                   exactly,
-		"spec.template.spec.subdomain":                  exactly,
-		"spec.template.spec.priorityClassName":          "exactly, with the annotation",
-		"spec.template.spec.evictionStrategy":           exactly,
-		"spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms": "the whole list, built in CEL from the prototype's",
-		"spec.template.spec.domain.firmware.uuid":                                "exactly: derive sets it rather than clear it, which KubeVirt would fill in at random",
-		"spec.template.spec.domain.firmware.serial":                              "exactly, as the UUID",
-		"spec.template.spec.domain.devices.interfaces[].macAddress":              byList,
-		"spec.template.spec.volumes[].dataVolume.name":                           byList,
-		"spec.template.spec.volumes[].persistentVolumeClaim.claimName":           byList,
-		"spec.template.spec.volumes[].ephemeral.persistentVolumeClaim.claimName": byList,
-		"status":                     "not: the API server drops it on create",
-		"metadata.uid":               notNeeded,
-		"metadata.creationTimestamp": notNeeded,
-		"metadata.generation":        notNeeded,
-		"metadata.managedFields":     "not",
-		"metadata.annotations[" + kubevirtv1.ControllerAPILatestVersionObservedAnnotation + "]":  "unset on create: derive drops the prototype's",
-		"metadata.annotations[" + kubevirtv1.ControllerAPIStorageVersionObservedAnnotation + "]": "unset on create: derive drops the prototype's",
-		"spec.template.metadata.annotations[" + pciTopology + "]":                                "part by part: the template's other annotations whole",
-		"spec.template.metadata.annotations[" + kubevirtv1.PciInterfaceSlotCountAnnotation + "]": "as any annotation of the template: the prototype's",
-	}
 }
