@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
@@ -408,9 +409,49 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 		notes = append(notes, fmt.Sprintf("prototype %s/%s: %v", ns, name, pinned.PlacementErr))
 	}
 	o.params.Snapshot, o.params.RevisionHash = rev, pinned.Hash
+	stored, warning, err := o.storedRevisions(ctx, pinned.Hash)
+	if err != nil {
+		return nil, nil, err
+	}
+	if warning != "" {
+		warnings = append(warnings, warning)
+	}
+	o.params.StoredRevisions = stored
 	o.params.Placement, o.params.PlacementKey = &pinned.Placement, pinned.PlacementKey
 	note, err := o.reservation(ctx, rev, pinned.PodNeeds)
 	return warnings, append(append(notes, note...), o.nodeLocalClaims(ctx)...), err
+}
+
+// storedRevisions are the revisions the workload's revision store holds
+// already, as stored, for the output to keep (Params.StoredRevisions): a
+// prototype deleted and made again, alike, has the same hash but another
+// UID, which the store would refuse to change. A revision the store holds
+// rewritten (revision.Store.Verify) is left out, so the output holds it as
+// it should be, with a warning that kubectl apply will refuse it. None,
+// without error, where there is no store or no CRD of them.
+func (o *ScaffoldOptions) storedRevisions(ctx context.Context, hash string) (map[string]any, string, error) {
+	ns, name := o.params.Namespace, revision.StoreName(o.params.Name)
+	u, err := o.clients.Dynamic.Resource(revision.StoreGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, "", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("scaffold reads the revision store %s/%s to keep the revisions it holds: %w", ns, name, err)
+	}
+	stored, _, err := unstructured.NestedMap(u.Object, "spec", "revisions")
+	if err != nil {
+		return nil, "", fmt.Errorf("the revision store %s/%s: %w", ns, name, err)
+	}
+	s, err := revision.FromObject(u)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, ok := stored[hash]; ok && s.Verify(hash) != nil {
+		delete(stored, hash)
+		return stored, fmt.Sprintf("the revision store %s/%s holds revision %s rewritten: kubectl apply will refuse to put it right; "+
+			"`kubectl vmctl rollout restart %s` does", ns, name, hash, o.params.Prototype), nil
+	}
+	return stored, "", nil
 }
 
 // storeCRDMissing says, where the cluster serves no revision stores, that

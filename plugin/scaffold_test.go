@@ -13,6 +13,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	apiversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -81,16 +82,20 @@ func serves(kube *kubefake.Clientset, version string) {
 	})
 }
 
-// runScaffoldWith is runScaffold with objs as the cluster's VMs, and
-// StorageClasses.
+// runScaffoldWith is runScaffold with objs as the cluster's VMs,
+// StorageClasses and revision stores (unstructured).
 func runScaffoldWith(t *testing.T, objs []runtime.Object, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	protos := []runtime.Object{deployedKubeVirt("v1.8.0")}
 	kubeObjs := []runtime.Object{&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "vm-high"}, Value: 1000}}
+	var stores []runtime.Object
 	for _, o := range objs {
-		if _, ok := o.(*storagev1.StorageClass); ok {
+		switch o.(type) {
+		case *storagev1.StorageClass:
 			kubeObjs = append(kubeObjs, o)
-		} else {
+		case *unstructured.Unstructured:
+			stores = append(stores, o)
+		default:
 			protos = append(protos, o)
 		}
 	}
@@ -103,6 +108,7 @@ func runScaffoldWith(t *testing.T, objs []runtime.Object, args ...string) (stdou
 	kube := kubefake.NewClientset(kubeObjs...)
 	serves(kube, serverVersion)
 	f := fakeapi.NewFactory(t, "from-kubeconfig", kube, virt)
+	f.Dynamic = fakeapi.NewDynamic(stores...)
 	err = opRun(t.Context(), f, newCmdScaffold(f, o), args...)
 	return out.String(), errOut.String(), err
 }

@@ -137,9 +137,15 @@ type Params struct {
 	// package revision), named by RevisionHash: the workload's revision
 	// store holds it, and the agents derive their VMs from it, never from
 	// the live prototype. Placement and Reservation are then the
-	// revision's. Nil: the agents follow the live prototype.
+	// revision's. Nil: the template pins none, and its agents make no VM.
 	Snapshot     *kubevirtv1.VirtualMachine
 	RevisionHash string
+	// StoredRevisions are the revisions the workload's revision store
+	// holds already, by hash, as the API server returned them: the
+	// output's store keeps them, so that applying it again drops none that
+	// Pods still pin and changes none (a retained revision never changes),
+	// also the one it pins, where the store holds it.
+	StoredRevisions map[string]any
 	// LauncherPriority, with a Reservation, is the priority the scheduler
 	// gives the prototype's VMs' Pods (its priority class's value, or the
 	// cluster's default): the workload's launcher priority class has it,

@@ -34,11 +34,21 @@ func ChangeCause(rev *kubevirtv1.VirtualMachine, hash string) string {
 	return fmt.Sprintf("vmctl: VM revision %s of prototype %s/%s (generation %d)", hash, rev.Namespace, rev.Name, rev.Generation)
 }
 
-// store is the workload's revision store, holding the revision p pins.
+// store is the workload's revision store, holding the revision p pins and
+// those it holds already (StoredRevisions), these as they are stored.
 func (p Params) store() (*unstructured.Unstructured, error) {
 	s := revision.NewStore(p.Namespace, p.Name)
 	s.Revisions[p.RevisionHash] = p.Snapshot
-	return s.Object()
+	u, err := s.Object()
+	if err != nil {
+		return nil, err
+	}
+	for hash, stored := range p.StoredRevisions {
+		if err := unstructured.SetNestedField(u.Object, stored, "spec", "revisions", hash); err != nil {
+			return nil, fmt.Errorf("keep revision %s of the store %s/%s: %w", hash, p.Namespace, p.storeName(), err)
+		}
+	}
+	return u, nil
 }
 
 // pinTemplate makes t pin p's revision: the annotation names it, the
