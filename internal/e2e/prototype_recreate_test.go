@@ -71,6 +71,18 @@ func TestPrototypeDeletedAndMadeAgain(t *testing.T) {
 			t.Errorf("VM of pod %s replaced: uid %s -> %s", pod, vm.UID, after[pod].UID)
 		}
 	}
+
+	// Its manifests applied again: the prototype made again is alike, so
+	// its revision has the same hash, which the store holds already, made
+	// from the prototype with its old UID. kubectl apply refused to change
+	// it (a retained revision never changes) until scaffold printed the
+	// revisions the store holds as stored.
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	for pod, vm := range waitPaired(t, ns, "testvm", 1, settle) {
+		if before[pod].UID != vm.UID {
+			t.Errorf("VM of pod %s replaced by the apply: uid %s -> %s", pod, before[pod].UID, vm.UID)
+		}
+	}
 }
 
 // waitPrototypePolicy waits until the API server enforces the policy bound
