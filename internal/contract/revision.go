@@ -6,6 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// VMRevisionStoreArg is the agent's argument that names store, the
+// revision store whose revision its Pod pins: what VMRevisionStore reads.
+func VMRevisionStoreArg(store string) string { return "--" + FlagVMRevisions + "=" + store }
+
 // VMRevisionStore is the revision store whose revisions the agent of a Pod
 // with spec derives from: the --vm-revisions its first container's
 // arguments give, as scaffold writes them, or "" where they give none (a

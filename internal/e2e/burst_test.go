@@ -20,6 +20,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/podtemplate"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/stuck"
 )
@@ -158,7 +159,7 @@ func (f roomFleet) costsSince(t testing.TB, mark int) roomCosts {
 func perNode(t testing.TB, manifests, cpu, memory string) int {
 	t.Helper()
 	reservation := reservationsOf(t, manifests)
-	own := scaffold.OwnRequests()
+	own := podtemplate.OwnRequests()
 	fit := -1
 	for name, capacity := range map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory} {
 		need := reservation[name]

@@ -16,6 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/podtemplate"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
@@ -106,7 +107,7 @@ func checkResized(t *testing.T, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := scaffold.OwnRequests()
+	own := podtemplate.OwnRequests()
 	for name, pod := range pods {
 		got := pod.Spec.Containers[0].Resources.Requests
 		if got.Memory().Cmp(*own.Memory()) != 0 || got.Cpu().Cmp(*own.Cpu()) != 0 {
@@ -239,7 +240,7 @@ func TestReservationQuota(t *testing.T) {
 	manifests := vmctl(t, "scaffold", "deployment", "testvm", "-n", ns, "--grace-period", "60", "--replicas", fmt.Sprint(n))
 	reservation := reservationOf(t, manifests)
 	perVM := reservation.DeepCopy()
-	own := scaffold.OwnRequests()
+	own := podtemplate.OwnRequests()
 	perVM.Add(*own.Memory())
 	quota := perVM.DeepCopy()
 	for range n - 1 {

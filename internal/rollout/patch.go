@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/podtemplate"
 )
 
 // Restartable says why w cannot be restarted now, if it cannot: a
@@ -58,7 +58,7 @@ func Restarted(w Workload, now time.Time, t Target) Workload {
 	if a == nil {
 		a = map[string]string{}
 	}
-	a[scaffold.AnnotationChangeCause] = scaffold.ChangeCause(t.Snapshot, t.Hash)
+	a[podtemplate.AnnotationChangeCause] = podtemplate.ChangeCause(t.Snapshot, t.Hash)
 	w.Meta().SetAnnotations(a)
 	return w
 }
@@ -80,9 +80,9 @@ func restartPatch(w Workload, now time.Time, t Target) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("computing the restart's patch: %w", err)
 	}
-	cause := restarted.Meta().GetAnnotations()[scaffold.AnnotationChangeCause]
+	cause := restarted.Meta().GetAnnotations()[podtemplate.AnnotationChangeCause]
 	return json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{scaffold.AnnotationChangeCause: cause}},
+		"metadata": map[string]any{"annotations": map[string]string{podtemplate.AnnotationChangeCause: cause}},
 		"spec":     map[string]json.RawMessage{"template": patch},
 	})
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/podtemplate"
 )
 
 // TestRestartRollsTheReservation: a template that pins the prototype's
@@ -22,7 +22,7 @@ func TestRestartRollsTheReservation(t *testing.T) {
 	newer := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("110m"), corev1.ResourceMemory: resource.MustParse("16Gi")}
 	w := testWorkload()
 	tmpl := w.Template()
-	tmpl.Spec.Containers = []corev1.Container{{Name: "agent", Resources: scaffold.AgentResources(old)}}
+	tmpl.Spec.Containers = []corev1.Container{{Name: "agent", Resources: podtemplate.AgentResources(old)}}
 	tmpl.Annotations[contract.AnnotationReservation] = contract.FormatResources(old)
 
 	tg := target("h2")
@@ -34,7 +34,7 @@ func TestRestartRollsTheReservation(t *testing.T) {
 	now := time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)
 	viaPatch := patchIsRestarted(t, w, now, tg)
 	q := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
-	if diff := cmp.Diff(scaffold.AgentResources(newer), viaPatch.Spec.Template.Spec.Containers[0].Resources, q); diff != "" {
+	if diff := cmp.Diff(podtemplate.AgentResources(newer), viaPatch.Spec.Template.Spec.Containers[0].Resources, q); diff != "" {
 		t.Errorf("resources after the restart (-want +got):\n%s", diff)
 	}
 	if got := PlanRestart(Workload{Object: viaPatch, Agent: w.Agent}, tg); got.Restart {

@@ -4,18 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/podtemplate"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/reserve"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
 // Annotations rollout restart writes into a workload's Pod template.
@@ -139,37 +139,15 @@ func reservationStale(tmpl *corev1.PodTemplateSpec, t Target) bool {
 // whole) and room where those are known, and the restart is stamped at
 // now.
 func ApplyRestart(tmpl *corev1.PodTemplateSpec, workload string, now time.Time, t Target) {
-	if tmpl.Annotations == nil {
-		tmpl.Annotations = map[string]string{}
-	}
 	if placementStale(tmpl, t) {
 		t.Placement.Apply(&tmpl.Spec)
-		tmpl.Annotations[contract.AnnotationPlacement] = t.PlacementKey
+		metav1.SetMetaDataAnnotation(&tmpl.ObjectMeta, contract.AnnotationPlacement, t.PlacementKey)
 	}
 	if reservationStale(tmpl, t) {
-		scaffold.ApplyReservation(tmpl, t.Reservation)
+		podtemplate.Hold(tmpl, t.Reservation)
 	}
-	pinAgent(tmpl, revision.StoreName(workload))
-	tmpl.Annotations[contract.AnnotationVMRevision] = t.Hash
-	tmpl.Annotations[AnnotationRestartedAt] = now.Format(time.RFC3339)
+	podtemplate.Repin(tmpl, t.Hash, revision.StoreName(workload))
+	metav1.SetMetaDataAnnotation(&tmpl.ObjectMeta, AnnotationRestartedAt, now.Format(time.RFC3339))
 	delete(tmpl.Annotations, annotationGeneration)
 	delete(tmpl.Annotations, annotationPrototypeUID)
-}
-
-// pinAgent makes the agent container of tmpl read its VM revision, as a
-// scaffolded one does: the annotation through the downward API, from the
-// store its arguments name. A template scaffolded before revisions were
-// pinned has neither.
-func pinAgent(tmpl *corev1.PodTemplateSpec, store string) {
-	for i := range tmpl.Spec.Containers {
-		c := &tmpl.Spec.Containers[i]
-		if c.Name != contract.ContainerName {
-			continue
-		}
-		flag := "--" + contract.FlagVMRevisions + "="
-		c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, flag) })
-		c.Args = append(c.Args, flag+store)
-		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvVMRevision })
-		c.Env = append(c.Env, scaffold.VMRevisionEnv())
-	}
 }

@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/podtemplate"
 )
 
 func TestPlanRestart(t *testing.T) {
@@ -56,7 +55,7 @@ func TestRestartPatchIsRestarted(t *testing.T) {
 	if diff := cmp.Diff(want, restarted.Spec.Template.Annotations); diff != "" {
 		t.Errorf("template annotations (-want +got):\n%s", diff)
 	}
-	if got, want := restarted.Annotations[scaffold.AnnotationChangeCause], "vmctl: VM revision h3 of prototype vms/testvm (generation 3)"; got != want {
+	if got, want := restarted.Annotations[podtemplate.AnnotationChangeCause], "vmctl: VM revision h3 of prototype vms/testvm (generation 3)"; got != want {
 		t.Errorf("change-cause %q, want %q", got, want)
 	}
 	if got := PlanRestart(Workload{Object: restarted, Agent: w.Agent}, target("h3")); got.Restart {
@@ -76,7 +75,9 @@ func TestRestartPinsAnAgentThatFollowedThePrototype(t *testing.T) {
 	if want := []string{"testvm", "--vm-revisions=web-vm-revisions"}; !slices.Equal(want, agent.Args) {
 		t.Errorf("args %q, want %q", agent.Args, want)
 	}
-	if diff := cmp.Diff([]corev1.EnvVar{scaffold.VMRevisionEnv()}, agent.Env); diff != "" {
+	pinned := template(nil)
+	podtemplate.Pin(&pinned, "h2")
+	if diff := cmp.Diff(pinned.Spec.Containers[0].Env, agent.Env); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
 	}
 }

@@ -34,6 +34,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/podtemplate"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
@@ -711,7 +712,7 @@ func (f *fleet) denials(t testing.TB, policies []boundPolicy, r request) []valid
 
 // shrink resizes an agent's Pod to its own requests and limits.
 func shrink(pod *corev1.Pod) {
-	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: OwnRequests(), Limits: OwnLimits()}
+	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: podtemplate.OwnRequests(), Limits: podtemplate.OwnLimits()}
 }
 
 // unknownField is vm as JSON with a field this build's types do not have

@@ -7,7 +7,7 @@ import "github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 func (p Params) AgentArgs() []string {
 	args := []string{p.Prototype, "--" + contract.FlagStateDir + "=" + contract.StateMountPath}
 	if p.Pinned() {
-		args = append(args, "--"+contract.FlagVMRevisions+"="+p.storeName())
+		args = append(args, contract.VMRevisionStoreArg(p.storeName()))
 	}
 	if p.crossNamespace() {
 		args = append(args, "--"+contract.FlagProtoNamespace+"="+p.protoNamespace())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/agent"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/podtemplate"
 )
 
 // TestAgentContract checks the scaffolded Pod against what the agent reads:
@@ -78,10 +79,10 @@ func TestAgentContractReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
-	if diff := cmp.Diff(corev1.ResourceRequirements{Requests: OwnRequests(), Limits: OwnLimits()}, corev1.ResourceRequirements{Requests: own, Limits: limits}, q); diff != "" {
+	if diff := cmp.Diff(corev1.ResourceRequirements{Requests: podtemplate.OwnRequests(), Limits: podtemplate.OwnLimits()}, corev1.ResourceRequirements{Requests: own, Limits: limits}, q); diff != "" {
 		t.Errorf("the agent's own share from its flags (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(AgentResources(p.Reservation), c.Resources, q); diff != "" {
+	if diff := cmp.Diff(podtemplate.AgentResources(p.Reservation), c.Resources, q); diff != "" {
 		t.Errorf("container resources (-want +got):\n%s", diff)
 	}
 }

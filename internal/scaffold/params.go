@@ -131,7 +131,7 @@ type Params struct {
 	// Reservation is the CPU and memory the scheduler counts for a VM's
 	// virt-launcher Pod (reserve.Launcher): the agent container asks for
 	// it on top of its own, and hands it to its VM's launcher Pod (see
-	// AgentResources). Empty: the agent asks for its own only.
+	// podtemplate.AgentResources). Empty: the agent asks for its own only.
 	Reservation corev1.ResourceList
 	// Snapshot, when set, is the VM revision the template pins (see
 	// package revision), named by RevisionHash: the workload's revision

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/podtemplate"
 )
 
 // Agent container settings.
@@ -88,12 +89,14 @@ func (p Params) podTemplate() corev1.PodTemplateSpec {
 		t.Annotations[contract.AnnotationPlacement] = p.PlacementKey
 	}
 	if p.Reserves() {
-		t.Annotations[contract.AnnotationReservation] = contract.FormatResources(p.Reservation)
+		podtemplate.Hold(&t, p.Reservation)
 	}
 	if p.hasLauncherPriorityClass() {
 		t.Annotations[contract.AnnotationLauncherPriorityClass] = p.launcherPriorityClassName()
 	}
-	p.pinTemplate(&t)
+	if p.Pinned() {
+		podtemplate.Pin(&t, p.RevisionHash)
+	}
 	return t
 }
 
@@ -121,8 +124,8 @@ func (p Params) agentTemplate() corev1.PodTemplateSpec {
 				// Ready means the derived VM is ready.
 				ReadinessProbe: httpProbe("/readyz", 5),
 				LivenessProbe:  httpProbe("/healthz", 10),
-				// Its own, and the room its VM needs (see AgentResources).
-				Resources: AgentResources(p.Reservation),
+				// Its own; podTemplate adds the room its VM needs.
+				Resources: podtemplate.AgentResources(nil),
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
 					ReadOnlyRootFilesystem:   ptr.To(true),
@@ -148,7 +151,7 @@ func (p Params) objectMeta(component string) metav1.ObjectMeta {
 func (p Params) workloadMeta() metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.workloadLabels()}
 	if p.Pinned() {
-		m.Annotations = map[string]string{AnnotationChangeCause: ChangeCause(p.Snapshot, p.RevisionHash)}
+		m.Annotations = map[string]string{podtemplate.AnnotationChangeCause: podtemplate.ChangeCause(p.Snapshot, p.RevisionHash)}
 	}
 	return m
 }

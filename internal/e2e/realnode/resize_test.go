@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/podtemplate"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/node"
 )
@@ -37,7 +38,7 @@ func TestKubeletGivesTheReservationBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	reserved := template.Spec.Template.Spec.Containers[0].Resources.Requests
-	own, ownLimits := scaffold.OwnRequests(), scaffold.OwnLimits()
+	own, ownLimits := podtemplate.OwnRequests(), podtemplate.OwnLimits()
 	if reserved.Memory().Cmp(*own.Memory()) <= 0 {
 		t.Fatalf("the Deployment's agent asks for %s, no more than its own %s: scaffold reserved nothing", contract.FormatResources(reserved), contract.FormatResources(own))
 	}

@@ -3,22 +3,14 @@ package scaffold
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
-
-// AnnotationChangeCause is what `kubectl rollout history` shows for a
-// revision of a workload: the Deployment controller copies it to the
-// ReplicaSet, the StatefulSet and DaemonSet controllers to their
-// ControllerRevisions.
-const AnnotationChangeCause = "kubernetes.io/change-cause"
 
 // Pinned reports whether p's template pins a VM revision: then its agents
 // derive their VMs from that revision in the workload's revision store,
@@ -27,12 +19,6 @@ func (p Params) Pinned() bool { return p.Snapshot != nil }
 
 // storeName is the workload's revision store.
 func (p Params) storeName() string { return revision.StoreName(p.Name) }
-
-// ChangeCause is the change-cause of a template that pins revision hash of
-// rev: which prototype, at which generation.
-func ChangeCause(rev *kubevirtv1.VirtualMachine, hash string) string {
-	return fmt.Sprintf("vmctl: VM revision %s of prototype %s/%s (generation %d)", hash, rev.Namespace, rev.Name, rev.Generation)
-}
 
 // store is the workload's revision store, holding the revision p pins and
 // those it holds already (StoredRevisions), these as they are stored.
@@ -49,25 +35,6 @@ func (p Params) store() (*unstructured.Unstructured, error) {
 		}
 	}
 	return u, nil
-}
-
-// pinTemplate makes t pin p's revision: the annotation names it, the
-// downward API passes it to the agent, and the agent's arguments name the
-// store it is in.
-func (p Params) pinTemplate(t *corev1.PodTemplateSpec) {
-	if !p.Pinned() {
-		return
-	}
-	t.Annotations[contract.AnnotationVMRevision] = p.RevisionHash
-	c := &t.Spec.Containers[0]
-	c.Env = append(c.Env, VMRevisionEnv())
-}
-
-// VMRevisionEnv passes the revision a template pins to its agent.
-func VMRevisionEnv() corev1.EnvVar {
-	return corev1.EnvVar{Name: contract.EnvVMRevision, ValueFrom: &corev1.EnvVarSource{
-		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + contract.AnnotationVMRevision + "']"},
-	}}
 }
 
 // StoreRule lets the agent read the one revision store it derives from,
