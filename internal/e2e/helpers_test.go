@@ -407,29 +407,35 @@ func deleteScaffolded(ns string) {
 // a derived VM's metadata onto a prototype a fleet pins already.
 func unmarkedWhile(t testing.TB, ns, name string, fn func()) {
 	t.Helper()
-	vms := e.virt.KubevirtV1().VirtualMachines(ns)
 	var labels, annotations map[string]string
-	setMeta := func(change func(vm *kubevirtv1.VirtualMachine)) {
-		t.Helper()
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			vm, err := vms.Get(context.Background(), name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			change(vm)
-			_, err = vms.Update(context.Background(), vm, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	setMeta(func(vm *kubevirtv1.VirtualMachine) {
+	updateVM(t, ns, name, func(vm *kubevirtv1.VirtualMachine) {
 		labels, annotations = vm.Labels, vm.Annotations
 		vm.Labels, vm.Annotations = withoutVmctlKeys(labels), withoutVmctlKeys(annotations)
 	})
 	fn()
-	setMeta(func(vm *kubevirtv1.VirtualMachine) { vm.Labels, vm.Annotations = labels, annotations })
+	updateVM(t, ns, name, func(vm *kubevirtv1.VirtualMachine) { vm.Labels, vm.Annotations = labels, annotations })
+}
+
+// updateVM changes VM ns/name and writes it back, again on a conflict:
+// KubeVirt's controller writes VMs too (their status). It returns the VM
+// as written.
+func updateVM(t testing.TB, ns, name string, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	vms := e.virt.KubevirtV1().VirtualMachines(ns)
+	var written *kubevirtv1.VirtualMachine
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vm, err := vms.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(vm)
+		written, err = vms.Update(context.Background(), vm, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("update VM %s/%s: %v", ns, name, err)
+	}
+	return written
 }
 
 // withoutVmctlKeys is m without the keys of vmctl's prefix.

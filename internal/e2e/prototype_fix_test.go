@@ -12,7 +12,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -102,21 +101,7 @@ func deployMarked(t *testing.T, ns string) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	createPrototype(t, ns, "testvm.yaml")
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "0")
-	vms := e.virt.KubevirtV1().VirtualMachines(ns)
-	var marked *kubevirtv1.VirtualMachine
-	// KubeVirt's controller writes the prototype too (its status).
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		proto, err := vms.Get(t.Context(), "testvm", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		copiedFromDerived(proto)
-		marked, err = vms.Update(t.Context(), proto, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("mark prototype: %v", err)
-	}
+	marked := updateVM(t, ns, "testvm", copiedFromDerived)
 	vmctl(t, "rollout", "restart", "testvm", "-n", ns)
 	kubectl(t, nil, "scale", "deployment", scaffold.DefaultName("testvm"), "-n", ns, "--replicas=1")
 	return marked
