@@ -78,6 +78,8 @@ for its VMs computed from the same revision, stamps the restart
 kubectl rollout history shows. A workload that pins the prototype as it is
 already is left alone: running it again when nothing changed does nothing.
 kubectl rollout undo brings an earlier template, and so its revision, back.
+A prototype that carries vmctl's own markers (a copy of a derived VM) is
+refused, as scaffold refuses it: every agent would refuse its revision.
 The same patch drops the revisions that neither the new nor the current
 template, the newest revisionHistoryLimit old ones, nor a live Pod names, as
 the controllers truncate their history; kubectl vmctl gc prunes the stores
@@ -167,6 +169,10 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 		t := targets[w.Prototype()]
 		if t.Missing {
 			errs = append(errs, fmt.Errorf("%s: prototype %s not found; nothing to roll out", w, w.Prototype()))
+			continue
+		}
+		if t.Refused != nil {
+			errs = append(errs, fmt.Errorf("%s: rollout restart pins no revision its agents would refuse: %w", w, t.Refused))
 			continue
 		}
 		if err := rollout.Restartable(w); err != nil {

@@ -260,6 +260,22 @@ func TestRolloutRestartErrors(t *testing.T) {
 			t.Errorf("printed %q and sent %q for a paused Deployment", out, calls)
 		}
 	})
+	t.Run("the prototype carries vmctl's markers", func(t *testing.T) {
+		// A copy of a derived VM: every agent would refuse its revision,
+		// so no template may pin it, as scaffold refuses.
+		marked := func(vm *kubevirtv1.VirtualMachine) {
+			vm.Labels = map[string]string{contract.LabelPod: "web-a"}
+		}
+		kube, virt, _ := rolloutScene(t, marked)
+		out, _, calls, err := runRolloutRestart(t, kube, virt, "testvm")
+		if err == nil || !strings.Contains(err.Error(), "deployment.apps/web in vms namespace: rollout restart pins no revision its agents would refuse: ") ||
+			!strings.Contains(err.Error(), contract.LabelPod) {
+			t.Errorf("error %v, want the refusal naming the marker", err)
+		}
+		if all := strings.Join(calls, "\n"); out != "" || strings.Contains(all, "patch ") || strings.Contains(all, "create ") {
+			t.Errorf("printed %q and sent %q for a marked prototype", out, calls)
+		}
+	})
 	t.Run("the prototype is gone", func(t *testing.T) {
 		kube, virt, _ := rolloutScene(t, moreMemory)
 		_, _, _, err := runRolloutRestart(t, kube, virt[1:], "testvm")

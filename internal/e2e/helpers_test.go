@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -25,6 +27,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
@@ -448,3 +451,47 @@ func withoutVmctlKeys(m map[string]string) map[string]string {
 	}
 	return out
 }
+
+// storedRevision is revision hash of workload's store in ns, a copy.
+func storedRevision(t testing.TB, ns, workload, hash string) *kubevirtv1.VirtualMachine {
+	t.Helper()
+	cur, err := e.dyn.Resource(revision.StoreGVR).Namespace(ns).Get(t.Context(), revision.StoreName(workload), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := revision.FromObject(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := store.Revisions[hash]
+	if rev == nil {
+		t.Fatalf("store %s/%s holds no revision %s", ns, cur.GetName(), hash)
+	}
+	return rev.DeepCopy()
+}
+
+// pinByHand adds rev to the store of workload ("deployment/NAME") under the
+// hash of its content, as a rollout would store it (the agent refuses a
+// revision held under another), and pins its template to it: what neither
+// scaffold nor rollout restart writes for a revision the agents refuse,
+// but a hand edit, or another tool, may.
+func pinByHand(t testing.TB, ns, workload string, rev *kubevirtv1.VirtualMachine) {
+	t.Helper()
+	hash, err := revision.Hash(rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"revisions": map[string]any{hash: map[string]any{
+		"apiVersion": rev.APIVersion, "kind": rev.Kind, "metadata": rev.ObjectMeta, "spec": rev.Spec,
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, name, _ := strings.Cut(workload, "/")
+	if _, err := e.dyn.Resource(revision.StoreGVR).Namespace(ns).Patch(t.Context(), revision.StoreName(name), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("add a revision by hand: %v", err)
+	}
+	kubectl(t, nil, "patch", "-n", ns, workload, "--type", "merge", "-p",
+		fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, contract.AnnotationVMRevision, hash))
+}
+

@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,14 +20,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	instancetypev1beta1 "kubevirt.io/api/instancetype/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 )
@@ -143,38 +140,13 @@ func TestPrototypeKubeVirtRejects(t *testing.T) {
 	createPrototype(t, ns, "testvm.yaml")
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "0")
 	workload := "deployment/" + scaffold.DefaultName("testvm")
-	stores := e.dyn.Resource(revision.StoreGVR).Namespace(ns)
-	storeName := revision.StoreName(scaffold.DefaultName("testvm"))
-	cur, err := stores.Get(ctx, storeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := revision.FromObject(cur)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := store.Revisions[podTemplateAnnotations(t, ns, workload)[contract.AnnotationVMRevision]].DeepCopy()
+	bad := storedRevision(t, ns, scaffold.DefaultName("testvm"), podTemplateAnnotations(t, ns, workload)[contract.AnnotationVMRevision])
 	bad.Spec.Instancetype = &kubevirtv1.InstancetypeMatcher{Kind: "VirtualMachineInstancetype", Name: it.Name}
 	domain := &bad.Spec.Template.Spec.Domain
 	domain.CPU, domain.Memory = nil, nil
 	domain.IOThreadsPolicy = ptr.To(kubevirtv1.IOThreadsPolicyShared)
-	// Under the hash of its content, as a rollout would store it: the agent
-	// refuses a revision held under another.
-	badHash, err := revision.Hash(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"revisions": map[string]any{badHash: map[string]any{
-		"apiVersion": bad.APIVersion, "kind": bad.Kind, "metadata": bad.ObjectMeta, "spec": bad.Spec,
-	}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stores.Patch(ctx, storeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("add a revision by hand: %v", err)
-	}
-	kubectl(t, nil, "patch", "-n", ns, workload, "--type", "merge", "-p",
-		fmt.Sprintf(`{"spec":{"replicas":1,"template":{"metadata":{"annotations":{%q:%q}}}}}`, contract.AnnotationVMRevision, badHash))
+	pinByHand(t, ns, workload, bad)
+	kubectl(t, nil, "scale", "-n", ns, workload, "--replicas=1")
 
 	const webhookSays = "spec.template.spec.domain.ioThreadsPolicy conflicts with selected instance type"
 	pod := waitWarningEvent(t, ns, "a Warning Event with KubeVirt's message", func(msg string) bool {

@@ -15,6 +15,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
@@ -94,16 +95,17 @@ func copiedFromDerived(vm *kubevirtv1.VirtualMachine) {
 
 // deployMarked runs one agent Pod of prototype testvm in ns whose
 // template pins a revision with vmctl's markers, and returns the marked
-// prototype. scaffold refuses such a prototype, so it scaffolds the clean
-// one with no replica, marks it, rolls that out (rollout restart pins
-// what the prototype is) and scales to one.
+// prototype. scaffold and rollout restart refuse such a prototype, so it
+// scaffolds the clean one with no replica, marks it, pins a snapshot of it
+// by hand (pinByHand) and scales to one.
 func deployMarked(t *testing.T, ns string) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	createPrototype(t, ns, "testvm.yaml")
 	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "0")
 	marked := updateVM(t, ns, "testvm", copiedFromDerived)
-	vmctl(t, "rollout", "restart", "testvm", "-n", ns)
-	kubectl(t, nil, "scale", "deployment", scaffold.DefaultName("testvm"), "-n", ns, "--replicas=1")
+	workload := "deployment/" + scaffold.DefaultName("testvm")
+	pinByHand(t, ns, workload, revision.Snapshot(marked))
+	kubectl(t, nil, "scale", "-n", ns, workload, "--replicas=1")
 	return marked
 }
 

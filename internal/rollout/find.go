@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -39,7 +40,8 @@ func Find(ctx context.Context, c kube.Clients, namespace, prototype string) ([]W
 
 // Targets pins each prototype the workloads derive from, once: one GET of
 // the prototype, and KubeVirt's expansion of its instancetype and
-// preference (prototype.Pin). A prototype that does not exist is Missing.
+// preference (prototype.Pin). A prototype that does not exist is Missing;
+// one that carries vmctl's markers is Refused.
 func Targets(ctx context.Context, c kube.Clients, workloads []Workload) (map[types.NamespacedName]Target, error) {
 	out := map[types.NamespacedName]Target{}
 	for _, w := range workloads {
@@ -65,7 +67,13 @@ func Targets(ctx context.Context, c kube.Clients, workloads []Workload) (map[typ
 		if pinned.ReservationErr != nil {
 			klog.FromContext(ctx).V(1).Info("Not rolling out the room the prototype's VMs need", "prototype", k, "err", pinned.ReservationErr)
 		}
-		out[k] = Target{Pinned: pinned}
+		t := Target{Pinned: pinned}
+		if err := derive.Refusal(pinned.Snapshot, k.Namespace, derive.Options{}); err != nil {
+			if _, marked := errors.AsType[*derive.MarkersError](err); marked {
+				t.Refused = err
+			}
+		}
+		out[k] = t
 	}
 	return out, nil
 }

@@ -36,6 +36,10 @@ const (
 // room of its VMs; Missing for a prototype that does not exist.
 type Target struct {
 	Missing bool
+	// Refused says why no workload may pin the revision: the prototype
+	// carries vmctl's markers (a copy of a derived VM), which every agent
+	// refuses, as scaffold does.
+	Refused error
 	prototype.Pinned
 }
 
@@ -60,8 +64,7 @@ type Plan struct {
 }
 
 // PinnedRevision is the VM revision w's template pins, or "" when it pins
-// none (scaffolded before templates pinned one: its agents follow the live
-// prototype).
+// none (written or edited by hand: its agents make no VM).
 func PinnedRevision(w Workload) string {
 	if t := w.Template(); t != nil {
 		return t.Annotations[contract.AnnotationVMRevision]
@@ -84,7 +87,7 @@ func PlanRestart(w Workload, t Target) Plan {
 	}
 	switch pinned := PinnedRevision(w); {
 	case pinned == "":
-		return Plan{Restart: true, Why: fmt.Sprintf("its template pins no VM revision: its agents follow prototype %s itself", proto)}
+		return Plan{Restart: true, Why: fmt.Sprintf("its template pins no VM revision of prototype %s: its agents make no VM", proto)}
 	case pinned != t.Hash:
 		return Plan{Restart: true, Why: fmt.Sprintf("its template pins VM revision %s; prototype %s is now %s", pinned, proto, t.Hash)}
 	case reservationStale(w.Template(), t):

@@ -27,7 +27,7 @@ func TestPlanRestart(t *testing.T) {
 		{name: "pins another revision", w: testWorkload(), t: target("h3"), restart: true,
 			why: "its template pins VM revision h2; prototype vms/testvm is now h3"},
 		{name: "pins none", w: unpinned(), t: target("h2"), restart: true,
-			why: "its template pins no VM revision: its agents follow prototype vms/testvm itself"},
+			why: "its template pins no VM revision of prototype vms/testvm: its agents make no VM"},
 		{name: "the prototype gone", w: testWorkload(), t: Target{Missing: true},
 			why: "prototype vms/testvm not found; nothing to pin"},
 	} {
