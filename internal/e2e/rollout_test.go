@@ -245,6 +245,18 @@ func TestRolloutRestart(t *testing.T) {
 			if again := podTemplateAnnotations(t, ns, workload); again[rollout.AnnotationRestartedAt] != tmpl[rollout.AnnotationRestartedAt] {
 				t.Errorf("the second restart changed the Pod template: restartedAt %s -> %s", tmpl[rollout.AnnotationRestartedAt], again[rollout.AnnotationRestartedAt])
 			}
+
+			// Its manifests applied again, scaffolded from the prototype as
+			// it is: the template rollout restart wrote is the one scaffold
+			// writes, so nothing rolls out again.
+			template := func() string {
+				return kubectl(t, nil, "get", "-n", ns, workload, "-o", "jsonpath={.spec.template}")
+			}
+			restarted := template()
+			deploy(t, ns, tt.kind, "testvm", tt.flags...)
+			if applied := template(); applied != restarted {
+				t.Errorf("applying scaffold's output after rollout restart changed the Pod template, which rolls every VM out again:\n%s\nwas\n%s", applied, restarted)
+			}
 		})
 	}
 }

@@ -34,22 +34,35 @@ func ChangeCause(rev *kubevirtv1.VirtualMachine, hash string) string {
 func Pin(tmpl *corev1.PodTemplateSpec, hash string) {
 	metav1.SetMetaDataAnnotation(&tmpl.ObjectMeta, contract.AnnotationVMRevision, hash)
 	if c := agent(tmpl); c != nil {
-		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvVMRevision })
-		c.Env = append(c.Env, corev1.EnvVar{Name: contract.EnvVMRevision, ValueFrom: &corev1.EnvVarSource{
+		c.Env = once(c.Env, corev1.EnvVar{Name: contract.EnvVMRevision, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + contract.AnnotationVMRevision + "']"},
-		}})
+		}}, func(e corev1.EnvVar) bool { return e.Name == contract.EnvVMRevision })
 	}
 }
 
 // Repin makes tmpl, a template that exists, pin revision hash as Pin
-// does, and its agent's arguments name store, once and last, in place of
-// any store they named (none, in a template from before revisions).
+// does, and its agent's arguments name store, once, in place of any store
+// they named.
 func Repin(tmpl *corev1.PodTemplateSpec, hash, store string) {
 	if c := agent(tmpl); c != nil {
-		c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, contract.VMRevisionStoreArg("")) })
-		c.Args = append(c.Args, contract.VMRevisionStoreArg(store))
+		c.Args = once(c.Args, contract.VMRevisionStoreArg(store),
+			func(a string) bool { return strings.HasPrefix(a, contract.VMRevisionStoreArg("")) })
 	}
 	Pin(tmpl, hash)
+}
+
+// once is list with v in place of the first element that same matches,
+// and without the others; v last where none does. A template scaffold
+// wrote and one rollout restart rewrote then hold their elements in the
+// same order: applying scaffold's output again changes no template, which
+// would roll every Pod, and so every VM, out again.
+func once[T any](list []T, v T, same func(T) bool) []T {
+	i := slices.IndexFunc(list, same)
+	if i < 0 {
+		return append(list, v)
+	}
+	list[i] = v
+	return append(list[:i+1], slices.DeleteFunc(list[i+1:], same)...)
 }
 
 // The agent's own share of its Pod, and the room it holds for its VM.
