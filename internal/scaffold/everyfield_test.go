@@ -11,12 +11,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -80,9 +80,9 @@ func richVM(t testing.TB, f *fleet) (own, other map[string]any) {
 func TestCreatePolicyRefusesEveryChange(t *testing.T) {
 	f := newFleet(t, reserving)
 	richPrototype(f)
-	policies := f.policies(t)
+	api := newCluster(t, t, f)
 	base, other := richVM(t, f)
-	if got := f.refusals(t, policies, request{op: "CREATE", object: &unstructured.Unstructured{Object: base}}); len(got) > 0 {
+	if got := f.refusals(t, api, request{op: "CREATE", object: &unstructured.Unstructured{Object: base}}); len(got) > 0 {
 		t.Fatalf("the derived VM itself refused by %q", got)
 	}
 
@@ -106,11 +106,11 @@ func TestCreatePolicyRefusesEveryChange(t *testing.T) {
 		case c.path == "spec.template.spec" && c.what == "taken away":
 			// The policy's CEL cannot read a VM without it, and its
 			// failurePolicy Fail refuses.
-			if d := f.denials(t, policies, r); len(d) == 0 || d[0].Evaluation != validating.EvalError {
-				t.Errorf("%s: %s, and the create policy does not fail on it: %v", c.path, c.what, d)
+			if v := api.judge(t, f, r); !apierrors.IsInvalid(v.refused) || !strings.Contains(v.refused.Error(), "ValidatingAdmissionPolicy '"+f.p.qualifiedName()+"'") {
+				t.Errorf("%s: %s, and the create policy does not fail on it: %v", c.path, c.what, v.refused)
 			}
 			refusedN++
-		case len(f.refusals(t, policies, r)) > 0:
+		case len(f.refusals(t, api, r)) > 0:
 			refusedN++
 		case clusterWritten(c.path):
 			admittedN++
@@ -151,7 +151,7 @@ func TestCreatePolicyRefusesEveryChange(t *testing.T) {
 					continue
 				}
 				tried[field.Path] = true
-				if refused := f.refusals(t, policies, request{op: "CREATE", object: &unstructured.Unstructured{Object: obj}}); len(refused) == 0 {
+				if refused := f.refusals(t, api, request{op: "CREATE", object: &unstructured.Unstructured{Object: obj}}); len(refused) == 0 {
 					t.Errorf("%s set to %s (%v), and the create policy admits it; derive's rule: %s", pathString(path), wrong.whose, value, field.Rule)
 				}
 			}
@@ -201,9 +201,9 @@ func TestCreatePolicyNamesWhatDiffers(t *testing.T) {
 		vm.Spec.Template.Spec.Domain.Firmware.KernelBoot = &kubevirtv1.KernelBoot{Container: &kubevirtv1.KernelBootContainer{Image: "attacker.example/evil-kernel"}}
 		vm.Spec.Template.Spec.SchedulerName = "mine"
 	})
-	denials := f.denials(t, f.policies(t), create(vm))
-	if len(denials) != 1 || !strings.HasSuffix(denials[0].Message, "it differs at spec.template.spec.schedulerName, spec.template.spec.domain.firmware.kernelBoot") {
-		t.Errorf("refusals %v, want one naming schedulerName and kernelBoot", denials)
+	v := newCluster(t, t, f).judge(t, f, create(vm))
+	if len(v.failed) != 1 || !strings.HasSuffix(v.failed[0].message, "it differs at spec.template.spec.schedulerName, spec.template.spec.domain.firmware.kernelBoot") {
+		t.Errorf("refusals %v, want one naming schedulerName and kernelBoot", v.failed)
 	}
 }
 
