@@ -128,24 +128,19 @@ func stolenTokenClaims(t *testing.T) {
 			return err
 		}
 	}
+	const volumes = "volumes or dataVolumeTemplates are not"
 	rows := []claimRow{
-		{"create its own VM on its own Pod's claim, shared-data-db-0", true, createOn("shared-data-db-0")},
-		{"create its own VM on another replica's claim, shared-data-db-1", false, createOn("shared-data-db-1")},
-		{"create its own VM on the prototype's claim, shared-data", false, createOn("shared-data")},
-		{"create its own VM on a claim of a replica that does not exist yet, shared-data-db-2", false, createOn("shared-data-db-2")},
+		{"create its own VM on its own Pod's claim, shared-data-db-0", true, createOn("shared-data-db-0"), ""},
+		{"create its own VM on another replica's claim, shared-data-db-1", false, createOn("shared-data-db-1"), volumes},
+		{"create its own VM on the prototype's claim, shared-data", false, createOn("shared-data"), volumes},
+		{"create its own VM on a claim of a replica that does not exist yet, shared-data-db-2", false, createOn("shared-data-db-2"), volumes},
 		{"read its own Pod's claim", false, func() error {
 			_, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(t.Context(), "shared-data-db-0", metav1.GetOptions{})
 			return err
-		}},
+		}, "RBAC"},
 	}
 	checkTokenTable(t, "| with the stolen token of `db-0` |", rows)
-	for _, r := range rows {
-		err := r.try()
-		allowed := err == nil || apierrors.IsAlreadyExists(err)
-		if allowed != r.allow || !allowed && !apierrors.IsForbidden(err) {
-			t.Errorf("%s: %v; want allowed=%v, else 403", r.name, err, r.allow)
-		}
-	}
+	checkClaimRows(t, ns, "db", rows)
 }
 
 // networkStorage makes a StorageClass of static volumes and n volumes of
@@ -336,14 +331,30 @@ func volumeNode(t *testing.T, c *corev1.PersistentVolumeClaim) string {
 	return pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values[0]
 }
 
-// claimRow is a row of docs/security.md's table of what a stolen agent
-// token can do with a StatefulSet's claims.
 // claimRow is a row of one of docs/security.md's tables of what a stolen
-// token can do with the policy on: what it tries, and whether it may.
+// token can do with the policy on: what it tries, whether it may, and if
+// not, who refuses it (as securityRows' because says).
 type claimRow struct {
-	name  string
-	allow bool
-	try   func() error
+	name    string
+	allow   bool
+	try     func() error
+	because string
+}
+
+// checkClaimRows tries rows with the token of an agent of workload in ns,
+// and checks each is allowed, or refused by whom its row says.
+func checkClaimRows(t *testing.T, ns, workload string, rows []claimRow) {
+	t.Helper()
+	for _, r := range rows {
+		err := r.try()
+		allowed := err == nil || apierrors.IsAlreadyExists(err)
+		if allowed != r.allow || !allowed && !apierrors.IsForbidden(err) {
+			t.Errorf("%s: %v; want allowed=%v, else 403", r.name, err, r.allow)
+		}
+		if !allowed {
+			checkRefusedBy(t, ns, workload, r.because, err)
+		}
+	}
 }
 
 // checkTokenTable checks that docs/security.md's table whose header starts

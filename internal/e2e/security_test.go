@@ -456,29 +456,44 @@ var refusedBy = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)' with bin
 // by the policy's own binding.
 func checkRefusal(t *testing.T, f *agentFleet, mode securityMode, because string, err error) {
 	t.Helper()
-	msg := fmt.Sprint(err)
-	byRBAC := strings.Contains(msg, "is forbidden: User \"system:serviceaccount:"+f.ns+":") && strings.Contains(msg, " cannot ") &&
-		!strings.Contains(msg, "ValidatingAdmissionPolicy")
 	if mode == policyOff {
-		if !byRBAC {
+		if !refusedByRBAC(f.ns, err) {
 			t.Errorf("refused with %v, want RBAC's refusal: the policy is off", err)
 		}
 		return
 	}
+	checkRefusedBy(t, f.ns, scaffold.DefaultName("testvm"), because, err)
+}
+
+// refusedByRBAC reports whether err is RBAC's refusal of a ServiceAccount
+// of ns.
+func refusedByRBAC(ns string, err error) bool {
+	msg := fmt.Sprint(err)
+	return strings.Contains(msg, "is forbidden: User \"system:serviceaccount:"+ns+":") && strings.Contains(msg, " cannot ") &&
+		!strings.Contains(msg, "ValidatingAdmissionPolicy")
+}
+
+// checkRefusedBy checks that err, refused to an agent of workload in ns
+// with the policies on, is the refusal because names: RBAC's, or that of
+// the workload's policy whose rule says one of its phrases, bound by the
+// policy's own binding.
+func checkRefusedBy(t *testing.T, ns, workload, because string, err error) {
+	t.Helper()
 	if because == "" {
 		t.Fatalf("refused with %v, and the row names no refusal", err)
 	}
-	workload := scaffold.DefaultName("testvm")
+	msg := fmt.Sprint(err)
+	byRBAC := refusedByRBAC(ns, err)
 	policyOf := func(rule string) string {
 		switch {
 		case slices.Contains(guardRules, rule):
-			return workload + "-guard." + f.ns
+			return workload + "-guard." + ns
 		case slices.Contains(eventRules, rule):
-			return workload + "-events." + f.ns
+			return workload + "-events." + ns
 		case slices.Contains(podRules, rule):
-			return workload + "-pod." + f.ns
+			return workload + "-pod." + ns
 		}
-		return scaffold.CreatePolicyName(workload, f.ns)
+		return scaffold.CreatePolicyName(workload, ns)
 	}
 	m := refusedBy.FindStringSubmatch(msg)
 	for _, rule := range strings.Split(because, " | ") {

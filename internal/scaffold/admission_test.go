@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,7 +23,6 @@ import (
 	admissioncel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -175,10 +173,6 @@ type fleet struct {
 	// retained are revisions the store holds besides proto's, as rolled
 	// out before.
 	retained []*kubevirtv1.VirtualMachine
-	// stored, when set, is the create policy's parameter as the API
-	// server's informer holds it, which the policies get in place of
-	// param's.
-	stored *unstructured.Unstructured
 }
 
 // newFleet scaffolds with the policies on, as change makes the Params: a
@@ -248,9 +242,6 @@ func (f *fleet) deriveVM(t testing.TB, pod derive.Pod, opts derive.Options) *kub
 // retained.
 func (f *fleet) param(t testing.TB) runtime.Object {
 	t.Helper()
-	if f.stored != nil {
-		return f.stored
-	}
 	s := revision.NewStore(f.p.Namespace, f.p.Name)
 	for _, r := range append(f.retained, revision.Snapshot(f.proto)) {
 		h, err := revision.Hash(r)
@@ -449,6 +440,15 @@ func (r request) target() metav1.Object {
 	return obj.(metav1.Object)
 }
 
+// kind is the kind of the object the request is about.
+func (r request) kind() schema.GroupVersionKind {
+	obj := r.object
+	if obj == nil {
+		obj = r.oldObject
+	}
+	return obj.GetObjectKind().GroupVersionKind()
+}
+
 func (r request) resource() string {
 	switch r.target().(type) {
 	case *kubevirtv1.VirtualMachineInstance:
@@ -467,14 +467,6 @@ func (r request) gvr() schema.GroupVersionResource {
 		return corev1.SchemeGroupVersion.WithResource(r.resource())
 	}
 	return kubevirtv1.SchemeGroupVersion.WithResource(r.resource())
-}
-
-// path is the resource as rules name it: "pods/resize" for a subresource.
-func (r request) path() string {
-	if r.subresource != "" {
-		return r.resource() + "/" + r.subresource
-	}
-	return r.resource()
 }
 
 // user is who the API server says made a request with tok.
@@ -573,13 +565,13 @@ func (f *fleet) policies(t testing.TB) []boundPolicy {
 	return policies
 }
 
-// policiesKey tells fleets whose policies compile alike apart: Params
-// hold maps, and cannot be a map key.
-func (f *fleet) policiesKey(t *testing.T) string {
+// policiesKey tells fleets whose policies and bindings differ apart:
+// Params hold maps, and cannot be a map key.
+func (f *fleet) policiesKey(t testing.TB) string {
 	t.Helper()
-	objs := []any{f.p.admissionPolicy(), f.p.guardPolicy(), f.p.eventPolicy()}
+	objs := []any{f.p.admissionPolicy(), f.p.admissionPolicyBinding(), f.p.guardPolicy(), f.p.guardPolicyBinding(), f.p.eventPolicy(), f.p.eventPolicyBinding()}
 	if f.p.hasPodPolicy() {
-		objs = append(objs, f.p.podPolicy())
+		objs = append(objs, f.p.podPolicy(), f.p.podPolicyBinding())
 	}
 	b, err := json.Marshal(objs)
 	if err != nil {
@@ -627,87 +619,6 @@ func reserving(p *Params) {
 	p.MoveAfter = DefaultMoveAfter
 	p.Reservation = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1100m"), corev1.ResourceMemory: resource.MustParse("2Gi")}
 	p.LauncherPriority = ptr.To[int32](0)
-}
-
-// selectedBy reports whether m matches r, as the API server matches a
-// policy and its binding before it evaluates any CEL.
-func (r request) selectedBy(m *admissionregistrationv1.MatchResources) bool {
-	if len(m.ResourceRules) > 0 && !slices.ContainsFunc(m.ResourceRules, func(rule admissionregistrationv1.NamedRuleWithOperations) bool {
-		return slices.Contains(rule.Operations, admissionregistrationv1.OperationType(r.op)) && slices.Contains(rule.Resources, r.path())
-	}) {
-		return false
-	}
-	selects := func(s *metav1.LabelSelector, set map[string]string) bool {
-		if s == nil {
-			return true
-		}
-		sel, err := metav1.LabelSelectorAsSelector(s)
-		return err == nil && sel.Matches(labels.Set(set))
-	}
-	objectLabels := func(obj runtime.Object) map[string]string {
-		if obj == nil {
-			return nil
-		}
-		return obj.(metav1.Object).GetLabels()
-	}
-	return selects(m.NamespaceSelector, map[string]string{corev1.LabelMetadataName: r.target().GetNamespace()}) &&
-		(selects(m.ObjectSelector, objectLabels(r.object)) || selects(m.ObjectSelector, objectLabels(r.oldObject)))
-}
-
-// refusals lists, sorted, the rules that refuse r in every policy the API
-// server sends r to; a refusal that no rule explains is an error.
-func (f *fleet) refusals(t *testing.T, policies []boundPolicy, r request) []string {
-	t.Helper()
-	var refused []string
-	for _, d := range f.denials(t, policies, r) {
-		rule := ruleOf(d.Message)
-		if d.Evaluation != validating.EvalDeny || rule == "" {
-			t.Errorf("%s refused by no rule: %s", d.Evaluation, d.Message)
-			continue
-		}
-		refused = append(refused, rule)
-	}
-	slices.Sort(refused)
-	return refused
-}
-
-// denials are the decisions that refuse r in every policy the API server
-// sends r to.
-func (f *fleet) denials(t testing.TB, policies []boundPolicy, r request) []validating.PolicyDecision {
-	t.Helper()
-	target := r.target()
-	gvk := r.object
-	if gvk == nil {
-		gvk = r.oldObject
-	}
-	kind := gvk.GetObjectKind().GroupVersionKind()
-	gvr := r.gvr()
-	attrs := &admission.VersionedAttributes{
-		Attributes: admission.NewAttributesRecord(r.object, r.oldObject, kind, target.GetNamespace(), target.GetName(),
-			gvr, r.subresource, r.op, r.operationOptions(), false, f.user(r.token)),
-		VersionedObject:    r.object,
-		VersionedOldObject: r.oldObject,
-		VersionedKind:      kind,
-	}
-	var denied []validating.PolicyDecision
-	for _, bp := range policies {
-		if !r.selectedBy(bp.policy.Spec.MatchConstraints) || !r.selectedBy(bp.binding.Spec.MatchResources) {
-			continue
-		}
-		var params runtime.Object
-		if bp.policy.Spec.ParamKind != nil {
-			params = f.param(t)
-		}
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target.GetNamespace(), Labels: map[string]string{corev1.LabelMetadataName: target.GetNamespace()}}}
-		res := bp.validator.Validate(t.Context(), gvr, attrs, params, ns, celconfig.RuntimeCELCostBudget, nil)
-		for _, d := range res.Decisions {
-			if d.Action == validating.ActionDeny {
-				d.Message = bp.policy.Name + ": " + d.Message
-				denied = append(denied, d)
-			}
-		}
-	}
-	return denied
 }
 
 // shrink resizes an agent's Pod to its own requests and limits.
@@ -781,10 +692,11 @@ func replicaClaim(p *Params) {
 }
 func prototypeElsewhere(p *Params) { p.ProtoNamespace = "protos" }
 
-// TestAdmissionPolicies evaluates both policies' CEL, as kube-apiserver
-// compiles and runs it, on what an agent's token may try. Each case names
-// every rule that refuses it, so a rule that is broken, or refuses more
-// than it should, fails a case.
+// TestAdmissionPolicies sends what an agent's token may try through
+// kube-apiserver's own admission plugin, holding the scaffold's policies
+// and bindings. Each case names every rule that refuses it, so a rule
+// that is broken, or refuses more than it should, fails a case, and so
+// does a binding that binds the wrong requests or parameter.
 func TestAdmissionPolicies(t *testing.T) {
 	type vm = kubevirtv1.VirtualMachine
 	tests := []struct {
@@ -1695,15 +1607,12 @@ func TestAdmissionPolicies(t *testing.T) {
 		}},
 	}
 	seen := map[string]bool{}
-	compiled := map[string][]boundPolicy{} // compiling takes a tenth of a second
+	clusters := newClusters(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFleet(t, tt.fleet)
-			key := f.policiesKey(t)
-			if compiled[key] == nil {
-				compiled[key] = f.policies(t)
-			}
-			got := f.refusals(t, compiled[key], tt.try(t, f))
+			c := clusters.of(t, f)
+			got := f.refusals(t, c, tt.try(t, f))
 			if diff := cmp.Diff(slices.Sorted(slices.Values(tt.refuse)), got); diff != "" {
 				t.Errorf("refused by (-want +got):\n%s", diff)
 			}

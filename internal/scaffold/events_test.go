@@ -68,7 +68,7 @@ func agentEvents(t *testing.T, pod derive.Pod) (created, patched *corev1.Event) 
 // anything else is not.
 func TestAgentEventsAdmitted(t *testing.T) {
 	f := newFleet(t, nil)
-	policies := f.policies(t)
+	c := newCluster(t, t, f)
 	own, ownPatched := agentEvents(t, f.pod)
 	elsewhere := f.other
 	elsewhere.Node = "node-2"
@@ -148,7 +148,7 @@ func TestAgentEventsAdmitted(t *testing.T) {
 	seen := map[string]bool{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := f.refusals(t, policies, tt.try)
+			got := f.refusals(t, c, tt.try)
 			if diff := cmp.Diff(slices.Sorted(slices.Values(tt.refuse)), got); diff != "" {
 				t.Errorf("refused by (-want +got):\n%s", diff)
 			}

@@ -79,9 +79,9 @@ func richVM(t testing.TB, f *fleet) (own, other map[string]any) {
 func TestCreatePolicyRefusesEveryChange(t *testing.T) {
 	f := newFleet(t, reserving)
 	richPrototype(f)
-	policies := f.policies(t)
+	api := newCluster(t, t, f)
 	base, other := richVM(t, f)
-	if got := f.refusals(t, policies, request{op: "CREATE", object: &unstructured.Unstructured{Object: base}}); len(got) > 0 {
+	if got := f.refusals(t, api, request{op: "CREATE", object: &unstructured.Unstructured{Object: base}}); len(got) > 0 {
 		t.Fatalf("the derived VM itself refused by %q", got)
 	}
 
@@ -102,7 +102,7 @@ func TestCreatePolicyRefusesEveryChange(t *testing.T) {
 		triedPaths[c.path+" "+c.what] = true
 		r := request{op: "CREATE", object: &unstructured.Unstructured{Object: obj}}
 		switch {
-		case len(f.refusals(t, policies, r)) > 0:
+		case len(f.refusals(t, api, r)) > 0:
 			refusedN++
 		case clusterWritten(c.path):
 			admittedN++
@@ -143,7 +143,7 @@ func TestCreatePolicyRefusesEveryChange(t *testing.T) {
 					continue
 				}
 				tried[field.Path] = true
-				if refused := f.refusals(t, policies, request{op: "CREATE", object: &unstructured.Unstructured{Object: obj}}); len(refused) == 0 {
+				if refused := f.refusals(t, api, request{op: "CREATE", object: &unstructured.Unstructured{Object: obj}}); len(refused) == 0 {
 					t.Errorf("%s set to %s (%v), and the create policy admits it; derive's value: %s", pathString(path), wrong.whose, value, field.Value)
 				}
 			}
@@ -193,9 +193,9 @@ func TestCreatePolicyNamesWhatDiffers(t *testing.T) {
 		vm.Spec.Template.Spec.Domain.Firmware.KernelBoot = &kubevirtv1.KernelBoot{Container: &kubevirtv1.KernelBootContainer{Image: "attacker.example/evil-kernel"}}
 		vm.Spec.Template.Spec.SchedulerName = "mine"
 	})
-	denials := f.denials(t, f.policies(t), create(vm))
-	if len(denials) != 1 || !strings.HasSuffix(denials[0].Message, "it differs at spec.template.spec.schedulerName, spec.template.spec.domain.firmware.kernelBoot") {
-		t.Errorf("refusals %v, want one naming schedulerName and kernelBoot", denials)
+	v := newCluster(t, t, f).judge(t, f, create(vm))
+	if len(v.failed) != 1 || !strings.HasSuffix(v.failed[0].message, "it differs at spec.template.spec.schedulerName, spec.template.spec.domain.firmware.kernelBoot") {
+		t.Errorf("refusals %v, want one naming schedulerName and kernelBoot", v.failed)
 	}
 }
 

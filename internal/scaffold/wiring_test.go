@@ -3,98 +3,12 @@ package scaffold
 import (
 	"strings"
 	"testing"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
-
-// apiDefaults fills in what the API server's defaulting would for the
-// fields upstream's matcher reads and the scaffold leaves unset
-// (SetDefaults_MatchResources in k8s.io/kubernetes, which cannot be
-// imported).
-func apiDefaults(m *admissionregistrationv1.MatchResources) {
-	if m == nil {
-		return
-	}
-	if m.NamespaceSelector == nil {
-		m.NamespaceSelector = &metav1.LabelSelector{}
-	}
-	if m.ObjectSelector == nil {
-		m.ObjectSelector = &metav1.LabelSelector{}
-	}
-	if m.MatchPolicy == nil {
-		m.MatchPolicy = ptr.To(admissionregistrationv1.Equivalent)
-	}
-}
-
-func namespace(name string) *corev1.Namespace {
-	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}}}
-}
-
-// upstreamAdmit sends r through k8s.io/apiserver's own ValidatingAdmissionPolicy
-// plugin (generic.NewPolicyTestContext with validating.NewDispatcher), fed
-// by fake informers holding the scaffold's policies and bindings, as
-// bind changes them, and the objects given (namespaces, parameters). The
-// plugin, not this test, decides which policy and binding match r, which
-// parameter each binding gets, and what its validationActions do.
-func (f *fleet) upstreamAdmit(t *testing.T, bind func(*admissionregistrationv1.ValidatingAdmissionPolicyBinding), objects []runtime.Object, r request) error {
-	t.Helper()
-	compiled := map[string]validating.Validator{}
-	for _, bp := range f.policies(t) {
-		compiled[bp.policy.Name] = bp.validator
-		p, b := bp.policy.DeepCopy(), bp.binding.DeepCopy()
-		// The test context stores policies and bindings under its own kinds.
-		p.TypeMeta, b.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
-		apiDefaults(p.Spec.MatchConstraints)
-		apiDefaults(b.Spec.MatchResources)
-		if bind != nil {
-			bind(b)
-		}
-		objects = append(objects, p, b)
-	}
-	t.Cleanup(generic.SetPolicyRefreshIntervalForTests(10 * time.Millisecond))
-	ctx, cancel, err := generic.NewPolicyTestContext(t,
-		validating.NewValidatingAdmissionPolicyAccessor, validating.NewValidatingAdmissionPolicyBindingAccessor,
-		// Compiled beforehand: the policy source compiles off the test's goroutine.
-		func(p *validating.Policy) validating.Validator { return compiled[p.Name] },
-		func(a authorizer.Authorizer, m *matching.Matcher, _ kubernetes.Interface) generic.Dispatcher[validating.PolicyHook] {
-			return validating.NewDispatcher(a, generic.NewPolicyMatcher(m))
-		},
-		objects,
-		[]meta.RESTMapping{
-			{Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), GroupVersionKind: corev1.SchemeGroupVersion.WithKind("Namespace"), Scope: meta.RESTScopeRoot},
-			{Resource: revision.StoreGVR, GroupVersionKind: revision.StoreGVR.GroupVersion().WithKind(revision.StoreKind), Scope: meta.RESTScopeNamespace},
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cancel()
-	if err := ctx.Start(); err != nil {
-		t.Fatal(err)
-	}
-	target := r.target()
-	kind := r.object.GetObjectKind().GroupVersionKind()
-	// Not ctx.Dispatch: it passes no user, and the name for the namespace.
-	attrs := admission.NewAttributesRecord(r.object, r.oldObject, kind, target.GetNamespace(), target.GetName(),
-		r.gvr(), r.subresource, r.op, r.operationOptions(), false, f.user(r.token))
-	return ctx.Plugin.Dispatch(ctx, attrs, admission.NewObjectInterfacesFromScheme(runtime.NewScheme()))
-}
 
 // TestAdmissionWiring checks what only the API server's matching and
 // binding decide: which parameter the create policy's binding reads, what
@@ -102,6 +16,7 @@ func (f *fleet) upstreamAdmit(t *testing.T, bind func(*admissionregistrationv1.V
 // a refusal refuses.
 func TestAdmissionWiring(t *testing.T) {
 	f := newFleet(t, nil)
+	policies := f.policies(t)
 	param := f.param(t).(*unstructured.Unstructured)
 	moved := func(change func(*unstructured.Unstructured)) runtime.Object {
 		u := param.DeepCopy()
@@ -132,7 +47,7 @@ func TestAdmissionWiring(t *testing.T) {
 		{"a VM outside the policies' namespace", []runtime.Object{namespace(f.p.Namespace), namespace("elsewhere"), param}, elsewhere, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := f.upstreamAdmit(t, nil, tc.objects, tc.r(t))
+			err := newAPIServer(t, t, policies, nil, tc.objects...).admit(f, tc.r(t), nil)
 			switch {
 			case tc.because == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -144,7 +59,7 @@ func TestAdmissionWiring(t *testing.T) {
 		})
 	}
 	t.Run("bindings deny", func(t *testing.T) {
-		for _, bp := range f.policies(t) {
+		for _, bp := range policies {
 			if got := bp.binding.Spec.ValidationActions; len(got) != 1 || got[0] != admissionregistrationv1.Deny {
 				t.Errorf("%s: validationActions %v, want [Deny]", bp.binding.Name, got)
 			}
@@ -153,7 +68,7 @@ func TestAdmissionWiring(t *testing.T) {
 		warn := func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 			b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
 		}
-		if err := f.upstreamAdmit(t, warn, []runtime.Object{namespace(f.p.Namespace), param}, bad(t)); err != nil {
+		if err := newAPIServer(t, t, policies, warn, namespace(f.p.Namespace), param).admit(f, bad(t), nil); err != nil {
 			t.Errorf("refused under Warn: %v", err)
 		}
 	})
