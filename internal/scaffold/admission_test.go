@@ -266,7 +266,7 @@ func (f *fleet) param(t testing.TB) runtime.Object {
 }
 
 // vm is the VM an agent of pod derives, as change makes it.
-func (f *fleet) vm(t *testing.T, pod derive.Pod, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+func (f *fleet) vm(t testing.TB, pod derive.Pod, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	vm := f.deriveVM(t, pod, derive.Options{Namespace: f.p.Namespace, Subdomain: f.p.subdomain(), ReplicaClaims: f.p.replicaClaimNames()})
 	if change != nil {
@@ -296,7 +296,7 @@ func (f *fleet) earlier(t *testing.T, change func(*kubevirtv1.VirtualMachine)) *
 }
 
 // own is the VM the requesting agent derives, as change makes it.
-func (f *fleet) own(t *testing.T, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+func (f *fleet) own(t testing.TB, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	return f.vm(t, f.pod, change)
 }
@@ -582,7 +582,7 @@ func (f *fleet) policiesKey(t testing.TB) string {
 
 // agentPod is the Pod the workload makes for pod, on its node, with the
 // agent container running as the kubelet reports it.
-func (f *fleet) agentPod(t *testing.T, pod derive.Pod) *corev1.Pod {
+func (f *fleet) agentPod(t testing.TB, pod derive.Pod) *corev1.Pod {
 	t.Helper()
 	d := find[*appsv1.Deployment](t, mustBuild(t, f.p), f.p.Namespace, f.p.Name)
 	return &corev1.Pod{

@@ -22,7 +22,7 @@ import (
 )
 
 // summary lists objs as "Kind namespace/name", in order.
-func summary(t *testing.T, objs []runtime.Object) []string {
+func summary(t testing.TB, objs []runtime.Object) []string {
 	t.Helper()
 	var out []string
 	for _, obj := range objs {
@@ -37,7 +37,7 @@ func summary(t *testing.T, objs []runtime.Object) []string {
 }
 
 // find returns the only object of type T named name in objs.
-func find[T runtime.Object](t *testing.T, objs []runtime.Object, namespace, name string) T {
+func find[T runtime.Object](t testing.TB, objs []runtime.Object, namespace, name string) T {
 	t.Helper()
 	var found []T
 	for _, obj := range objs {
@@ -53,7 +53,7 @@ func find[T runtime.Object](t *testing.T, objs []runtime.Object, namespace, name
 	return found[0]
 }
 
-func mustBuild(t *testing.T, p Params) []runtime.Object {
+func mustBuild(t testing.TB, p Params) []runtime.Object {
 	t.Helper()
 	objs, err := Build(p)
 	if err != nil {

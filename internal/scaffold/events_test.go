@@ -40,7 +40,7 @@ func (s sink) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) {
 // agentEvents are the Events the agent of pod records, as client-go's
 // recorder writes them with the agent's source and subject: one created,
 // and the same recorded again, which the recorder counts by a patch.
-func agentEvents(t *testing.T, pod derive.Pod) (created, patched *corev1.Event) {
+func agentEvents(t testing.TB, pod derive.Pod) (created, patched *corev1.Event) {
 	t.Helper()
 	id := agent.Identity{PodName: pod.Name, PodNamespace: pod.Namespace, PodUID: pod.UID, Node: pod.Node}
 	ctx, cancel := context.WithCancel(t.Context())
