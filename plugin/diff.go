@@ -60,10 +60,11 @@ func newCmdDiff(f kube.Factory, o *DiffOptions) *cobra.Command {
 		Short:                 "Show how derived VMs differ from what they derive from today",
 		Long: `Re-derive every derived VM, for the Pod, namespace and node the VM records,
 from the VM revision its Pod pins (the snapshot of the prototype that its
-workload's revision store holds), or, for a Pod scaffolded before revisions
-were pinned, from its prototype as it is now; and show a unified diff per VM
-that differs: "-" lines are what the VM holds, "+" lines what the agent would
-make today. Then print "N of M derived VMs drifted".
+workload's revision store holds), and show a unified diff per VM that
+differs: "-" lines are what the VM holds, "+" lines what the agent would
+make today. Then print "N of M derived VMs drifted". A VM that records no
+VM revision, which no agent makes, is not compared: an error names it and
+the rollout restart that replaces it, and diff exits 2.
 
 Only what the derivation controls is compared: labels, annotations and spec.
 Values the cluster fills in (defaults, firmware UUID, MAC addresses,
@@ -72,9 +73,8 @@ prototype-uid annotations are not reported; neither is a map key added to a VM's
 
 Each diff is printed as soon as its VM is compared: VMs are read page by page
 of one LIST selected by vmctl's labels (other VMs are never read), and what
-each page needs once: its prototypes by name, one LIST narrowed to each (past
-50 in a namespace, one LIST of that namespace instead), and the revision
-stores of its pinned VMs' namespaces, one LIST of each by label.
+each page needs once: the revision stores of its VMs' namespaces, one LIST
+of each by label.
 
 Then the Deployments, StatefulSets and DaemonSets that scaffold wrote (one
 LIST of each kind) are compared with their prototypes as they are now: where
@@ -88,8 +88,9 @@ summary. Where the revision store holds the
 revision a template pins with content that hashes to another (someone
 pruned it and added it again with other content), a line says so, and
 "N pin a rewritten VM revision" follows: the agents make no VM of it.
-Each prototype is read once, and KubeVirt expands one with an instancetype
-or preference (one GET).
+Each prototype is read once, by name, one LIST narrowed to each (past 50 in
+a namespace, one LIST of that namespace instead), and KubeVirt expands one
+with an instancetype or preference (one GET).
 
 Exit status: 0 no drift, 1 drift (a changed prototype not rolled out, or a
 rewritten revision, included), 2 error (as kubectl diff; a PROTOTYPE that is not there, with no
@@ -206,12 +207,12 @@ func (o *DiffOptions) run(ctx context.Context) error {
 // revision store holds the revision it pins rewritten, that it does; it
 // returns how many do each of how many pinned ones it compared. It
 // reads the workloads (one LIST of each kind), the revision stores of
-// their namespaces and their prototypes through sources, each once, and
+// their namespaces through sources, and their prototypes, each once, and
 // asks KubeVirt to expand each that has an instancetype or preference. A
 // workload whose prototype is gone, or cannot be expanded, is not
 // compared with it (logged at -v=2).
 func (o *DiffOptions) diffPins(ctx context.Context, sources *drift.Sources) (unrolled, rewritten, compared int, err error) {
-	protos := sources.Prototypes
+	protos := kube.NewVMFinder(o.clients.KubeVirt, o.namespace == "")
 	workloads, err := rollout.Find(ctx, o.clients, o.namespace, o.Prototype)
 	if err != nil {
 		return 0, 0, 0, err

@@ -18,18 +18,14 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/fakeapi"
 )
 
-// runDiff runs `kubectl vmctl diff args...` against fakes holding the objects.
-func runDiff(t *testing.T, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
-	t.Helper()
-	return runDiffWith(t, nil, virtObjs, args...)
-}
-
-// runDiffWith is runDiff with core and apps objects too.
-func runDiffWith(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
+// runDiff runs `kubectl vmctl diff args...` against fakes holding the
+// objects: kubeObjs core, apps and revision stores, virtObjs KubeVirt's.
+func runDiff(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
 	t.Helper()
 	kube, virt, dyn, log := opFakesWithStores(kubeObjs, virtObjs)
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
@@ -41,22 +37,53 @@ func runDiffWith(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...stri
 	return out.String(), errOut.String(), *log, err
 }
 
-// diffScene has, in vms, prototype web (generation 5) and its VMs: web-web-a
-// as derived, web-web-b derived from generation 3 (2 cores then, 4 now) and
-// edited by hand (image); in team2, db-db-0 as derived.
-func diffScene(t *testing.T) []runtime.Object {
+// runDiffScene runs `kubectl vmctl diff args...` against diffScene.
+func runDiffScene(t *testing.T, args ...string) (stdout, stderr string, calls []string, err error) {
+	t.Helper()
+	kubeObjs, virtObjs := diffScene(t)
+	return runDiff(t, kubeObjs, virtObjs, args...)
+}
+
+// diffScene has, in vms, prototype web (generation 5) and its VMs, of the
+// revision of it that workload web's store holds: web-web-a as derived,
+// web-web-b edited by hand (2 cores, not 4, and another image); in team2,
+// db-db-0, of db's revision, as derived.
+func diffScene(t *testing.T) (kubeObjs, virtObjs []runtime.Object) {
 	t.Helper()
 	web := opPrototype("vms", "web", 5)
 	web.Spec.Template.Spec.Domain.CPU = &kubevirtv1.CPU{Cores: 4}
-	webOld := opPrototype("vms", "web", 3)
-	webOld.Spec.Template.Spec.Domain.CPU = &kubevirtv1.CPU{Cores: 2}
 	db := opPrototype("team2", "db", 1)
-	vmA := opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
-	vmB := opDerived(t, webOld, opPod("vms", "web-b", "node-2", "web", time.Hour), time.Hour, func(vm *kubevirtv1.VirtualMachine) {
+	webRev, webHash, webStore := diffRevision(t, web, "vms", "web")
+	dbRev, dbHash, dbStore := diffRevision(t, db, "team2", "db")
+	vmA := opDerived(t, webRev, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour, pinnedTo(webHash))
+	vmB := opDerived(t, webRev, opPod("vms", "web-b", "node-2", "web", time.Hour), time.Hour, pinnedTo(webHash), func(vm *kubevirtv1.VirtualMachine) {
+		vm.Spec.Template.Spec.Domain.CPU.Cores = 2
 		vm.Spec.Template.Spec.Volumes[0].ContainerDisk.Image = "quay.io/containerdisks/fedora:40"
 	})
-	vmDB := opDerived(t, db, opPod("team2", "db-0", "node-2", "db", time.Hour), time.Hour)
-	return []runtime.Object{web, db, vmA, vmB, vmDB, opPrototype("vms", "hand-made", 1)}
+	vmDB := opDerived(t, dbRev, opPod("team2", "db-0", "node-2", "db", time.Hour), time.Hour, pinnedTo(dbHash))
+	return []runtime.Object{webStore, dbStore}, []runtime.Object{web, db, vmA, vmB, vmDB, opPrototype("vms", "hand-made", 1)}
+}
+
+// diffRevision is the VM revision of proto that scaffold would pin, its
+// hash, and the revision store of workload in namespace that holds it.
+func diffRevision(t *testing.T, proto *kubevirtv1.VirtualMachine, namespace, workload string) (*kubevirtv1.VirtualMachine, string, runtime.Object) {
+	t.Helper()
+	rev, hash, err := prototype.Revise(t.Context(), fakeapi.NoExpand, proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := revision.NewStore(namespace, workload)
+	s.Revisions[hash] = rev
+	store, err := s.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev, hash, store
+}
+
+// pinnedTo makes a VM record VM revision hash, as its agent's does.
+func pinnedTo(hash string) func(*kubevirtv1.VirtualMachine) {
+	return func(vm *kubevirtv1.VirtualMachine) { vm.Annotations[contract.AnnotationVMRevision] = hash }
 }
 
 func TestDiff(t *testing.T) {
@@ -72,7 +99,7 @@ func TestDiff(t *testing.T) {
 		golden:     "diff/drift.txt",
 		wantStderr: "1 of 2 derived VMs drifted in vms namespace\n",
 		wantCode:   1,
-		wantCalls: []string{"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines vms metadata.name=web",
+		wantCalls: []string{"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list vmrevisionstores vms app.kubernetes.io/component=vm-revisions",
 			"list deployments vms", "list statefulsets vms", "list daemonsets vms"},
 	}, {
 		name:       "no drift",
@@ -80,7 +107,7 @@ func TestDiff(t *testing.T) {
 		golden:     "diff/none.txt",
 		wantStderr: "0 of 1 derived VMs drifted in team2 namespace\n",
 		wantCode:   0,
-		wantCalls: []string{"list virtualmachines team2 vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines team2 metadata.name=db",
+		wantCalls: []string{"list virtualmachines team2 vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list vmrevisionstores team2 app.kubernetes.io/component=vm-revisions",
 			"list deployments team2", "list statefulsets team2", "list daemonsets team2"},
 	}, {
 		name:       "all namespaces, one prototype",
@@ -88,12 +115,12 @@ func TestDiff(t *testing.T) {
 		golden:     "diff/none.txt",
 		wantStderr: "0 of 1 derived VMs drifted\n",
 		wantCode:   0,
-		wantCalls: []string{"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype=db", "list virtualmachines team2 metadata.name=db",
+		wantCalls: []string{"list virtualmachines  vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype=db", "list vmrevisionstores  app.kubernetes.io/component=vm-revisions",
 			"list deployments ", "list statefulsets ", "list daemonsets "},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errOut, calls, err := runDiff(t, diffScene(t), tt.args...)
+			out, errOut, calls, err := runDiffScene(t, tt.args...)
 			if got := opExitCode(err); got != tt.wantCode {
 				t.Errorf("exit code = %d (%v), want %d", got, err, tt.wantCode)
 			}
@@ -108,14 +135,18 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+// TestDiffPrototypeElsewhere: a VM whose prototype lives in another
+// namespace is compared with the revision that its Pod's namespace's
+// store holds; nothing of the prototype's namespace is read.
 func TestDiffPrototypeElsewhere(t *testing.T) {
 	proto := opPrototype("protos", "web", 1)
-	vm := opDerived(t, proto, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
-	_, errOut, calls, err := runDiff(t, []runtime.Object{proto, vm})
+	rev, hash, store := diffRevision(t, proto, "vms", "web")
+	vm := opDerived(t, rev, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour, pinnedTo(hash))
+	_, errOut, calls, err := runDiff(t, []runtime.Object{store}, []runtime.Object{proto, vm})
 	if err != nil {
 		t.Fatalf("diff: %v\n%s", err, errOut)
 	}
-	want := []string{"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list virtualmachines protos metadata.name=web",
+	want := []string{"list virtualmachines vms vmctl.kubevirt.io/pod,vmctl.kubevirt.io/prototype", "list vmrevisionstores vms app.kubernetes.io/component=vm-revisions",
 		"list deployments vms", "list statefulsets vms", "list daemonsets vms"}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("API calls (-want +got):\n%s", diff)
@@ -123,9 +154,9 @@ func TestDiffPrototypeElsewhere(t *testing.T) {
 }
 
 // diffPinnedScene is what scaffold makes of prototype vms/web pinned at
-// generation 1 (one core), as workloads pinned and unpinned: its objects,
-// and the revision's hash. Deployment web pins the revision, its store
-// holds it; legacy was scaffolded before revisions, by-hand lacks
+// generation 1 (one core), as three workloads: its objects, and the
+// revision's hash. Deployment web pins the revision, its store holds it;
+// legacy's template was edited by hand to pin none, by-hand lacks
 // scaffold's label.
 func diffPinnedScene(t *testing.T) (kubeObjs []runtime.Object, hash string, web *kubevirtv1.VirtualMachine) {
 	t.Helper()
@@ -135,32 +166,30 @@ func diffPinnedScene(t *testing.T) (kubeObjs []runtime.Object, hash string, web 
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := func(name string, pinned bool) []runtime.Object {
-		p := scaffold.Params{Kind: scaffold.KindDeployment, Prototype: "web", Name: name, Namespace: "vms", Replicas: 1,
-			Image: "vmctl", GracePeriodSeconds: scaffold.DefaultGracePeriodSeconds}
-		if pinned {
-			p.Snapshot, p.RevisionHash = rev, hash
-		}
-		objs, err := scaffold.Build(p)
+	for _, name := range []string{"web", "legacy", "by-hand"} {
+		objs, err := scaffold.Build(scaffold.Params{Kind: scaffold.KindDeployment, Prototype: "web", Name: name, Namespace: "vms", Replicas: 1,
+			Image: "vmctl", GracePeriodSeconds: scaffold.DefaultGracePeriodSeconds, Snapshot: rev, RevisionHash: hash})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []runtime.Object
 		for _, o := range objs {
 			switch o := o.(type) {
 			case *appsv1.Deployment:
-				if name == "by-hand" {
+				switch name {
+				case "legacy":
+					delete(o.Spec.Template.Annotations, contract.AnnotationVMRevision)
+				case "by-hand":
 					delete(o.Spec.Template.Labels, contract.LabelAgentPrototype)
 				}
-				out = append(out, o)
+				kubeObjs = append(kubeObjs, o)
 			case *unstructured.Unstructured: // the revision store
-				out = append(out, o)
+				if name != "legacy" {
+					kubeObjs = append(kubeObjs, o)
+				}
 			}
 		}
-		return out
 	}
-	kubeObjs = append(build("web", true), build("legacy", false)...)
-	return append(kubeObjs, build("by-hand", true)...), hash, web
+	return kubeObjs, hash, web
 }
 
 // TestDiffPinned: a VM whose Pod pins a revision is compared with that
@@ -181,7 +210,7 @@ func TestDiffPinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, calls, err := runDiffWith(t, kubeObjs, []runtime.Object{web, vm})
+	out, errOut, calls, err := runDiff(t, kubeObjs, []runtime.Object{web, vm})
 	if got := opExitCode(err); got != 1 {
 		t.Errorf("exit code = %d (%v), want 1", got, err)
 	}
@@ -220,7 +249,7 @@ func TestDiffPinned(t *testing.T) {
 	vm = opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour, func(vm *kubevirtv1.VirtualMachine) {
 		vm.Annotations[contract.AnnotationVMRevision] = hash
 	})
-	out, errOut, _, err = runDiffWith(t, kubeObjs, []runtime.Object{web, vm}, "-A")
+	out, errOut, _, err = runDiff(t, kubeObjs, []runtime.Object{web, vm}, "-A")
 	if err != nil || out != "" || errOut != "0 of 1 derived VMs drifted; 0 of 1 workloads have prototype changes not rolled out\n" {
 		t.Errorf("diff of a workload pinned to the revision now: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
@@ -245,7 +274,7 @@ func TestDiffRewrittenRevision(t *testing.T) {
 	vm := opDerived(t, web.DeepCopy(), opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour, func(vm *kubevirtv1.VirtualMachine) {
 		vm.Annotations[contract.AnnotationVMRevision] = hash
 	})
-	out, errOut, _, err := runDiffWith(t, kubeObjs, []runtime.Object{web, vm})
+	out, errOut, _, err := runDiff(t, kubeObjs, []runtime.Object{web, vm})
 	if got := opExitCode(err); got != 1 {
 		t.Errorf("exit code = %d (%v), want 1", got, err)
 	}
@@ -267,7 +296,7 @@ func TestDiffPinnedAllNamespaces(t *testing.T) {
 		}
 	}
 	web.Spec.Template.Spec.Domain.CPU.Cores = 2
-	out, _, _, err := runDiffWith(t, kubeObjs, []runtime.Object{web}, "-A")
+	out, _, _, err := runDiff(t, kubeObjs, []runtime.Object{web}, "-A")
 	if got := opExitCode(err); got != 1 || !strings.HasPrefix(out, "deployment.apps/web in apps namespace pins VM revision ") ||
 		!strings.HasSuffix(out, "`kubectl vmctl rollout restart web -n apps` rolls it out\n") {
 		t.Errorf("exit %d (%v), stdout:\n%s", got, err, out)
@@ -276,15 +305,23 @@ func TestDiffPinnedAllNamespaces(t *testing.T) {
 
 func TestDiffErrorsExitTwo(t *testing.T) {
 	web := opPrototype("vms", "web", 1)
-	vm := opDerived(t, web, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
+	rev, hash, store := diffRevision(t, web, "vms", "web")
+	unpinned := opDerived(t, rev, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
+	pruned := opDerived(t, rev, opPod("vms", "web-b", "node-1", "web", time.Hour), time.Hour, pinnedTo("0000000000"))
+	ofRevision := opDerived(t, rev, opPod("vms", "web-c", "node-1", "web", time.Hour), time.Hour, pinnedTo(hash))
 	tests := []struct {
 		name       string
 		objs       []runtime.Object
 		args       []string
 		wantStderr string
 	}{
-		{name: "prototype gone", objs: []runtime.Object{vm},
-			wantStderr: "error: vms/web-web-a: prototype vms/web not found; restore it, or delete the VM's agent Pod\n0 of 1 derived VMs drifted, 1 could not be compared in vms namespace\n"},
+		{name: "no revision recorded", objs: []runtime.Object{web, unpinned, ofRevision},
+			wantStderr: "error: vms/web-web-a: no VM revision recorded, so no agent of this vmctl made the VM as it is (edited by hand?); " +
+				"`kubectl vmctl rollout restart web` replaces its Pod, and the VM with one of a pinned revision\n" +
+				"0 of 2 derived VMs drifted, 1 could not be compared in vms namespace\n"},
+		{name: "revision pruned", objs: []runtime.Object{web, pruned},
+			wantStderr: "error: vms/web-web-b: VM revision 0000000000 of prototype vms/web is in no revision store of the Pod's namespace (pruned?); " +
+				"`kubectl vmctl rollout restart web` pins a new one\n0 of 1 derived VMs drifted, 1 could not be compared in vms namespace\n"},
 		{name: "unknown flag", args: []string{"--bogus"}},
 		{name: "two arguments", args: []string{"a", "b"}},
 		{name: "bad color", args: []string{"--color=rainbow"}},
@@ -292,7 +329,7 @@ func TestDiffErrorsExitTwo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, errOut, _, err := runDiff(t, tt.objs, tt.args...)
+			_, errOut, _, err := runDiff(t, []runtime.Object{store}, tt.objs, tt.args...)
 			if got := opExitCode(err); got != 2 {
 				t.Errorf("exit code = %d (%v), want 2", got, err)
 			}
@@ -315,7 +352,7 @@ func TestDiffPrototypeNotFound(t *testing.T) {
 			want: "no VMs derived from prototype wbe, and no VM wbe in any namespace: check the prototype's name"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errOut, _, err := runDiff(t, diffScene(t), tt.args...)
+			out, errOut, _, err := runDiffScene(t, tt.args...)
 			if got := opExitCode(err); got != 2 || err.Error() != tt.want {
 				t.Errorf("exit code %d, error %v; want 2, %q", got, err, tt.want)
 			}
@@ -325,18 +362,18 @@ func TestDiffPrototypeNotFound(t *testing.T) {
 		})
 	}
 	// A prototype that exists without derived VMs is no error: nothing drifted.
-	_, errOut, _, err := runDiff(t, diffScene(t), "hand-made")
+	_, errOut, _, err := runDiffScene(t, "hand-made")
 	if err != nil || errOut != "0 of 0 derived VMs drifted in vms namespace\n" {
 		t.Errorf("diff hand-made: %v, stderr %q", err, errOut)
 	}
 }
 
 func TestDiffColor(t *testing.T) {
-	out, _, _, _ := runDiff(t, diffScene(t), "--color=always")
+	out, _, _, _ := runDiffScene(t, "--color=always")
 	if !strings.Contains(out, "\x1b[") || !strings.Contains(out, "cores: 4") {
 		t.Errorf("--color=always diff has no color:\n%q", out)
 	}
-	out, _, _, _ = runDiff(t, diffScene(t), "--color=never")
+	out, _, _, _ = runDiffScene(t, "--color=never")
 	if strings.Contains(out, "\x1b") {
 		t.Errorf("--color=never diff has escapes:\n%q", out)
 	}
@@ -346,13 +383,9 @@ func TestDiffColor(t *testing.T) {
 // API server may, and fails the second page: the first VM's diff must be
 // out already (diff streams), and the command exits 2 with the error.
 func TestDiffPrintsEachPageAsItComes(t *testing.T) {
-	kube, virt, _ := opFakes(nil, diffScene(t))
+	kube, virt, dyn, _ := opFakesWithStores(diffScene(t))
 	virt.PrependReactor("list", "virtualmachines", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		l := a.(k8stesting.ListActionImpl)
-		if !l.GetListRestrictions().Fields.Empty() {
-			return false, nil, nil // a prototype by name
-		}
-		if l.ListOptions.Continue != "" {
+		if a.(k8stesting.ListActionImpl).ListOptions.Continue != "" {
 			return true, nil, apierrors.NewInternalError(errors.New("etcd went away"))
 		}
 		vmB, err := virt.Tracker().Get(a.GetResource(), "vms", "web-web-b")
@@ -368,11 +401,12 @@ func TestDiffPrintsEachPageAsItComes(t *testing.T) {
 	o := NewDiffOptions(streams)
 	o.Getenv = func(string) string { return "" }
 	f := opFactory(t, kube, virt)
+	f.Dynamic = dyn
 	err := opRun(t.Context(), f, newCmdDiff(f, o))
 	if code := opExitCode(err); code != 2 || !strings.Contains(err.Error(), "etcd went away") {
 		t.Errorf("exit %d (%v), want 2 and the failed LIST", code, err)
 	}
-	if !strings.Contains(out.String(), "+++ vms/web-web-b (derived from vms/web, generation 5)") {
+	if !strings.Contains(out.String(), "+++ vms/web-web-b (derived from VM revision ") {
 		t.Errorf("the first page's diff is not out before the second page failed:\nstdout:\n%s\nstderr:\n%s", out, errOut)
 	}
 }

@@ -123,9 +123,9 @@ func newCmdScaffold(f kube.Factory, o *ScaffoldOptions) *cobra.Command {
 one per agent Pod, ready for kubectl apply -f -.
 
 The output holds a ServiceAccount; a Role and RoleBinding that let the agent read
-only the prototype, create, watch and delete VirtualMachines and record events
-(in the prototype's namespace too when --proto-namespace differs); and the
-workload, whose Pods run "kubectl-vmctl agent PROTOTYPE" with a restricted
+only its workload's VM revision store, create, watch and delete
+VirtualMachines and record events (none in the prototype's namespace, which
+the agents never read); and the workload, whose Pods run "kubectl-vmctl agent PROTOTYPE" with a restricted
 security context and carry Prometheus' scrape annotations for the agent's
 /metrics. The workload and its Pods are labelled
 vmctl.kubevirt.io/agent-prototype=PROTOTYPE, which "kubectl vmctl rollout"
@@ -134,16 +134,15 @@ the VMs, not the agents: each VM gets its Pod's name as hostname, so
 <pod>.<name>.<namespace>.svc resolves to the VM.
 
 The VMs go where the workload goes: -n, else the kubeconfig's namespace, else
-"default". Nothing is sent to the cluster; when it can be reached, the
-prototype is read once. Its placement (nodeSelector, affinity, tolerations,
-priority class, with its instancetype's and preference's, as KubeVirt gives
-its VMs' launcher Pods) goes into the Pod template, annotated
-vmctl.kubevirt.io/placement, so that agents go where their VMs may run; when
-the prototype cannot be read, stderr says so and no placement is written. It
-refuses a prototype that carries vmctl's own markers (a copy of a derived VM),
-as the agents would, and says which to remove. It warns on stderr, in the
-words the agents would use, when they will refuse the prototype (it is
-missing, it shares a writable disk), when its guest may take longer to shut
+"default". Nothing is sent to the cluster; the prototype is read once, and
+scaffold fails when it cannot be, as there is then no revision to pin. Its
+placement (nodeSelector, affinity, tolerations, priority class, with its
+instancetype's and preference's, as KubeVirt gives its VMs' launcher Pods)
+goes into the Pod template, annotated vmctl.kubevirt.io/placement, so that
+agents go where their VMs may run. It refuses a prototype that carries
+vmctl's own markers (a copy of a derived VM), as the agents would, and says
+which to remove. It warns on stderr, in the words the agents would use, when
+they will refuse the prototype (it shares a writable disk), when its guest may take longer to shut
 down than the Pod is given, and when the cluster has no CRD of the VM revision stores (see
 "kubectl vmctl scaffold crd"). The manifests are printed all the same, unless --strict makes a
 warning an error.
@@ -206,7 +205,7 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 		},
 	}
 	flags := cmd.Flags()
-	flags.StringVar(&o.Name, "name", o.Name, `Name of the workload, ServiceAccount, Roles and Services (default "vmctl-PROTOTYPE").`)
+	flags.StringVar(&o.Name, "name", o.Name, `Name of the workload, ServiceAccount, Role and Services (default "vmctl-PROTOTYPE").`)
 	flags.StringVar(&o.ProtoNamespace, "proto-namespace", o.ProtoNamespace, "Namespace of the prototype VM, if not the workload's.")
 	flags.StringVar(&o.Image, "image", o.Image,
 		"Container image of the agent. From source, 'make image' writes dist/kubectl-vmctl-image_VERSION_linux_ARCH.tar "+

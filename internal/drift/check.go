@@ -11,38 +11,32 @@ import (
 )
 
 // Check is the outcome for one derived VM: a Result, or Err when it could
-// not be compared (prototype or revision gone, derivation failed).
+// not be compared (no revision recorded, revision gone, derivation failed).
 type Check struct {
 	Result
 	// Prototype is the prototype the VM records, as namespace/name.
 	Prototype types.NamespacedName
-	// Generation is the prototype's metadata.generation it was compared
-	// with: now, or when the revision was taken.
+	// Generation is the prototype's metadata.generation when the revision
+	// it was compared with was taken.
 	Generation int64
-	// Revision is the VM revision it was compared with, for a VM that
-	// records one.
+	// Revision is the VM revision it was compared with.
 	Revision string
 	Err      error
 }
 
-// CheckVM re-derives live, a derived VM (derive.IsAgentVM), with derive.VM
-// from proto, the prototype it records as it is now (nil when it is gone),
-// for the Pod identity live records, and compares.
-func CheckVM(live, proto *kubevirtv1.VirtualMachine) Check {
-	c := Check{Result: Result{Namespace: live.Namespace, Name: live.Name}, Prototype: derive.OriginOf(live).Prototype()}
-	if proto == nil {
-		c.Err = fmt.Errorf("prototype %s not found; restore it, or delete the VM's agent Pod", c.Prototype)
-		return c
-	}
-	return c.compare(live, proto, fmt.Sprintf("prototype %s", c.Prototype), fmt.Sprintf("%s, generation %d", c.Prototype, proto.Generation))
-}
-
 // CheckPinned re-derives live, a derived VM that records VM revision hash
 // (its Pod's), from rev, that revision as its workload's revision store
-// holds it (nil when none does), as the agent derives it, and compares.
+// holds it (nil when none does), as the agent derives it, and compares. A
+// VM that records none ("") is not compared: every agent derives from a
+// revision its Pod pins, and makes no VM without one, so only a hand
+// edit makes such a VM.
 func CheckPinned(live *kubevirtv1.VirtualMachine, rev *kubevirtv1.VirtualMachine, hash string) Check {
 	c := Check{Result: Result{Namespace: live.Namespace, Name: live.Name}, Prototype: derive.OriginOf(live).Prototype(), Revision: hash}
 	switch {
+	case hash == "":
+		c.Err = fmt.Errorf("no VM revision recorded, so no agent of this vmctl made the VM as it is (edited by hand?); "+
+			"`kubectl vmctl rollout restart %s` replaces its Pod, and the VM with one of a pinned revision", c.Prototype.Name)
+		return c
 	case rev == nil:
 		c.Err = fmt.Errorf("VM revision %s of prototype %s is in no revision store of the Pod's namespace (pruned?); "+
 			"`kubectl vmctl rollout restart %s` pins a new one", hash, c.Prototype, c.Prototype.Name)
@@ -51,16 +45,15 @@ func CheckPinned(live *kubevirtv1.VirtualMachine, rev *kubevirtv1.VirtualMachine
 		c.Err = fmt.Errorf("VM revision %s is a snapshot of prototype %s/%s, not of %s, which the VM records", hash, rev.Namespace, rev.Name, c.Prototype)
 		return c
 	}
-	return c.compare(live, rev, fmt.Sprintf("VM revision %s of prototype %s", hash, c.Prototype), fmt.Sprintf("VM revision %s of %s", hash, c.Prototype))
+	return c.compare(live, rev)
 }
 
-// compare derives live again from proto, a prototype or a revision of
-// it, and compares; source names proto in errors, from in the diff's
-// header.
-func (c Check) compare(live, proto *kubevirtv1.VirtualMachine, source, from string) Check {
+// compare derives live again from rev, the revision it records, and
+// compares.
+func (c Check) compare(live, rev *kubevirtv1.VirtualMachine) Check {
 	o := derive.OriginOf(live)
-	c.Generation = proto.Generation
-	derived, err := derive.VM(proto, derive.Pod{
+	c.Generation = rev.Generation
+	derived, err := derive.VM(rev, derive.Pod{
 		Name: o.PodName, Namespace: o.PodNamespace, UID: o.PodUID, Node: o.Node,
 	}, derive.Options{
 		Namespace: live.Namespace,
@@ -71,28 +64,28 @@ func (c Check) compare(live, proto *kubevirtv1.VirtualMachine, source, from stri
 		// VM; diff compares, it does not judge again.
 		AllowSharedVolumes: true,
 		Subdomain:          live.Labels[contract.LabelSubdomain],
-		ReplicaClaims:      replicaClaims(live, proto, o.PodName),
+		ReplicaClaims:      replicaClaims(live, rev, o.PodName),
 		// The agent's choice, as the VM records it.
 		LauncherPriorityClass: live.Annotations[contract.AnnotationLauncherPriorityClass],
 		VMRevisionHash:        c.Revision,
 	})
 	if err != nil {
-		c.Err = fmt.Errorf("derive from %s: %w", source, err)
+		c.Err = fmt.Errorf("derive from VM revision %s of prototype %s: %w", c.Revision, c.Prototype, err)
 		return c
 	}
-	if c.Result, err = Compare(live, derived, from); err != nil {
+	if c.Result, err = Compare(live, derived, fmt.Sprintf("VM revision %s of %s", c.Revision, c.Prototype)); err != nil {
 		c.Err = err
 	}
 	return c
 }
 
-// replicaClaims are the claims of proto's persistentVolumeClaim volumes
+// replicaClaims are the claims of rev's persistentVolumeClaim volumes
 // that live uses its Pod's own of, as the agent does with the claims its
 // StatefulSet makes per replica (derive.Options.ReplicaClaims): the agent's
 // arguments list them, which a VM does not record, and the create policy
 // admits no other renaming.
-func replicaClaims(live, proto *kubevirtv1.VirtualMachine, pod string) []string {
-	if live.Spec.Template == nil || proto.Spec.Template == nil {
+func replicaClaims(live, rev *kubevirtv1.VirtualMachine, pod string) []string {
+	if live.Spec.Template == nil || rev.Spec.Template == nil {
 		return nil
 	}
 	liveClaims := map[string]string{}
@@ -102,8 +95,8 @@ func replicaClaims(live, proto *kubevirtv1.VirtualMachine, pod string) []string 
 		}
 	}
 	var claims []string
-	for i, v := range proto.Spec.Template.Spec.Volumes {
-		if c := derive.VolumeClaim(&proto.Spec.Template.Spec.Volumes[i]); c != nil && liveClaims[v.Name] == derive.ReplicaClaimName(*c, pod) {
+	for i, v := range rev.Spec.Template.Spec.Volumes {
+		if c := derive.VolumeClaim(&rev.Spec.Template.Spec.Volumes[i]); c != nil && liveClaims[v.Name] == derive.ReplicaClaimName(*c, pod) {
 			claims = append(claims, *c)
 		}
 	}

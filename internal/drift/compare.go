@@ -15,7 +15,7 @@ type Result struct {
 	// Live and Derived are the compared YAML documents.
 	Live, Derived string
 	// Diff is a unified diff from Live to Derived ("-" lines are what the
-	// VM holds, "+" lines what the prototype derives to today), empty when
+	// VM holds, "+" lines what its revision derives to today), empty when
 	// they agree.
 	Diff string
 }
@@ -24,7 +24,7 @@ type Result struct {
 func (r Result) Drifted() bool { return r.Diff != "" }
 
 // Compare compares live with derived (what derive.VM makes for live's Pod
-// from today's prototype). Both are reduced to labels, annotations and spec
+// today from the revision live records). Both are reduced to labels, annotations and spec
 // with empty values pruned; then live loses the fields the cluster writes
 // into a derived VM that derived lacks (derive.ClusterFields, see
 // dropClusterFields) and the bookkeeping annotations (ignoredAnnotations).

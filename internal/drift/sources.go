@@ -17,15 +17,11 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
-// Sources are what derived VMs are compared with, each read once: the
-// prototypes, by name (Prototypes), for the VMs that pin no revision;
-// and the revisions pinned VMs were derived from, out of the revision
-// stores of their Pods' namespaces.
+// Sources are what derived VMs are compared with: the revisions they were
+// derived from, out of the revision stores of their Pods' namespaces,
+// each namespace's read once.
 type Sources struct {
-	c kube.Clients
-	// Prototypes reads the prototypes, whole, by name: diff reads the
-	// prototypes of its workloads through it too.
-	Prototypes    *kube.VMFinder
+	c             kube.Clients
 	allNamespaces bool
 	listed        map[string]bool
 	revisions     map[types.NamespacedName]*kubevirtv1.VirtualMachine
@@ -37,7 +33,7 @@ type Sources struct {
 // NewSources returns the Sources of VMs read through c. allNamespaces
 // allows them one LIST over all namespaces in place of one per namespace.
 func NewSources(c kube.Clients, allNamespaces bool) *Sources {
-	return &Sources{c: c, Prototypes: kube.NewVMFinder(c.KubeVirt, allNamespaces), allNamespaces: allNamespaces,
+	return &Sources{c: c, allNamespaces: allNamespaces,
 		listed: map[string]bool{}, revisions: map[types.NamespacedName]*kubevirtv1.VirtualMachine{}, rewritten: map[types.NamespacedName]map[string]string{}}
 }
 

@@ -494,4 +494,3 @@ func pinByHand(t testing.TB, ns, workload string, rev *kubevirtv1.VirtualMachine
 	kubectl(t, nil, "patch", "-n", ns, workload, "--type", "merge", "-p",
 		fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, contract.AnnotationVMRevision, hash))
 }
-

@@ -59,11 +59,10 @@ func podVariables() []admissionregistrationv1.Variable {
 }
 
 // admissionPolicyBinding enforces the policy in Namespace, where the VMs go,
-// with the revision store (or, for a workload that pins no revision, the
-// prototype) as its parameter (paramRef), on the VMs labelled as derived
-// from the prototype (the guard policy keeps the agents to those). Without
-// the parameter no such VM can be created. The API server looks the
-// parameter up before it evaluates matchConditions, so a binding that
+// with the revision store as its parameter (paramRef), on the VMs labelled
+// as derived from the prototype (the guard policy keeps the agents to
+// those). Without the parameter no such VM can be created. The API server
+// looks the parameter up before it evaluates matchConditions, so a binding that
 // matched every VM would refuse everyone's VM creates in the namespace
 // while the parameter is missing, even the prototype's own re-creation.
 func (p Params) admissionPolicyBinding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {

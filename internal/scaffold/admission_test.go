@@ -735,11 +735,9 @@ func TestAdmissionPolicies(t *testing.T) {
 			try: func(t *testing.T, f *fleet) request {
 				return create(f.own(t, func(vm *vm) { delete(vm.Annotations, contract.AnnotationVMRevision) }))
 			}},
-		// A workload scaffolded before templates pinned a revision: the
-		// prototype is the parameter, and no VM may claim a revision.
-		// Its priority class: the prototype's, or the workload's launcher
-		// class, which never preempts; never one that would let it
-		// preempt others.
+		// A VM's priority class: the prototype's, or the workload's
+		// launcher class, which never preempts; never one that would let
+		// it preempt others.
 		{name: "create its own VM with the launcher priority class", fleet: reserving, try: func(t *testing.T, f *fleet) request {
 			return create(f.own(t, func(vm *vm) { launcherClass(vm, f.p.launcherPriorityClassName()) }))
 		}},

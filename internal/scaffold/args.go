@@ -5,10 +5,7 @@ import "github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 // AgentArgs returns the agent's arguments: the prototype, then only the flags
 // whose value differs from the agent's default.
 func (p Params) AgentArgs() []string {
-	args := []string{p.Prototype, "--" + contract.FlagStateDir + "=" + contract.StateMountPath}
-	if p.Pinned() {
-		args = append(args, contract.VMRevisionStoreArg(p.storeName()))
-	}
+	args := []string{p.Prototype, "--" + contract.FlagStateDir + "=" + contract.StateMountPath, contract.VMRevisionStoreArg(p.storeName())}
 	if p.crossNamespace() {
 		args = append(args, "--"+contract.FlagProtoNamespace+"="+p.protoNamespace())
 	}

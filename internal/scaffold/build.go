@@ -1,6 +1,8 @@
 package scaffold
 
 import (
+	"errors"
+
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
@@ -29,20 +31,19 @@ func ClusterObjects() []runtime.Object {
 // `kubectl apply -f -` should create them: ServiceAccount, RBAC, the
 // revision store (whose CRD is among ClusterObjects), admission policy, the launcher priority class, workload, Services,
 // PodDisruptionBudget, PodMonitor. Every object
-// has its apiVersion and kind set.
+// has its apiVersion and kind set. It refuses p that Validate refuses, or
+// that pins no VM revision.
 func Build(p Params) ([]runtime.Object, error) {
-	if err := p.Validate(); err != nil {
+	if err := errors.Join(p.Validate(), p.validatePin()); err != nil {
 		return nil, err
 	}
 	objs := []runtime.Object{p.serviceAccount()}
 	objs = append(objs, p.rbac()...)
-	if p.Pinned() {
-		store, err := p.store()
-		if err != nil {
-			return nil, err
-		}
-		objs = append(objs, store)
+	store, err := p.store()
+	if err != nil {
+		return nil, err
 	}
+	objs = append(objs, store)
 	if p.AdmissionPolicy {
 		objs = append(objs, p.admissionPolicy(), p.admissionPolicyBinding(), p.guardPolicy(), p.guardPolicyBinding(),
 			p.eventPolicy(), p.eventPolicyBinding())

@@ -75,6 +75,7 @@ func TestBuildObjects(t *testing.T) {
 				"ServiceAccount vms/vmctl-testvm",
 				"Role vms/vmctl-testvm",
 				"RoleBinding vms/vmctl-testvm",
+				"VMRevisionStore vms/vmctl-testvm-vm-revisions",
 				"Deployment vms/vmctl-testvm",
 			},
 		},
@@ -85,6 +86,7 @@ func TestBuildObjects(t *testing.T) {
 				"ServiceAccount vms/vmctl-testvm",
 				"Role vms/vmctl-testvm",
 				"RoleBinding vms/vmctl-testvm",
+				"VMRevisionStore vms/vmctl-testvm-vm-revisions",
 				"DaemonSet vms/vmctl-testvm",
 			},
 		},
@@ -95,31 +97,19 @@ func TestBuildObjects(t *testing.T) {
 				"ServiceAccount vms/vmctl-testvm",
 				"Role vms/vmctl-testvm",
 				"RoleBinding vms/vmctl-testvm",
+				"VMRevisionStore vms/vmctl-testvm-vm-revisions",
 				"Service vms/vmctl-testvm",
 				"StatefulSet vms/vmctl-testvm",
 			},
 		},
 		{
-			name: "prototype elsewhere: its read-only pair lives there",
-			change: func(p *Params) {
-				p.ProtoNamespace = "protos"
-			},
-			want: []string{
-				"ServiceAccount vms/vmctl-testvm",
-				"Role protos/vmctl-testvm.vms",
-				"RoleBinding protos/vmctl-testvm.vms",
-				"Role vms/vmctl-testvm",
-				"RoleBinding vms/vmctl-testvm",
-				"Deployment vms/vmctl-testvm",
-			},
-		},
-		{
-			name:   "proto namespace equal to namespace is not cross-namespace",
-			change: func(p *Params) { p.ProtoNamespace = "vms" },
+			name:   "prototype elsewhere: nothing there, as the agents never read it",
+			change: func(p *Params) { p.ProtoNamespace = "protos" },
 			want: []string{
 				"ServiceAccount vms/vmctl-testvm",
 				"Role vms/vmctl-testvm",
 				"RoleBinding vms/vmctl-testvm",
+				"VMRevisionStore vms/vmctl-testvm-vm-revisions",
 				"Deployment vms/vmctl-testvm",
 			},
 		},
@@ -138,6 +128,7 @@ func TestBuildObjects(t *testing.T) {
 				"ServiceAccount vms/web",
 				"Role vms/web",
 				"RoleBinding vms/web",
+				"VMRevisionStore vms/web-vm-revisions",
 				"ValidatingAdmissionPolicy /web.vms",
 				"ValidatingAdmissionPolicyBinding /web.vms",
 				"ValidatingAdmissionPolicy /web-guard.vms",
@@ -170,12 +161,31 @@ func TestBuildObjects(t *testing.T) {
 	}
 }
 
+// TestBuildNeedsARevision: Params that pin no VM revision build nothing,
+// as their agents would make no VM; Validate accepts them, as scaffold
+// validates its flags before it reads the prototype it pins.
+func TestBuildNeedsARevision(t *testing.T) {
+	for name, change := range map[string]func(*Params){
+		"no revision": func(p *Params) { p.Snapshot = nil },
+		"no hash":     func(p *Params) { p.RevisionHash = "" },
+	} {
+		p := validParams(KindDeployment)
+		change(&p)
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: Validate() = %v, want nil", name, err)
+		}
+		if _, err := Build(p); err == nil || !strings.Contains(err.Error(), `no VM revision of prototype "testvm" to pin`) {
+			t.Errorf("%s: Build() = %v, want it refused for the revision", name, err)
+		}
+	}
+}
+
 // The rules the agent needs, written out rather than taken from the code
 // under test.
-func wantRules() (proto, vms, events rbacv1.PolicyRule) {
-	proto = rbacv1.PolicyRule{
-		APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"},
-		ResourceNames: []string{"testvm"}, Verbs: []string{"get", "list", "watch"},
+func wantRules() (store, vms, events rbacv1.PolicyRule) {
+	store = rbacv1.PolicyRule{
+		APIGroups: []string{"vmctl.kubevirt.io"}, Resources: []string{"vmrevisionstores"},
+		ResourceNames: []string{"vmctl-testvm-vm-revisions"}, Verbs: []string{"get", "list", "watch"},
 	}
 	vms = rbacv1.PolicyRule{
 		APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachines"},
@@ -184,24 +194,24 @@ func wantRules() (proto, vms, events rbacv1.PolicyRule) {
 	events = rbacv1.PolicyRule{
 		APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"},
 	}
-	return proto, vms, events
+	return store, vms, events
 }
 
 func wantSubjects() []rbacv1.Subject {
 	return []rbacv1.Subject{{Kind: "ServiceAccount", Name: "vmctl-testvm", Namespace: "vms"}}
 }
 
-func TestRBACSameNamespace(t *testing.T) {
-	wantProtoRule, wantVMRule, wantEventsRule := wantRules()
+func TestRBAC(t *testing.T) {
+	wantStoreRule, wantVMRule, wantEventsRule := wantRules()
 	objs := mustBuild(t, validParams(KindDaemonSet))
 	role := find[*rbacv1.Role](t, objs, "vms", "vmctl-testvm")
 	// A DaemonSet's agents stop their VMs for a drain through the VMI.
 	wantVMIRule := rbacv1.PolicyRule{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"get", "list", "watch", "delete"}}
-	if diff := cmp.Diff([]rbacv1.PolicyRule{wantProtoRule, wantVMRule, wantEventsRule, wantVMIRule}, role.Rules); diff != "" {
+	if diff := cmp.Diff([]rbacv1.PolicyRule{wantStoreRule, wantVMRule, wantEventsRule, wantVMIRule}, role.Rules); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)
 	}
 	deployRole := find[*rbacv1.Role](t, mustBuild(t, validParams(KindDeployment)), "vms", "vmctl-testvm")
-	if diff := cmp.Diff([]rbacv1.PolicyRule{wantProtoRule, wantVMRule, wantEventsRule}, deployRole.Rules); diff != "" {
+	if diff := cmp.Diff([]rbacv1.PolicyRule{wantStoreRule, wantVMRule, wantEventsRule}, deployRole.Rules); diff != "" {
 		t.Errorf("a Deployment's rules (-want +got):\n%s", diff)
 	}
 	rb := find[*rbacv1.RoleBinding](t, objs, "vms", "vmctl-testvm")
@@ -213,34 +223,24 @@ func TestRBACSameNamespace(t *testing.T) {
 	}
 }
 
-func TestRBACCrossNamespace(t *testing.T) {
-	wantProtoRule, wantVMRule, wantEventsRule := wantRules()
+// TestRBACPrototypeElsewhere: the agents read their revision store, never
+// the prototype, so its namespace gets no Role, and theirs the same one as
+// beside the prototype.
+func TestRBACPrototypeElsewhere(t *testing.T) {
 	p := validParams(KindDeployment)
 	p.ProtoNamespace = "protos"
 	objs := mustBuild(t, p)
-
-	protoRole := find[*rbacv1.Role](t, objs, "protos", "vmctl-testvm.vms")
-	if diff := cmp.Diff([]rbacv1.PolicyRule{wantProtoRule}, protoRole.Rules); diff != "" {
-		t.Errorf("prototype namespace rules (-want +got):\n%s", diff)
+	for _, obj := range objs {
+		switch obj.(type) {
+		case *rbacv1.Role, *rbacv1.RoleBinding:
+			if m, _ := meta.Accessor(obj); m.GetNamespace() != "vms" {
+				t.Errorf("%T %s/%s outside the workload's namespace", obj, m.GetNamespace(), m.GetName())
+			}
+		}
 	}
-	protoRB := find[*rbacv1.RoleBinding](t, objs, "protos", "vmctl-testvm.vms")
-	if protoRB.RoleRef.Name != "vmctl-testvm.vms" {
-		t.Errorf("prototype binding refers to Role %q, want vmctl-testvm.vms", protoRB.RoleRef.Name)
-	}
-	if diff := cmp.Diff(wantSubjects(), protoRB.Subjects); diff != "" {
-		t.Errorf("prototype binding subjects (-want +got):\n%s", diff)
-	}
-
-	vmRole := find[*rbacv1.Role](t, objs, "vms", "vmctl-testvm")
-	if diff := cmp.Diff([]rbacv1.PolicyRule{wantVMRule, wantEventsRule}, vmRole.Rules); diff != "" {
-		t.Errorf("target namespace rules (-want +got):\n%s", diff)
-	}
-	vmRB := find[*rbacv1.RoleBinding](t, objs, "vms", "vmctl-testvm")
-	if vmRB.RoleRef.Name != "vmctl-testvm" {
-		t.Errorf("target binding refers to Role %q, want vmctl-testvm", vmRB.RoleRef.Name)
-	}
-	if diff := cmp.Diff(wantSubjects(), vmRB.Subjects); diff != "" {
-		t.Errorf("target binding subjects (-want +got):\n%s", diff)
+	same := find[*rbacv1.Role](t, mustBuild(t, validParams(KindDeployment)), "vms", "vmctl-testvm")
+	if diff := cmp.Diff(same.Rules, find[*rbacv1.Role](t, objs, "vms", "vmctl-testvm").Rules); diff != "" {
+		t.Errorf("rules with the prototype elsewhere (-beside it +elsewhere):\n%s", diff)
 	}
 }
 
@@ -254,8 +254,8 @@ func TestRBACGrantsNoPods(t *testing.T) {
 			continue
 		}
 		for _, r := range role.Rules {
-			if !cmp.Equal(r.Resources, []string{"virtualmachines"}) && !cmp.Equal(r.Resources, []string{"events"}) {
-				t.Errorf("Role %s/%s grants %v on %v; the agent needs only virtualmachines and events", role.Namespace, role.Name, r.Verbs, r.Resources)
+			if !slices.ContainsFunc([][]string{{"vmrevisionstores"}, {"virtualmachines"}, {"events"}}, func(want []string) bool { return cmp.Equal(r.Resources, want) }) {
+				t.Errorf("Role %s/%s grants %v on %v; the agent needs only its revision store, virtualmachines and events", role.Namespace, role.Name, r.Verbs, r.Resources)
 			}
 			// list is granted where watch is, which reads as much (a watch
 			// can stream its initial list); the reflector falls back to it.
@@ -269,25 +269,25 @@ func TestRBACGrantsNoPods(t *testing.T) {
 }
 
 func TestAgentArgs(t *testing.T) {
-	const stateDir = "--state-dir=/run/vmctl"
+	const stateDir, store = "--state-dir=/run/vmctl", "--vm-revisions=vmctl-testvm-vm-revisions"
 	tests := []struct {
 		name   string
 		change func(*Params)
 		want   []string
 	}{
-		{name: "defaults add only the state directory", change: func(*Params) {}, want: []string{"testvm", stateDir}},
-		{name: "same proto namespace", change: func(p *Params) { p.ProtoNamespace = "vms" }, want: []string{"testvm", stateDir}},
-		{name: "proto namespace", change: func(p *Params) { p.ProtoNamespace = "protos" }, want: []string{"testvm", stateDir, "--proto-namespace=protos"}},
-		{name: "shared volumes", change: func(p *Params) { p.AllowSharedVolumes = true }, want: []string{"testvm", stateDir, "--allow-shared-volumes"}},
-		{name: "longer grace", change: func(p *Params) { p.GracePeriodSeconds = 300 }, want: []string{"testvm", stateDir, "--delete-timeout=4m50s"}},
-		{name: "shortest grace", change: func(p *Params) { p.GracePeriodSeconds = 15 }, want: []string{"testvm", stateDir, "--delete-timeout=5s"}},
+		{name: "defaults add only the state directory and the revision store", change: func(*Params) {}, want: []string{"testvm", stateDir, store}},
+		{name: "same proto namespace", change: func(p *Params) { p.ProtoNamespace = "vms" }, want: []string{"testvm", stateDir, store}},
+		{name: "proto namespace", change: func(p *Params) { p.ProtoNamespace = "protos" }, want: []string{"testvm", stateDir, store, "--proto-namespace=protos"}},
+		{name: "shared volumes", change: func(p *Params) { p.AllowSharedVolumes = true }, want: []string{"testvm", stateDir, store, "--allow-shared-volumes"}},
+		{name: "longer grace", change: func(p *Params) { p.GracePeriodSeconds = 300 }, want: []string{"testvm", stateDir, store, "--delete-timeout=4m50s"}},
+		{name: "shortest grace", change: func(p *Params) { p.GracePeriodSeconds = 15 }, want: []string{"testvm", stateDir, store, "--delete-timeout=5s"}},
 		{name: "everything", change: func(p *Params) {
 			p.ProtoNamespace = "protos"
 			p.AllowSharedVolumes = true
 			p.GracePeriodSeconds = 60
-		}, want: []string{"testvm", stateDir, "--proto-namespace=protos", "--allow-shared-volumes", "--delete-timeout=50s"}},
+		}, want: []string{"testvm", stateDir, store, "--proto-namespace=protos", "--allow-shared-volumes", "--delete-timeout=50s"}},
 		{name: "a statefulset names its VMs' subdomain", change: func(p *Params) { p.Kind = KindStatefulSet; p.Name = "web" },
-			want: []string{"testvm", stateDir, "--subdomain=web"}},
+			want: []string{"testvm", stateDir, "--vm-revisions=web-vm-revisions", "--subdomain=web"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -386,7 +386,8 @@ func TestWorkloads(t *testing.T) {
 	if diff := cmp.Diff(wantLabels, ds.Spec.Template.Labels); diff != "" {
 		t.Errorf("pod template labels (-want +got):\n%s", diff)
 	}
-	wantAnnotations := map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics"}
+	wantAnnotations := map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics",
+		"vmctl.kubevirt.io/vm-revision": testRevisionHash}
 	for kind, tmpl := range map[string]corev1.PodTemplateSpec{"deployment": deploy.Spec.Template, "statefulset": sts.Spec.Template, "daemonset": ds.Spec.Template} {
 		if diff := cmp.Diff(wantAnnotations, tmpl.Annotations); diff != "" {
 			t.Errorf("%s pod template annotations (-want +got):\n%s", kind, diff)
@@ -482,7 +483,8 @@ func checkPodTemplate(t *testing.T, kind string, tmpl corev1.PodTemplateSpec) {
 	for _, e := range c.Env {
 		env = append(env, e.Name+"="+e.ValueFrom.FieldRef.FieldPath)
 	}
-	wantEnv := []string{"POD_NAME=metadata.name", "POD_NAMESPACE=metadata.namespace", "POD_UID=metadata.uid", "NODE_NAME=spec.nodeName"}
+	wantEnv := []string{"POD_NAME=metadata.name", "POD_NAMESPACE=metadata.namespace", "POD_UID=metadata.uid", "NODE_NAME=spec.nodeName",
+		"VMCTL_VM_REVISION=metadata.annotations['vmctl.kubevirt.io/vm-revision']"}
 	if diff := cmp.Diff(wantEnv, env); diff != "" {
 		t.Errorf("%s: env (-want +got):\n%s", kind, diff)
 	}
@@ -678,7 +680,7 @@ func TestAdmissionPolicyNamesAreUniquePerNamespace(t *testing.T) {
 		p.ProtoNamespace = "protos"
 		p.AdmissionPolicy = true
 		for _, s := range summary(t, mustBuild(t, p)) {
-			if strings.HasPrefix(s, "Validating") || strings.Contains(s, " protos/") {
+			if strings.HasPrefix(s, "Validating") {
 				if names[s] {
 					t.Errorf("%s is made by scaffolds in two namespaces", s)
 				}
@@ -686,7 +688,7 @@ func TestAdmissionPolicyNamesAreUniquePerNamespace(t *testing.T) {
 			}
 		}
 	}
-	if len(names) != 16 {
-		t.Errorf("got %d shared-scope objects, want 16: %v", len(names), names)
+	if len(names) != 12 {
+		t.Errorf("got %d shared-scope objects, want 12: %v", len(names), names)
 	}
 }

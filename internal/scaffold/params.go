@@ -133,11 +133,11 @@ type Params struct {
 	// it on top of its own, and hands it to its VM's launcher Pod (see
 	// podtemplate.AgentResources). Empty: the agent asks for its own only.
 	Reservation corev1.ResourceList
-	// Snapshot, when set, is the VM revision the template pins (see
-	// package revision), named by RevisionHash: the workload's revision
-	// store holds it, and the agents derive their VMs from it, never from
-	// the live prototype. Placement and Reservation are then the
-	// revision's. Nil: the template pins none, and its agents make no VM.
+	// Snapshot is the VM revision the template pins (see package
+	// revision), named by RevisionHash: the workload's revision store
+	// holds it, and the agents derive their VMs from it, never from the
+	// live prototype. Placement and Reservation are the revision's.
+	// Build refuses Params without one: agents make no VM without it.
 	Snapshot     *kubevirtv1.VirtualMachine
 	RevisionHash string
 	// StoredRevisions are the revisions the workload's revision store

@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 func TestParseKind(t *testing.T) {
@@ -156,7 +159,8 @@ func TestSanitize(t *testing.T) {
 	}
 }
 
-// validParams is a complete, valid Params with a fixed version.
+// validParams is a complete, valid Params with a fixed version, pinned to
+// testRevision.
 func validParams(kind Kind) Params {
 	return Params{
 		Kind:               kind,
@@ -167,8 +171,19 @@ func validParams(kind Kind) Params {
 		Version:            "v1.2.3",
 		Replicas:           1,
 		GracePeriodSeconds: 180,
+		Snapshot:           testRevision(),
+		RevisionHash:       testRevisionHash,
 	}
 }
+
+// testRevision is a VM revision of prototype vms/testvm, at generation 1,
+// named testRevisionHash; tests that need what it holds set their own.
+func testRevision() *kubevirtv1.VirtualMachine {
+	return &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "testvm", Namespace: "vms", Generation: 1},
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyHalted)}}
+}
+
+const testRevisionHash = "0123456789"
 
 func TestValidate(t *testing.T) {
 	minAvail := func(s string) *intstr.IntOrString { v := intstr.Parse(s); return &v }

@@ -54,7 +54,7 @@ func TestWriteYAML(t *testing.T) {
 		}
 		kinds = append(kinds, m.Kind)
 	}
-	want := []string{"ServiceAccount", "Role", "RoleBinding", "Role", "RoleBinding",
+	want := []string{"ServiceAccount", "Role", "RoleBinding", "VMRevisionStore",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 		"Service", "StatefulSet", "Service", "PodDisruptionBudget"}

@@ -23,18 +23,6 @@ func (p Params) serviceAccount() *corev1.ServiceAccount {
 	}
 }
 
-// PrototypeRule lets the agent read the one prototype it derives from, and
-// watch it while it cannot be derived: resourceNames hold for a list or watch
-// that a field selector narrows to that name, as the agent's are.
-func PrototypeRule(prototype string) rbacv1.PolicyRule {
-	return rbacv1.PolicyRule{
-		APIGroups:     []string{kubevirtGroup},
-		Resources:     []string{virtualMachines},
-		ResourceNames: []string{prototype},
-		Verbs:         []string{"get", "list", "watch"},
-	}
-}
-
 // VMRules let the agent create, follow and delete its derived VM and record
 // events. It learns its own Pod from the downward API; only an agent that
 // holds its VM's room reads Pods (PodRules).
@@ -91,32 +79,13 @@ func (p Params) PodRules() []rbacv1.PolicyRule {
 	return rules
 }
 
-// rbac returns the Roles and RoleBindings: one pair in Namespace, and when the
-// prototype lives elsewhere and the agents read it (they are not pinned), a
-// second pair there that only reads it. Pinned agents read the revision
-// store beside them instead, and never the prototype.
+// rbac returns the Role and RoleBinding, in Namespace. The agents read the
+// revision store beside them, never the prototype, so wherever the
+// prototype lives they need nothing there.
 func (p Params) rbac() []runtime.Object {
-	if p.Pinned() {
-		rules := append([]rbacv1.PolicyRule{StoreRule(p.storeName())}, p.VMRules()...)
-		return []runtime.Object{
-			p.role(p.Name, p.Namespace, rules),
-			p.roleBinding(p.Name, p.Namespace),
-		}
-	}
-	if !p.crossNamespace() {
-		rules := append([]rbacv1.PolicyRule{PrototypeRule(p.Prototype)}, p.VMRules()...)
-		return []runtime.Object{
-			p.role(p.Name, p.Namespace, rules),
-			p.roleBinding(p.Name, p.Namespace),
-		}
-	}
-	// The prototype's namespace may serve several scaffolds, so its pair is
-	// named for the workload's namespace too.
-	protoName, protoNS := p.qualifiedName(), p.protoNamespace()
+	rules := append([]rbacv1.PolicyRule{StoreRule(p.storeName())}, p.VMRules()...)
 	return []runtime.Object{
-		p.role(protoName, protoNS, []rbacv1.PolicyRule{PrototypeRule(p.Prototype)}),
-		p.roleBinding(protoName, protoNS),
-		p.role(p.Name, p.Namespace, p.VMRules()),
+		p.role(p.Name, p.Namespace, rules),
 		p.roleBinding(p.Name, p.Namespace),
 	}
 }

@@ -12,11 +12,6 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
-// Pinned reports whether p's template pins a VM revision: then its agents
-// derive their VMs from that revision in the workload's revision store,
-// never from the live prototype.
-func (p Params) Pinned() bool { return p.Snapshot != nil }
-
 // storeName is the workload's revision store.
 func (p Params) storeName() string { return revision.StoreName(p.Name) }
 

@@ -84,6 +84,18 @@ func (p Params) Validate() error {
 	return errors.Join(errs...)
 }
 
+// validatePin refuses p without the VM revision its template pins: its
+// agents would make no VM. Validate leaves it to Build, as scaffold
+// validates its flags before it reads the prototype it takes the revision
+// of.
+func (p Params) validatePin() error {
+	if p.Snapshot == nil || p.RevisionHash == "" {
+		return fmt.Errorf("no VM revision of prototype %q to pin, and its agents make no VM without one: "+
+			"set Snapshot and RevisionHash to a revision of it (prototype.Pin takes one)", p.Prototype)
+	}
+	return nil
+}
+
 func validateTargetPort(t intstr.IntOrString) error {
 	if t.Type == intstr.String {
 		if msgs := validation.IsValidPortName(t.StrVal); len(msgs) > 0 {

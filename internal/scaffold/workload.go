@@ -94,9 +94,7 @@ func (p Params) podTemplate() corev1.PodTemplateSpec {
 	if p.hasLauncherPriorityClass() {
 		t.Annotations[contract.AnnotationLauncherPriorityClass] = p.launcherPriorityClassName()
 	}
-	if p.Pinned() {
-		podtemplate.Pin(&t, p.RevisionHash)
-	}
+	podtemplate.Pin(&t, p.RevisionHash)
 	return t
 }
 
@@ -146,14 +144,11 @@ func (p Params) objectMeta(component string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.labels(component)}
 }
 
-// workloadMeta is the workload's metadata; a pinned one says which
-// revision its template pins where `kubectl rollout history` shows it.
+// workloadMeta is the workload's metadata, which says which revision its
+// template pins where `kubectl rollout history` shows it.
 func (p Params) workloadMeta() metav1.ObjectMeta {
-	m := metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.workloadLabels()}
-	if p.Pinned() {
-		m.Annotations = map[string]string{podtemplate.AnnotationChangeCause: podtemplate.ChangeCause(p.Snapshot, p.RevisionHash)}
-	}
-	return m
+	return metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.workloadLabels(),
+		Annotations: map[string]string{podtemplate.AnnotationChangeCause: podtemplate.ChangeCause(p.Snapshot, p.RevisionHash)}}
 }
 
 func (p Params) deployment() *appsv1.Deployment {
