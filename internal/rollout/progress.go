@@ -28,9 +28,9 @@ type Progress struct {
 // rollout status` reports it, then its VMs'. The rollout is done when the
 // workload's is and every Pod of the current revision that is not going
 // away is paired with a ready VM of the VM revision the Pod pins. A
-// workload whose template pins none (scaffolded before templates pinned
-// one) is done when its VMs are ready, whatever they derive from. pods are
-// w's Pods; vms the VMs derived from w's prototype.
+// workload whose template pins none (written by hand) has agents that make
+// no VM: it waits, saying that rollout restart pins one. pods are w's
+// Pods; vms the VMs derived from w's prototype.
 func Observe(w Workload, pods []corev1.Pod, vms []kubevirtv1.VirtualMachine) Progress {
 	k, err := kindOf(w.Object)
 	if err != nil {
