@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -62,9 +63,10 @@ func newCmdDiff(f kube.Factory, o *DiffOptions) *cobra.Command {
 from the VM revision its Pod pins (the snapshot of the prototype that its
 workload's revision store holds), and show a unified diff per VM that
 differs: "-" lines are what the VM holds, "+" lines what the agent would
-make today. Then print "N of M derived VMs drifted". A VM that records no
-VM revision, which no agent makes, is not compared: an error names it and
-the rollout restart that replaces it, and diff exits 2.
+make today. Then print "N of M derived VMs drifted". A VM with vmctl's
+markers that records no VM revision, which no agent makes (a copy of a
+derived VM, or one edited by hand), is not compared: a warning names it,
+and it counts neither as drift nor as an error.
 
 Only what the derivation controls is compared: labels, annotations and spec.
 Values the cluster fills in (defaults, firmware UUID, MAC addresses,
@@ -149,6 +151,10 @@ func (o *DiffOptions) run(ctx context.Context) error {
 	checked, drifted, failed := 0, 0, 0
 	sources := drift.NewSources(o.clients, o.namespace == "")
 	err := sources.Each(ctx, o.namespace, o.Prototype, func(c drift.Check) error {
+		if errors.Is(c.Err, drift.ErrNoRevision) {
+			_, err := fmt.Fprintf(o.ErrOut, "Warning: %s/%s: %s\n", c.Namespace, c.Name, printers.EscapeTerminal(c.Err.Error()))
+			return err
+		}
 		checked++
 		switch {
 		case c.Err != nil:

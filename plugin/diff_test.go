@@ -305,20 +305,14 @@ func TestDiffPinnedAllNamespaces(t *testing.T) {
 
 func TestDiffErrorsExitTwo(t *testing.T) {
 	web := opPrototype("vms", "web", 1)
-	rev, hash, store := diffRevision(t, web, "vms", "web")
-	unpinned := opDerived(t, rev, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
+	rev, _, store := diffRevision(t, web, "vms", "web")
 	pruned := opDerived(t, rev, opPod("vms", "web-b", "node-1", "web", time.Hour), time.Hour, pinnedTo("0000000000"))
-	ofRevision := opDerived(t, rev, opPod("vms", "web-c", "node-1", "web", time.Hour), time.Hour, pinnedTo(hash))
 	tests := []struct {
 		name       string
 		objs       []runtime.Object
 		args       []string
 		wantStderr string
 	}{
-		{name: "no revision recorded", objs: []runtime.Object{web, unpinned, ofRevision},
-			wantStderr: "error: vms/web-web-a: no VM revision recorded, so no agent of this vmctl made the VM as it is (edited by hand?); " +
-				"`kubectl vmctl rollout restart web` replaces its Pod, and the VM with one of a pinned revision\n" +
-				"0 of 2 derived VMs drifted, 1 could not be compared in vms namespace\n"},
 		{name: "revision pruned", objs: []runtime.Object{web, pruned},
 			wantStderr: "error: vms/web-web-b: VM revision 0000000000 of prototype vms/web is in no revision store of the Pod's namespace (pruned?); " +
 				"`kubectl vmctl rollout restart web` pins a new one\n0 of 1 derived VMs drifted, 1 could not be compared in vms namespace\n"},
@@ -408,5 +402,23 @@ func TestDiffPrintsEachPageAsItComes(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "+++ vms/web-web-b (derived from VM revision ") {
 		t.Errorf("the first page's diff is not out before the second page failed:\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+}
+
+// TestDiffWarnsOfAVMWithNoRevision: a VM with vmctl's markers that records
+// no VM revision (a copy of a derived VM, or one edited by hand) is no
+// agent's making, so diff warns of it and compares the others: it counts
+// as neither drift nor an error.
+func TestDiffWarnsOfAVMWithNoRevision(t *testing.T) {
+	web := opPrototype("vms", "web", 1)
+	rev, hash, store := diffRevision(t, web, "vms", "web")
+	unpinned := opDerived(t, rev, opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour)
+	ofRevision := opDerived(t, rev, opPod("vms", "web-c", "node-1", "web", time.Hour), time.Hour, pinnedTo(hash))
+	_, errOut, _, err := runDiff(t, []runtime.Object{store}, []runtime.Object{web, unpinned, ofRevision})
+	want := "Warning: vms/web-web-a: no VM revision recorded, so no agent of this vmctl made the VM as it is (a copy, or edited by hand?); " +
+		"where a Pod owns it, `kubectl vmctl rollout restart web` replaces that Pod, and the VM with one of a pinned revision\n" +
+		"0 of 1 derived VMs drifted in vms namespace\n"
+	if got := opExitCode(err); got != 0 || errOut != want {
+		t.Errorf("exit %d (%v), stderr %q; want 0 and %q", got, err, errOut, want)
 	}
 }

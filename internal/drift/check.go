@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,12 @@ type Check struct {
 	Err      error
 }
 
+// ErrNoRevision is the Err of a Check of a VM with vmctl's markers that
+// records no VM revision: no agent made it so, and there is nothing to
+// compare it with. diff warns of it rather than fail: a copy of a derived
+// VM (a prototype made from one) carries the same markers.
+var ErrNoRevision = errors.New("no VM revision recorded")
+
 // CheckPinned re-derives live, a derived VM that records VM revision hash
 // (its Pod's), from rev, that revision as its workload's revision store
 // holds it (nil when none does), as the agent derives it, and compares. A
@@ -34,8 +41,8 @@ func CheckPinned(live *kubevirtv1.VirtualMachine, rev *kubevirtv1.VirtualMachine
 	c := Check{Result: Result{Namespace: live.Namespace, Name: live.Name}, Prototype: derive.OriginOf(live).Prototype(), Revision: hash}
 	switch {
 	case hash == "":
-		c.Err = fmt.Errorf("no VM revision recorded, so no agent of this vmctl made the VM as it is (edited by hand?); "+
-			"`kubectl vmctl rollout restart %s` replaces its Pod, and the VM with one of a pinned revision", c.Prototype.Name)
+		c.Err = fmt.Errorf("%w, so no agent of this vmctl made the VM as it is (a copy, or edited by hand?); "+
+			"where a Pod owns it, `kubectl vmctl rollout restart %s` replaces that Pod, and the VM with one of a pinned revision", ErrNoRevision, c.Prototype.Name)
 		return c
 	case rev == nil:
 		c.Err = fmt.Errorf("VM revision %s of prototype %s is in no revision store of the Pod's namespace (pruned?); "+

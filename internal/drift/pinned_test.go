@@ -94,8 +94,8 @@ func TestEachPinned(t *testing.T) {
 				checks[c.Name] = c
 			}
 			want := []outcome{
-				{Name: "vms/fedora-old-0", Err: "no VM revision recorded, so no agent of this vmctl made the VM as it is (edited by hand?); " +
-					"`kubectl vmctl rollout restart fedora` replaces its Pod, and the VM with one of a pinned revision"},
+				{Name: "vms/fedora-old-0", Err: "no VM revision recorded, so no agent of this vmctl made the VM as it is (a copy, or edited by hand?); " +
+					"where a Pod owns it, `kubectl vmctl rollout restart fedora` replaces that Pod, and the VM with one of a pinned revision"},
 				{Name: "vms/fedora-web-0"},
 				{Name: "vms/fedora-web-1", Drifted: true},
 				{Name: "vms/fedora-web-2", Err: "VM revision 0000000000 of prototype vms/fedora is in no revision store of the Pod's namespace (pruned?); " +
