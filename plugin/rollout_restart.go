@@ -183,7 +183,7 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 		var cur *unstructured.Unstructured
 		if !plan.Restart && rollout.PinnedRevision(w) != "" {
 			// What the store holds under the hash must be what it names.
-			if cur, err = rollout.Store(ctx, o.clients.Dynamic, w); err != nil {
+			if cur, err = rollout.Store(ctx, o.clients.Dynamic, w.Meta().GetNamespace(), w.Meta().GetName()); err != nil {
 				errs = append(errs, fmt.Errorf("restart %s: %w", w, err))
 				continue
 			}
@@ -215,7 +215,7 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 func (o *RolloutRestartOptions) restart(ctx context.Context, w rollout.Workload, t rollout.Target, cur *unstructured.Unstructured) error {
 	var err error
 	if cur == nil {
-		if cur, err = rollout.Store(ctx, o.clients.Dynamic, w); err != nil {
+		if cur, err = rollout.Store(ctx, o.clients.Dynamic, w.Meta().GetNamespace(), w.Meta().GetName()); err != nil {
 			return err
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/prototype"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/rollout"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
 )
@@ -430,12 +431,12 @@ func (o *ScaffoldOptions) checkPrototype(ctx context.Context) (warnings, notes [
 // without error, where there is no store or no CRD of them.
 func (o *ScaffoldOptions) storedRevisions(ctx context.Context, hash string) (map[string]any, string, error) {
 	ns, name := o.params.Namespace, revision.StoreName(o.params.Name)
-	u, err := o.clients.Dynamic.Resource(revision.StoreGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
+	u, err := rollout.Store(ctx, o.clients.Dynamic, ns, o.params.Name)
+	if err != nil {
+		return nil, "", fmt.Errorf("scaffold keeps the revisions the store holds: %w", err)
+	}
+	if u == nil {
 		return nil, "", nil
-	case err != nil:
-		return nil, "", fmt.Errorf("scaffold reads the revision store %s/%s to keep the revisions it holds: %w", ns, name, err)
 	}
 	stored, _, err := unstructured.NestedMap(u.Object, "spec", "revisions")
 	if err != nil {

@@ -147,7 +147,7 @@ func validate(proto *kubevirtv1.VirtualMachine, pod Pod) error {
 	if proto.Spec.Template == nil {
 		return fmt.Errorf("prototype %s/%s has no spec.template; give it a VMI template", proto.Namespace, proto.Name)
 	}
-	if err := noMarkers(proto); err != nil {
+	if err := Markers(proto); err != nil {
 		return err
 	}
 	var missing []string

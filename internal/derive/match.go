@@ -132,8 +132,10 @@ type MarkersError struct{ msg string }
 // have.
 func (e *MarkersError) Error() string { return e.msg }
 
-// noMarkers returns a *MarkersError when proto carries vmctl's markers.
-func noMarkers(proto metav1.Object) error {
+// Markers returns a *MarkersError when proto carries vmctl's markers:
+// every agent refuses such a prototype, and scaffold and rollout restart
+// pin none.
+func Markers(proto metav1.Object) error {
 	labels := present(proto.GetLabels(), markerLabels)
 	annotations := present(proto.GetAnnotations(), markerAnnotations)
 	if len(labels) == 0 && len(annotations) == 0 {

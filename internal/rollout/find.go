@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -67,13 +66,7 @@ func Targets(ctx context.Context, c kube.Clients, workloads []Workload) (map[typ
 		if pinned.ReservationErr != nil {
 			klog.FromContext(ctx).V(1).Info("Not rolling out the room the prototype's VMs need", "prototype", k, "err", pinned.ReservationErr)
 		}
-		t := Target{Pinned: pinned}
-		if err := derive.Refusal(pinned.Snapshot, k.Namespace, derive.Options{}); err != nil {
-			if _, marked := errors.AsType[*derive.MarkersError](err); marked {
-				t.Refused = err
-			}
-		}
-		out[k] = t
+		out[k] = Target{Pinned: pinned, Refused: derive.Markers(pinned.Snapshot)}
 	}
 	return out, nil
 }

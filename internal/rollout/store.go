@@ -16,9 +16,10 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/revision"
 )
 
-// Store GETs w's revision store: nil, without error, when there is none.
-func Store(ctx context.Context, c dynamic.Interface, w Workload) (*unstructured.Unstructured, error) {
-	ns, name := w.Meta().GetNamespace(), revision.StoreName(w.Meta().GetName())
+// Store GETs the revision store of the workload named workload in ns:
+// nil, without error, when there is none.
+func Store(ctx context.Context, c dynamic.Interface, ns, workload string) (*unstructured.Unstructured, error) {
+	name := revision.StoreName(workload)
 	u, err := c.Resource(revision.StoreGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil

@@ -33,7 +33,7 @@ func TestThreeHundredRestarts(t *testing.T) {
 	var largest int
 	for i := 1; i <= restarts; i++ {
 		tg := big(t, i, size)
-		store, err := Store(t.Context(), dyn, w)
+		store, err := Store(t.Context(), dyn, w.Meta().GetNamespace(), w.Meta().GetName())
 		if err != nil {
 			t.Fatal(err)
 		}
