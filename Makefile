@@ -57,9 +57,9 @@ export GOFLAGS := $(GOFLAGS) -trimpath -gcflags=all=-dwarf=false
 
 all: build
 
-## build: bin/kubectl-vmctl, which kubectl finds as the `vmctl` plugin once bin/ is on PATH
+## build: bin/kubectl-vmctl, which kubectl finds as the `vmctl` plugin once bin/ is on PATH, and bin/vmctl-agent, the agent image's entrypoint, which the tests' kubelet double runs
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/kubectl-vmctl ./cmd/kubectl-vmctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/kubectl-vmctl ./cmd/vmctl-agent
 
 ## image: the agent image, one tarball per platform: dist/kubectl-vmctl-image_<version>_linux_<arch>.tar,
 ## tagged $(IMAGE); no Docker needed. Load it with kind load image-archive,
@@ -113,27 +113,26 @@ race-compile:
 # prerequisite of e2e or demo-real builds that one alone).
 e2e demo-real: IMAGE_PLATFORMS := linux/$(HOST_ARCH)
 e2e: build image node-deps
-	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_IMAGE=$(IMAGE) VMCTL_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) GO=$(GO) E2E_BESIDE='$(E2E_BESIDE)' E2E_AFTER='$(E2E_AFTER)' hack/e2e.sh
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent VMCTL_IMAGE=$(IMAGE) VMCTL_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) GO=$(GO) E2E_BESIDE='$(E2E_BESIDE)' E2E_AFTER='$(E2E_AFTER)' hack/e2e.sh
 
 bench: build
-	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 120m ./internal/e2e/...
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 120m ./internal/e2e/...
 
 ## bench-start: how much CPU kubectl-vmctl and vmctl-agent take to start, against /bin/true, 30 runs each (BenchmarkStart)
 bench-start: build
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/vmctl-agent ./cmd/vmctl-agent
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent $(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 30x -count=1 ./cmd/vmctl-agent/
 
 ## bench-versus: KubeVirt's VirtualMachinePool and a vmctl Deployment side by side (BenchmarkVersusPool); VMCTL_VERSUS_VMS=N sizes it (default 100)
 bench-versus: build
-	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkVersusPool$$' -benchtime 1x -count=1 -timeout 120m ./internal/e2e/
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkVersusPool$$' -benchtime 1x -count=1 -timeout 120m ./internal/e2e/
 
 ## bench-handover: the ways an agent can hand its Pod's room to its VM's launcher Pod, side by side on one burst (BenchmarkHandover)
 bench-handover: build
-	VMCTL_BINARY=$(BIN)/kubectl-vmctl $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkHandover$$' -benchtime 1x -count=1 -timeout 60m ./internal/e2e/
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkHandover$$' -benchtime 1x -count=1 -timeout 60m ./internal/e2e/
 
 ## soak: the chaos soak (TestSoak) at 1,000 operations; VMCTL_SOAK_SEED=N replays a run, VMCTL_SOAK_OPS=N sets its length (make e2e runs 100)
 soak: build
-	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_SOAK_OPS=$${VMCTL_SOAK_OPS:-1000} VMCTL_SOAK_LOGS=$(CURDIR)/.soak-logs $(GO) test -tags e2e -count=1 -timeout 6h -v -run '^TestSoak$$' ./internal/e2e/
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent VMCTL_SOAK_OPS=$${VMCTL_SOAK_OPS:-1000} VMCTL_SOAK_LOGS=$(CURDIR)/.soak-logs $(GO) test -tags e2e -count=1 -timeout 6h -v -run '^TestSoak$$' ./internal/e2e/
 
 ## lint: gofmt, golangci-lint (.golangci.yml; its govet runs go vet's analyzers, and more) and deadcode over the commands (hack/tools.sh builds the pinned versions once)
 lint:

@@ -43,7 +43,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	binary, err := vmctlBinary()
+	binary, err := built("VMCTL_BINARY", "kubectl-vmctl")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	agentBinary, err := built("VMCTL_AGENT_BINARY", "vmctl-agent")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -115,10 +120,11 @@ func run(m *testing.M) int {
 		return 2
 	}
 	e.kubelet = doubles.NewKubelet(c.DoublesConfig, doubles.KubeletOptions{
-		Binary: binary,
-		Dir:    filepath.Join(c.Dir, "kubelet"),
-		Args:   agentProfileArgs(),
-		Log:    log,
+		Binary:      binary,
+		AgentBinary: agentBinary,
+		Dir:         filepath.Join(c.Dir, "kubelet"),
+		Args:        agentProfileArgs(),
+		Log:         log,
 	})
 	running := make(chan error, 2)
 	go func() { running <- doubles.RunVirtHandler(ctx, kv, log) }()
@@ -136,21 +142,22 @@ func run(m *testing.M) int {
 	return code
 }
 
-// vmctlBinary is the kubectl-vmctl under test: VMCTL_BINARY, else a fresh
-// build into a temporary directory.
-func vmctlBinary() (string, error) {
-	if b := os.Getenv("VMCTL_BINARY"); b != "" {
+// built is the binary of command ./cmd/<name> under test: the one env
+// names, else a fresh build into a temporary directory. The kubelet double
+// runs vmctl-agent, the image's entrypoint, as each agent.
+func built(env, name string) (string, error) {
+	if b := os.Getenv(env); b != "" {
 		return filepath.Abs(b)
 	}
 	dir, err := os.MkdirTemp("", "vmctl-e2e-bin")
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, "kubectl-vmctl")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/kubectl-vmctl/kubectl-vmctl/cmd/kubectl-vmctl")
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", out, "github.com/kubectl-vmctl/kubectl-vmctl/cmd/"+name)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build kubectl-vmctl: %w", err)
+		return "", fmt.Errorf("build %s: %w", name, err)
 	}
 	return out, nil
 }

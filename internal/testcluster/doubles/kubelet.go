@@ -25,8 +25,13 @@ import (
 
 // KubeletOptions configure the kubelet double.
 type KubeletOptions struct {
-	// Binary is the kubectl-vmctl binary; each agent Pod runs `Binary agent ARGS`.
+	// Binary is the kubectl-vmctl binary; each agent Pod runs `Binary agent
+	// ARGS`, unless AgentBinary is set.
 	Binary string
+	// AgentBinary is vmctl-agent, the agent image's entrypoint: each agent
+	// Pod whose container names no command runs `AgentBinary ARGS`, as the
+	// image runs it, and so starts as lightly as in a cluster.
+	AgentBinary string
 	// Dir holds one directory per Pod, <Dir>/<namespace>/<pod>, with the
 	// agent's kubeconfig and its log (see LogPath).
 	Dir string
@@ -116,6 +121,14 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return fmt.Errorf("kubelet double: agent binary: %w; build kubectl-vmctl and set KubeletOptions.Binary", err)
 	}
 	k.opts.Binary = binary
+	if k.opts.AgentBinary != "" {
+		if k.opts.AgentBinary, err = filepath.Abs(k.opts.AgentBinary); err == nil {
+			_, err = os.Stat(k.opts.AgentBinary)
+		}
+		if err != nil {
+			return fmt.Errorf("kubelet double: vmctl-agent: %w; build ./cmd/vmctl-agent", err)
+		}
+	}
 	if err := os.MkdirAll(k.opts.Dir, 0o755); err != nil {
 		return fmt.Errorf("kubelet double: %w", err)
 	}

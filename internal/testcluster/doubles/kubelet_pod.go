@@ -255,7 +255,11 @@ func (w *podWorker) start(c *corev1.Container, env []string, dirs map[string]str
 		return nil, readinessProbe{}, err
 	}
 	probeAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	args := append(mountedArgs(agentArgs(c, env), dirs),
+	binary, args := w.k.opts.Binary, agentArgs(c, env)
+	if w.k.opts.AgentBinary != "" && len(c.Command) == 0 {
+		binary, args = w.k.opts.AgentBinary, args[1:] // no "agent": the image's entrypoint is the agent
+	}
+	args = append(mountedArgs(args, dirs),
 		"--hostname-override="+w.pod.Name,
 		"--kubeconfig="+kubeconfig,
 		"--probe-address="+probeAddr,
@@ -265,9 +269,9 @@ func (w *podWorker) start(c *corev1.Container, env []string, dirs map[string]str
 	if err != nil {
 		return nil, readinessProbe{}, fmt.Errorf("open the agent log: %w", err)
 	}
-	_, _ = fmt.Fprintf(logFile, "# kubelet double, Pod UID %s: %s %s\n", w.uid, w.k.opts.Binary, strings.Join(args, " "))
+	_, _ = fmt.Fprintf(logFile, "# kubelet double, Pod UID %s: %s %s\n", w.uid, binary, strings.Join(args, " "))
 
-	cmd := exec.Command(w.k.opts.Binary, args...)
+	cmd := exec.Command(binary, args...)
 	cmd.Dir = w.dir
 	// A container's environment, not the test's: no KUBECONFIG or the like.
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + w.dir, "HOSTNAME=" + w.pod.Name}, w.k.opts.Env...)
@@ -276,7 +280,7 @@ func (w *podWorker) start(c *corev1.Container, env []string, dirs map[string]str
 	cmd.SysProcAttr = testcluster.SysProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return nil, readinessProbe{}, fmt.Errorf("start %s: %w", w.k.opts.Binary, err)
+		return nil, readinessProbe{}, fmt.Errorf("start %s: %w", binary, err)
 	}
 	p := &agentProcess{
 		cmd:       cmd,
