@@ -35,6 +35,9 @@ type DiffOptions struct {
 	namespace string
 	color     bool
 	clients   kube.Clients
+	// external, when KUBECTL_EXTERNAL_DIFF names a program, holds what
+	// each diff compares, for that program to show once all are compared.
+	external *externalDiff
 
 	genericiooptions.IOStreams
 }
@@ -94,6 +97,15 @@ Each prototype is read once, by name, one LIST narrowed to each (past 50 in
 a namespace, one LIST of that namespace instead), and KubeVirt expands one
 with an instancetype or preference (one GET).
 
+KUBECTL_EXTERNAL_DIFF, as for kubectl diff, names a program to show the
+diffs with instead ("colordiff -N -u", "dyff between"): the documents each
+diff compares go into two directories, LIVE (what a VM holds, or the
+revision a workload pins) and MERGED (what its agent would make today, or
+the revision rollout restart would pin), one file each named as kubectl
+names objects, and the program runs once on the two, after every
+comparison. Its exit status 1 means it found differences; above 1 is an
+error.
+
 Exit status: 0 no drift, 1 drift (a changed prototype not rolled out, or a
 rewritten revision, included), 2 error (as kubectl diff; a PROTOTYPE that is not there, with no
 VMs derived from it, is an error).`,
@@ -148,6 +160,13 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 }
 
 func (o *DiffOptions) run(ctx context.Context) error {
+	if command := o.Getenv(externalDiffEnv); command != "" {
+		var err error
+		if o.external, err = newExternalDiff(command); err != nil {
+			return err
+		}
+		defer o.external.close()
+	}
 	checked, drifted, failed := 0, 0, 0
 	sources := drift.NewSources(o.clients, o.namespace == "")
 	err := sources.Each(ctx, o.namespace, o.Prototype, func(c drift.Check) error {
@@ -164,7 +183,7 @@ func (o *DiffOptions) run(ctx context.Context) error {
 			return err
 		case c.Drifted():
 			drifted++
-			return o.printDiff(c.Diff)
+			return o.show(vmFile+"."+c.Namespace+"."+c.Name, c.Result)
 		}
 		return nil
 	})
@@ -190,6 +209,11 @@ func (o *DiffOptions) run(ctx context.Context) error {
 	}
 	if pinned > 0 {
 		summary += fmt.Sprintf("; %d of %d workloads have prototype changes not rolled out", unrolled, pinned)
+	}
+	if o.external != nil {
+		if err := o.external.run(ctx, o.Out, o.ErrOut); err != nil {
+			return err
+		}
 	}
 	if rewritten > 0 {
 		summary += fmt.Sprintf("; %d pin a rewritten VM revision", rewritten)
@@ -291,26 +315,44 @@ func (o *DiffOptions) diffPins(ctx context.Context, sources *drift.Sources) (unr
 		if _, err := fmt.Fprintln(o.Out, printers.EscapeTerminal(msg)); err != nil {
 			return 0, 0, 0, err
 		}
-		if err := o.printRevisionDiff(sources.Revision(w.Meta().GetNamespace(), pinned), nowRevs[w.Prototype()], pinned, current); err != nil {
+		file := revisionFile + "." + w.Meta().GetNamespace() + "." + strings.ReplaceAll(w.Name(), "/", ".")
+		if err := o.printRevisionDiff(file, sources.Revision(w.Meta().GetNamespace(), pinned), nowRevs[w.Prototype()], pinned, current); err != nil {
 			return 0, 0, 0, err
 		}
 	}
 	return unrolled, rewritten, compared, nil
 }
 
-// printRevisionDiff prints what a rollout restart would change: the diff
-// from the revision a template pins to the one the prototype would pin now
-// (drift.RevisionDiff). Nothing when the store holds the pinned one no
-// more (pruned): the line above says which it was.
-func (o *DiffOptions) printRevisionDiff(pinned, now *kubevirtv1.VirtualMachine, pinnedHash, nowHash string) error {
+// printRevisionDiff shows, as file, what a rollout restart would change:
+// the diff from the revision a template pins to the one the prototype
+// would pin now (drift.RevisionDiff). Nothing when the store holds the
+// pinned one no more (pruned): the line above says which it was.
+func (o *DiffOptions) printRevisionDiff(file string, pinned, now *kubevirtv1.VirtualMachine, pinnedHash, nowHash string) error {
 	if pinned == nil || now == nil {
 		return nil
 	}
-	diff, err := drift.RevisionDiff(pinned, now, pinnedHash, nowHash)
-	if err != nil {
+	r, err := drift.RevisionDiff(pinned, now, pinnedHash, nowHash)
+	if err != nil || !r.Drifted() {
 		return err
 	}
-	return o.printDiff(diff)
+	return o.show(file, r)
+}
+
+// The names of the files a program named by KUBECTL_EXTERNAL_DIFF compares,
+// before ".<namespace>.<name>": a derived VM, as kubectl names its kind's
+// objects, and the revision a workload pins.
+const (
+	vmFile       = "kubevirt.io.v1.VirtualMachine"
+	revisionFile = "vm-revision-of"
+)
+
+// show prints r's diff, or gives what r compares to the program
+// KUBECTL_EXTERNAL_DIFF names, as file.
+func (o *DiffOptions) show(file string, r drift.Result) error {
+	if o.external == nil {
+		return o.printDiff(r.Diff)
+	}
+	return o.external.add(file, r.Live, r.Derived)
 }
 
 // printDiff prints one unified diff, "-" lines red and "+" lines green when

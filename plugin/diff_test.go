@@ -2,6 +2,10 @@ package plugin
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,10 +31,16 @@ import (
 // objects: kubeObjs core, apps and revision stores, virtObjs KubeVirt's.
 func runDiff(t *testing.T, kubeObjs, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
 	t.Helper()
+	return runDiffWith(t, func(string) string { return "" }, kubeObjs, virtObjs, args...)
+}
+
+// runDiffWith is runDiff with the environment getenv reads.
+func runDiffWith(t *testing.T, getenv func(string) string, kubeObjs, virtObjs []runtime.Object, args ...string) (stdout, stderr string, calls []string, err error) {
+	t.Helper()
 	kube, virt, dyn, log := opFakesWithStores(kubeObjs, virtObjs)
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := NewDiffOptions(streams)
-	o.Getenv = func(string) string { return "" }
+	o.Getenv = getenv
 	f := opFactory(t, kube, virt)
 	f.Dynamic = dyn
 	err = opRun(t.Context(), f, newCmdDiff(f, o), args...)
@@ -420,5 +430,65 @@ func TestDiffWarnsOfAVMWithNoRevision(t *testing.T) {
 		"0 of 1 derived VMs drifted in vms namespace\n"
 	if got := opExitCode(err); got != 0 || errOut != want {
 		t.Errorf("exit %d (%v), stderr %q; want 0 and %q", got, err, errOut, want)
+	}
+}
+
+// TestDiffExternalProgram: with KUBECTL_EXTERNAL_DIFF set, as kubectl diff
+// does, diff(1) compares two directories once: a drifted VM's file and a
+// workload's pinned revision's, named as the help says, "-" what is and
+// "+" what would be; drift still exits 1, and the directories are gone
+// afterwards. A program that fails (exit 3) is an error, exit 2.
+func TestDiffExternalProgram(t *testing.T) {
+	t.Setenv(externalDiffEnv, "diff -u -N")
+	kubeObjs, virtObjs := diffScene(t)
+	out, errOut, _, err := runDiffWith(t, os.Getenv, kubeObjs, virtObjs)
+	if got := opExitCode(err); got != 1 {
+		t.Errorf("exit code = %d (%v), want 1", got, err)
+	}
+	if want := "1 of 2 derived VMs drifted in vms namespace\n"; errOut != want {
+		t.Errorf("stderr = %q, want %q", errOut, want)
+	}
+	var dirs []string
+	for _, line := range strings.Split(out, "\n") {
+		if f, ok := strings.CutPrefix(line, "--- "); ok {
+			dirs = append(dirs, filepath.Dir(strings.Fields(f)[0]))
+		}
+	}
+	for _, want := range []string{"/LIVE-", "kubevirt.io.v1.VirtualMachine.vms.web-web-b\t", "/MERGED-", "\n-          cores: 2\n", "\n+          cores: 4\n",
+		"\n-          image: quay.io/containerdisks/fedora:40\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff(1) output lacks %q:\n%s", want, out)
+		}
+	}
+	if len(dirs) != 1 {
+		t.Fatalf("diff(1) compared %d files, want the one VM that drifted:\n%s", len(dirs), out)
+	}
+	if _, err := os.Stat(dirs[0]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s is left behind: %v", dirs[0], err)
+	}
+
+	kubeObjs, hash, web := diffPinnedScene(t)
+	vm := opDerived(t, web.DeepCopy(), opPod("vms", "web-a", "node-1", "web", time.Hour), time.Hour, pinnedTo(hash))
+	web.Generation = 2
+	web.Spec.Template.Spec.Domain.CPU.Cores = 2
+	out, _, _, err = runDiffWith(t, os.Getenv, kubeObjs, []runtime.Object{web, vm})
+	if got := opExitCode(err); got != 1 {
+		t.Errorf("exit code = %d (%v), want 1", got, err)
+	}
+	for _, want := range []string{"vm-revision-of.vms.deployment.apps.web\t", "\n-          cores: 1\n", "\n+          cores: 2\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff(1) output lacks %q:\n%s", want, out)
+		}
+	}
+
+	failing := filepath.Join(t.TempDir(), "failing-diff")
+	if err := os.WriteFile(failing, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(externalDiffEnv, failing)
+	kubeObjs, virtObjs = diffScene(t)
+	_, _, _, err = runDiffWith(t, os.Getenv, kubeObjs, virtObjs)
+	if got := opExitCode(err); got != 2 || !strings.Contains(fmt.Sprint(err), externalDiffEnv) || !strings.Contains(fmt.Sprint(err), "exit status 3") {
+		t.Errorf("with a failing program: exit code %d, %v; want 2 and an error naming %s and its exit status", got, err, externalDiffEnv)
 	}
 }

@@ -7,26 +7,31 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// RevisionDiff is the unified diff from pinned, the VM revision a
-// workload's template pins (hash pinnedHash), to now, the one `rollout
-// restart` would pin (prototype.Revise, hash nowHash): each reduced, as
-// Compare reduces a VM, to labels, annotations and spec in YAML. "-"
-// lines are what the agents derive their VMs from, "+" lines what they
-// would after a rollout restart, as kubectl diff shows a change before it
-// is applied. "" when they hold the same.
-func RevisionDiff(pinned, now *kubevirtv1.VirtualMachine, pinnedHash, nowHash string) (string, error) {
+// RevisionDiff compares pinned, the VM revision a workload's template pins
+// (hash pinnedHash), with now, the one `rollout restart` would pin
+// (prototype.Revise, hash nowHash): each reduced, as Compare reduces a VM,
+// to labels, annotations and spec in YAML, pinned's as the Result's Live
+// and now's as its Derived. Its Diff's "-" lines are what the agents
+// derive their VMs from, "+" lines what they would after a rollout
+// restart, as kubectl diff shows a change before it is applied; none when
+// the two hold the same.
+func RevisionDiff(pinned, now *kubevirtv1.VirtualMachine, pinnedHash, nowHash string) (Result, error) {
+	r := Result{Namespace: now.Namespace, Name: now.Name}
 	var docs [2]string
-	for i, r := range []*kubevirtv1.VirtualMachine{pinned, now} {
-		c, err := controlled(r)
+	for i, rev := range []*kubevirtv1.VirtualMachine{pinned, now} {
+		c, err := controlled(rev)
 		if err != nil {
-			return "", err
+			return r, err
 		}
 		b, err := yaml.Marshal(c)
 		if err != nil {
-			return "", fmt.Errorf("encode the revision of prototype %s/%s: %w", r.Namespace, r.Name, err)
+			return r, fmt.Errorf("encode the revision of prototype %s/%s: %w", rev.Namespace, rev.Name, err)
 		}
 		docs[i] = string(b)
 	}
+	r.Live, r.Derived = docs[0], docs[1]
 	name := "prototype " + now.Namespace + "/" + now.Name
-	return unified(docs[0], docs[1], name+" (VM revision "+pinnedHash+", pinned)", name+" (VM revision "+nowHash+", rollout restart pins)")
+	var err error
+	r.Diff, err = unified(r.Live, r.Derived, name+" (VM revision "+pinnedHash+", pinned)", name+" (VM revision "+nowHash+", rollout restart pins)")
+	return r, err
 }

@@ -20,10 +20,11 @@ func TestRevisionDiff(t *testing.T) {
 	proto.Labels["tier"] = "web"
 	now := revision.Snapshot(proto)
 
-	got, err := RevisionDiff(pinned, now, "1a2b3c4d5e", "6f7a8b9c0d")
+	r, err := RevisionDiff(pinned, now, "1a2b3c4d5e", "6f7a8b9c0d")
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := r.Diff
 	want := `--- prototype vms/fedora (VM revision 1a2b3c4d5e, pinned)
 +++ prototype vms/fedora (VM revision 6f7a8b9c0d, rollout restart pins)
 @@ -3,7 +3,7 @@
@@ -48,7 +49,7 @@ func TestRevisionDiff(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("RevisionDiff (-want +got):\n%s", diff)
 	}
-	if got, err := RevisionDiff(pinned, pinned.DeepCopy(), "1a2b3c4d5e", "1a2b3c4d5e"); err != nil || got != "" {
-		t.Errorf("RevisionDiff of equal revisions = %q, %v; want nothing", got, err)
+	if r, err := RevisionDiff(pinned, pinned.DeepCopy(), "1a2b3c4d5e", "1a2b3c4d5e"); err != nil || r.Drifted() {
+		t.Errorf("RevisionDiff of equal revisions = %q, %v; want nothing", r.Diff, err)
 	}
 }
