@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +199,7 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 		f.created = c.watch.until(b, t0, versusTimeout, c.name+": VMs created", func(s nsNow) bool { return s.vms >= n })
 		f.ready = c.watch.until(b, t0, versusTimeout, c.name+": VMIs Running and Ready", func(s nsNow) bool { return s.vmisReady >= n })
 		stopProfile()
+		printRamp(b, c.name, c.ns, mark, n, t0)
 		// Pods counted once the last agent's launcher Pod is there too.
 		c.watch.until(b, t0, versusTimeout, c.name+": Pods Ready", func(s nsNow) bool { return s.podsReady == s.pods })
 		f.podsPerVM = float64(c.watch.now().pods) / float64(n)
@@ -210,6 +212,10 @@ func versusScale(b *testing.B, t *versusTable, n int) {
 			f.agentsAnon, agentsCPU = a.anonSum, a.cpuSum
 		}
 		f.cpuUp = cpuSince(b, procs, cpu0, agentsCPU)
+		// On a machine this small both fleets keep every core busy
+		// through the ramp, so its time follows its CPU.
+		fmt.Printf("versus: %s: scale 0 → %d: %.2f of %d cores busy on average, from the scale to now\n",
+			c.name, n, f.cpuUp.total().Seconds()/time.Since(t0).Seconds(), runtime.NumCPU())
 		for _, who := range []string{"agents", "kube-controller-manager"} {
 			if kinds, throttled := requestKinds(b, c.ns, mark, who); len(kinds) > 0 {
 				fmt.Printf("versus: %s: scale 0 → %d: %s's requests per VM by verb and resource: %s; of them answered 429: %s\n",
