@@ -22,9 +22,11 @@ import (
 // schema and webhooks) on every release the harness builds.
 type kubeVirtEnv struct {
 	version string
-	kube    kubernetes.Interface
-	virt    kubevirt.Interface
-	nodes   []string
+	// kubeconfig is the cluster's admin kubeconfig.
+	kubeconfig string
+	kube       kubernetes.Interface
+	virt       kubevirt.Interface
+	nodes      []string
 }
 
 // eachKubeVirt runs f in a subtest per release of kvharness.Releases: on the
@@ -48,7 +50,7 @@ func eachKubeVirt(t *testing.T, f func(t *testing.T, k kubeVirtEnv)) {
 			t.Fatal(err)
 		}
 		if v == e.kv.Binaries.Version {
-			shared := kubeVirtEnv{version: v, kube: e.kube, virt: e.virt, nodes: e.cluster.Nodes}
+			shared := kubeVirtEnv{version: v, kubeconfig: e.cluster.Kubeconfig, kube: e.kube, virt: e.virt, nodes: e.cluster.Nodes}
 			t.Run("KubeVirt "+v, func(t *testing.T) { f(t, shared) })
 			continue
 		}
@@ -122,7 +124,7 @@ func startRelease(r kvharness.Release) (kubeVirtEnv, error) {
 	}
 	fmt.Fprintf(os.Stderr, "e2e: a control plane with KubeVirt %s up in %s, for the tests of every release\n",
 		bins.Version, (c.StartupTime + kv.StartupTime).Round(1e6))
-	k := kubeVirtEnv{version: bins.Version, nodes: c.Nodes}
+	k := kubeVirtEnv{version: bins.Version, kubeconfig: c.Kubeconfig, nodes: c.Nodes}
 	if k.kube, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
 		return kubeVirtEnv{}, err
 	}
