@@ -325,8 +325,8 @@ func (a *Agent) checkReservation(ctx context.Context, launcher *corev1.Pod) {
 	if !reserve.Short(held, need) {
 		effect = "the scheduler places these agents by the old size, so fewer fit on a node than their VMs would"
 	}
-	msg := fmt.Sprintf("the Pod holds %s for its VM, but the VM's launcher Pod %s asks for %s: prototype %s/%s, its instancetype or KubeVirt's configuration "+
-		"changed since the Pod's template was written, or the template was rolled back (kubectl rollout undo); %s; "+
+	msg := fmt.Sprintf("the Pod holds %s for its VM, but the VM's launcher Pod %s asks for %s: prototype %s/%s, its instancetype, KubeVirt's configuration "+
+		"or its release changed since the Pod's template was written, or the template was rolled back (kubectl rollout undo); %s; "+
 		"roll the new size out with `kubectl vmctl rollout restart %s -n %s`",
 		held, launcher.Name, contract.FormatResources(reserve.Round(need)), a.cfg.PrototypeNamespace, a.cfg.Prototype, effect, a.cfg.Prototype, a.pod.PodNamespace)
 	klog.FromContext(ctx).Info("Reservation stale", "message", msg)

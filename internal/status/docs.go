@@ -91,7 +91,8 @@ func Docs() []Doc {
 		Problem: fill(problemReservationFmt, "X", "Y"),
 		Short:   "the Pod's template holds an older size for its VM: kubectl vmctl rollout restart PROTOTYPE",
 		Help: "the Pod's template holds another size for its VM than the VM's launcher Pod asks for: " +
-			"the prototype, its instancetype or KubeVirt's configuration changed since the template was written, " +
+			"the prototype, its instancetype, KubeVirt's configuration or its release changed since the template was written " +
+			"([upgrades](docs/operations.md#upgrading-kubevirt)), " +
 			"or the template was rolled back (`kubectl rollout undo`). The scheduler places the agents by the old size, so VMs may not fit where they land, " +
 			"and such a VM does not move (its replacement would hold as little). `kubectl vmctl rollout restart PROTOTYPE` writes the new size; " +
 			"where a VM does not fit, its Pod's `ReservationStale` Event says more ([sizes](docs/reservation.md#when-the-size-changes))",
