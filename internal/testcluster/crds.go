@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 )
 
 // crdResource is the CustomResourceDefinition API. The dynamic client keeps the
@@ -65,6 +66,49 @@ func installCRDs(ctx context.Context, client dynamic.Interface, files []string) 
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	return waitEstablished(ctx, client, names)
+}
+
+// ReplaceCRDs replaces the cluster's CRDs of the names in files with
+// theirs, creates those it lacks, and waits until all are Established: what
+// an operator's upgrade does to its CRDs (a replacement, not an apply,
+// which the CRDs' size rules out). CRDs files do not name stay.
+func (c *Cluster) ReplaceCRDs(ctx context.Context, files []string) error {
+	client, err := dynamic.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, f := range files {
+		objs, err := readObjects(f)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			names = append(names, obj.GetName())
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				old, err := client.Resource(crdResource()).Get(ctx, obj.GetName(), metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					_, err = client.Resource(crdResource()).Create(ctx, obj, metav1.CreateOptions{})
+					return err
+				}
+				if err != nil {
+					return err
+				}
+				obj.SetResourceVersion(old.GetResourceVersion())
+				_, err = client.Resource(crdResource()).Update(ctx, obj, metav1.UpdateOptions{})
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("replace CRD %s: %w", obj.GetName(), err)
+			}
+		}
+	}
+	return waitEstablished(ctx, client, names)
+}
+
+// waitEstablished waits until every CRD of names is Established.
+func waitEstablished(ctx context.Context, client dynamic.Interface, names []string) error {
 	return WaitFor(ctx, "the CRDs to be established", nil, func(ctx context.Context) (bool, error) {
 		for _, name := range names {
 			crd, err := client.Resource(crdResource()).Get(ctx, name, metav1.GetOptions{})

@@ -102,18 +102,26 @@ type KubeVirt struct {
 	// StartupTime is how long Start took, not counting building binaries.
 	StartupTime time.Duration
 
-	cluster  *testcluster.Cluster
-	admin    kubernetes.Interface
-	dyn      dynamic.Interface
-	log      io.Writer
-	begin    time.Time
-	mu       sync.Mutex // guards webhooks, apis, procs and stopped
-	webhooks webhooks
-	apis     apiServices
-	procs    []*supervised
-	stopped  bool
-	stopOnce sync.Once
-	stopErr  error
+	cluster *testcluster.Cluster
+	admin   kubernetes.Interface
+	// What Upgrade starts the next release's components with: each
+	// component's kubeconfig, by ServiceAccount, virt-api's certificate
+	// and key and the CA bundle that trusts them, and virt-controller's
+	// --launcher-image when Options gave one.
+	kubeconfigs           map[string]string
+	certFile, keyFile     string
+	caBundle              []byte
+	launcherImageOverride string
+	dyn                   dynamic.Interface
+	log                   io.Writer
+	begin                 time.Time
+	mu                    sync.Mutex // guards webhooks, apis, procs and stopped
+	webhooks              webhooks
+	apis                  apiServices
+	procs                 []*supervised
+	stopped               bool
+	stopOnce              sync.Once
+	stopErr               error
 }
 
 // Start runs virt-api, registers its webhooks (KubeVirt's own configurations,
@@ -146,7 +154,7 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *KubeVi
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	k := &KubeVirt{Binaries: bins, cluster: c, log: logw, begin: time.Now()}
+	k := &KubeVirt{Binaries: bins, cluster: c, log: logw, begin: time.Now(), launcherImageOverride: opts.LauncherImage}
 	if k.admin, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
 		return nil, fmt.Errorf("create a client: %w", err)
 	}
@@ -191,6 +199,7 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *KubeVi
 	if err != nil {
 		return nil, err
 	}
+	k.kubeconfigs, k.certFile, k.keyFile, k.caBundle = kubeconfigs, certFile, keyFile, caBundle
 	k.APIURL = "https://127.0.0.1:" + strconv.Itoa(ports[0])
 	api, err := k.supervise(VirtAPI, bins.VirtAPI,
 		"--kubeconfig="+kubeconfigs[apiServiceAccount],
@@ -281,12 +290,18 @@ func (k *KubeVirt) createKubeVirtCR(ctx context.Context, emulation bool) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the KubeVirt CR: %w", err)
 	}
-	// The components read a KubeVirt CR only once virt-operator gave it a
-	// phase (virtconfig's GetConfigFromKubeVirtCR), and take the VMs'
-	// default architecture from its status; virt-operator records the
-	// release it deployed as observedKubeVirtVersion, which vmctl reads.
-	status := fmt.Sprintf(`{"status":{"phase":"Deployed","defaultArchitecture":%q,"observedKubeVirtVersion":%q}}`, runtime.GOARCH, k.Binaries.Version)
-	err = k.admin.CoreV1().RESTClient().Patch(types.MergePatchType).AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts", CRName, "status").
+	return k.markDeployed(ctx, k.Binaries.Version)
+}
+
+// markDeployed gives the KubeVirt CR the status virt-operator gives it once
+// it deployed release version. The components read a KubeVirt CR only once
+// virt-operator gave it a phase (virtconfig's GetConfigFromKubeVirtCR), and
+// take the VMs' default architecture from its status; virt-operator
+// records the release it deployed as observedKubeVirtVersion, which vmctl
+// reads.
+func (k *KubeVirt) markDeployed(ctx context.Context, version string) error {
+	status := fmt.Sprintf(`{"status":{"phase":"Deployed","defaultArchitecture":%q,"observedKubeVirtVersion":%q}}`, runtime.GOARCH, version)
+	err := k.admin.CoreV1().RESTClient().Patch(types.MergePatchType).AbsPath("/apis/kubevirt.io/v1/namespaces", Namespace, "kubevirts", CRName, "status").
 		Body([]byte(status)).Do(ctx).Error()
 	if err != nil {
 		return fmt.Errorf("mark the KubeVirt CR deployed: %w", err)
