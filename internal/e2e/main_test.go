@@ -31,6 +31,8 @@ type env struct {
 	dyn     dynamic.Interface // the revision stores
 	kubelet *doubles.Kubelet
 	binary  string
+	// agentBinary is vmctl-agent, which the kubelet double runs.
+	agentBinary string
 }
 
 // e is set once by TestMain before any test runs and never changed after.
@@ -102,7 +104,7 @@ func run(m *testing.M) int {
 	defer func() { _ = logFile.Close() }()
 	log := slog.New(slog.NewTextHandler(logFile, nil))
 
-	e = env{cluster: c, kv: kv, binary: binary}
+	e = env{cluster: c, kv: kv, binary: binary, agentBinary: agentBinary}
 	if e.kube, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

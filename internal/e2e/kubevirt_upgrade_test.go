@@ -1,0 +1,364 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/doubles"
+	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
+)
+
+// TestKubeVirtUpgradesUnderAFleet replaces KubeVirt v1.8.0 by v1.9.0 in
+// place (kvharness.Upgrade: CRDs and RBAC, then virt-controller, then
+// virt-api, as virt-operator's update path goes) under a running fleet: a
+// Deployment of 2 and a DaemonSet on 2 nodes, scaffolded on v1.8.0 with
+// their policies, on a control plane of its own with the kubelet double
+// and the virt-handler stand-in. Through the upgrade no VM is deleted or
+// made and no agent Pod stops being Ready. After it, under v1.9.0's
+// webhooks and the policies, a scale-up, a replaced Pod and a DaemonSet
+// Pod on a new node each get their VM of the v1.8.0 revision; status names
+// every Pod whose reservation v1.9.0's launcher does not ask for, and
+// rollout restart puts them right.
+func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
+	t.Parallel() // runs once the package's other tests are done: see eachKubeVirt
+	ctx := t.Context()
+	from, err := kvharness.EnsureRelease(ctx, kvharness.Previous, "", os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := kvharness.EnsureRelease(ctx, kvharness.Newest, "", os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := testcluster.Start(ctx, testcluster.Options{Nodes: 2, Binaries: e.cluster.Binaries, CRDs: []string{from.CRDs}, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unwatch := c.StopOnSignal()
+	t.Cleanup(func() {
+		unwatch()
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop the upgrade's cluster: %v", err)
+		}
+	})
+	kv, err := kvharness.Start(ctx, c, kvharness.Options{Binaries: from, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.InstallVmctlCRD(ctx, e.binary); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(c.Dir, "doubles.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(logFile, nil))
+	dctx, stopDoubles := context.WithCancel(context.Background())
+	var doublesDone sync.WaitGroup
+	doublesDone.Go(func() { _ = doubles.RunVirtHandler(dctx, kv, log) })
+	doublesDone.Go(func() {
+		_ = doubles.NewKubelet(c.DoublesConfig, doubles.KubeletOptions{
+			Binary: e.binary, AgentBinary: e.agentBinary, Dir: filepath.Join(c.Dir, "kubelet"), Log: log,
+		}).Run(dctx)
+	})
+	t.Cleanup(func() {
+		stopDoubles()
+		doublesDone.Wait()
+		_ = logFile.Close()
+	})
+	kube, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	virt, err := kubevirt.NewForConfig(c.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testcluster.Namespace(t, kube, nil)
+	if _, err := virt.KubevirtV1().VirtualMachines(ns).Create(ctx, readPrototype(t, "testvm.yaml", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	at := "--kubeconfig=" + c.Kubeconfig
+	for _, kind := range []string{"deployment", "daemonset"} {
+		args := []string{"scaffold", kind, "testvm", "-n", ns, "--name", kind, "--grace-period", "60", at}
+		if kind == "deployment" {
+			args = append(args, "--replicas", "2")
+		}
+		kubectl(t, []byte(vmctl(t, args...)), "apply", "-f", "-", at)
+	}
+	fleet := fleetOn{kube: kube, virt: virt, ns: ns}
+	before := slices.Collect(maps.Keys(fleet.waitReady(t, 4)))
+
+	// Through the upgrade: every VM made or deleted, and how long each
+	// agent Pod was not Ready.
+	watched := fleet.watch(t)
+	begin := time.Now()
+	if err := kv.Upgrade(ctx, to); err != nil {
+		t.Fatalf("upgrade KubeVirt in place: %v", err)
+	}
+	took := time.Since(begin)
+	t.Logf("KubeVirt %s replaced by %s in place in %s", from.Version, to.Version, took.Round(time.Millisecond))
+
+	// After it, new Pods get their VMs of the v1.8.0 revision under
+	// v1.9.0's webhooks and the policies. Once they are Ready, the new
+	// virt-controller has long since synced every VM it found.
+	kubectl(t, nil, "scale", "deployment/deployment", "-n", ns, "--replicas=3", at)
+	pods := fleet.waitReady(t, 5)
+	var replaced string
+	for name := range pods {
+		if strings.HasPrefix(name, "deployment-") {
+			replaced = name
+			break
+		}
+	}
+	if err := kube.CoreV1().Pods(ns).Delete(ctx, replaced, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddNodesWith(ctx, []string{"upgrade-node-3"}, func(*corev1.Node) {}); err != nil {
+		t.Fatal(err)
+	}
+	pods = fleet.waitReady(t, 6)
+	if _, ok := pods[replaced]; ok {
+		t.Errorf("Pod %s is still there", replaced)
+	}
+	made, deleted, notReady := watched.stop()
+	if len(made) != 3 || len(deleted) != 1 {
+		t.Errorf("VMs made %v and deleted %v through the upgrade and after it; want 3 made (the scale-up, the replaced Pod's, the new node's) and 1 deleted (the replaced Pod's)", made, deleted)
+	}
+	for pod, d := range notReady {
+		if d > took {
+			t.Errorf("agent Pod %s was not Ready for %s, longer than the upgrade (%s)", pod, d.Round(time.Millisecond), took.Round(time.Millisecond))
+		}
+	}
+
+	// The launcher Pods made before the upgrade ask what v1.8.0 made
+	// them ask, as their Pods reserve; those made after, v1.9.0's.
+	var after []string
+	for name := range pods {
+		if !slices.Contains(before, name) {
+			after = append(after, name)
+		}
+	}
+	stale := fleet.staleProblems(t, at)
+	if got := slices.Sorted(maps.Keys(stale)); !slices.Equal(got, slices.Sorted(slices.Values(after))) {
+		t.Errorf("status names %v as reserving another size than their VMs need, want the Pods made after the upgrade, %v: %v", got, after, stale)
+	}
+	vmctl(t, "rollout", "restart", "testvm", "-n", ns, at)
+	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m", at)
+	fleet.waitReady(t, 6)
+	if stale := fleet.staleProblems(t, at); len(stale) > 0 {
+		t.Errorf("after rollout restart status still says: %v", stale)
+	}
+}
+
+// fleetOn reads the agent Pods and derived VMs of a namespace of a cluster
+// other than the shared one.
+type fleetOn struct {
+	kube kubernetes.Interface
+	virt kubevirt.Interface
+	ns   string
+}
+
+// waitReady waits until n agent Pods run, each Ready with one Ready VM made
+// for it, and returns them by name.
+func (f fleetOn) waitReady(t *testing.T, n int) map[string]corev1.Pod {
+	t.Helper()
+	var pods map[string]corev1.Pod
+	eventually(t, settle, fmt.Sprintf("%d agent Pods Ready with their VMs", n), func(ctx context.Context) (bool, string, error) {
+		list, err := f.kube.CoreV1().Pods(f.ns).List(ctx, metav1.ListOptions{LabelSelector: agentSelector})
+		if err != nil {
+			return false, "", err
+		}
+		vms, err := f.virt.KubevirtV1().VirtualMachines(f.ns).List(ctx, metav1.ListOptions{LabelSelector: derive.DerivedSelector})
+		if err != nil {
+			return false, "", err
+		}
+		ready := map[types.UID]bool{}
+		for _, vm := range vms.Items {
+			if vm.Status.Ready && vm.DeletionTimestamp == nil {
+				ready[derive.OriginOf(&vm).PodUID] = true
+			}
+		}
+		pods = map[string]corev1.Pod{}
+		var seen []string
+		for _, p := range list.Items {
+			if p.DeletionTimestamp != nil {
+				seen = append(seen, p.Name+" terminating")
+				continue
+			}
+			pods[p.Name] = p
+			seen = append(seen, fmt.Sprintf("%s ready %v, VM ready %v", p.Name, podReady(&p), ready[p.UID]))
+			if !podReady(&p) || !ready[p.UID] {
+				return false, strings.Join(seen, "; "), nil
+			}
+		}
+		return len(pods) == n && len(list.Items) == n && len(vms.Items) == n, strings.Join(seen, "; "), nil
+	})
+	return pods
+}
+
+// upgradeWatch records, from when watch returned, the VMs made and
+// deleted and how long each agent Pod was not Ready.
+type upgradeWatch struct {
+	cancel        context.CancelFunc
+	done          sync.WaitGroup
+	mu            sync.Mutex
+	synced        bool
+	made, deleted []string
+	since         map[string]time.Time // agent Pods not Ready, since when
+	notReady      map[string]time.Duration
+}
+
+// watch starts an upgradeWatch: an informer on the namespace's derived VMs
+// and one on its agent Pods. Replacing KubeVirt's CRDs ends every watch of
+// their kinds, as in a cluster, and the watch cache the API server builds
+// anew may not resume from the last event seen: an informer lists again,
+// and tells what came and went meanwhile.
+func (f fleetOn) watch(t *testing.T) *upgradeWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &upgradeWatch{cancel: cancel, since: map[string]time.Time{}, notReady: map[string]time.Duration{}}
+	vms := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = derive.DerivedSelector
+			return f.virt.KubevirtV1().VirtualMachines(f.ns).List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = derive.DerivedSelector
+			return f.virt.KubevirtV1().VirtualMachines(f.ns).Watch(ctx, opts)
+		},
+	}, &kubevirtv1.VirtualMachine{}, 0, cache.Indexers{})
+	pods := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = agentSelector
+			return f.kube.CoreV1().Pods(f.ns).List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = agentSelector
+			return f.kube.CoreV1().Pods(f.ns).Watch(ctx, opts)
+		},
+	}, &corev1.Pod{}, 0, cache.Indexers{})
+	nameOf := func(obj any) string {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		m, _ := obj.(metav1.Object)
+		return m.GetName()
+	}
+	_, err := vms.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.synced {
+				w.made = append(w.made, nameOf(obj))
+			}
+		},
+		DeleteFunc: func(obj any) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.deleted = append(w.deleted, nameOf(obj))
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podChanged := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		name := nameOf(obj)
+		start, down := w.since[name]
+		switch up := ok && p.DeletionTimestamp == nil && podReady(p); {
+		case !up && !down && ok && p.DeletionTimestamp == nil:
+			w.since[name] = time.Now()
+		case (up || !ok || p.DeletionTimestamp != nil) && down:
+			w.notReady[name] += time.Since(start)
+			delete(w.since, name)
+		}
+	}
+	_, err = pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    podChanged,
+		UpdateFunc: func(_, obj any) { podChanged(obj) },
+		DeleteFunc: podChanged,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.done.Go(func() { vms.RunWithContext(ctx) })
+	w.done.Go(func() { pods.RunWithContext(ctx) })
+	if !cache.WaitForCacheSync(ctx.Done(), vms.HasSynced, pods.HasSynced) {
+		t.Fatal("the upgrade's informers did not sync")
+	}
+	w.mu.Lock()
+	w.synced = true
+	w.mu.Unlock()
+	t.Cleanup(w.close)
+	return w
+}
+
+// stop ends the informers and returns what they saw: a Pod still not Ready
+// counts until now.
+func (w *upgradeWatch) stop() (made, deleted []string, notReady map[string]time.Duration) {
+	w.close()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, start := range w.since {
+		w.notReady[name] += time.Since(start)
+	}
+	slices.Sort(w.made)
+	slices.Sort(w.deleted)
+	return w.made, w.deleted, w.notReady
+}
+
+func (w *upgradeWatch) close() {
+	w.cancel()
+	w.done.Wait()
+}
+
+// staleProblems are the PROBLEMs `status` shows, through the kubeconfig
+// flag at, for Pods that reserve another size than their VMs need, by Pod.
+func (f fleetOn) staleProblems(t *testing.T, at string) map[string]string {
+	t.Helper()
+	var list struct {
+		Items []status.Row `json:"items"`
+	}
+	out := vmctl(t, "status", "-n", f.ns, "-o", "json", at)
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("status -o json is not JSON: %v\n%s", err, out)
+	}
+	stale := map[string]string{}
+	for _, r := range list.Items {
+		for _, p := range r.Problems {
+			if strings.HasPrefix(p, "Pod reserves ") {
+				stale[r.Pod] = p
+			}
+		}
+	}
+	return stale
+}
