@@ -148,6 +148,7 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 		t.Errorf("Pod %s is still there", replaced)
 	}
 	made, deleted, notReady := watched.stop()
+	t.Logf("agent Pods not Ready through the upgrade and after it: %v", notReady)
 	if len(made) != 3 || len(deleted) != 1 {
 		t.Errorf("VMs made %v and deleted %v through the upgrade and after it; want 3 made (the scale-up, the replaced Pod's, the new node's) and 1 deleted (the replaced Pod's)", made, deleted)
 	}
@@ -224,7 +225,8 @@ func (f fleetOn) waitReady(t *testing.T, n int) map[string]corev1.Pod {
 }
 
 // upgradeWatch records, from when watch returned, the VMs made and
-// deleted and how long each agent Pod was not Ready.
+// deleted and how long each agent Pod there then was not Ready (a Pod
+// made later is not Ready until its VM is).
 type upgradeWatch struct {
 	cancel        context.CancelFunc
 	done          sync.WaitGroup
@@ -233,6 +235,7 @@ type upgradeWatch struct {
 	made, deleted []string
 	since         map[string]time.Time // agent Pods not Ready, since when
 	notReady      map[string]time.Duration
+	known         map[string]bool // the agent Pods there when watch returned
 }
 
 // watch starts an upgradeWatch: an informer on the namespace's derived VMs
@@ -243,7 +246,7 @@ type upgradeWatch struct {
 func (f fleetOn) watch(t *testing.T) *upgradeWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &upgradeWatch{cancel: cancel, since: map[string]time.Time{}, notReady: map[string]time.Duration{}}
+	w := &upgradeWatch{cancel: cancel, since: map[string]time.Time{}, notReady: map[string]time.Duration{}, known: map[string]bool{}}
 	vms := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = derive.DerivedSelector
@@ -293,6 +296,12 @@ func (f fleetOn) watch(t *testing.T) *upgradeWatch {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		name := nameOf(obj)
+		if !w.synced {
+			w.known[name] = true
+		}
+		if !w.known[name] {
+			return
+		}
 		start, down := w.since[name]
 		switch up := ok && p.DeletionTimestamp == nil && podReady(p); {
 		case !up && !down && ok && p.DeletionTimestamp == nil:
