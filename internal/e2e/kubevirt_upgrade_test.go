@@ -40,11 +40,14 @@ import (
 // Deployment of 2 and a DaemonSet on 2 nodes, scaffolded on v1.8.0 with
 // their policies, on a control plane of its own with the kubelet double
 // and the virt-handler stand-in. Through the upgrade no VM is deleted or
-// made and no agent Pod stops being Ready. After it, under v1.9.0's
-// webhooks and the policies, a scale-up, a replaced Pod and a DaemonSet
-// Pod on a new node each get their VM of the v1.8.0 revision; status names
-// every Pod whose reservation v1.9.0's launcher does not ask for, and
-// rollout restart puts them right.
+// made and no agent Pod stops being Ready for longer than it. After it,
+// under v1.9.0's webhooks and the policies, a scale-up, a replaced Pod and
+// a DaemonSet Pod on a new node each get their VM of the v1.8.0 revision;
+// status names every Pod whose launcher v1.9.0 made, as reserving
+// v1.8.0's size. KubeVirt's workloadUpdateStrategy Evict then restarts
+// the DaemonSet's older VMs on their nodes in v1.9.0 launchers (see
+// evictOutdated), and status names their Pods too; rollout restart puts
+// them all right.
 func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	t.Parallel() // runs once the package's other tests are done: see eachKubeVirt
 	ctx := t.Context()
@@ -170,12 +173,105 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(stale)); !slices.Equal(got, slices.Sorted(slices.Values(after))) {
 		t.Errorf("status names %v as reserving another size than their VMs need, want the Pods made after the upgrade, %v: %v", got, after, stale)
 	}
+
+	// KubeVirt's default workloadUpdateStrategy (no method) leaves the
+	// older launchers be. With Evict, KubeVirt evicts each; a derived VM's
+	// evictionStrategy External makes that an evacuation. A DaemonSet's
+	// agent (--stop-on-evacuation) stops its VM, and KubeVirt starts it
+	// again on its node, in a launcher of the new release: the VM stays,
+	// only its VMI goes. A Deployment's agent leaves an evacuation to the
+	// drain that evicts its own Pod under the PodDisruptionBudget, so its
+	// VMI stays in the older launcher (docs/operations.md).
+	restarted := fleet.evictOutdated(t, to.LauncherImage(), "testvm-daemonset-")
+	if len(restarted) != 2 {
+		t.Errorf("KubeVirt's Evict restarted the VMs of %v, want the DaemonSet's 2 made before the upgrade", restarted)
+	}
+	for name := range pods {
+		if strings.HasPrefix(name, "daemonset-") && !slices.Contains(after, name) {
+			after = append(after, name)
+		}
+	}
+	stale = fleet.staleProblems(t, at)
+	if got := slices.Sorted(maps.Keys(stale)); !slices.Equal(got, slices.Sorted(slices.Values(after))) {
+		t.Errorf("status names %v as reserving another size than their VMs need, want the Pods whose launcher v1.9.0 made, %v: %v", got, after, stale)
+	}
+
 	vmctl(t, "rollout", "restart", "testvm", "-n", ns, at)
 	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m", at)
 	fleet.waitReady(t, 6)
 	if stale := fleet.staleProblems(t, at); len(stale) > 0 {
 		t.Errorf("after rollout restart status still says: %v", stale)
 	}
+}
+
+// evictOutdated sets KubeVirt's workloadUpdateStrategy to Evict, up to 10
+// VMIs at once (its workload updater looks again only every 30 s, so one
+// at a time would take half a minute each), and waits until every VMI
+// whose name begins with prefix runs in a launcher of image, each VMI it
+// replaced on its node, and every agent Pod is Ready with its VM again,
+// with no VM made or deleted meanwhile. It returns the VMIs it replaced.
+func (f fleetOn) evictOutdated(t *testing.T, image, prefix string) []string {
+	t.Helper()
+	vmis, err := f.virt.KubevirtV1().VirtualMachineInstances(f.ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type placed struct {
+		uid  types.UID
+		node string
+	}
+	outdated := map[string]placed{}
+	for _, vmi := range vmis.Items {
+		if vmi.Status.LauncherContainerImageVersion != image && strings.HasPrefix(vmi.Name, prefix) {
+			outdated[vmi.Name] = placed{vmi.UID, vmi.Status.NodeName}
+		}
+	}
+	watched := f.watch(t)
+	patch := `{"spec":{"workloadUpdateStrategy":{"workloadUpdateMethods":["Evict"],"batchEvictionSize":10,"batchEvictionInterval":"1s"}}}`
+	if _, err := f.virt.KubevirtV1().KubeVirts(kvharness.Namespace).Patch(t.Context(), kvharness.CRName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, settle, "every VMI in a launcher of "+image, func(ctx context.Context) (bool, string, error) {
+		vmis, err := f.virt.KubevirtV1().VirtualMachineInstances(f.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		var seen []string
+		done := true
+		for _, vmi := range vmis.Items {
+			if !strings.HasPrefix(vmi.Name, prefix) {
+				continue
+			}
+			old, wasOutdated := outdated[vmi.Name]
+			seen = append(seen, fmt.Sprintf("%s on %s, %s", vmi.Name, vmi.Status.NodeName, vmi.Status.LauncherContainerImageVersion))
+			switch {
+			case vmi.Status.LauncherContainerImageVersion != image || !vmiReadyOf(&vmi):
+				done = false
+			case wasOutdated && vmi.UID == old.uid:
+				done = false
+			case wasOutdated && vmi.Status.NodeName != old.node:
+				t.Errorf("VMI %s came back on node %s, not on its VM's, %s", vmi.Name, vmi.Status.NodeName, old.node)
+			}
+		}
+		return done, strings.Join(seen, "; "), nil
+	})
+	f.waitReady(t, len(vmis.Items))
+	made, deleted, notReady := watched.stop()
+	if len(made) > 0 || len(deleted) > 0 {
+		t.Errorf("VMs made %v and deleted %v while KubeVirt evicted the older launchers; want none, only their VMIs replaced", made, deleted)
+	}
+	t.Logf("agent Pods not Ready while KubeVirt evicted the older launchers: %v", notReady)
+	return slices.Sorted(maps.Keys(outdated))
+}
+
+// vmiReadyOf tells whether vmi's Ready condition is True.
+func vmiReadyOf(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == kubevirtv1.VirtualMachineInstanceReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // fleetOn reads the agent Pods and derived VMs of a namespace of a cluster

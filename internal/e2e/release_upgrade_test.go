@@ -47,6 +47,8 @@ func TestFleetScaffoldedOnAnotherKubeVirt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start a cluster of another KubeVirt release: %v", err)
 	}
+	kubeVirtConfig.RLock()
+	defer kubeVirtConfig.RUnlock()
 	for _, tt := range []struct {
 		kind      scaffold.Kind
 		prototype string

@@ -62,6 +62,14 @@ func eachKubeVirt(t *testing.T, f func(t *testing.T, k kubeVirtEnv)) {
 	}
 }
 
+// kubeVirtConfig keeps the tests of the parallel tail that change a
+// cluster's KubeVirt CR (configure) apart from those that make VMs or
+// reservations there and count on its defaults: the former hold it for
+// writing, the latter for reading. A launcher Pod made while
+// TestLauncherReservationMatchesKubeVirt disables ImageVolume asks for
+// more than one made with the defaults.
+var kubeVirtConfig sync.RWMutex
+
 // releaseClusters are the clusters of the releases the shared cluster does
 // not run, each started once.
 var releaseClusters = struct {

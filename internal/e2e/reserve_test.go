@@ -191,6 +191,8 @@ func passtRefused(t testing.TB, v string, s setting) string {
 }
 
 func launcherReservationMatches(t *testing.T, k kubeVirtEnv) {
+	kubeVirtConfig.Lock()
+	t.Cleanup(kubeVirtConfig.Unlock) // after restoreKubeVirtCR's cleanup
 	restoreKubeVirtCR(t, k)
 	for _, s := range settings {
 		t.Run(s.name, func(t *testing.T) {
