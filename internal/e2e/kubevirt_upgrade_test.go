@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,7 +27,6 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/status"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/doubles"
 	kvharness "github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/kubevirt"
@@ -169,7 +167,7 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 			after = append(after, name)
 		}
 	}
-	stale := fleet.staleProblems(t, at)
+	stale := staleProblems(t, ns, at)
 	if got := slices.Sorted(maps.Keys(stale)); !slices.Equal(got, slices.Sorted(slices.Values(after))) {
 		t.Errorf("status names %v as reserving another size than their VMs need, want the Pods made after the upgrade, %v: %v", got, after, stale)
 	}
@@ -191,7 +189,7 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 			after = append(after, name)
 		}
 	}
-	stale = fleet.staleProblems(t, at)
+	stale = staleProblems(t, ns, at)
 	if got := slices.Sorted(maps.Keys(stale)); !slices.Equal(got, slices.Sorted(slices.Values(after))) {
 		t.Errorf("status names %v as reserving another size than their VMs need, want the Pods whose launcher v1.9.0 made, %v: %v", got, after, stale)
 	}
@@ -199,7 +197,7 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	vmctl(t, "rollout", "restart", "testvm", "-n", ns, at)
 	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m", at)
 	fleet.waitReady(t, 6)
-	if stale := fleet.staleProblems(t, at); len(stale) > 0 {
+	if stale := staleProblems(t, ns, at); len(stale) > 0 {
 		t.Errorf("after rollout restart status still says: %v", stale)
 	}
 }
@@ -444,26 +442,4 @@ func (w *upgradeWatch) stop() (made, deleted []string, notReady map[string]time.
 func (w *upgradeWatch) close() {
 	w.cancel()
 	w.done.Wait()
-}
-
-// staleProblems are the PROBLEMs `status` shows, through the kubeconfig
-// flag at, for Pods that reserve another size than their VMs need, by Pod.
-func (f fleetOn) staleProblems(t *testing.T, at string) map[string]string {
-	t.Helper()
-	var list struct {
-		Items []status.Row `json:"items"`
-	}
-	out := vmctl(t, "status", "-n", f.ns, "-o", "json", at)
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatalf("status -o json is not JSON: %v\n%s", err, out)
-	}
-	stale := map[string]string{}
-	for _, r := range list.Items {
-		for _, p := range r.Problems {
-			if strings.HasPrefix(p, "Pod reserves ") {
-				stale[r.Pod] = p
-			}
-		}
-	}
-	return stale
 }

@@ -49,10 +49,11 @@ func createOrphan(t *testing.T, proto *kubevirtv1.VirtualMachine, pod string) *k
 	return created
 }
 
-// statusRows runs `vmctl status -o json` in ns and returns its rows.
-func statusRows(t *testing.T, ns string) []status.Row {
+// statusRows runs `vmctl status -o json` in ns, with flags, and returns
+// its rows.
+func statusRows(t *testing.T, ns string, flags ...string) []status.Row {
 	t.Helper()
-	out := vmctl(t, "status", "-n", ns, "-o", "json")
+	out := vmctl(t, append([]string{"status", "-n", ns, "-o", "json"}, flags...)...)
 	var list struct {
 		APIVersion string       `json:"apiVersion"`
 		Kind       string       `json:"kind"`

@@ -31,11 +31,12 @@ func templateReservation(t *testing.T, ns, name string) string {
 }
 
 // staleProblems are the PROBLEMs status shows for Pods that reserve
-// another size than their VMs need, by Pod.
-func staleProblems(t *testing.T, ns string) map[string]string {
+// another size than their VMs need, by Pod; flags go to status (a
+// --kubeconfig for another cluster than the shared one).
+func staleProblems(t *testing.T, ns string, flags ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, r := range statusRows(t, ns) {
+	for _, r := range statusRows(t, ns, flags...) {
 		for _, p := range r.Problems {
 			if strings.HasPrefix(p, "Pod reserves ") {
 				out[r.Pod] = p

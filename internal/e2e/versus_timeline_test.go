@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -48,6 +49,9 @@ func printRamp(b testing.TB, name, ns string, mark, n int, t0 time.Time) {
 		}
 	}
 	kinds := make([]string, 0, len(steps))
+	for _, at := range steps {
+		slices.Sort(at)
+	}
 	for k, at := range steps {
 		if len(at) >= n/5 {
 			kinds = append(kinds, k)
@@ -62,9 +66,8 @@ func printRamp(b testing.TB, name, ns string, mark, n int, t0 time.Time) {
 	}
 }
 
-// percentile is the q-th quantile of at (0 the first, 1 the last),
-// rounded to 100 ms; at is sorted in place.
+// percentile is the q-th quantile of at, sorted (0 the first, 1 the
+// last), rounded to 100 ms.
 func percentile(at []time.Duration, q float64) time.Duration {
-	sort.Slice(at, func(i, j int) bool { return at[i] < at[j] })
 	return at[int(q*float64(len(at)-1))].Round(100 * time.Millisecond)
 }

@@ -86,25 +86,31 @@ func (c *Cluster) ReplaceCRDs(ctx context.Context, files []string) error {
 		}
 		for _, obj := range objs {
 			names = append(names, obj.GetName())
-			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				old, err := client.Resource(crdResource()).Get(ctx, obj.GetName(), metav1.GetOptions{})
-				if apierrors.IsNotFound(err) {
-					_, err = client.Resource(crdResource()).Create(ctx, obj, metav1.CreateOptions{})
-					return err
-				}
-				if err != nil {
-					return err
-				}
-				obj.SetResourceVersion(old.GetResourceVersion())
-				_, err = client.Resource(crdResource()).Update(ctx, obj, metav1.UpdateOptions{})
-				return err
-			})
-			if err != nil {
+			if err := CreateOrReplace(ctx, client.Resource(crdResource()), obj); err != nil {
 				return fmt.Errorf("replace CRD %s: %w", obj.GetName(), err)
 			}
 		}
 	}
 	return waitEstablished(ctx, client, names)
+}
+
+// CreateOrReplace creates obj through ri, or replaces the object of its
+// name with it, retrying when another write came between the read and
+// the update.
+func CreateOrReplace(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		old, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = ri.Create(ctx, obj, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		obj.SetResourceVersion(old.GetResourceVersion())
+		_, err = ri.Update(ctx, obj, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // waitEstablished waits until every CRD of names is Established.

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -254,7 +255,17 @@ func (k *KubeVirt) installRBAC(ctx context.Context) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", Namespace, err)
 	}
-	objs, err := readManifest(k.Binaries.RBAC)
+	if err := k.applyRBAC(ctx, k.Binaries.RBAC, createIfMissing); err != nil {
+		return fmt.Errorf("install KubeVirt's RBAC: %w", err)
+	}
+	return nil
+}
+
+// applyRBAC hands each object of the RBAC manifest at path to apply, with
+// the resource discovery maps it to.
+func (k *KubeVirt) applyRBAC(ctx context.Context, path string,
+	apply func(context.Context, dynamic.ResourceInterface, *unstructured.Unstructured) error) error {
+	objs, err := readManifest(path)
 	if err != nil {
 		return err
 	}
@@ -263,10 +274,7 @@ func (k *KubeVirt) installRBAC(ctx context.Context) error {
 		return fmt.Errorf("create a client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	if err := createAll(ctx, k.dyn, mapper, objs); err != nil {
-		return fmt.Errorf("install KubeVirt's RBAC: %w", err)
-	}
-	return nil
+	return applyAll(ctx, k.dyn, mapper, objs, apply)
 }
 
 // CRName is the KubeVirt CR Start creates in Namespace, the one whose

@@ -38,8 +38,10 @@ func readManifest(path string) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-// createAll creates objs, in order, leaving any that already exist as they are.
-func createAll(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, objs []*unstructured.Unstructured) error {
+// applyAll hands each of objs, in order, to apply with the resource
+// mapper maps it to.
+func applyAll(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, objs []*unstructured.Unstructured,
+	apply func(context.Context, dynamic.ResourceInterface, *unstructured.Unstructured) error) error {
 	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -50,9 +52,17 @@ func createAll(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMappe
 		if m.Scope.Name() == meta.RESTScopeNameNamespace {
 			ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
 		}
-		if _, err := ri.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %s %s: %w", gvk.Kind, obj.GetName(), err)
+		if err := apply(ctx, ri, obj); err != nil {
+			return fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
+	}
+	return nil
+}
+
+// createIfMissing creates obj, leaving one that already exists as it is.
+func createIfMissing(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+	if _, err := ri.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
 	}
 	return nil
 }

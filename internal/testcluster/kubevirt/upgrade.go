@@ -8,12 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
@@ -41,8 +37,8 @@ func (k *KubeVirt) Upgrade(ctx context.Context, to Binaries) error {
 	if err := k.cluster.ReplaceCRDs(ctx, []string{to.CRDs}); err != nil {
 		return fmt.Errorf("replace KubeVirt's CRDs with %s's: %w", to.Version, err)
 	}
-	if err := k.replaceRBAC(ctx, to.RBAC); err != nil {
-		return err
+	if err := k.applyRBAC(ctx, to.RBAC, testcluster.CreateOrReplace); err != nil {
+		return fmt.Errorf("replace KubeVirt's RBAC with %s's: %w", to.Version, err)
 	}
 	k.logf("%s's CRDs and RBAC in place", to.Version)
 
@@ -115,44 +111,6 @@ func (k *KubeVirt) Upgrade(ctx context.Context, to Binaries) error {
 	return nil
 }
 
-// replaceRBAC creates or replaces the objects of the RBAC manifest at path.
-func (k *KubeVirt) replaceRBAC(ctx context.Context, path string) error {
-	objs, err := readManifest(path)
-	if err != nil {
-		return err
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(k.cluster.RESTConfig)
-	if err != nil {
-		return fmt.Errorf("create a client: %w", err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	for _, obj := range objs {
-		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return fmt.Errorf("map %s: %w", gvk, err)
-		}
-		ri := k.dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
-		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			old, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				_, err = ri.Create(ctx, obj, metav1.CreateOptions{})
-				return err
-			}
-			if err != nil {
-				return err
-			}
-			obj.SetResourceVersion(old.GetResourceVersion())
-			_, err = ri.Update(ctx, obj, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("replace %s %s: %w", gvk.Kind, obj.GetName(), err)
-		}
-	}
-	return nil
-}
-
 // replaceWebhooks puts hooks in place of the configurations of the same
 // names, each in one update: every request is sent to one virt-api or the
 // other, never to none.
@@ -219,21 +177,7 @@ func (k *KubeVirt) repointAPIServices(ctx context.Context, path string, port int
 		if err := unstructured.SetNestedField(obj.Object, base64.StdEncoding.EncodeToString(k.caBundle), "spec", "caBundle"); err != nil {
 			return err
 		}
-		ri := k.dyn.Resource(apiServicesResource)
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			old, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				_, err = ri.Create(ctx, obj, metav1.CreateOptions{})
-				return err
-			}
-			if err != nil {
-				return err
-			}
-			obj.SetResourceVersion(old.GetResourceVersion())
-			_, err = ri.Update(ctx, obj, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
+		if err := testcluster.CreateOrReplace(ctx, k.dyn.Resource(apiServicesResource), obj); err != nil {
 			return fmt.Errorf("point APIService %s at port %d: %w", obj.GetName(), port, err)
 		}
 		a.names = append(a.names, obj.GetName())
