@@ -55,9 +55,15 @@ type Config struct {
 	Subdomain string
 	// StopOnEvacuation stops the VM when KubeVirt marks its VMI for
 	// evacuation from this node (a drain tried to evict its launcher Pod):
-	// for agents a drain does not evict, a DaemonSet's. Others wait for the
-	// drain to evict their Pod, and delete the VM then.
+	// for agents a drain does not evict, a DaemonSet's.
 	StopOnEvacuation bool
+	// EvictOnEvacuation evicts the agent's own Pod when KubeVirt marks its
+	// VMI for evacuation from this node, so that the VM goes with its Pod
+	// under the workload's PodDisruptionBudget, whoever asked: a drain,
+	// which would evict the Pod as well, or KubeVirt's workload updater
+	// after an upgrade, which evicts only launcher Pods. For Pods a
+	// controller replaces: a Deployment's or a StatefulSet's.
+	EvictOnEvacuation bool
 	// ProbeAddress is the host:port of /healthz and /readyz.
 	ProbeAddress string
 	// DeleteTimeout bounds how long shutdown waits for the VM to be gone.
@@ -150,6 +156,10 @@ func (c Config) Validate() error {
 	}
 	if len(c.OwnLimits) > 0 && len(c.OwnRequests) == 0 {
 		errs = append(errs, errors.New("own limits without own requests: pass --own-requests too"))
+	}
+	if c.StopOnEvacuation && c.EvictOnEvacuation {
+		errs = append(errs, fmt.Errorf("--%s and --%s exclude each other: a DaemonSet's agent stops its VM, any other evicts its Pod",
+			contract.FlagStopOnEvacuation, contract.FlagEvictOnEvacuation))
 	}
 	if c.MoveAfter < 0 {
 		errs = append(errs, fmt.Errorf("move-after must be 0 (never) or positive, not %v", c.MoveAfter))

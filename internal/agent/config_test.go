@@ -30,6 +30,9 @@ func TestConfigValidate(t *testing.T) {
 			want: []string{`pins VM revision "5f1c0b9e2a" (VMCTL_VM_REVISION)`, "add --vm-revisions=<workload>-vm-revisions"}},
 		{name: "a store of no valid name", change: func(c *Config) { c.VMRevisionHash, c.StoreName = "5f1c0b9e2a", "Web_revisions" },
 			want: []string{`--vm-revisions "Web_revisions" is not a valid VMRevisionStore name`}},
+		{name: "stops or evicts on evacuation", change: func(c *Config) { c.EvictOnEvacuation = true }},
+		{name: "stops and evicts on evacuation", change: func(c *Config) { c.StopOnEvacuation, c.EvictOnEvacuation = true, true },
+			want: []string{"--stop-on-evacuation and --evict-on-evacuation exclude each other"}},
 		{name: "several problems at once", change: func(c *Config) { c.Prototype, c.ProbeAddress = "", "" },
 			want: []string{"prototype is empty", "probe address is empty"}},
 	}

@@ -14,20 +14,16 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
-// stopOnEvacuation watches vm's VMI until ctx ends and stops the VM when
-// KubeVirt marks the VMI for evacuation from this Pod's node: the derived
-// VM's evictionStrategy is External, so a drain's eviction of the launcher
-// Pod is refused and only sets status.evacuationNodeName.
-//
-// It stops the VM by deleting the VMI, which gives the guest its grace
-// period to shut down. The VM keeps runStrategy Always, so KubeVirt makes a
-// new VMI at once, but its launcher Pod, pinned to this node, waits until
-// the node takes Pods again (kubectl uncordon) and then runs the VM again:
-// the drain ends with no VMI running on the node, and the agent's own Pod,
-// which a drain with --ignore-daemonsets leaves alone, never restarts.
-func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
+// onEvacuation watches vm's VMI until ctx ends and acts when KubeVirt
+// marks the VMI for evacuation from this Pod's node. The derived VM's
+// evictionStrategy is External, so an eviction of its launcher Pod, by a
+// drain or by KubeVirt's workload updater after an upgrade, is refused and
+// only sets status.evacuationNodeName. A DaemonSet's agent stops the VM
+// (stopForEvacuation); any other evicts its own Pod (leaveForEvacuation).
+func (a *Agent) onEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMachine) {
 	ref := vm.Namespace + "/" + vm.Name
 	stopped := map[types.UID]bool{}
+	leaving := false
 	_ = a.watchVMI(ctx, vm.Namespace, vm.Name,
 		func(err error) bool {
 			a.report.fail(ctx, &problem{reason: ReasonWatchDenied, err: err,
@@ -43,28 +39,63 @@ func (a *Agent) stopOnEvacuation(ctx context.Context, vm *kubevirtv1.VirtualMach
 			if vmi != nil && len(stopped) > 0 && !stopped[vmi.UID] && vmiReady(vmi) {
 				a.vmiReplaced(ctx)
 			}
-			if vmi == nil || vmi.DeletionTimestamp != nil || stopped[vmi.UID] ||
+			if vmi == nil || vmi.DeletionTimestamp != nil || stopped[vmi.UID] || leaving ||
 				vmi.Status.EvacuationNodeName == "" || vmi.Status.EvacuationNodeName != a.pod.Node {
 				return false
 			}
+			if a.cfg.EvictOnEvacuation {
+				leaving = true
+				go a.leaveForEvacuation(ctx, ref)
+				return false
+			}
 			stopped[vmi.UID] = true
-			a.evacuation.Store(evacuationStopping)
-			a.status.set(false, ReadyzEvacuated)
-			err := a.vmis.deleteVMI(ctx, vmi.Namespace, vmi.Name, contract.VMIDeleteOptions(vmi.UID))
-			switch {
-			case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
-				a.report.done(ctx, ReasonEvacuated, fmt.Sprintf("Node %s is being drained: stopped VM %s by deleting its VMI (the guest gets its grace period); "+
-					"KubeVirt starts it again on this node once the node takes Pods (kubectl uncordon)", a.pod.Node, ref))
-			default:
-				// The next change of the VMI, or the drain's next eviction
-				// attempt, tries again.
+			if !a.stopForEvacuation(ctx, vmi, ref) {
+				// The next change of the VMI, or the drain's next
+				// eviction attempt, tries again.
 				delete(stopped, vmi.UID)
-				a.report.fail(ctx, &problem{reason: ReasonDeleteFailed, err: err,
-					msg: fmt.Sprintf("stopping VM %s for the drain of node %s: deleting its VMI: %v%s", ref, a.pod.Node, err,
-						deniedHint(err, "delete on virtualmachineinstances.kubevirt.io"))})
 			}
 			return false
 		})
+}
+
+// leaveForEvacuation evicts the agent's own Pod, so that the VM goes with
+// it, paced by the workload's PodDisruptionBudget, and its controller's
+// new Pod makes a VM in a launcher of KubeVirt's running release, on
+// whatever node the scheduler picks. The agent stays Ready meanwhile: its
+// VM still serves, and a Pod that turned not Ready would use up the
+// budget its own eviction waits for.
+func (a *Agent) leaveForEvacuation(ctx context.Context, ref string) {
+	a.report.done(ctx, ReasonEvacuating, fmt.Sprintf("KubeVirt asked to evacuate VM %s from node %s (a drain, or a workload update after a KubeVirt upgrade); "+
+		"evicting Pod %s, so that the VM goes with it under its PodDisruptionBudget and the new Pod's VM starts afresh", ref, a.pod.Node, a.podRef()))
+	a.evictSelf(ctx, "to evacuate VM", func(ctx context.Context, msg string, _ error) {
+		a.report.warn(ctx, ReasonEvacuationBlocked, msg)
+	})
+}
+
+// stopForEvacuation stops the VM by deleting vmi, which gives the guest
+// its grace period to shut down, and reports whether it did. The VM keeps
+// runStrategy Always, so KubeVirt makes a new VMI at once, but its
+// launcher Pod, pinned to this node, waits until the node takes Pods again
+// (kubectl uncordon) and then runs the VM again: a drain ends with no VMI
+// running on the node, and the agent's own Pod, which a drain with
+// --ignore-daemonsets leaves alone, never restarts. After a KubeVirt
+// upgrade, whose workload updater leaves the node schedulable, the new VMI
+// starts at once, in a launcher of the running release.
+func (a *Agent) stopForEvacuation(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, ref string) bool {
+	a.evacuation.Store(evacuationStopping)
+	a.status.set(false, ReadyzEvacuated)
+	err := a.vmis.deleteVMI(ctx, vmi.Namespace, vmi.Name, contract.VMIDeleteOptions(vmi.UID))
+	switch {
+	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		a.report.done(ctx, ReasonEvacuated, fmt.Sprintf("KubeVirt asked to evacuate VM %s from node %s (a drain, or a workload update after a KubeVirt upgrade): stopped it by deleting its VMI (the guest gets its grace period); "+
+			"KubeVirt starts it again on this node once the node takes Pods (kubectl uncordon after a drain)", ref, a.pod.Node))
+		return true
+	default:
+		a.report.fail(ctx, &problem{reason: ReasonDeleteFailed, err: err,
+			msg: fmt.Sprintf("stopping VM %s for the drain of node %s: deleting its VMI: %v%s", ref, a.pod.Node, err,
+				deniedHint(err, "delete on virtualmachineinstances.kubevirt.io"))})
+		return false
+	}
 }
 
 // vmiReplaced notes that a VMI other than the one stopped for the drain is

@@ -160,3 +160,62 @@ func TestLogsEvictionStrategyOverride(t *testing.T) {
 		t.Errorf("derived VM evictionStrategy %v, want External", s)
 	}
 }
+
+// TestEvictsItsPodWhenKubeVirtEvacuatesItsVM: an agent with
+// --evict-on-evacuation answers KubeVirt's evacuation mark on its node (a
+// drain's, or the workload updater's after an upgrade, which evicts only
+// the launcher Pod) by evicting its own Pod, by UID; while a
+// PodDisruptionBudget refuses, it says so, stays Ready and asks again; it
+// never touches the VMI or the VM, which goes with the Pod.
+func TestEvictsItsPodWhenKubeVirtEvacuatesItsVM(t *testing.T) {
+	cfg := testConfig()
+	cfg.EvictOnEvacuation = true
+	h := newHarness(t, cfg, []*kubevirtv1.VirtualMachine{prototype(testProto)})
+	ev := &evictions{refusals: 2}
+	h.kube.PrependReactor("create", "pods", ev.react)
+	h.api.putVMI(readyVMI("1"))
+	h.readyVM()
+	h.eventually("the agent watches its VMI", func() bool { return h.api.count("watch vmi "+testVM) > 0 })
+
+	// A mark naming another node is not this node's evacuation.
+	other := readyVMI("1")
+	other.Status.EvacuationNodeName = "node-9"
+	h.api.putVMI(other)
+	h.vmiLooked()
+	if n := ev.count(); n != 0 {
+		t.Fatalf("%d evictions for a mark naming another node, want none", n)
+	}
+
+	marked := readyVMI("1")
+	marked.Status.EvacuationNodeName = testNode
+	h.api.putVMI(marked)
+	h.eventually("three eviction requests", func() bool { return ev.count() == 3 })
+	for i, e := range ev.asked {
+		if e.Name != testPod || e.Namespace != testNamespace || e.DeleteOptions == nil || e.DeleteOptions.Preconditions == nil ||
+			e.DeleteOptions.Preconditions.UID == nil || *e.DeleteOptions.Preconditions.UID != testPodUID {
+			t.Errorf("eviction %d is of %s/%s with %+v; want the agent's own Pod %s/%s with UID precondition %s", i, e.Namespace, e.Name, e.DeleteOptions, testNamespace, testPod, testPodUID)
+		}
+	}
+	if e := h.waitEvent(corev1.EventTypeNormal, ReasonEvacuating); !strings.Contains(e.Message, "workload update after a KubeVirt upgrade") {
+		t.Errorf("%s Event %q does not say who may have asked", ReasonEvacuating, e.Message)
+	}
+	if e := h.waitEvent(corev1.EventTypeWarning, ReasonEvacuationBlocked); !strings.Contains(e.Message, "a PodDisruptionBudget allows no disruption now") {
+		t.Errorf("%s Event %q does not name the budget", ReasonEvacuationBlocked, e.Message)
+	}
+	if c, body := h.readyz(); c != 200 {
+		t.Errorf("/readyz %d %q while the eviction was refused; want 200: the VM still serves, and a not-Ready Pod would use up its own budget", c, body)
+	}
+
+	// More changes of the marked VMI ask no more: the Pod is evicted.
+	marked = readyVMI("1")
+	marked.Status.EvacuationNodeName = testNode
+	marked.Labels = map[string]string{"changed": "yes"}
+	h.api.putVMI(marked)
+	h.vmiLooked()
+	if n := ev.count(); n != 3 {
+		t.Errorf("%d eviction requests after the Pod was evicted, want 3", n)
+	}
+	if n := h.api.count("delete "); n != 0 {
+		t.Errorf("the agent deleted the VM or its VMI itself: %q", h.api.requestLog())
+	}
+}

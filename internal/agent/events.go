@@ -27,7 +27,13 @@ const (
 	ReasonDeleteFailed     = "DeleteFailed"
 	ReasonWatchDenied      = "WatchDenied"
 	ReasonEvacuated        = "Evacuated"
-	ReasonPodUnknown       = "PodUnknown"
+	// ReasonEvacuating: KubeVirt asked to evacuate the VM, and the agent
+	// evicts its own Pod so that the VM goes with it (EvictOnEvacuation).
+	ReasonEvacuating = "EvacuatingVM"
+	// ReasonEvacuationBlocked: that eviction was refused, most often by a
+	// PodDisruptionBudget; the agent asks again later, and stays Ready.
+	ReasonEvacuationBlocked = "EvacuationBlocked"
+	ReasonPodUnknown        = "PodUnknown"
 	// ReasonRevisionUnavailable: the workload's revision store cannot be
 	// read (refused, or the API server fails). A store that lacks the
 	// revision the Pod pins is stuck.ReasonRevisionMissing.
@@ -95,6 +101,13 @@ func (r *reporter) fail(ctx context.Context, p *problem) {
 	r.status.set(false, p.reason)
 	klog.FromContext(ctx).Info("Not ready", "reason", p.reason, "message", p.msg)
 	r.event(corev1.EventTypeWarning, p.reason, p.msg)
+}
+
+// warn logs and records, once, a problem that leaves the agent ready: its
+// VM still serves.
+func (r *reporter) warn(ctx context.Context, reason, msg string) {
+	klog.FromContext(ctx).Info(msg, "reason", reason)
+	r.event(corev1.EventTypeWarning, reason, msg)
 }
 
 // done logs a step that worked and records it once.

@@ -264,10 +264,10 @@ func (a *Agent) follow(ctx context.Context, vm *kubevirtv1.VirtualMachine) (late
 	}
 	wasReady = a.observe(ctx, vm)
 	ref := vm.Namespace + "/" + vm.Name
-	if a.cfg.StopOnEvacuation {
+	if a.cfg.StopOnEvacuation || a.cfg.EvictOnEvacuation {
 		ectx, stop := context.WithCancel(ctx)
 		defer stop()
-		go a.stopOnEvacuation(ectx, vm)
+		go a.onEvacuation(ectx, vm)
 	}
 	_ = a.followOwn(vm.Name).wait(ctx, func(err error) bool {
 		a.report.fail(ctx, watchProblem(ref, err))

@@ -78,18 +78,28 @@ func (m *mover) stopLocked() {
 	}
 }
 
-// giveUp evicts the agent's own Pod, retrying with the agent's backoff while
-// the eviction is refused, until it succeeds or ctx ends (the VM became
-// schedulable again, or the Pod is stopping). It reports whether the Pod
-// was evicted.
+// giveUp evicts the agent's own Pod to move its VM (see mover). It reports
+// whether the Pod was evicted.
 func (a *Agent) giveUp(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	ref := a.pod.PodNamespace + "/" + a.pod.PodName
 	a.report.fail(ctx, &problem{reason: ReasonMoving, msg: fmt.Sprintf(
 		"VM %s/%s could not be scheduled on node %s for %v; evicting Pod %s so that a new Pod is placed where the VM fits",
-		a.cfg.Namespace, a.VMName(), a.pod.Node, a.cfg.MoveAfter, ref)})
+		a.cfg.Namespace, a.VMName(), a.pod.Node, a.cfg.MoveAfter, a.podRef())})
+	return a.evictSelf(ctx, "to move VM", func(ctx context.Context, msg string, err error) {
+		a.report.fail(ctx, &problem{reason: ReasonMoveBlocked, msg: msg, err: err})
+	})
+}
+
+// evictSelf evicts the agent's own Pod through the Eviction API, with its
+// UID as precondition, asking again with the agent's backoff while the
+// eviction is refused (blocked is told each refusal), until it succeeds or
+// ctx ends (the Pod is stopping, or what asked for it passed). It reports
+// whether the Pod was evicted. why ends the sentence "evicting Pod P
+// ... VM V".
+func (a *Agent) evictSelf(ctx context.Context, why string, blocked func(ctx context.Context, msg string, err error)) bool {
+	ref := a.podRef()
 	b := a.cfg.backoff()
 	for {
 		err := a.pods.evict(ctx, a.pod.PodNamespace, a.pod.PodName, a.pod.PodUID)
@@ -102,13 +112,16 @@ func (a *Agent) giveUp(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		msg := fmt.Sprintf("evicting Pod %s to move VM %s/%s: %v", ref, a.cfg.Namespace, a.VMName(), err)
+		msg := fmt.Sprintf("evicting Pod %s %s %s/%s: %v", ref, why, a.cfg.Namespace, a.VMName(), err)
 		if apierrors.IsTooManyRequests(err) {
 			msg += "; a PodDisruptionBudget allows no disruption now, and the agent asks again"
 		}
-		a.report.fail(ctx, &problem{reason: ReasonMoveBlocked, msg: msg, err: err})
+		blocked(ctx, msg, err)
 		if !sleep(ctx, b.Step()) {
 			return false
 		}
 	}
 }
+
+// podRef is the agent's Pod as namespace/name.
+func (a *Agent) podRef() string { return a.pod.PodNamespace + "/" + a.pod.PodName }

@@ -36,6 +36,7 @@ type AgentOptions struct {
 	Subdomain          string
 	ReplicaClaims      []string
 	StopOnEvacuation   bool
+	EvictOnEvacuation  bool
 	ProbeAddress       string
 	DeleteTimeout      time.Duration
 	OwnRequests        string
@@ -135,6 +136,9 @@ once. /metrics on the probe address serves Prometheus metrics.
 			"The VM uses the Pod's own claim, CLAIM-POD, in place of the prototype's, and so keeps its disk as the Pod keeps its claims.")
 	flags.BoolVar(&o.StopOnEvacuation, contract.FlagStopOnEvacuation, o.StopOnEvacuation,
 		"Stop the VM (delete its VMI, giving the guest its grace period) when a drain asks KubeVirt to evacuate it; KubeVirt starts it again once the node takes Pods. For agents a drain leaves in place: a DaemonSet's (kubectl drain --ignore-daemonsets). Needs get, list, watch and delete on virtualmachineinstances.")
+	flags.BoolVar(&o.EvictOnEvacuation, contract.FlagEvictOnEvacuation, o.EvictOnEvacuation,
+		"Evict the agent's own Pod through the Eviction API when KubeVirt asks to evacuate its VM: a drain, or KubeVirt's workload update (Evict) after an upgrade, which evicts only launcher Pods. "+
+			"The workload's PodDisruptionBudget paces it, and the VM goes with the Pod. For a Deployment's or StatefulSet's agents. Needs list and watch on virtualmachineinstances and create on pods/eviction.")
 	flags.StringVar(&o.ProbeAddress, "probe-address", o.ProbeAddress, "Address to serve /healthz, /readyz and /metrics on.")
 	flags.DurationVar(&o.DeleteTimeout, contract.FlagDeleteTimeout, o.DeleteTimeout,
 		"The shutdown's deadline, from the signal: a create still going on, the VM's deletion and the wait for it to be gone all end by then, and the agent exits 1 if the VM may outlive the Pod. Keep it under the Pod's terminationGracePeriodSeconds.")
@@ -219,6 +223,7 @@ func (o *AgentOptions) Complete(f kube.Factory, cmd *cobra.Command, args []strin
 		Subdomain:          o.Subdomain,
 		ReplicaClaims:      o.ReplicaClaims,
 		StopOnEvacuation:   o.StopOnEvacuation,
+		EvictOnEvacuation:  o.EvictOnEvacuation,
 		ProbeAddress:       o.ProbeAddress,
 		DeleteTimeout:      o.DeleteTimeout,
 		MoveAfter:          o.MoveAfter,

@@ -13,7 +13,7 @@ const MaxEventMessage = 1024
 func AgentEventReasons() []string {
 	return []string{
 		"Created", "Adopted", "Replaced", "SharedVolumes", "InvalidPrototype", "VMConflict",
-		"CreateFailed", "VMDeleted", "DeleteFailed", "WatchDenied", "Evacuated", "PodUnknown",
+		"CreateFailed", "VMDeleted", "DeleteFailed", "WatchDenied", "Evacuated", "EvacuatingVM", "EvacuationBlocked", "PodUnknown",
 		"RevisionUnavailable", "MovingVM", "MoveBlocked", "ResizeFailed", "ReservationStale",
 	}
 }

@@ -98,6 +98,7 @@ const (
 	FlagDeleteTimeout      = "delete-timeout"
 	FlagSubdomain          = "subdomain"
 	FlagStopOnEvacuation   = "stop-on-evacuation"
+	FlagEvictOnEvacuation  = "evict-on-evacuation"
 	FlagOwnRequests        = "own-requests"
 	FlagOwnLimits          = "own-limits"
 	FlagMoveAfter          = "move-after"

@@ -43,9 +43,10 @@ import (
 // a DaemonSet Pod on a new node each get their VM of the v1.8.0 revision;
 // status names every Pod whose launcher v1.9.0 made, as reserving
 // v1.8.0's size. KubeVirt's workloadUpdateStrategy Evict then restarts
-// the DaemonSet's older VMs on their nodes in v1.9.0 launchers (see
-// evictOutdated), and status names their Pods too; rollout restart puts
-// them all right.
+// the DaemonSet's older VMs on their nodes in v1.9.0 launchers, and the
+// Deployment's agent evicts its Pod, whose VM goes with it (see
+// evictOutdated); status names their Pods too; rollout restart puts them
+// all right.
 func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	t.Parallel() // runs once the package's other tests are done: see eachKubeVirt
 	ctx := t.Context()
@@ -177,23 +178,30 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	// evictionStrategy External makes that an evacuation. A DaemonSet's
 	// agent (--stop-on-evacuation) stops its VM, and KubeVirt starts it
 	// again on its node, in a launcher of the new release: the VM stays,
-	// only its VMI goes. A Deployment's agent leaves an evacuation to the
-	// drain that evicts its own Pod under the PodDisruptionBudget, so its
-	// VMI stays in the older launcher (docs/operations.md).
-	restarted := fleet.evictOutdated(t, to.LauncherImage(), "testvm-daemonset-")
+	// only its VMI goes. A Deployment's agent (--evict-on-evacuation)
+	// evicts its own Pod, and its VM goes with it: the Deployment's new Pod
+	// makes a VM of its own.
+	restarted, withPods := fleet.evictOutdated(t, to.LauncherImage(), "testvm-daemonset-")
 	if len(restarted) != 2 {
-		t.Errorf("KubeVirt's Evict restarted the VMs of %v, want the DaemonSet's 2 made before the upgrade", restarted)
+		t.Errorf("KubeVirt's Evict restarted the VMs of %v in place, want the DaemonSet's 2 made before the upgrade", restarted)
 	}
-	for name := range pods {
-		if strings.HasPrefix(name, "daemonset-") && !slices.Contains(after, name) {
+	if len(withPods) != 1 {
+		t.Errorf("KubeVirt's Evict replaced the VMs of %v with their Pods, want the one Deployment VM made before the upgrade and still there", withPods)
+	}
+	pods = fleet.waitReady(t, 6)
+	after = after[:0]
+	for name, pod := range pods {
+		if !slices.Contains(before, name) || strings.HasPrefix(name, "daemonset-") {
 			after = append(after, name)
+		}
+		if strings.HasPrefix(name, "deployment-") && slices.Contains(before, name) {
+			t.Errorf("Pod %s, made before the upgrade, is still there after KubeVirt's Evict (%s)", name, pod.Status.Phase)
 		}
 	}
 	stale = staleProblems(t, ns, at)
 	if got := slices.Sorted(maps.Keys(stale)); !slices.Equal(got, slices.Sorted(slices.Values(after))) {
 		t.Errorf("status names %v as reserving another size than their VMs need, want the Pods whose launcher v1.9.0 made, %v: %v", got, after, stale)
 	}
-
 	vmctl(t, "rollout", "restart", "testvm", "-n", ns, at)
 	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m", at)
 	fleet.waitReady(t, 6)
@@ -204,11 +212,13 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 
 // evictOutdated sets KubeVirt's workloadUpdateStrategy to Evict, up to 10
 // VMIs at once (its workload updater looks again only every 30 s, so one
-// at a time would take half a minute each), and waits until every VMI
-// whose name begins with prefix runs in a launcher of image, each VMI it
-// replaced on its node, and every agent Pod is Ready with its VM again,
-// with no VM made or deleted meanwhile. It returns the VMIs it replaced.
-func (f fleetOn) evictOutdated(t *testing.T, image, prefix string) []string {
+// at a time would take half a minute each), and waits until every VMI runs
+// in a launcher of image and every agent Pod is Ready with its VM again.
+// The VMIs whose names begin with inPlace (a DaemonSet's) must come back
+// under the same VM on the same node; every other outdated VM must go with
+// its Pod, and one new VM come for each. It returns the VMs restarted in
+// place and those replaced.
+func (f fleetOn) evictOutdated(t *testing.T, image, inPlace string) (restarted, replaced []string) {
 	t.Helper()
 	vmis, err := f.virt.KubevirtV1().VirtualMachineInstances(f.ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -220,8 +230,13 @@ func (f fleetOn) evictOutdated(t *testing.T, image, prefix string) []string {
 	}
 	outdated := map[string]placed{}
 	for _, vmi := range vmis.Items {
-		if vmi.Status.LauncherContainerImageVersion != image && strings.HasPrefix(vmi.Name, prefix) {
+		if vmi.Status.LauncherContainerImageVersion != image {
 			outdated[vmi.Name] = placed{vmi.UID, vmi.Status.NodeName}
+			if strings.HasPrefix(vmi.Name, inPlace) {
+				restarted = append(restarted, vmi.Name)
+			} else {
+				replaced = append(replaced, vmi.Name)
+			}
 		}
 	}
 	watched := f.watch(t)
@@ -230,22 +245,22 @@ func (f fleetOn) evictOutdated(t *testing.T, image, prefix string) []string {
 		t.Fatal(err)
 	}
 	eventually(t, settle, "every VMI in a launcher of "+image, func(ctx context.Context) (bool, string, error) {
-		vmis, err := f.virt.KubevirtV1().VirtualMachineInstances(f.ns).List(ctx, metav1.ListOptions{})
+		now, err := f.virt.KubevirtV1().VirtualMachineInstances(f.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, "", err
 		}
 		var seen []string
-		done := true
-		for _, vmi := range vmis.Items {
-			if !strings.HasPrefix(vmi.Name, prefix) {
-				continue
-			}
+		done := len(now.Items) == len(vmis.Items)
+		for _, vmi := range now.Items {
 			old, wasOutdated := outdated[vmi.Name]
 			seen = append(seen, fmt.Sprintf("%s on %s, %s", vmi.Name, vmi.Status.NodeName, vmi.Status.LauncherContainerImageVersion))
 			switch {
 			case vmi.Status.LauncherContainerImageVersion != image || !vmiReadyOf(&vmi):
 				done = false
 			case wasOutdated && vmi.UID == old.uid:
+				done = false
+			case wasOutdated && !strings.HasPrefix(vmi.Name, inPlace):
+				// Its Pod's VM, deleted with the Pod, is not yet gone.
 				done = false
 			case wasOutdated && vmi.Status.NodeName != old.node:
 				t.Errorf("VMI %s came back on node %s, not on its VM's, %s", vmi.Name, vmi.Status.NodeName, old.node)
@@ -255,11 +270,12 @@ func (f fleetOn) evictOutdated(t *testing.T, image, prefix string) []string {
 	})
 	f.waitReady(t, len(vmis.Items))
 	made, deleted, notReady := watched.stop()
-	if len(made) > 0 || len(deleted) > 0 {
-		t.Errorf("VMs made %v and deleted %v while KubeVirt evicted the older launchers; want none, only their VMIs replaced", made, deleted)
+	if !slices.Equal(slices.Sorted(slices.Values(deleted)), slices.Sorted(slices.Values(replaced))) || len(made) != len(replaced) {
+		t.Errorf("VMs made %v and deleted %v while KubeVirt evicted the older launchers; want %v deleted with their Pods and as many made for the new Pods, the DaemonSet's VMs kept",
+			made, deleted, replaced)
 	}
 	t.Logf("agent Pods not Ready while KubeVirt evicted the older launchers: %v", notReady)
-	return slices.Sorted(maps.Keys(outdated))
+	return restarted, replaced
 }
 
 // vmiReadyOf tells whether vmi's Ready condition is True.

@@ -22,5 +22,8 @@ func (p Params) AgentArgs() []string {
 	if p.StopsOnEvacuation() {
 		args = append(args, "--"+contract.FlagStopOnEvacuation)
 	}
+	if p.EvictsOnEvacuation() {
+		args = append(args, "--"+contract.FlagEvictOnEvacuation)
+	}
 	return append(args, p.reserveArgs()...)
 }

@@ -135,6 +135,8 @@ func TestBuildObjects(t *testing.T) {
 				"ValidatingAdmissionPolicyBinding /web-guard.vms",
 				"ValidatingAdmissionPolicy /web-events.vms",
 				"ValidatingAdmissionPolicyBinding /web-events.vms",
+				"ValidatingAdmissionPolicy /web-pod.vms",
+				"ValidatingAdmissionPolicyBinding /web-pod.vms",
 				"Service vms/web",
 				"StatefulSet vms/web",
 				"Service vms/web-vms",
@@ -210,8 +212,12 @@ func TestRBAC(t *testing.T) {
 	if diff := cmp.Diff([]rbacv1.PolicyRule{wantStoreRule, wantVMRule, wantEventsRule, wantVMIRule}, role.Rules); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)
 	}
+	// A Deployment's watch theirs, and evict their own Pod when KubeVirt
+	// evacuates their VM.
 	deployRole := find[*rbacv1.Role](t, mustBuild(t, validParams(KindDeployment)), "vms", "vmctl-testvm")
-	if diff := cmp.Diff([]rbacv1.PolicyRule{wantStoreRule, wantVMRule, wantEventsRule}, deployRole.Rules); diff != "" {
+	wantVMIRule.Verbs = []string{"get", "list", "watch"}
+	evictRule := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}}
+	if diff := cmp.Diff([]rbacv1.PolicyRule{wantStoreRule, wantVMRule, wantEventsRule, wantVMIRule, evictRule}, deployRole.Rules); diff != "" {
 		t.Errorf("a Deployment's rules (-want +got):\n%s", diff)
 	}
 	rb := find[*rbacv1.RoleBinding](t, objs, "vms", "vmctl-testvm")
@@ -244,6 +250,8 @@ func TestRBACPrototypeElsewhere(t *testing.T) {
 	}
 }
 
+// TestRBACGrantsNoPods: without a reservation, an agent touches no Pod but
+// its own, by eviction.
 func TestRBACGrantsNoPods(t *testing.T) {
 	p := validParams(KindStatefulSet)
 	p.ProtoNamespace = "protos"
@@ -254,8 +262,9 @@ func TestRBACGrantsNoPods(t *testing.T) {
 			continue
 		}
 		for _, r := range role.Rules {
-			if !slices.ContainsFunc([][]string{{"vmrevisionstores"}, {"virtualmachines"}, {"events"}}, func(want []string) bool { return cmp.Equal(r.Resources, want) }) {
-				t.Errorf("Role %s/%s grants %v on %v; the agent needs only its revision store, virtualmachines and events", role.Namespace, role.Name, r.Verbs, r.Resources)
+			if !slices.ContainsFunc([][]string{{"vmrevisionstores"}, {"virtualmachines"}, {"virtualmachineinstances"}, {"events"}, {"pods/eviction"}},
+				func(want []string) bool { return cmp.Equal(r.Resources, want) }) {
+				t.Errorf("Role %s/%s grants %v on %v; the agent needs only its revision store, virtualmachines, virtualmachineinstances, events and pods/eviction", role.Namespace, role.Name, r.Verbs, r.Resources)
 			}
 			// list is granted where watch is, which reads as much (a watch
 			// can stream its initial list); the reflector falls back to it.
@@ -269,25 +278,25 @@ func TestRBACGrantsNoPods(t *testing.T) {
 }
 
 func TestAgentArgs(t *testing.T) {
-	const stateDir, store = "--state-dir=/run/vmctl", "--vm-revisions=vmctl-testvm-vm-revisions"
+	const stateDir, store, evict = "--state-dir=/run/vmctl", "--vm-revisions=vmctl-testvm-vm-revisions", "--evict-on-evacuation"
 	tests := []struct {
 		name   string
 		change func(*Params)
 		want   []string
 	}{
-		{name: "defaults add only the state directory and the revision store", change: func(*Params) {}, want: []string{"testvm", stateDir, store}},
-		{name: "same proto namespace", change: func(p *Params) { p.ProtoNamespace = "vms" }, want: []string{"testvm", stateDir, store}},
-		{name: "proto namespace", change: func(p *Params) { p.ProtoNamespace = "protos" }, want: []string{"testvm", stateDir, store, "--proto-namespace=protos"}},
-		{name: "shared volumes", change: func(p *Params) { p.AllowSharedVolumes = true }, want: []string{"testvm", stateDir, store, "--allow-shared-volumes"}},
-		{name: "longer grace", change: func(p *Params) { p.GracePeriodSeconds = 300 }, want: []string{"testvm", stateDir, store, "--delete-timeout=4m50s"}},
-		{name: "shortest grace", change: func(p *Params) { p.GracePeriodSeconds = 15 }, want: []string{"testvm", stateDir, store, "--delete-timeout=5s"}},
+		{name: "defaults add only the state directory, the revision store and the evacuation", change: func(*Params) {}, want: []string{"testvm", stateDir, store, evict}},
+		{name: "same proto namespace", change: func(p *Params) { p.ProtoNamespace = "vms" }, want: []string{"testvm", stateDir, store, evict}},
+		{name: "proto namespace", change: func(p *Params) { p.ProtoNamespace = "protos" }, want: []string{"testvm", stateDir, store, "--proto-namespace=protos", evict}},
+		{name: "shared volumes", change: func(p *Params) { p.AllowSharedVolumes = true }, want: []string{"testvm", stateDir, store, "--allow-shared-volumes", evict}},
+		{name: "longer grace", change: func(p *Params) { p.GracePeriodSeconds = 300 }, want: []string{"testvm", stateDir, store, "--delete-timeout=4m50s", evict}},
+		{name: "shortest grace", change: func(p *Params) { p.GracePeriodSeconds = 15 }, want: []string{"testvm", stateDir, store, "--delete-timeout=5s", evict}},
 		{name: "everything", change: func(p *Params) {
 			p.ProtoNamespace = "protos"
 			p.AllowSharedVolumes = true
 			p.GracePeriodSeconds = 60
-		}, want: []string{"testvm", stateDir, store, "--proto-namespace=protos", "--allow-shared-volumes", "--delete-timeout=50s"}},
+		}, want: []string{"testvm", stateDir, store, "--proto-namespace=protos", "--allow-shared-volumes", "--delete-timeout=50s", evict}},
 		{name: "a statefulset names its VMs' subdomain", change: func(p *Params) { p.Kind = KindStatefulSet; p.Name = "web" },
-			want: []string{"testvm", stateDir, "--vm-revisions=web-vm-revisions", "--subdomain=web"}},
+			want: []string{"testvm", stateDir, "--vm-revisions=web-vm-revisions", "--subdomain=web", evict}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -303,11 +312,11 @@ func TestAgentArgs(t *testing.T) {
 			if diff := cmp.Diff(tt.want, d.Spec.Template.Spec.Containers[0].Args); diff != "" {
 				t.Errorf("Deployment args (-want +got):\n%s", diff)
 			}
-			// A DaemonSet's agents also stop their VMs for a drain, which
-			// leaves their Pods in place.
+			// A DaemonSet's agents stop their VMs for an evacuation instead,
+			// as a drain leaves their Pods in place.
 			p.Kind = KindDaemonSet
 			ds := find[*appsv1.DaemonSet](t, mustBuild(t, p), "vms", "vmctl-testvm")
-			if diff := cmp.Diff(append(tt.want, "--stop-on-evacuation"), ds.Spec.Template.Spec.Containers[0].Args); diff != "" {
+			if diff := cmp.Diff(append(slices.Clone(tt.want[:len(tt.want)-1]), "--stop-on-evacuation"), ds.Spec.Template.Spec.Containers[0].Args); diff != "" {
 				t.Errorf("DaemonSet args (-want +got):\n%s", diff)
 			}
 		})
@@ -688,7 +697,7 @@ func TestAdmissionPolicyNamesAreUniquePerNamespace(t *testing.T) {
 			}
 		}
 	}
-	if len(names) != 12 {
-		t.Errorf("got %d shared-scope objects, want 12: %v", len(names), names)
+	if len(names) != 16 {
+		t.Errorf("got %d shared-scope objects, want 16: %v", len(names), names)
 	}
 }

@@ -43,11 +43,11 @@ func (p Params) podPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 			},
 		}}
 	}
-	rules := []admissionregistrationv1.NamedRuleWithOperations{
-		rule(admissionregistrationv1.Update, "pods/resize"),
-		rule(admissionregistrationv1.Update, "pods/status"),
+	var rules []admissionregistrationv1.NamedRuleWithOperations
+	if p.Reserves() {
+		rules = append(rules, rule(admissionregistrationv1.Update, "pods/resize"), rule(admissionregistrationv1.Update, "pods/status"))
 	}
-	if p.Moves() {
+	if p.EvictsOwnPod() {
 		rules = append(rules, rule(admissionregistrationv1.Create, "pods/eviction"))
 	}
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{

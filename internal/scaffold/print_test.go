@@ -56,7 +56,7 @@ func TestWriteYAML(t *testing.T) {
 	}
 	want := []string{"ServiceAccount", "Role", "RoleBinding", "VMRevisionStore",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
-		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 		"Service", "StatefulSet", "Service", "PodDisruptionBudget"}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Errorf("kinds (-want +got):\n%s", diff)

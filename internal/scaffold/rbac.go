@@ -46,20 +46,20 @@ func (p Params) VMRules() []rbacv1.PolicyRule {
 			Verbs:     []string{"create", "patch"},
 		},
 	}
+	// Every agent watches its VMI for KubeVirt's evacuation mark; a
+	// DaemonSet's stops its VM by deleting the VMI.
+	vmiVerbs := []string{"get", "list", "watch"}
 	if p.StopsOnEvacuation() {
-		rules = append(rules, rbacv1.PolicyRule{
-			APIGroups: []string{kubevirtGroup},
-			Resources: []string{virtualMachineInstances},
-			Verbs:     []string{"get", "list", "watch", "delete"},
-		})
+		vmiVerbs = append(vmiVerbs, "delete")
 	}
+	rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{kubevirtGroup}, Resources: []string{virtualMachineInstances}, Verbs: vmiVerbs})
 	return append(rules, p.PodRules()...)
 }
 
 // PodRules let an agent that holds room for its VM hand it over: follow its
 // VM's launcher Pod, nominate that Pod to its node (patch pods/status) and
-// resize its own Pod to give the room back; and, where it moves (Moves),
-// evict its own Pod. RBAC cannot name these Pods, whose names are not known
+// resize its own Pod to give the room back; and, where it moves or leaves
+// with an evacuated VM (EvictsOwnPod), evict its own Pod. RBAC cannot name these Pods, whose names are not known
 // beforehand: the pod policy (podPolicy) keeps each agent to its own Pod,
 // to resizing it down, and to setting only the nomination of its own VM's
 // launcher Pod. Nothing narrows the reads: the agent lists its launcher
@@ -73,7 +73,7 @@ func (p Params) PodRules() []rbacv1.PolicyRule {
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}})
 	}
-	if p.Moves() {
+	if p.EvictsOwnPod() {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}})
 	}
 	return rules

@@ -19,8 +19,9 @@ import (
 // agent container asks for its own and the VM's room, limits likewise; the
 // template records the reservation; the agent is told its own share and its
 // requests now; its Role may resize Pods, and the pod policy comes with
-// the other policies; it reads no VMIs: the VM says where the launcher Pod
-// stands. Without one, none of it.
+// the other policies. Without one, none of it. Either way its agents watch
+// their VMIs, never delete them, and may evict their own Pod, under the
+// pod policy, when KubeVirt evacuates their VM.
 func TestReservation(t *testing.T) {
 	reservation := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1100m"), corev1.ResourceMemory: resource.MustParse("12Gi")}
 	q := resource.MustParse
@@ -41,7 +42,8 @@ func TestReservation(t *testing.T) {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: q("10m"), corev1.ResourceMemory: q("32Mi")},
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("64Mi")},
 			},
-			args: []string{"testvm", "--state-dir=/run/vmctl", "--vm-revisions=vmctl-testvm-vm-revisions"},
+			args:      []string{"testvm", "--state-dir=/run/vmctl", "--vm-revisions=vmctl-testvm-vm-revisions", "--evict-on-evacuation"},
+			podPolicy: true,
 		},
 		{
 			name: "reserved", reservation: reservation, policy: true,
@@ -50,7 +52,7 @@ func TestReservation(t *testing.T) {
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1200m"), corev1.ResourceMemory: q("12352Mi")},
 			},
 			annotation: "cpu=1100m,memory=12Gi",
-			args:       []string{"testvm", "--state-dir=/run/vmctl", "--vm-revisions=vmctl-testvm-vm-revisions", "--own-requests=cpu=10m,memory=32Mi", "--own-limits=cpu=100m,memory=64Mi"},
+			args:       []string{"testvm", "--state-dir=/run/vmctl", "--vm-revisions=vmctl-testvm-vm-revisions", "--evict-on-evacuation", "--own-requests=cpu=10m,memory=32Mi", "--own-limits=cpu=100m,memory=64Mi"},
 			env:        []string{"VMCTL_REQUESTS_CPU", "VMCTL_REQUESTS_MEMORY"},
 			podRule:    true, podPolicy: true,
 		},
@@ -61,7 +63,7 @@ func TestReservation(t *testing.T) {
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1200m"), corev1.ResourceMemory: q("12352Mi")},
 			},
 			annotation: "cpu=1100m,memory=12Gi",
-			args:       []string{"testvm", "--state-dir=/run/vmctl", "--vm-revisions=vmctl-testvm-vm-revisions", "--own-requests=cpu=10m,memory=32Mi", "--own-limits=cpu=100m,memory=64Mi"},
+			args:       []string{"testvm", "--state-dir=/run/vmctl", "--vm-revisions=vmctl-testvm-vm-revisions", "--evict-on-evacuation", "--own-requests=cpu=10m,memory=32Mi", "--own-limits=cpu=100m,memory=64Mi"},
 			env:        []string{"VMCTL_REQUESTS_CPU", "VMCTL_REQUESTS_MEMORY"},
 			podRule:    true,
 		},
@@ -92,14 +94,20 @@ func TestReservation(t *testing.T) {
 				t.Errorf("resource env (-want +got):\n%s", diff)
 			}
 			role := find[*rbacv1.Role](t, objs, "vms", "vmctl-testvm")
-			podRule := false
+			podRule, evicts := false, false
 			for _, r := range role.Rules {
 				if cmp.Equal(r.Resources, []string{"pods/resize"}) && cmp.Equal(r.Verbs, []string{"patch"}) {
 					podRule = true
 				}
-				if slices.Contains(r.Resources, "virtualmachineinstances") {
-					t.Errorf("Role may %v virtualmachineinstances, which a Deployment's agent does not read", r.Verbs)
+				if slices.Contains(r.Resources, "virtualmachineinstances") && !cmp.Equal(r.Verbs, []string{"get", "list", "watch"}) {
+					t.Errorf("Role may %v virtualmachineinstances; a Deployment's agent only watches them", r.Verbs)
 				}
+				if slices.Contains(r.Resources, "pods/eviction") {
+					evicts = true
+				}
+			}
+			if !evicts {
+				t.Error("Role may not evict Pods: the agent cannot leave with its evacuated VM")
 			}
 			if podRule != tt.podRule {
 				t.Errorf("Role may patch pods/resize: %v, want %v", podRule, tt.podRule)

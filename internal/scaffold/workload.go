@@ -49,6 +49,17 @@ func scrapeAnnotations() map[string]string {
 // PodDisruptionBudget allows, and their agents delete the VMs then.
 func (p Params) StopsOnEvacuation() bool { return p.Kind == KindDaemonSet }
 
+// EvictsOnEvacuation reports whether p's agents evict their own Pod when
+// KubeVirt marks their VM for evacuation (--evict-on-evacuation): those
+// whose controller replaces an evicted Pod, so that the VM goes with its
+// Pod under the PodDisruptionBudget whether a drain or KubeVirt's workload
+// updater asked.
+func (p Params) EvictsOnEvacuation() bool { return p.Kind != KindDaemonSet }
+
+// EvictsOwnPod reports whether p's agents ever evict their own Pod: to
+// move (Moves) or for an evacuation.
+func (p Params) EvictsOwnPod() bool { return p.Moves() || p.EvictsOnEvacuation() }
+
 // DeleteTimeout is how long p's agents wait for their VMs to go
 // (--delete-timeout): the grace period less a margin, so the agent can
 // still log and exit before SIGKILL.

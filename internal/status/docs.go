@@ -108,10 +108,10 @@ func Docs() []Doc {
 		Help:    "the prototype VM was deleted or is in another namespace than `--proto-namespace` says; a Pod that pins a VM revision does not need it",
 	}, {
 		Problem: ProblemEvacuating,
-		Short:   "a drain is moving the VM with its Pod",
-		Help: "a drain tried to evict the VM's launcher Pod; KubeVirt refused (derived VMs have evictionStrategy External) and marked the VMI. " +
-			"A Deployment's or StatefulSet's VM goes with its agent Pod when the PodDisruptionBudget allows; a DaemonSet's agent stops its VM at once. " +
-			"If it stays, the agent Pod's eviction is held by its PDB (`kubectl get pdb`) or the DaemonSet's agents run without `--stop-on-evacuation`: scaffold it again. " +
+		Short:   "a drain or KubeVirt's workload update is moving the VM with its Pod",
+		Help: "a drain, or KubeVirt's workload update (`workloadUpdateMethods: [Evict]`) after an upgrade, tried to evict the VM's launcher Pod; KubeVirt refused (derived VMs have evictionStrategy External) and marked the VMI. " +
+			"A Deployment's or StatefulSet's agent evicts its own Pod, and the VM goes with it, when the PodDisruptionBudget allows (Events `EvacuatingVM`, `EvacuationBlocked`); a DaemonSet's agent stops its VM at once. " +
+			"If it stays, the PDB allows no disruption (`kubectl get pdb`), or the agents run without `--evict-on-evacuation` or `--stop-on-evacuation`: scaffold the workload again. " +
 			"See [Node maintenance](docs/operations.md#node-maintenance-kubectl-drain)",
 	}, {
 		Problem: ProblemHeldByDrain,

@@ -40,7 +40,7 @@ const (
 	ProblemPodGone      = "orphaned VM (pod gone)"
 	ProblemPodReplaced  = "orphaned VM (pod replaced)"
 	ProblemProtoMissing = "prototype missing"
-	ProblemEvacuating   = "evacuating (node draining)"
+	ProblemEvacuating   = "evacuating (drain or KubeVirt update)"
 	ProblemHeldByDrain  = "held by a drain (node cordoned)"
 	// ProblemOrphanedVMI: a VMI with vmctl's labels that no VM owns, and
 	// no VM of its name exists: its VM was deleted leaving it behind

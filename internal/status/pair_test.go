@@ -115,7 +115,7 @@ func TestPair(t *testing.T) {
 			VMs:        ptrs(derivedVM("ns", "web", 5, "ns", "a", "uid-a", "n1", time.Hour)),
 			VMIs:       ptrs(evacuating(vmi("ns", "web-a", "n1"), "n1")),
 		},
-		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1", Problems: []string{"evacuating (node draining)"}}},
+		want: []brief{{Namespace: "ns", Pod: "a", VM: "web-a", VMINode: "n1", Problems: []string{"evacuating (drain or KubeVirt update)"}}},
 	}, {
 		name: "VMI held by a cordoned node names the drain, not the wait",
 		inv: Inventory{
