@@ -57,9 +57,9 @@ export GOFLAGS := $(GOFLAGS) -trimpath -gcflags=all=-dwarf=false
 
 all: build
 
-## build: bin/kubectl-vmctl, which kubectl finds as the `vmctl` plugin once bin/ is on PATH, and bin/vmctl-agent, the agent image's entrypoint, which the tests' kubelet double runs
+## build: bin/kubectl-vmctl, which kubectl finds as the `vmctl` plugin once bin/ is on PATH; bin/vmctl-agent, the agent image's entrypoint, which the tests' kubelet double runs; and bin/vmctl-metrics-adapter, the custom metrics server of the guests' CPU
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/kubectl-vmctl ./cmd/vmctl-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/kubectl-vmctl ./cmd/vmctl-agent ./cmd/vmctl-metrics-adapter
 
 ## image: the agent image, one tarball per platform: dist/kubectl-vmctl-image_<version>_linux_<arch>.tar,
 ## tagged $(IMAGE); no Docker needed. Load it with kind load image-archive,

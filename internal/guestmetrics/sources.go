@@ -1,0 +1,53 @@
+package guestmetrics
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
+)
+
+// Follow starts following, until ctx ends, every agent Pod and every
+// derived VMI of the cluster, one watch each and only what Provider reads
+// of them, and returns the Sources that read them and, for each request,
+// metrics-server's PodMetrics of a namespace's launcher Pods.
+func Follow(ctx context.Context, k kubernetes.Interface, virt kubevirt.Interface, metrics metricsclient.Interface) Sources {
+	f := kube.NewFollower(ctx)
+	pods := f.Follow(kube.ListWatch(k.CoreV1().Pods(""), kube.Selector{Label: contract.LabelAgentPrototype}), &corev1.Pod{},
+		kube.FollowOptions{Client: k, What: "agent Pods", Transform: slimAgentPod})
+	vmis := f.Follow(kube.ListWatch(virt.KubevirtV1().VirtualMachineInstances(""), kube.Selector{Label: contract.LabelPod}), &kubevirtv1.VirtualMachineInstance{},
+		kube.FollowOptions{Client: virt, What: "derived VMIs", Transform: slimVMI})
+	return Sources{
+		AgentPods: func(namespace string) []*corev1.Pod { return inNamespace[*corev1.Pod](pods, namespace) },
+		VMIs: func(namespace string) []*kubevirtv1.VirtualMachineInstance {
+			return inNamespace[*kubevirtv1.VirtualMachineInstance](vmis, namespace)
+		},
+		LauncherMetrics: func(ctx context.Context, namespace string) ([]metricsv1beta1.PodMetrics, error) {
+			list, err := metrics.MetricsV1beta1().PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: LauncherSelector})
+			if err != nil {
+				return nil, err
+			}
+			return list.Items, nil
+		},
+		Synced: f.Synced,
+	}
+}
+
+// inNamespace returns the objects of s in namespace.
+func inNamespace[T metav1.Object](s *kube.Store, namespace string) []T {
+	var out []T
+	for _, obj := range s.List() {
+		if o, ok := obj.(T); ok && o.GetNamespace() == namespace {
+			out = append(out, o)
+		}
+	}
+	return out
+}
