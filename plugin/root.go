@@ -53,6 +53,7 @@ VM on every node.`,
 		NewCmdDiff(f, streams),
 		NewCmdGC(f, streams),
 		NewCmdRollout(f, streams),
+		NewCmdAutoscale(f, streams),
 	)
 	return cmd
 }

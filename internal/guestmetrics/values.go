@@ -9,17 +9,14 @@ import (
 	"k8s.io/metrics/pkg/apis/custom_metrics"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 )
 
 // The metrics served, of Pods. An HPA names them in a Pods metric.
 const (
-	// MetricVMCPUUsage is the CPU, in cores, that the agent Pod's VM uses:
-	// its launcher's compute container, where qemu runs the guest's vCPUs
-	// (and does its own small share of work).
-	MetricVMCPUUsage = "vm_cpu_usage"
-	// MetricVMCPUUtilization is that CPU as a percentage of the VM's
-	// vCPUs: 100 is every vCPU busy all the time.
-	MetricVMCPUUtilization = "vm_cpu_utilization"
+	MetricVMCPUUsage       = contract.MetricVMCPUUsage
+	MetricVMCPUUtilization = contract.MetricVMCPUUtilization
 )
 
 // Metrics are the names served, in the order ListAllMetrics gives them.
