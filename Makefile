@@ -113,7 +113,7 @@ race-compile:
 # prerequisite of e2e or demo-real builds that one alone).
 e2e demo-real: IMAGE_PLATFORMS := linux/$(HOST_ARCH)
 e2e: build image node-deps
-	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent VMCTL_IMAGE=$(IMAGE) VMCTL_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) GO=$(GO) E2E_BESIDE='$(E2E_BESIDE)' E2E_AFTER='$(E2E_AFTER)' hack/e2e.sh
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent VMCTL_ADAPTER_BINARY=$(BIN)/vmctl-metrics-adapter VMCTL_IMAGE=$(IMAGE) VMCTL_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) GO=$(GO) E2E_BESIDE='$(E2E_BESIDE)' E2E_AFTER='$(E2E_AFTER)' hack/e2e.sh
 
 bench: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 120m ./internal/e2e/...
