@@ -61,15 +61,15 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/kubectl-vmctl ./cmd/vmctl-agent ./cmd/vmctl-metrics-adapter
 
-## image: the agent image, one tarball per platform: dist/kubectl-vmctl-image_<version>_linux_<arch>.tar,
+## image: the agent image (/vmctl-agent, and /vmctl-metrics-adapter beside it), one tarball per platform: dist/kubectl-vmctl-image_<version>_linux_<arch>.tar,
 ## tagged $(IMAGE); no Docker needed. Load it with kind load image-archive,
 ## minikube image load, docker load or ctr -n k8s.io images import.
 image:
 	@rm -f $(CURDIR)/dist/kubectl-vmctl-image_*.tar
 	@set -e; for p in $(IMAGE_PLATFORMS); do \
-		bin=$(CURDIR)/dist/image-bin/$${p/\//_}/vmctl-agent; \
-		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$bin ./cmd/vmctl-agent; \
-		IMAGE_REVISION=$(COMMIT) hack/image.sh build $$bin $$p $(VERSION); \
+		dir=$(CURDIR)/dist/image-bin/$${p/\//_}; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$dir/ ./cmd/vmctl-agent ./cmd/vmctl-metrics-adapter; \
+		IMAGE_REVISION=$(COMMIT) ADAPTER_BINARY=$$dir/vmctl-metrics-adapter hack/image.sh build $$dir/vmctl-agent $$p $(VERSION); \
 	done
 
 ## node-deps: what the e2e suite's real node needs from the OS (runc, CNI plugins, iptables, nft), and cpio for a unit test, apt-installed when missing

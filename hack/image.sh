@@ -3,7 +3,9 @@
 # release (.goreleaser.yaml runs it after building each linux vmctl-agent, and
 # its publisher runs `push`). No Docker, no registry: hack/image builds an
 # empty-base image with one layer holding the static binary, entrypoint
-# /vmctl-agent, user 65532:65532, and checks it.
+# /vmctl-agent, and beside it /vmctl-metrics-adapter (ADAPTER_BINARY, else
+# built here for the platform, stamped as the release's), user 65532:65532,
+# and checks it.
 #
 #   hack/image.sh build BINARY OS/ARCH VERSION
 #       writes and checks $DIST/kubectl-vmctl-image_VERSION_OS_ARCH.tar, the
@@ -38,13 +40,21 @@ build)
 	out="$dist/kubectl-vmctl-image_${tag}_${platform//\//_}.tar"
 	revision="${IMAGE_REVISION:-$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)}"
 	created="${IMAGE_CREATED:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}"
-	image build -binary "$binary" -path /vmctl-agent -platform "$platform" \
+	adapter="${ADAPTER_BINARY:-}"
+	if [[ -z "$adapter" ]]; then
+		adapter="$dist/image-bin/${platform//\//_}/vmctl-metrics-adapter"
+		pkg=github.com/kubectl-vmctl/kubectl-vmctl/internal/version
+		CGO_ENABLED=0 GOOS="${platform%/*}" GOARCH="${platform#*/}" go -C "$root" build -trimpath \
+			-ldflags "-s -w -X $pkg.version=$version -X $pkg.commit=$revision -X $pkg.date=$(date -u -d "@$created" +%Y-%m-%dT%H:%M:%SZ)" \
+			-o "$adapter" ./cmd/vmctl-metrics-adapter
+	fi
+	image build -binary "$binary" -path /vmctl-agent -program "$(realpath "$adapter")=/vmctl-metrics-adapter" -platform "$platform" \
 		-tag "$repository:$tag" -created "$created" -out "$out" \
 		-label org.opencontainers.image.source=https://github.com/kubectl-vmctl/kubectl-vmctl \
 		-label org.opencontainers.image.licenses=Apache-2.0 \
 		-label "org.opencontainers.image.version=$version" \
 		-label "org.opencontainers.image.revision=$revision"
-	image check -platform "$platform" -path /vmctl-agent -binary "$binary" -tag "$repository:$tag" "$out"
+	image check -platform "$platform" -path /vmctl-agent -program /vmctl-metrics-adapter -binary "$binary" -tag "$repository:$tag" "$out"
 	;;
 push)
 	[[ $# -ge 2 && $# -le 3 ]] || { echo "usage: hack/image.sh push VERSION [REPOSITORY]" >&2; exit 2; }

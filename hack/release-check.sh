@@ -90,7 +90,7 @@ for p in "${image_platforms[@]}"; do
 	grep -q " ${file##*/}\$" "$dist/checksums.txt" || fail "${file##*/} not in checksums.txt"
 	agents=("$dist"/vmctl-agent_linux_"$arch"*/vmctl-agent)
 	[[ ${#agents[@]} -eq 1 && -f "${agents[0]}" ]] || fail "want one vmctl-agent for linux/$arch in dist/, found: ${agents[*]}"
-	image check -platform "linux/$arch" -path /vmctl-agent -binary "${agents[0]}" \
+	image check -platform "linux/$arch" -path /vmctl-agent -program /vmctl-metrics-adapter -binary "${agents[0]}" \
 		-tag "ghcr.io/kubectl-vmctl/kubectl-vmctl:$tag" "$file"
 done
 
@@ -108,7 +108,7 @@ repo="$(cat "$work/registry")/kubectl-vmctl/kubectl-vmctl"
 IMAGE_INSECURE=1 hack/image.sh push "$tag" "$repo"
 for ref in "$repo:$tag" "$repo:latest"; do
 	for arch in amd64 arm64; do
-		image check -remote -insecure -platform "linux/$arch" -path /vmctl-agent "$ref"
+		image check -remote -insecure -platform "linux/$arch" -path /vmctl-agent -program /vmctl-metrics-adapter "$ref"
 	done
 done
 kill "$registry_pid"

@@ -242,7 +242,7 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 			"before the agent evicts its own Pod (Eviction API, paced by PodDisruptionBudgets), so that a new Pod is placed where the VM fits. "+
 			"0 never moves. A DaemonSet's agents only report.")
 	RegisterNamespaceCompletion(cmd, f)
-	cmd.AddCommand(newCmdScaffoldCRD(o.IOStreams))
+	cmd.AddCommand(newCmdScaffoldCRD(o.IOStreams), newCmdScaffoldMetricsAdapter(f, o.IOStreams))
 	return cmd
 }
 

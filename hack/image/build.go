@@ -35,6 +35,10 @@ type Spec struct {
 	// Links are more paths of the binary, hard links to Path: a multi-call
 	// program tells what to be by the name it runs as.
 	Links []string
+	// Programs are more static executables beside the entrypoint, mode
+	// 0755, owned by root, e.g. /vmctl-metrics-adapter, which a Pod runs
+	// by naming it as its command.
+	Programs []File
 	// Files are data files to add, mode 0644, e.g. a disk under /disk.
 	Files []File
 	// Platform is the binary's os/arch.
@@ -69,6 +73,9 @@ func Build(s Spec) (v1.Image, error) {
 		}
 	} else if len(s.Links) > 0 || len(s.Files) == 0 {
 		return nil, errors.New("an image needs a binary, or data files only (no links then)")
+	}
+	for _, f := range s.Programs {
+		entries = append(entries, layerEntry{path: f.Path, content: f.Content, mode: 0o755})
 	}
 	for _, f := range s.Files {
 		entries = append(entries, layerEntry{path: f.Path, content: f.Content, mode: 0o644, uid: f.UID, gid: f.GID})
@@ -225,18 +232,19 @@ func runBuild(args []string) error {
 	created := fs.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "creation time, unix seconds or RFC 3339 (default $SOURCE_DATE_EPOCH, else the epoch)")
 	out := fs.String("out", "", "the tarball to write (required)")
 	rootfs := fs.String("rootfs", "", "a directory to make the image's one layer of, as its / (instead of -binary; name the images with -image)")
-	var tags, labels, links, files, images listFlag
+	var tags, labels, links, files, programs, images listFlag
 	fs.Var(&tags, "tag", "a name the image is loaded as, e.g. ghcr.io/kubectl-vmctl/kubectl-vmctl:v1.2.3 (required, repeatable)")
 	fs.Var(&images, "image", "with -rootfs: an image to write, NAME or NAME=ENTRYPOINT, e.g. quay.io/kubevirt/virt-handler:v1.7.0=/usr/bin/virt-handler (required, repeatable; the images share the layer)")
 	fs.Var(&labels, "label", "a config label key=value (repeatable)")
 	fs.Var(&links, "link", "another path of the binary in the image, a hard link, for a multi-call program (repeatable)")
 	fs.Var(&files, "file", "a data file to add, SOURCE=PATH-IN-IMAGE, mode 0644 (repeatable)")
+	fs.Var(&programs, "program", "another static program to add beside -binary, SOURCE=PATH-IN-IMAGE, mode 0755, owned by root (repeatable)")
 	fileOwner := fs.String("file-owner", "0:0", "the owner of the -file files, numeric uid:gid, e.g. 107:107 for KubeVirt's qemu user")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *rootfs != "" {
-		if *binary != "" || *inImage != "" || len(tags)+len(links)+len(files) > 0 {
+		if *binary != "" || *inImage != "" || len(tags)+len(links)+len(files)+len(programs) > 0 {
 			return errors.New("-rootfs takes no -binary, -path, -link, -file or -tag: name the images with -image")
 		}
 		return runBuildRootfs(rootfsFlags{dir: *rootfs, images: images, platform: *platform, user: *user, created: *created, labels: labels, out: *out}, fs.NArg())
@@ -279,6 +287,21 @@ func runBuild(args []string) error {
 		}
 		data = append(data, File{Path: dst, Content: b, UID: uid, GID: gid})
 	}
+	var progs []File
+	for _, f := range programs {
+		src, dst, ok := strings.Cut(f, "=")
+		if !ok || src == "" || dst == "" {
+			return fmt.Errorf("program %q: want SOURCE=PATH-IN-IMAGE, e.g. bin/vmctl-metrics-adapter=/vmctl-metrics-adapter", f)
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		if err := checkStatic(b, p); err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		progs = append(progs, File{Path: dst, Content: b})
+	}
 	t, err := parseCreated(*created)
 	if err != nil {
 		return err
@@ -287,7 +310,7 @@ func runBuild(args []string) error {
 	if err != nil {
 		return err
 	}
-	img, err := Build(Spec{Binary: content, Path: *inImage, Links: links, Files: data, Platform: p, User: *user, Created: t, Labels: lbl})
+	img, err := Build(Spec{Binary: content, Path: *inImage, Links: links, Programs: progs, Files: data, Platform: p, User: *user, Created: t, Labels: lbl})
 	if err != nil {
 		return err
 	}

@@ -28,13 +28,16 @@ type Want struct {
 	Path string
 	// Binary, when set, must be the layer's file byte for byte.
 	Binary []byte
+	// Programs are the other static executables the layer must hold, and
+	// may hold besides the entrypoint (Spec.Programs).
+	Programs []string
 }
 
 // Check verifies an image as Build makes it: the platform; a config whose
 // entrypoint is exactly one absolute path, with no cmd and the wanted
-// non-root user; one layer holding that path as a regular file, mode 0755,
-// owned by root, and nothing else but its parent directories; the file a
-// static ELF executable for the platform.
+// non-root user; one layer holding that path and want.Programs as regular
+// files, mode 0755, owned by root, and nothing else but their parent
+// directories; each a static ELF executable for the platform.
 func Check(img v1.Image, want Want) error {
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -71,29 +74,32 @@ func Check(img v1.Image, want Want) error {
 		bad("%d layers, want 1", len(layers))
 		return errors.Join(errs...)
 	}
-	content, err := layerFile(layers[0], entry[0])
+	files, err := layerFiles(layers[0], append([]string{entry[0]}, want.Programs...))
 	if err != nil {
 		bad("layer: %w", err)
 		return errors.Join(errs...)
 	}
-	if want.Binary != nil && !bytes.Equal(content, want.Binary) {
-		bad("%s in the layer (%d bytes) differs from the binary it was built from (%d bytes)", entry[0], len(content), len(want.Binary))
+	if want.Binary != nil && !bytes.Equal(files[entry[0]], want.Binary) {
+		bad("%s in the layer (%d bytes) differs from the binary it was built from (%d bytes)", entry[0], len(files[entry[0]]), len(want.Binary))
 	}
-	if err := checkStatic(content, want.Platform); err != nil {
-		bad("%s: %w", entry[0], err)
+	for _, f := range append([]string{entry[0]}, want.Programs...) {
+		if err := checkStatic(files[f], want.Platform); err != nil {
+			bad("%s: %w", f, err)
+		}
 	}
 	return errors.Join(errs...)
 }
 
-// layerFile returns the content of file, the layer's only regular file.
-func layerFile(layer v1.Layer, file string) ([]byte, error) {
+// layerFiles returns the content of each of files, the layer's only
+// regular files, each mode 0755 and root's.
+func layerFiles(layer v1.Layer, files []string) (map[string][]byte, error) {
 	rc, err := layer.Uncompressed()
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = rc.Close() }()
 	tr := tar.NewReader(rc)
-	var content []byte
+	contents := map[string][]byte{}
 	var names []string
 	for {
 		h, err := tr.Next()
@@ -106,22 +112,24 @@ func layerFile(layer v1.Layer, file string) ([]byte, error) {
 		entry := "/" + strings.TrimSuffix(h.Name, "/")
 		names = append(names, entry)
 		switch {
-		case h.Typeflag == tar.TypeDir && strings.HasPrefix(file, entry+"/"):
-		case h.Typeflag == tar.TypeReg && entry == file:
+		case h.Typeflag == tar.TypeDir && slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(f, entry+"/") }):
+		case h.Typeflag == tar.TypeReg && slices.Contains(files, entry):
 			if h.Mode&0o777 != 0o755 || h.Uid != 0 || h.Gid != 0 {
-				return nil, fmt.Errorf("%s has mode %o owner %d:%d, want 755 and 0:0", file, h.Mode&0o777, h.Uid, h.Gid)
+				return nil, fmt.Errorf("%s has mode %o owner %d:%d, want 755 and 0:0", entry, h.Mode&0o777, h.Uid, h.Gid)
 			}
-			if content, err = io.ReadAll(tr); err != nil {
+			if contents[entry], err = io.ReadAll(tr); err != nil {
 				return nil, err
 			}
 		default:
-			return nil, fmt.Errorf("holds %s besides %s", entry, file)
+			return nil, fmt.Errorf("holds %s besides %s", entry, strings.Join(files, " and "))
 		}
 	}
-	if content == nil {
-		return nil, fmt.Errorf("has no %s (entries: %s)", file, strings.Join(names, " "))
+	for _, f := range files {
+		if contents[f] == nil {
+			return nil, fmt.Errorf("has no %s (entries: %s)", f, strings.Join(names, " "))
+		}
 	}
-	return content, nil
+	return contents, nil
 }
 
 // elfMachines maps GOARCH to the ELF machine the kernel runs it as.
@@ -153,12 +161,13 @@ func runCheck(args []string) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	platform := fs.String("platform", "", "the platform the image must be for, e.g. linux/amd64 (required)")
 	user := fs.String("user", DefaultUser, "the user the image must run as")
-	inImage := fs.String("path", "", "the entrypoint and only file the image must have (default: whatever the entrypoint is)")
+	inImage := fs.String("path", "", "the entrypoint, the image's only file but -program's (default: whatever the entrypoint is)")
 	binary := fs.String("binary", "", "a binary the image's file must equal")
 	remoteRef := fs.Bool("remote", false, "the argument is a multi-platform image in a registry, not a tarball: check its entry for -platform")
 	insecure := fs.Bool("insecure", false, "with -remote: plain HTTP (a loopback rehearsal registry)")
-	var tags listFlag
+	var tags, programs listFlag
 	fs.Var(&tags, "tag", "a name the tarball must hold the image under (repeatable)")
+	fs.Var(&programs, "program", "another static program the image must hold beside the entrypoint, its path (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -169,7 +178,7 @@ func runCheck(args []string) error {
 	if err != nil {
 		return err
 	}
-	want := Want{Platform: p, User: *user, Path: *inImage}
+	want := Want{Platform: p, User: *user, Path: *inImage, Programs: programs}
 	if *binary != "" {
 		if want.Binary, err = os.ReadFile(*binary); err != nil {
 			return err

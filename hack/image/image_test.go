@@ -258,6 +258,33 @@ func TestBuildMultiCallBinaryWithLinks(t *testing.T) {
 	}
 }
 
+// TestBuildProgramBesideTheEntrypoint: -program adds another static
+// executable, root's and 0755, which a Pod runs by naming it as its
+// command; the entrypoint stays -binary's.
+func TestBuildProgramBesideTheEntrypoint(t *testing.T) {
+	program := staticBinary(t, "amd64")
+	file := buildTarball(t, "amd64", "-path", "/vmctl-agent", "-program", program+"=/vmctl-metrics-adapter")
+	img := loadTagged(t, file, tag)
+	names, contents := layerEntries(t, img)
+	if want := []string{"vmctl-agent 755", "vmctl-metrics-adapter 755"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("layer entries %q, want %q", names, want)
+	}
+	b, err := os.ReadFile(program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(contents["vmctl-metrics-adapter"], b) {
+		t.Error("vmctl-metrics-adapter differs from the program")
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cf.Config.Entrypoint, []string{"/vmctl-agent"}) {
+		t.Errorf("entrypoint %q, want [/vmctl-agent]", cf.Config.Entrypoint)
+	}
+}
+
 func TestBuildDataFilesOnly(t *testing.T) {
 	disk := filepath.Join(t.TempDir(), "disk.img")
 	if err := os.WriteFile(disk, []byte("a disk"), 0o600); err != nil {
@@ -346,11 +373,13 @@ func TestBuildRefuses(t *testing.T) {
 		{"link twice", []string{"-link", "/vmctl-agent"}, "given twice"},
 		{"relative link", []string{"-link", "usr/bin/cp"}, "clean absolute file path"},
 		{"file without path", []string{"-file", "disk.img"}, "want SOURCE=PATH-IN-IMAGE"},
+		{"program without path", []string{"-program", "adapter"}, "want SOURCE=PATH-IN-IMAGE"},
+		{"dynamic program", []string{"-program", dynamic + "=/true"}, "dynamically linked"},
 		{"file owner by name", []string{"-file-owner", "qemu"}, "numeric uid:gid"},
 		{"file owner without gid", []string{"-file-owner", "107"}, "numeric uid:gid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "dynamic binary" {
+			if strings.HasPrefix(tc.name, "dynamic") {
 				if _, err := os.Stat(dynamic); err != nil {
 					skipOrFail(t, "no /bin/true")
 				}

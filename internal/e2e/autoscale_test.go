@@ -130,7 +130,7 @@ func startMetricsAdapter(t *testing.T, ns string) *metricsAdapter {
 	})
 	eventually(t, time.Minute, "custom.metrics.k8s.io Available", func(ctx context.Context) (bool, string, error) {
 		if proc.Exited() {
-			return false, "", fmt.Errorf("the adapter exited: %v; see %s", proc.ExitError(), filepath.Join(dir, "vmctl-metrics-adapter.log"))
+			return false, "", fmt.Errorf("the adapter exited: %w; see %s", proc.ExitError(), filepath.Join(dir, "vmctl-metrics-adapter.log"))
 		}
 		out, _, _ := runCode(t, nil, "kubectl", "--kubeconfig", e.cluster.Kubeconfig, "get", "apiservice", "v1beta2.custom.metrics.k8s.io", "v1beta1.custom.metrics.k8s.io",
 			"-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Available")].status} {end}`)
