@@ -68,7 +68,7 @@ custom.metrics.k8s.io, as metrics-server runs behind metrics.k8s.io's.`,
 			if err := metrics.RegisterMetrics(legacyregistry.Register); err != nil {
 				return fmt.Errorf("register the adapter's metrics: %w", err)
 			}
-			base.WithCustomMetrics(guestmetrics.NewProvider(guestmetrics.Follow(cmd.Context(), k, virt, m)))
+			base.WithCustomMetrics(NewProvider(Follow(cmd.Context(), k, virt, m)))
 			return base.Run(cmd.Context())
 		},
 	}

@@ -6,11 +6,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/metrics/pkg/apis/custom_metrics"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
 )
 
 // The metrics served, of Pods. An HPA names them in a Pods metric.
@@ -97,4 +99,42 @@ func MetricValue(metric string, pod metav1.ObjectMeta, s Sample, vcpus int64) cu
 		WindowSeconds:   &window,
 		Value:           Value(metric, s, vcpus),
 	}
+}
+
+// LauncherSelector selects, among a namespace's PodMetrics, those of
+// derived VMs' launcher Pods: KubeVirt labels each kubevirt.io=virt-launcher
+// and copies the VMI's labels, vmctl.kubevirt.io/pod among them.
+var LauncherSelector = labels.SelectorFromSet(labels.Set{kubevirtv1.AppLabel: "virt-launcher"}).String() + "," + contract.LabelPod
+
+// createdBy is KubeVirt's label on a launcher Pod naming its VMI's UID.
+const createdBy = kubevirtv1.CreatedByLabel
+
+// Values is metric for each of pods that has a VMI among vmis and a sample
+// of its launcher among launchers, in pods' order.
+func Values(metric string, pods []*corev1.Pod, vmis []*kubevirtv1.VirtualMachineInstance, launchers []metricsv1beta1.PodMetrics) []custom_metrics.MetricValue {
+	samples := map[string]Sample{} // by VMI UID
+	for i := range launchers {
+		if s, ok := LauncherSample(&launchers[i]); ok {
+			samples[launchers[i].Labels[createdBy]] = s
+		}
+	}
+	byPod := map[string]*kubevirtv1.VirtualMachineInstance{}
+	for _, vmi := range vmis {
+		if vmi.DeletionTimestamp == nil {
+			byPod[vmi.Labels[contract.LabelPod]] = vmi
+		}
+	}
+	values := []custom_metrics.MetricValue{}
+	for _, pod := range pods {
+		vmi, ok := byPod[derive.LabelValue(pod.Name)]
+		if !ok {
+			continue
+		}
+		s, ok := samples[string(vmi.UID)]
+		if !ok {
+			continue
+		}
+		values = append(values, MetricValue(metric, pod.ObjectMeta, s, VCPUs(vmi)))
+	}
+	return values
 }

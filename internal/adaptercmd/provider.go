@@ -1,4 +1,4 @@
-package guestmetrics
+package adaptercmd
 
 import (
 	"context"
@@ -16,17 +16,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
 
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
-	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/guestmetrics"
 )
-
-// LauncherSelector selects, among a namespace's PodMetrics, those of
-// derived VMs' launcher Pods: KubeVirt labels each kubevirt.io=virt-launcher
-// and copies the VMI's labels, vmctl.kubevirt.io/pod among them.
-var LauncherSelector = labels.SelectorFromSet(labels.Set{kubevirtv1.AppLabel: "virt-launcher"}).String() + "," + contract.LabelPod
-
-// createdBy is KubeVirt's label on a launcher Pod naming its VMI's UID.
-const createdBy = kubevirtv1.CreatedByLabel
 
 // Sources is what Provider reads. AgentPods and VMIs come from watches;
 // LauncherMetrics is one LIST of metrics-server's PodMetrics per request.
@@ -36,13 +27,13 @@ type Sources struct {
 	// VMIs returns the derived VMIs of namespace.
 	VMIs func(namespace string) []*kubevirtv1.VirtualMachineInstance
 	// LauncherMetrics lists the PodMetrics of namespace's launcher Pods
-	// (LauncherSelector).
+	// (guestmetrics.LauncherSelector).
 	LauncherMetrics func(ctx context.Context, namespace string) ([]metricsv1beta1.PodMetrics, error)
 	// Synced reports whether AgentPods and VMIs have had their first list.
 	Synced func() bool
 }
 
-// Provider serves MetricVMCPUUsage and MetricVMCPUUtilization of agent
+// Provider serves guestmetrics.MetricVMCPUUsage and guestmetrics.MetricVMCPUUtilization of agent
 // Pods (provider.CustomMetricsProvider). A Pod whose VM has no VMI, or
 // whose launcher metrics-server has not sampled yet, has no value, so the
 // HPA's rule for missing metrics applies: never a zero that would scale the
@@ -58,8 +49,8 @@ var podsResource = schema.GroupResource{Resource: "pods"}
 
 // ListAllMetrics lists the two metrics, of Pods.
 func (p *Provider) ListAllMetrics() []provider.CustomMetricInfo {
-	infos := make([]provider.CustomMetricInfo, 0, len(Metrics))
-	for _, m := range Metrics {
+	infos := make([]provider.CustomMetricInfo, 0, len(guestmetrics.Metrics))
+	for _, m := range guestmetrics.Metrics {
 		infos = append(infos, provider.CustomMetricInfo{GroupResource: podsResource, Namespaced: true, Metric: m})
 	}
 	return infos
@@ -96,7 +87,7 @@ func (p *Provider) GetMetricBySelector(ctx context.Context, namespace string, se
 // check refuses what is not served: another resource than Pods, another
 // metric, or a metric selector, as these metrics have no labels.
 func (p *Provider) check(info provider.CustomMetricInfo, metricSelector labels.Selector) error {
-	if info.GroupResource != podsResource || !slices.Contains(Metrics, info.Metric) {
+	if info.GroupResource != podsResource || !slices.Contains(guestmetrics.Metrics, info.Metric) {
 		return provider.NewMetricNotFoundError(info.GroupResource, info.Metric)
 	}
 	if metricSelector != nil && !metricSelector.Empty() {
@@ -123,37 +114,7 @@ func (p *Provider) values(ctx context.Context, namespace, metric string, pick fu
 	if err != nil {
 		return nil, launcherMetricsError(namespace, err)
 	}
-	return Values(metric, pods, p.src.VMIs(namespace), list), nil
-}
-
-// Values is metric for each of pods that has a VMI among vmis and a sample
-// of its launcher among launchers, in pods' order.
-func Values(metric string, pods []*corev1.Pod, vmis []*kubevirtv1.VirtualMachineInstance, launchers []metricsv1beta1.PodMetrics) []custom_metrics.MetricValue {
-	samples := map[string]Sample{} // by VMI UID
-	for i := range launchers {
-		if s, ok := LauncherSample(&launchers[i]); ok {
-			samples[launchers[i].Labels[createdBy]] = s
-		}
-	}
-	byPod := map[string]*kubevirtv1.VirtualMachineInstance{}
-	for _, vmi := range vmis {
-		if vmi.DeletionTimestamp == nil {
-			byPod[vmi.Labels[contract.LabelPod]] = vmi
-		}
-	}
-	values := []custom_metrics.MetricValue{}
-	for _, pod := range pods {
-		vmi, ok := byPod[derive.LabelValue(pod.Name)]
-		if !ok {
-			continue
-		}
-		s, ok := samples[string(vmi.UID)]
-		if !ok {
-			continue
-		}
-		values = append(values, MetricValue(metric, pod.ObjectMeta, s, VCPUs(vmi)))
-	}
-	return values
+	return guestmetrics.Values(metric, pods, p.src.VMIs(namespace), list), nil
 }
 
 // launcherMetricsError says what the failed LIST of launcher PodMetrics
@@ -185,7 +146,7 @@ func slimAgentPod(obj any) (any, error) {
 }
 
 // slimVMI keeps of a VMI only what Provider reads: who it is, its labels,
-// and what says how many vCPUs it has (VCPUs).
+// and what says how many vCPUs it has (guestmetrics.VCPUs).
 func slimVMI(obj any) (any, error) {
 	vmi, ok := obj.(*kubevirtv1.VirtualMachineInstance)
 	if !ok {

@@ -1,4 +1,4 @@
-package guestmetrics
+package adaptercmd
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/guestmetrics"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/kube"
 )
 
@@ -31,7 +32,7 @@ func Follow(ctx context.Context, k kubernetes.Interface, virt kubevirt.Interface
 			return inNamespace[*kubevirtv1.VirtualMachineInstance](vmis, namespace)
 		},
 		LauncherMetrics: func(ctx context.Context, namespace string) ([]metricsv1beta1.PodMetrics, error) {
-			list, err := metrics.MetricsV1beta1().PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: LauncherSelector})
+			list, err := metrics.MetricsV1beta1().PodMetricses(namespace).List(ctx, metav1.ListOptions{LabelSelector: guestmetrics.LauncherSelector})
 			if err != nil {
 				return nil, err
 			}

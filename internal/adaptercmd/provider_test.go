@@ -1,4 +1,4 @@
-package guestmetrics
+package adaptercmd
 
 import (
 	"context"
@@ -7,12 +7,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/custom-metrics-apiserver/pkg/provider"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/guestmetrics"
 )
 
 // sources serves fixed agent Pods, VMIs and launcher metrics, and counts
@@ -38,6 +43,27 @@ func (s *sources) Sources() Sources {
 	}
 }
 
+// agentPod, derivedVMI and launcher are an agent Pod of app web, its VMI
+// of one vCPU, and its launcher's PodMetrics, its compute container using
+// cpu.
+func agentPod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), Labels: map[string]string{"app": "web"}}}
+}
+
+func derivedVMI(pod, uid string, vcpus uint32) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "testvm-" + pod, Namespace: "ns", UID: types.UID(uid), Labels: map[string]string{contract.LabelPod: pod}},
+		Status:     kubevirtv1.VirtualMachineInstanceStatus{CurrentCPUTopology: &kubevirtv1.CPUTopology{Sockets: vcpus}},
+	}
+}
+
+func launcher(name, vmi, cpu string) metricsv1beta1.PodMetrics {
+	return metricsv1beta1.PodMetrics{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{kubevirtv1.CreatedByLabel: vmi}},
+		Containers: []metricsv1beta1.ContainerMetrics{{Name: "compute", Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}},
+	}
+}
+
 func info(metric string) provider.CustomMetricInfo {
 	return provider.CustomMetricInfo{GroupResource: schema.GroupResource{Resource: "pods"}, Namespaced: true, Metric: metric}
 }
@@ -54,7 +80,7 @@ func TestProviderBySelector(t *testing.T) {
 		synced:    true,
 	}
 	p := NewProvider(s.Sources())
-	list, err := p.GetMetricBySelector(t.Context(), "ns", labels.SelectorFromSet(labels.Set{"app": "web"}), info(MetricVMCPUUtilization), labels.Everything())
+	list, err := p.GetMetricBySelector(t.Context(), "ns", labels.SelectorFromSet(labels.Set{"app": "web"}), info(guestmetrics.MetricVMCPUUtilization), labels.Everything())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +91,11 @@ func TestProviderBySelector(t *testing.T) {
 	if strings.Join(got, " ") != "web-a=10 web-b=30" || s.lists != 1 {
 		t.Errorf("values %q after %d LISTs, want web-a=10 web-b=30 after 1", got, s.lists)
 	}
-	list, err = p.GetMetricBySelector(t.Context(), "ns", labels.SelectorFromSet(labels.Set{"app": "none"}), info(MetricVMCPUUsage), labels.Everything())
+	list, err = p.GetMetricBySelector(t.Context(), "ns", labels.SelectorFromSet(labels.Set{"app": "none"}), info(guestmetrics.MetricVMCPUUsage), labels.Everything())
 	if err != nil || len(list.Items) != 0 || s.lists != 1 {
 		t.Errorf("no Pod selected: %d values, error %v, %d LISTs; want none, nil, still 1", len(list.Items), err, s.lists)
 	}
-	v, err := p.GetMetricByName(t.Context(), types.NamespacedName{Namespace: "ns", Name: "db-a"}, info(MetricVMCPUUsage), labels.Everything())
+	v, err := p.GetMetricByName(t.Context(), types.NamespacedName{Namespace: "ns", Name: "db-a"}, info(guestmetrics.MetricVMCPUUsage), labels.Everything())
 	if err != nil || v.Value.String() != "1" {
 		t.Errorf("db-a: %v, %v; want 1 core", v, err)
 	}
@@ -92,15 +118,15 @@ func TestProviderRefuses(t *testing.T) {
 		says   string
 	}{
 		{"another metric", ready(), info("cpu_usage"), everything, apierrors.IsNotFound, "metric cpu_usage for pods"},
-		{"another resource", ready(), provider.CustomMetricInfo{GroupResource: schema.GroupResource{Group: "apps", Resource: "deployments"}, Metric: MetricVMCPUUsage}, everything, apierrors.IsNotFound, "deployments.apps"},
-		{"a metric selector", ready(), info(MetricVMCPUUsage), labels.SelectorFromSet(labels.Set{"a": "b"}), apierrors.IsBadRequest, "has no labels to select by"},
-		{"not listed yet", &sources{}, info(MetricVMCPUUsage), everything, apierrors.IsServiceUnavailable, "still listing"},
+		{"another resource", ready(), provider.CustomMetricInfo{GroupResource: schema.GroupResource{Group: "apps", Resource: "deployments"}, Metric: guestmetrics.MetricVMCPUUsage}, everything, apierrors.IsNotFound, "deployments.apps"},
+		{"a metric selector", ready(), info(guestmetrics.MetricVMCPUUsage), labels.SelectorFromSet(labels.Set{"a": "b"}), apierrors.IsBadRequest, "has no labels to select by"},
+		{"not listed yet", &sources{}, info(guestmetrics.MetricVMCPUUsage), everything, apierrors.IsServiceUnavailable, "still listing"},
 		{"metrics-server absent", func() *sources {
 			s := ready()
 			s.err = apierrors.NewNotFound(schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}, "")
 			return s
-		}(), info(MetricVMCPUUsage), everything, apierrors.IsServiceUnavailable, "install it"},
-		{"not sampled yet", ready(), info(MetricVMCPUUsage), everything, apierrors.IsNotFound, "web-a"},
+		}(), info(guestmetrics.MetricVMCPUUsage), everything, apierrors.IsServiceUnavailable, "install it"},
+		{"not sampled yet", ready(), info(guestmetrics.MetricVMCPUUsage), everything, apierrors.IsNotFound, "web-a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewProvider(tc.src.Sources()).GetMetricByName(t.Context(), web, tc.info, tc.metric)
