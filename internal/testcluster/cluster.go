@@ -506,7 +506,17 @@ func (c *Cluster) startControllerManager(p *pki) error {
 			"persistentvolume-binder-controller",
 			"persistentvolumeclaim-protection-controller",
 			"persistentvolume-protection-controller",
+			// Scales by the metrics APIs (package metricsserver serves
+			// metrics.k8s.io), as its ServiceAccount
+			// horizontal-pod-autoscaler, which the API server's bootstrap
+			// policy grants what it reads (system:controller:horizontal-pod-autoscaler).
+			"horizontal-pod-autoscaler-controller",
 		}, ","),
+		// A test waits seconds, not the default 15 s, for each decision,
+		// and counts a Pod's CPU once the Pod is Ready rather than after
+		// the default 5 minutes' initialization (kwok's Pods start Ready).
+		"--horizontal-pod-autoscaler-sync-period=2s",
+		"--horizontal-pod-autoscaler-cpu-initialization-period=1s",
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + p.SAKey,
 		"--root-ca-file=" + p.CACert,
