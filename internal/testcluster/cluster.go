@@ -184,7 +184,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		c.logf("kube-apiserver ready")
 		wg.Go(func() { errs[2] = c.startScheduler() })
 		wg.Go(func() {
-			if errs[3] = c.startKwok(); errs[3] != nil {
+			if errs[3] = c.startKwok(startCtx); errs[3] != nil {
 				return
 			}
 			c.Nodes, errs[3] = createNodes(startCtx, cs, nodes)
@@ -535,7 +535,7 @@ func (c *Cluster) startScheduler() error {
 	return err
 }
 
-func (c *Cluster) startKwok() error {
+func (c *Cluster) startKwok(ctx context.Context) error {
 	cfg, err := kwokConfig(c.Binaries)
 	if err != nil {
 		return err
@@ -549,13 +549,30 @@ func (c *Cluster) startKwok() error {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return fmt.Errorf("create kwok's home: %w", err)
 	}
-	_, err = c.start(Kwok, c.Binaries.Kwok, []string{
-		"--config=" + cfgPath,
-		"--kubeconfig=" + c.componentKubeconfig(Kwok),
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=" + NodeAnnotation + "=fake",
-		"--cidr=10.244.0.0/16",
-		"--node-ip=10.0.0.1",
-	}, append(os.Environ(), "HOME="+home))
-	return err
+	return c.retryPortConflict(func() (*Process, error) {
+		ports, err := FreePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		port := strconv.Itoa(ports[0])
+		p, err := c.start(Kwok, c.Binaries.Kwok, []string{
+			"--config=" + cfgPath,
+			"--kubeconfig=" + c.componentKubeconfig(Kwok),
+			"--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector=" + NodeAnnotation + "=fake",
+			"--cidr=10.244.0.0/16",
+			// Each node's InternalIP and kubelet port lead to kwok's
+			// server, which answers HTTP and HTTPS (a certificate of its
+			// own) on one port: metrics-server scrapes the nodes there.
+			"--node-ip=127.0.0.1",
+			"--node-port=" + port,
+			"--server-address=127.0.0.1:" + port,
+		}, append(os.Environ(), "HOME="+home))
+		if err != nil {
+			return nil, err
+		}
+		return p, WaitFor(ctx, "kwok's server", []*Process{p}, func(ctx context.Context) (bool, error) {
+			return kwokHealthy(ctx, "http://127.0.0.1:"+port+"/healthz")
+		})
+	})
 }
