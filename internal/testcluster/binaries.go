@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,10 @@ type Binaries struct {
 	// kwok module (kustomize/stage/node/... and kustomize/stage/pod/general).
 	NodeStages []string
 	PodStages  []string
+	// Usage are kwok's files that make it serve each node's resource
+	// metrics from the Pods' annotations (kustomize/metrics/...): what
+	// metrics-server scrapes (see kwokConfig).
+	Usage []string
 }
 
 // components are what a cluster runs: what EnsureBinaries builds.
@@ -88,6 +93,22 @@ func kwokPodStages() []string {
 	}
 }
 
+// kwokUsage are the Metric that serves a kubelet's /metrics/resource for
+// each node at /metrics/nodes/<node>/metrics/resource, and the
+// ClusterResourceUsage that gives every container of a Pod the CPU and
+// memory of its kwok.x-k8s.io/usage-cpu and usage-memory annotations.
+func kwokUsage() []string {
+	return []string{
+		"kustomize/metrics/resource/metrics-resource.yaml",
+		"kustomize/metrics/usage/usage-from-annotation.yaml",
+	}
+}
+
+// kwokFiles are the files of kwok's module the build copies into stages/.
+func kwokFiles() []string {
+	return slices.Concat(kwokNodeStages(), kwokPodStages(), kwokUsage())
+}
+
 // ldflags stamps the Kubernetes version so `kubectl version` reads right.
 func ldflags() string {
 	major, minor, _ := strings.Cut(strings.TrimPrefix(KubernetesVersion, "v"), ".")
@@ -120,6 +141,10 @@ func EnsureBinaries(ctx context.Context, cacheDir string, progress io.Writer) (B
 	for _, c := range components() {
 		key += "\ncomponent " + c.Name + " " + c.Pkg
 	}
+	// A build copied only the files named then; one more file needs a new build.
+	for _, f := range kwokFiles() {
+		key += "\nkwok " + f
+	}
 	dir, err := CachedBuild(ctx, cacheDir, toolsDir, key, "control plane", progress, func(dir string) error {
 		return build(ctx, toolsDir, dir, progress)
 	})
@@ -148,6 +173,9 @@ func cachedBinaries(dir string) (Binaries, bool) {
 	for _, s := range kwokPodStages() {
 		b.PodStages = append(b.PodStages, filepath.Join(dir, "stages", filepath.Base(s)))
 	}
+	for _, s := range kwokUsage() {
+		b.Usage = append(b.Usage, filepath.Join(dir, "stages", filepath.Base(s)))
+	}
 	return b, true
 }
 
@@ -164,7 +192,7 @@ func build(ctx context.Context, toolsDir, dir string, progress io.Writer) error 
 	if err != nil {
 		return err
 	}
-	for _, s := range append(kwokNodeStages(), kwokPodStages()...) {
+	for _, s := range kwokFiles() {
 		data, err := os.ReadFile(filepath.Join(kwokDir, s))
 		if err != nil {
 			return fmt.Errorf("read kwok's stage %s: %w", s, err)

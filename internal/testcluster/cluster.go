@@ -184,7 +184,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		c.logf("kube-apiserver ready")
 		wg.Go(func() { errs[2] = c.startScheduler() })
 		wg.Go(func() {
-			if errs[3] = c.startKwok(); errs[3] != nil {
+			if errs[3] = c.startKwok(startCtx); errs[3] != nil {
 				return
 			}
 			c.Nodes, errs[3] = createNodes(startCtx, cs, nodes)
@@ -506,7 +506,17 @@ func (c *Cluster) startControllerManager(p *pki) error {
 			"persistentvolume-binder-controller",
 			"persistentvolumeclaim-protection-controller",
 			"persistentvolume-protection-controller",
+			// Scales by the metrics APIs (package metricsserver serves
+			// metrics.k8s.io), as its ServiceAccount
+			// horizontal-pod-autoscaler, which the API server's bootstrap
+			// policy grants what it reads (system:controller:horizontal-pod-autoscaler).
+			"horizontal-pod-autoscaler-controller",
 		}, ","),
+		// A test waits seconds, not the default 15 s, for each decision,
+		// and counts a Pod's CPU once the Pod is Ready rather than after
+		// the default 5 minutes' initialization (kwok's Pods start Ready).
+		"--horizontal-pod-autoscaler-sync-period=2s",
+		"--horizontal-pod-autoscaler-cpu-initialization-period=1s",
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + p.SAKey,
 		"--root-ca-file=" + p.CACert,
@@ -525,7 +535,7 @@ func (c *Cluster) startScheduler() error {
 	return err
 }
 
-func (c *Cluster) startKwok() error {
+func (c *Cluster) startKwok(ctx context.Context) error {
 	cfg, err := kwokConfig(c.Binaries)
 	if err != nil {
 		return err
@@ -539,13 +549,30 @@ func (c *Cluster) startKwok() error {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return fmt.Errorf("create kwok's home: %w", err)
 	}
-	_, err = c.start(Kwok, c.Binaries.Kwok, []string{
-		"--config=" + cfgPath,
-		"--kubeconfig=" + c.componentKubeconfig(Kwok),
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=" + NodeAnnotation + "=fake",
-		"--cidr=10.244.0.0/16",
-		"--node-ip=10.0.0.1",
-	}, append(os.Environ(), "HOME="+home))
-	return err
+	return c.retryPortConflict(func() (*Process, error) {
+		ports, err := FreePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		port := strconv.Itoa(ports[0])
+		p, err := c.start(Kwok, c.Binaries.Kwok, []string{
+			"--config=" + cfgPath,
+			"--kubeconfig=" + c.componentKubeconfig(Kwok),
+			"--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector=" + NodeAnnotation + "=fake",
+			"--cidr=10.244.0.0/16",
+			// Each node's InternalIP and kubelet port lead to kwok's
+			// server, which answers HTTP and HTTPS (a certificate of its
+			// own) on one port: metrics-server scrapes the nodes there.
+			"--node-ip=127.0.0.1",
+			"--node-port=" + port,
+			"--server-address=127.0.0.1:" + port,
+		}, append(os.Environ(), "HOME="+home))
+		if err != nil {
+			return nil, err
+		}
+		return p, WaitFor(ctx, "kwok's server", []*Process{p}, func(ctx context.Context) (bool, error) {
+			return kwokHealthy(ctx, "http://127.0.0.1:"+port+"/healthz")
+		})
+	})
 }

@@ -33,6 +33,26 @@ func etcdHealthy(ctx context.Context, clientURL string) (bool, error) {
 	return true, nil
 }
 
+// kwokHealthy asks kwok's server for url, its /healthz.
+func kwokHealthy(ctx context.Context, url string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		return false, fmt.Errorf("kwok %s: %s %s", url, resp.Status, body)
+	}
+	return true, nil
+}
+
 // restConfigForRaw is cfg set up for a raw RESTClient.
 func restConfigForRaw(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)

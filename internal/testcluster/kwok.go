@@ -36,6 +36,14 @@ func notAgentPod() map[string]any {
 // without their built-in delays, so Pods start and go within a second. The
 // per-Pod annotations the stages read (pod-ready.stage.kwok.x-k8s.io/delay, ...)
 // still add delays where a test wants them.
+//
+// The usage files go in as shipped: kwok then serves, at
+// /metrics/nodes/<node>/metrics/resource, what a kubelet serves at
+// /metrics/resource, for metrics-server (package metricsserver). kwok
+// evaluates the annotation kwok.x-k8s.io/usage-cpu (default 1m) once per
+// container, so each container of the Pod uses that much and the Pod the
+// sum: a Pod of one container annotated 250m uses 250m. kwok.x-k8s.io/usage-memory
+// (default 1Mi) goes alike.
 func kwokConfig(b Binaries) ([]byte, error) {
 	var out bytes.Buffer
 	add := func(path string, pod bool) error {
@@ -67,6 +75,11 @@ func kwokConfig(b Binaries) ([]byte, error) {
 	}
 	for _, p := range b.PodStages {
 		if err := add(p, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range b.Usage {
+		if err := add(p, false); err != nil {
 			return nil, err
 		}
 	}

@@ -14,7 +14,14 @@ import (
 // NodeName is the name of the i-th fake node.
 func NodeName(i int) string { return fmt.Sprintf("node-%d", i) }
 
-// fakeNode is a node kwok manages: annotated for kwok's selector, with room for
+// resourceMetricsPath is the annotation by which metrics-server scrapes a
+// node's resource metrics at a path of the node's choosing instead of
+// /metrics/resource: kwok serves every node's at one address, so the path
+// names the node.
+const resourceMetricsPath = "metrics.k8s.io/resource-metrics-path"
+
+// fakeNode is a node kwok manages: annotated for kwok's selector and with the
+// path of its resource metrics on kwok's server (see kwokConfig), with room for
 // any number of Pods. It carries what virt-handler's device plugins and node
 // labeller would give a KubeVirt node, since KubeVirt's virt-launcher Pods
 // ask for them: the kubevirt.io/schedulable and q35 machine-type labels and
@@ -31,8 +38,11 @@ func fakeNode(name string) *corev1.Node {
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Annotations: map[string]string{NodeAnnotation: "fake"},
+			Name: name,
+			Annotations: map[string]string{
+				NodeAnnotation:      "fake",
+				resourceMetricsPath: "/metrics/nodes/" + name + "/metrics/resource",
+			},
 			Labels: map[string]string{
 				corev1.LabelHostname:                name,
 				corev1.LabelOSStable:                "linux",
