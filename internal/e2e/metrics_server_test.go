@@ -64,6 +64,10 @@ func TestMetricsServer(t *testing.T) {
 		t.Parallel()
 		testHPAScalesOut(t)
 	})
+	t.Run("HPA scales VMs on their guests' CPU", func(t *testing.T) {
+		t.Parallel()
+		testHPAScalesVMs(t)
+	})
 }
 
 func testPodMetricsFollowUsage(t *testing.T, metrics metricsclient.Interface) {

@@ -1,0 +1,150 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+)
+
+// testHPAScalesVMs: a Deployment of VMs under the HPA kubectl vmctl
+// autoscale writes scales out to its maximum while its guests are busy
+// (kwok's simulated CPU of their launcher Pods, which KubeVirt annotates
+// as the VMI is), every VM Ready; once they idle it scales back in, and
+// the removed Pods' VMs go with them; then it holds still for a minute.
+// The HPA sees the guests' CPU through vmctl-metrics-adapter, never the
+// agents'.
+func testHPAScalesVMs(t *testing.T) {
+	ns := namespace(t)
+	// Every guest busy: 900m of its one vCPU. KubeVirt copies the VMI's
+	// annotations onto its launcher Pod, whose CPU kwok then reports.
+	createPrototypeWith(t, ns, "testvm.yaml", func(vm *kubevirtv1.VirtualMachine) {
+		vm.Spec.Template.ObjectMeta.Annotations = map[string]string{usageCPU: "900m"}
+	})
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	waitPaired(t, ns, "testvm", 1, settle)
+	startMetricsAdapter(t, ns)
+
+	const name, maxReplicas = "vmctl-testvm", 3
+	vmctl(t, "autoscale", "deployment", name, "-n", ns, "--min=1", fmt.Sprintf("--max=%d", maxReplicas), "--vm-cpu-percent=50")
+	// Scale in as soon as the guests idle: the default window is 5 minutes.
+	kubectl(t, nil, "patch", "hpa", name, "-n", ns, "--type=merge", "-p", `{"spec":{"behavior":{"scaleDown":{"stabilizationWindowSeconds":0}}}}`)
+
+	start := time.Now()
+	waitHPAReplicas(t, ns, name, maxReplicas)
+	t.Logf("the HPA scaled the VMs out to %d %s after it was made", maxReplicas, time.Since(start).Round(time.Second))
+	vms := waitPaired(t, ns, "testvm", maxReplicas, settle)
+	// A new Pod's value comes with its launcher's second scrape.
+	eventually(t, metricsWait, fmt.Sprintf("the adapter's %s of each Pod to be 90 (900m of one vCPU)", contract.MetricVMCPUUtilization), func(ctx context.Context) (bool, string, error) {
+		got := adapterValues(t, ns)
+		return len(got) == maxReplicas && allNear(got, 90), fmt.Sprint(got), nil
+	})
+
+	// The guests idle: 50m each, 5%.
+	launchers, err := e.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: kubevirtv1.AppLabel + "=virt-launcher"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"50m"}}}`, usageCPU)
+	for _, p := range launchers.Items {
+		if _, err := e.kube.CoreV1().Pods(ns).Patch(t.Context(), p.Name, types.MergePatchType, idle, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start = time.Now()
+	waitHPAReplicas(t, ns, name, 1)
+	t.Logf("the HPA scaled the VMs in to 1 %s after the guests idled", time.Since(start).Round(time.Second))
+	left := waitPaired(t, ns, "testvm", 1, settle)
+	for vm := range left {
+		if _, ok := vms[vm]; !ok {
+			t.Errorf("VM %s is new: scaling in made a VM", vm)
+		}
+	}
+
+	// Settled: no flapping.
+	throughout(t, time.Minute, "the fleet stays at 1 replica", func(ctx context.Context) (string, error) {
+		d, err := e.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		if r := ptr.Deref(d.Spec.Replicas, 0); r != 1 {
+			return fmt.Sprintf("replicas %d", r), nil
+		}
+		return "", nil
+	})
+}
+
+// waitHPAReplicas waits until the HPA has set its Deployment's replicas to
+// want, and says what the HPA saw meanwhile.
+func waitHPAReplicas(t *testing.T, ns, name string, want int32) {
+	t.Helper()
+	eventually(t, 4*metricsWait, fmt.Sprintf("the HPA to set %s's replicas to %d", name, want), func(ctx context.Context) (bool, string, error) {
+		hpa, err := e.kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		seen := hpaSays(hpa)
+		d, err := e.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return ptr.Deref(d.Spec.Replicas, 0) == want, seen, nil
+	})
+}
+
+// hpaSays is what an HPA's status says: replicas, its Pods metrics'
+// averages, and its conditions that are not True.
+func hpaSays(hpa *autoscalingv2.HorizontalPodAutoscaler) string {
+	seen := fmt.Sprintf("replicas %d desired %d", hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas)
+	for _, m := range hpa.Status.CurrentMetrics {
+		if m.Pods != nil && m.Pods.Current.AverageValue != nil {
+			seen += fmt.Sprintf(", %s at %s", m.Pods.Metric.Name, m.Pods.Current.AverageValue)
+		}
+	}
+	for _, c := range hpa.Status.Conditions {
+		if c.Status != "True" {
+			seen += fmt.Sprintf(", %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+		}
+	}
+	return seen
+}
+
+// adapterValues is the adapter's vm_cpu_utilization of each agent Pod of
+// ns, as the HPA controller asks for it.
+func adapterValues(t *testing.T, ns string) map[string]float64 {
+	t.Helper()
+	raw, err := customMetric(t.Context(), e.kube, ns, contract.LabelAgentPrototype+"=testvm", contract.MetricVMCPUUtilization)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list v1beta2.MetricValueList
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, v := range list.Items {
+		got[v.DescribedObject.Name] = v.Value.AsApproximateFloat64()
+	}
+	return got
+}
+
+// allNear reports whether every value of m is within 5% of want.
+func allNear(m map[string]float64, want float64) bool {
+	return !slices.ContainsFunc(slices.Collect(maps.Values(m)), func(v float64) bool { return math.Abs(v-want) > want/20 })
+}
