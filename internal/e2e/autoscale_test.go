@@ -17,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -177,8 +178,8 @@ func customMetric(ctx context.Context, c kubernetes.Interface, ns, selector, met
 // TestMetricsAdapterWithoutMetricsServer: with no metrics-server (no
 // metrics.k8s.io), the adapter, reached through the aggregator as the HPA
 // controller reaches it, answers 503 and says to install metrics-server,
-// never a value; a user without rights gets 403 from its delegated
-// authorization.
+// never a value, and an HPA on the fleet says so and scales nothing; a
+// user without rights gets 403 from its delegated authorization.
 func TestMetricsAdapterWithoutMetricsServer(t *testing.T) {
 	ns := namespace(t)
 	createPrototype(t, ns, "testvm.yaml")
@@ -190,6 +191,27 @@ func TestMetricsAdapterWithoutMetricsServer(t *testing.T) {
 	_, err := customMetric(t.Context(), e.kube, ns, selector, contract.MetricVMCPUUtilization)
 	if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "install it") {
 		t.Errorf("without metrics-server the adapter answered %v; want 503 saying to install metrics-server", err)
+	}
+
+	// The HPA says why it cannot scale, in the adapter's words, and
+	// scales nothing.
+	const name = "vmctl-testvm"
+	vmctl(t, "autoscale", "deployment", name, "-n", ns, "--min=1", "--max=4", "--vm-cpu-percent=50")
+	eventually(t, time.Minute, "the HPA to say it cannot read the metric", func(ctx context.Context) (bool, string, error) {
+		hpa, err := e.kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, c := range hpa.Status.Conditions {
+			if c.Type == autoscalingv2.ScalingActive && c.Status == corev1.ConditionFalse && c.Reason == "FailedGetPodsMetric" &&
+				strings.Contains(c.Message, "metrics-server") {
+				return true, "", nil
+			}
+		}
+		return false, hpaSays(hpa), nil
+	})
+	if d, err := e.kube.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{}); err != nil || ptr.Deref(d.Spec.Replicas, 0) != 2 {
+		t.Errorf("the Deployment's replicas changed without a metric: %v", err)
 	}
 
 	nobody := rest.CopyConfig(e.cluster.RESTConfig)
