@@ -54,6 +54,7 @@ VM on every node.`,
 		NewCmdGC(f, streams),
 		NewCmdRollout(f, streams),
 		NewCmdAutoscale(f, streams),
+		NewCmdTop(f, streams),
 	)
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,12 @@ func testHPAScalesVMs(t *testing.T) {
 		got := adapterValues(t, ns)
 		return len(got) == maxReplicas && allNear(got, 90), fmt.Sprint(got), nil
 	})
+
+	// kubectl vmctl top shows the figures the HPA used.
+	top := vmctl(t, "top", "-n", ns)
+	if n := strings.Count(top, " 900m ") + strings.Count(top, " 899m ") + strings.Count(top, " 901m "); n != maxReplicas || strings.Count(top, "90%") != maxReplicas {
+		t.Errorf("kubectl vmctl top shows %d guests at about 900m, want %d at 90%%:\n%s", n, maxReplicas, top)
+	}
 
 	// The guests idle: 50m each, 5%.
 	launchers, err := e.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: kubevirtv1.AppLabel + "=virt-launcher"})

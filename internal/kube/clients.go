@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/version"
@@ -29,6 +30,9 @@ type Clients struct {
 	Dynamic dynamic.Interface
 	// Expand is ExpandSpec of KubeVirt.
 	Expand Expander
+	// Metrics reads metrics-server's resource metrics (metrics.k8s.io);
+	// nil in the agent's Clients, which never reads them.
+	Metrics metricsclient.Interface
 }
 
 // Factory gives a command what it needs of the cluster, in the manner of
@@ -123,5 +127,11 @@ func (f *factory) newClients() (Clients, error) {
 	if err != nil {
 		return Clients{}, fmt.Errorf("make the dynamic client: %w", err)
 	}
-	return Clients{Kube: kc, KubeVirt: virt, Dynamic: dyn, Expand: ExpandSpec(virt)}, nil
+	c := Clients{Kube: kc, KubeVirt: virt, Dynamic: dyn, Expand: ExpandSpec(virt)}
+	if !f.agent {
+		if c.Metrics, err = metricsclient.NewForConfig(rc); err != nil {
+			return Clients{}, fmt.Errorf("make the metrics client: %w", err)
+		}
+	}
+	return c, nil
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
 
@@ -37,6 +38,8 @@ type Factory struct {
 	// Expand stands in for KubeVirt's expand-spec: NoExpand unless a test
 	// sets another.
 	Expand kube.Expander
+	// Metrics serves metrics.k8s.io: nil unless a test sets one.
+	Metrics metricsclient.Interface
 }
 
 // NewFactory returns a Factory over kube and virt whose kubeconfig, in t's
@@ -64,7 +67,7 @@ current-context: test
 
 // Clients returns the fakes.
 func (f *Factory) Clients() (kube.Clients, error) {
-	return kube.Clients{Kube: f.Kube, KubeVirt: f.KubeVirt, Dynamic: f.Dynamic, Expand: f.Expand}, nil
+	return kube.Clients{Kube: f.Kube, KubeVirt: f.KubeVirt, Dynamic: f.Dynamic, Expand: f.Expand, Metrics: f.Metrics}, nil
 }
 
 // NewDynamic is a fake dynamic client that serves the revision stores
