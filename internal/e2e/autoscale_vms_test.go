@@ -24,32 +24,32 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 )
 
-// testHPAScalesVMs: a Deployment of VMs under the HPA kubectl vmctl
+// testHPAScalesVMs: a Deployment or StatefulSet of VMs under the HPA kubectl vmctl
 // autoscale writes scales out to its maximum while its guests are busy
 // (kwok's simulated CPU of their launcher Pods, which KubeVirt annotates
 // as the VMI is), every VM Ready; once they idle it scales back in, and
 // the removed Pods' VMs go with them; then it holds still for a minute.
 // The HPA sees the guests' CPU through vmctl-metrics-adapter, never the
 // agents'.
-func testHPAScalesVMs(t *testing.T) {
+func testHPAScalesVMs(t *testing.T, kind scaffold.Kind) {
 	ns := namespace(t)
 	// Every guest busy: 900m of its one vCPU. KubeVirt copies the VMI's
 	// annotations onto its launcher Pod, whose CPU kwok then reports.
 	createPrototypeWith(t, ns, "testvm.yaml", func(vm *kubevirtv1.VirtualMachine) {
 		vm.Spec.Template.ObjectMeta.Annotations = map[string]string{usageCPU: "900m"}
 	})
-	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "1")
+	deploy(t, ns, kind, "testvm", "--replicas", "1")
 	waitPaired(t, ns, "testvm", 1, settle)
-	startMetricsAdapter(t, ns)
 
 	const name, maxReplicas = "vmctl-testvm", 3
-	vmctl(t, "autoscale", "deployment", name, "-n", ns, "--min=1", fmt.Sprintf("--max=%d", maxReplicas), "--vm-cpu-percent=50")
+	workload := strings.ToLower(string(kind))
+	vmctl(t, "autoscale", workload, name, "-n", ns, "--min=1", fmt.Sprintf("--max=%d", maxReplicas), "--vm-cpu-percent=50")
 	// Scale in as soon as the guests idle: the default window is 5 minutes.
 	kubectl(t, nil, "patch", "hpa", name, "-n", ns, "--type=merge", "-p", `{"spec":{"behavior":{"scaleDown":{"stabilizationWindowSeconds":0}}}}`)
 
 	start := time.Now()
-	waitHPAReplicas(t, ns, name, maxReplicas)
-	t.Logf("the HPA scaled the VMs out to %d %s after it was made", maxReplicas, time.Since(start).Round(time.Second))
+	waitHPAReplicas(t, ns, kind, name, maxReplicas)
+	t.Logf("the HPA scaled the %s's VMs out to %d %s after it was made", kind, maxReplicas, time.Since(start).Round(time.Second))
 	vms := waitPaired(t, ns, "testvm", maxReplicas, settle)
 	// A new Pod's value comes with its launcher's second scrape.
 	eventually(t, metricsWait, fmt.Sprintf("the adapter's %s of each Pod to be 90 (900m of one vCPU)", contract.MetricVMCPUUtilization), func(ctx context.Context) (bool, string, error) {
@@ -75,8 +75,8 @@ func testHPAScalesVMs(t *testing.T) {
 		}
 	}
 	start = time.Now()
-	waitHPAReplicas(t, ns, name, 1)
-	t.Logf("the HPA scaled the VMs in to 1 %s after the guests idled", time.Since(start).Round(time.Second))
+	waitHPAReplicas(t, ns, kind, name, 1)
+	t.Logf("the HPA scaled the %s's VMs in to 1 %s after the guests idled", kind, time.Since(start).Round(time.Second))
 	left := waitPaired(t, ns, "testvm", 1, settle)
 	for vm := range left {
 		if _, ok := vms[vm]; !ok {
@@ -86,32 +86,44 @@ func testHPAScalesVMs(t *testing.T) {
 
 	// Settled: no flapping.
 	throughout(t, time.Minute, "the fleet stays at 1 replica", func(ctx context.Context) (string, error) {
-		d, err := e.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		r, err := replicasOf(ctx, ns, kind, name)
+		if err != nil || r == 1 {
 			return "", err
 		}
-		if r := ptr.Deref(d.Spec.Replicas, 0); r != 1 {
-			return fmt.Sprintf("replicas %d", r), nil
-		}
-		return "", nil
+		return fmt.Sprintf("replicas %d", r), nil
 	})
 }
 
-// waitHPAReplicas waits until the HPA has set its Deployment's replicas to
+// replicasOf is the replicas the spec of workload kind/name asks for.
+func replicasOf(ctx context.Context, ns string, kind scaffold.Kind, name string) (int32, error) {
+	if kind == scaffold.KindStatefulSet {
+		s, err := e.kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		return ptr.Deref(s.Spec.Replicas, 0), nil
+	}
+	d, err := e.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return ptr.Deref(d.Spec.Replicas, 0), nil
+}
+
+// waitHPAReplicas waits until the HPA has set its workload's replicas to
 // want, and says what the HPA saw meanwhile.
-func waitHPAReplicas(t *testing.T, ns, name string, want int32) {
+func waitHPAReplicas(t *testing.T, ns string, kind scaffold.Kind, name string, want int32) {
 	t.Helper()
 	eventually(t, 4*metricsWait, fmt.Sprintf("the HPA to set %s's replicas to %d", name, want), func(ctx context.Context) (bool, string, error) {
 		hpa, err := e.kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		seen := hpaSays(hpa)
-		d, err := e.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		r, err := replicasOf(ctx, ns, kind, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return ptr.Deref(d.Spec.Replicas, 0) == want, seen, nil
+		return r == want, hpaSays(hpa), nil
 	})
 }
 

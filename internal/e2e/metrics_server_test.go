@@ -21,6 +21,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/metricsserver"
 )
@@ -64,10 +65,14 @@ func TestMetricsServer(t *testing.T) {
 		t.Parallel()
 		testHPAScalesOut(t)
 	})
-	t.Run("HPA scales VMs on their guests' CPU", func(t *testing.T) {
-		t.Parallel()
-		testHPAScalesVMs(t)
-	})
+	// One adapter serves custom.metrics.k8s.io for every namespace.
+	startMetricsAdapter(t, namespace(t))
+	for _, kind := range []scaffold.Kind{scaffold.KindDeployment, scaffold.KindStatefulSet} {
+		t.Run("HPA scales a "+string(kind)+"'s VMs on their guests' CPU", func(t *testing.T) {
+			t.Parallel()
+			testHPAScalesVMs(t, kind)
+		})
+	}
 }
 
 func testPodMetricsFollowUsage(t *testing.T, metrics metricsclient.Interface) {
