@@ -47,7 +47,7 @@ func TestAutoscale(t *testing.T) {
 			objs: []runtime.Object{agentDeployment("plain", false)}, err: "deployment/plain runs no vmctl agents"},
 		{name: "missing", args: []string{"statefulset", "db", "--max=3"}, err: "statefulset/db not found in namespace vms"},
 		{name: "a DaemonSet", args: []string{"daemonset/web", "--max=3"}, err: "no HorizontalPodAutoscaler can scale it"},
-		{name: "min above max", args: []string{"deployment", "web", "--min=4", "--max=3"}, objs: []runtime.Object{agentDeployment("web", true)}, err: "--min=4 is more than --max=3"},
+		{name: "min above max", args: []string{"deployment", "web", "--min=4", "--max=3"}, objs: []runtime.Object{agentDeployment("web", true)}, err: "a minimum of 4 replicas is more than the maximum, 3"},
 		{name: "a percent over 100", args: []string{"deployment", "web", "--max=3", "--vm-cpu-percent=150"}, err: "1 to 100"},
 		{name: "no max", args: []string{"deployment", "web"}, err: `required flag(s) "max" not set`},
 		{name: "another kind", args: []string{"replicaset", "web", "--max=3"}, err: `cannot autoscale a "replicaset"`},

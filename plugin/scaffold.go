@@ -52,6 +52,9 @@ type ScaffoldOptions struct {
 	// MoveAfter is the agents' --move-after, where they move
 	// (scaffold.Params.Moves).
 	MoveAfter time.Duration
+	// Autoscale is --autoscale-min, --autoscale-max and --vm-cpu-percent;
+	// a Max of 0 adds no HPA.
+	Autoscale scaffold.Autoscale
 
 	// replicasSet records an explicit --replicas, which a DaemonSet rejects.
 	replicasSet bool
@@ -75,6 +78,7 @@ func NewScaffoldOptions(streams genericiooptions.IOStreams) *ScaffoldOptions {
 		AdmissionPolicy: true,
 		Reserve:         true,
 		MoveAfter:       scaffold.DefaultMoveAfter,
+		Autoscale:       scaffold.Autoscale{Min: 1, VMCPUPercent: scaffold.DefaultVMCPUPercent},
 		Output:          "yaml",
 		IOStreams:       streams,
 	}
@@ -241,6 +245,11 @@ put the fleet in a namespace of its own (see docs/security.md).`,
 		"For a Deployment or StatefulSet whose agents reserve their VM's size: how long a VM may stay unschedulable on its agent's node "+
 			"before the agent evicts its own Pod (Eviction API, paced by PodDisruptionBudgets), so that a new Pod is placed where the VM fits. "+
 			"0 never moves. A DaemonSet's agents only report.")
+	flags.Int32Var(&o.Autoscale.Max, "autoscale-max", o.Autoscale.Max,
+		"Add an HPA that scales the Deployment or StatefulSet on its guests' CPU, as kubectl vmctl autoscale makes one, up to this many Pods, and leave the workload's replicas to it. 0 adds none.")
+	flags.Int32Var(&o.Autoscale.Min, "autoscale-min", o.Autoscale.Min, "With --autoscale-max: the HPA's minimum number of Pods.")
+	flags.Int32Var(&o.Autoscale.VMCPUPercent, "vm-cpu-percent", o.Autoscale.VMCPUPercent,
+		"With --autoscale-max: the HPA's target, the CPU the VMs use as a percentage of their vCPUs, averaged over the Pods.")
 	RegisterNamespaceCompletion(cmd, f)
 	cmd.AddCommand(newCmdScaffoldCRD(o.IOStreams), newCmdScaffoldMetricsAdapter(f, o.IOStreams))
 	return cmd
@@ -307,6 +316,15 @@ func (o *ScaffoldOptions) Complete(f kube.Factory, cmd *cobra.Command, args []st
 		}
 	}
 	o.replicasSet = cmd.Flags().Changed("replicas")
+	if o.Autoscale.Max > 0 {
+		if o.replicasSet {
+			return fmt.Errorf("--replicas with --autoscale-max: the HPA sets the replicas, from --autoscale-min up; drop --replicas")
+		}
+		a := o.Autoscale
+		p.Autoscale = &a
+	} else if cmd.Flags().Changed("autoscale-min") || cmd.Flags().Changed("vm-cpu-percent") {
+		return fmt.Errorf("--autoscale-min and --vm-cpu-percent shape the HPA that --autoscale-max adds: add --autoscale-max")
+	}
 	o.params = p
 	// Scaffolding needs no cluster: without clients, Run only skips its
 	// check of the prototype.

@@ -73,3 +73,24 @@ func TestScaffoldMetricsAdapter(t *testing.T) {
 		})
 	}
 }
+
+// TestScaffoldAutoscaleFlags: --autoscale-min and --vm-cpu-percent only
+// shape the HPA --autoscale-max adds, and --replicas cannot stand beside
+// it.
+func TestScaffoldAutoscaleFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--autoscale-max=3", "--replicas=2"}, "drop --replicas"},
+		{[]string{"--vm-cpu-percent=50"}, "add --autoscale-max"},
+		{[]string{"--autoscale-min=2"}, "add --autoscale-max"},
+	} {
+		f := fakeapi.NewFactory(t, "vms", kubefake.NewClientset(), kubevirtfake.NewSimpleClientset())
+		streams, _, _, _ := genericiooptions.NewTestIOStreams()
+		err := opRun(t.Context(), f, NewCmdScaffold(f, streams), append([]string{"deployment", "testvm"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("scaffold deployment testvm %s: error %v, want one saying %q", strings.Join(tc.args, " "), err, tc.err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"errors"
+	"k8s.io/utils/ptr"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -30,7 +31,7 @@ func ClusterObjects() []runtime.Object {
 // Build returns the objects that run p's agents, in the order
 // `kubectl apply -f -` should create them: ServiceAccount, RBAC, the
 // revision store (whose CRD is among ClusterObjects), admission policy, the launcher priority class, workload, Services,
-// PodDisruptionBudget, PodMonitor. Every object
+// PodDisruptionBudget, PodMonitor, HorizontalPodAutoscaler. Every object
 // has its apiVersion and kind set. It refuses p that Validate refuses, or
 // that pins no VM revision.
 func Build(p Params) ([]runtime.Object, error) {
@@ -71,7 +72,29 @@ func Build(p Params) ([]runtime.Object, error) {
 	if p.PodMonitor {
 		objs = append(objs, p.podMonitor())
 	}
+	if a := p.autoscale(); a != nil {
+		objs = append(objs, a.HPA())
+	}
 	return objs, nil
+}
+
+// autoscale is p.Autoscale for p's workload, or nil.
+func (p Params) autoscale() *Autoscale {
+	if p.Autoscale == nil {
+		return nil
+	}
+	a := *p.Autoscale
+	a.Kind, a.Name, a.Namespace = p.Kind, p.Name, p.Namespace
+	return &a
+}
+
+// replicas is the workload's spec.replicas: none where an HPA sets them,
+// so that applying the manifests again does not undo its scaling.
+func (p Params) replicas() *int32 {
+	if p.Autoscale != nil {
+		return nil
+	}
+	return ptr.To(p.Replicas)
 }
 
 // selectorLabels select the agent Pods. Selectors are immutable, so they hold

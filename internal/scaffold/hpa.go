@@ -40,13 +40,13 @@ func (a Autoscale) Validate() error {
 	case a.Kind != KindDeployment && a.Kind != KindStatefulSet:
 		return fmt.Errorf("cannot autoscale a %s: only a Deployment or a StatefulSet of vmctl agents", a.Kind)
 	case a.Max < 1:
-		return fmt.Errorf("--max=%d: the maximum number of replicas must be at least 1", a.Max)
+		return fmt.Errorf("a maximum of %d replicas: give at least 1", a.Max)
 	case a.Min < 1:
-		return fmt.Errorf("--min=%d: the minimum number of replicas must be at least 1", a.Min)
+		return fmt.Errorf("a minimum of %d replicas: give at least 1", a.Min)
 	case a.Min > a.Max:
-		return fmt.Errorf("--min=%d is more than --max=%d", a.Min, a.Max)
+		return fmt.Errorf("a minimum of %d replicas is more than the maximum, %d", a.Min, a.Max)
 	case a.VMCPUPercent < 1 || a.VMCPUPercent > 100:
-		return fmt.Errorf("--vm-cpu-percent=%d: give the share of the VMs' vCPUs to keep busy on average, 1 to 100", a.VMCPUPercent)
+		return fmt.Errorf("a target of %d%% of the VMs' vCPUs: give the share to keep busy on average, 1 to 100", a.VMCPUPercent)
 	}
 	return nil
 }

@@ -117,6 +117,10 @@ type Params struct {
 	// PodMonitor adds a Prometheus Operator PodMonitor for the agents'
 	// /metrics.
 	PodMonitor bool
+	// Autoscale, when set, adds an HPA that scales the workload on its
+	// guests' CPU (Min, Max and VMCPUPercent; Build fills in the rest), and
+	// leaves the workload's replicas to it.
+	Autoscale *Autoscale
 	// MoveAfter is the agents' --move-after where they move (Moves); 0
 	// never.
 	MoveAfter time.Duration

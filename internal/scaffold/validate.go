@@ -60,6 +60,11 @@ func (p Params) Validate() error {
 	if p.Replicas < 0 {
 		add("invalid replicas %d: must be 0 or more", p.Replicas)
 	}
+	if a := p.autoscale(); a != nil {
+		if err := a.Validate(); err != nil {
+			add("autoscale: %v", err)
+		}
+	}
 	if p.GracePeriodSeconds < MinGracePeriodSeconds {
 		add("grace period %ds is too short for the agent to delete its VM: use at least %ds", p.GracePeriodSeconds, MinGracePeriodSeconds)
 	}

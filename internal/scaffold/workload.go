@@ -167,7 +167,7 @@ func (p Params) deployment() *appsv1.Deployment {
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindDeployment)},
 		ObjectMeta: p.workloadMeta(),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(p.Replicas),
+			Replicas: p.replicas(),
 			Selector: &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
 			Template: p.podTemplate(),
 		},
@@ -192,7 +192,7 @@ func (p Params) statefulSet() *appsv1.StatefulSet {
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: string(KindStatefulSet)},
 		ObjectMeta: p.workloadMeta(),
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:                             ptr.To(p.Replicas),
+			Replicas:                             p.replicas(),
 			Selector:                             &metav1.LabelSelector{MatchLabels: p.selectorLabels()},
 			Template:                             p.podTemplate(),
 			ServiceName:                          p.Name,
