@@ -2,9 +2,9 @@ package scaffold
 
 import (
 	"errors"
-	"k8s.io/utils/ptr"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/derive"
