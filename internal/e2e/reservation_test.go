@@ -351,16 +351,17 @@ func TestReservationRequests(t *testing.T) {
 	if most, least := slices.Max(counts[true]), slices.Min(counts[false]); most > least+3 {
 		t.Errorf("a reserving agent made %d requests, one that does not as few as %d: more than three requests more", most, least)
 	}
-	// A pinned agent reads its revision store once, never the prototype:
-	// 4 requests to a ready VM, 5 with the resize, and the list of
+	// A pinned agent reads its revision store once, never the prototype,
+	// and watches its VM and, for KubeVirt's evacuation mark, its VMI:
+	// 5 requests to a ready VM, 6 with the resize, and the list of
 	// launcher Pods and the nomination more where it hands the room over.
 	// Each of those it makes: a count that misses one is broken.
 	for reserve, perAgent := range kinds {
 		for _, k := range perAgent {
-			budget := 4
-			made := map[string]int{"get vmrevisionstores": 1, "watch virtualmachines": 1, "create virtualmachines": 1, "create events": 1}
+			budget := 5
+			made := map[string]int{"get vmrevisionstores": 1, "watch virtualmachines": 1, "watch virtualmachineinstances": 1, "create virtualmachines": 1, "create events": 1}
 			if reserve {
-				budget = 5 + k["list pods"] + k["patch pods/status"]
+				budget = 6 + k["list pods"] + k["patch pods/status"]
 				made[resizeKind] = 1
 			}
 			if k["get vmrevisionstores"] != 1 || k["get virtualmachines"] != 0 || requestTotal(k) > budget {
@@ -368,7 +369,7 @@ func TestReservationRequests(t *testing.T) {
 			}
 			for kind, n := range made {
 				if k[kind] < n {
-					t.Errorf("--reserve=%v: an agent's requests %v, without %q; want its store's GET, its VM's watch and create, an Event, and a resize where it reserves", reserve, k, kind)
+					t.Errorf("--reserve=%v: an agent's requests %v, without %q; want its store's GET, its VM's watch and create, its VMI's watch, an Event, and a resize where it reserves", reserve, k, kind)
 				}
 			}
 		}
