@@ -131,7 +131,7 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	// v1.9.0's webhooks and the policies. Once they are Ready, the new
 	// virt-controller has long since synced every VM it found.
 	kubectl(t, nil, "scale", "deployment/deployment", "-n", ns, "--replicas=3", at)
-	pods := fleet.waitReady(t, 5)
+	fleet.waitReady(t, 5)
 	// A Pod made before the upgrade: its replacement's VM is new, and one
 	// older Deployment VM is left for KubeVirt's Evict below.
 	var replaced string
@@ -147,7 +147,7 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	if err := c.AddNodesWith(ctx, []string{"upgrade-node-3"}, func(*corev1.Node) {}); err != nil {
 		t.Fatal(err)
 	}
-	pods = fleet.waitReady(t, 6)
+	pods := fleet.waitReady(t, 6)
 	if _, ok := pods[replaced]; ok {
 		t.Errorf("Pod %s is still there", replaced)
 	}
