@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/cmdutil"
@@ -107,17 +109,23 @@ others' stores. Applying them needs cluster-admin rights.`,
   kubectl vmctl scaffold crd | kubectl apply -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case "yaml":
-				return scaffold.WriteYAML(streams.Out, scaffold.ClusterObjects())
-			case "json":
-				return scaffold.WriteJSON(streams.Out, scaffold.ClusterObjects())
-			}
-			return fmt.Errorf("--output must be yaml or json, not %q", output)
+			return writeManifests(streams.Out, output, scaffold.ClusterObjects())
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", output, "Output format. One of: (yaml, json).")
 	return cmd
+}
+
+// writeManifests prints objs as output, yaml or json, says: what the
+// scaffold commands that take no prototype print.
+func writeManifests(w io.Writer, output string, objs []runtime.Object) error {
+	switch output {
+	case "yaml":
+		return scaffold.WriteYAML(w, objs)
+	case "json":
+		return scaffold.WriteJSON(w, objs)
+	}
+	return fmt.Errorf("--output must be yaml or json, not %q", output)
 }
 
 func newCmdScaffold(f kube.Factory, o *ScaffoldOptions) *cobra.Command {

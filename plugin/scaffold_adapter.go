@@ -58,13 +58,7 @@ and the APIServices check it against that CA.`,
 					return fmt.Errorf("--ca-bundle %s holds no PEM certificate: %w", caFile, err)
 				}
 			}
-			switch output {
-			case "yaml":
-				return scaffold.WriteYAML(streams.Out, m.Objects())
-			case "json":
-				return scaffold.WriteJSON(streams.Out, m.Objects())
-			}
-			return fmt.Errorf("--output must be yaml or json, not %q", output)
+			return writeManifests(streams.Out, output, m.Objects())
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", output, "Output format. One of: (yaml, json).")

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,8 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/cert"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
@@ -112,7 +109,10 @@ func startMetricsAdapter(t *testing.T, ns string) *metricsAdapter {
 		}
 	})
 
-	kubeconfig := serviceAccountKubeconfig(t, ns, scaffold.AdapterName, dir)
+	kubeconfig := filepath.Join(dir, scaffold.AdapterName+".kubeconfig")
+	if _, err := e.cluster.ServiceAccountKubeconfig(t.Context(), e.kube, ns, scaffold.AdapterName, kubeconfig, time.Hour); err != nil {
+		t.Fatal(err)
+	}
 	args := append(m.Args(),
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[0]),
 		"--cert-dir="+dir, "--tls-cert-file="+certFile, "--tls-private-key-file="+keyFile,
@@ -138,28 +138,6 @@ func startMetricsAdapter(t *testing.T, ns string) *metricsAdapter {
 		return strings.Count(out, "=True") == 2, out, nil
 	})
 	return &metricsAdapter{proc: proc}
-}
-
-// serviceAccountKubeconfig writes a kubeconfig with a token of ServiceAccount
-// ns/sa into dir, and returns its path.
-func serviceAccountKubeconfig(t *testing.T, ns, sa, dir string) string {
-	t.Helper()
-	tr, err := e.kube.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: e.cluster.RESTConfig.Host, CertificateAuthorityData: e.cluster.RESTConfig.CAData}
-	cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts[sa] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: sa, Namespace: ns}
-	cfg.CurrentContext = sa
-	path := filepath.Join(dir, sa+".kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // customMetric asks the custom metrics API, through kube-apiserver's

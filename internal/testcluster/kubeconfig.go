@@ -1,12 +1,18 @@
 package testcluster
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 )
 
 // contextName names the cluster, user and context in the admin kubeconfig.
@@ -58,4 +64,29 @@ func (c *Cluster) writeComponentKubeconfigs(p *pki) error {
 		}
 	}
 	return nil
+}
+
+// ServiceAccountKubeconfig issues a token of ServiceAccount namespace/sa,
+// valid for lifetime, writes a kubeconfig with it to path, and returns the
+// matching rest.Config: a process so configured is held to the RBAC of
+// that ServiceAccount, where the components' client certificates are in
+// system:masters.
+func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, kube kubernetes.Interface, namespace, sa, path string, lifetime time.Duration) (*rest.Config, error) {
+	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(lifetime.Seconds()))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("issue a token for %s/%s: %w", namespace, sa, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[sa] = &clientcmdapi.Cluster{Server: c.RESTConfig.Host, CertificateAuthorityData: c.RESTConfig.CAData}
+	cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts[sa] = &clientcmdapi.Context{Cluster: sa, AuthInfo: sa, Namespace: namespace}
+	cfg.CurrentContext = sa
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	rc := rest.AnonymousClientConfig(c.RESTConfig)
+	rc.BearerToken = tr.Status.Token
+	return rc, nil
 }

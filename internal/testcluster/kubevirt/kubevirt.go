@@ -30,8 +30,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 
@@ -347,26 +345,9 @@ func (k *KubeVirt) ConfigOn(ctx context.Context, node string) (*rest.Config, err
 // identity issues a token of ServiceAccount sa and writes a kubeconfig with
 // it, returning both the config and the kubeconfig's path.
 func (k *KubeVirt) identity(ctx context.Context, dir, sa string) (*rest.Config, string, error) {
-	tr, err := k.admin.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(tokenLifetime.Seconds()))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, "", fmt.Errorf("issue a token for %s/%s: %w", Namespace, sa, err)
-	}
-	host := k.cluster.RESTConfig.Host
-	caData := k.cluster.RESTConfig.CAData
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[sa] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: caData}
-	cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts[sa] = &clientcmdapi.Context{Cluster: sa, AuthInfo: sa, Namespace: Namespace}
-	cfg.CurrentContext = sa
 	path := filepath.Join(dir, sa+".kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return nil, "", fmt.Errorf("write %s: %w", path, err)
-	}
-	rc := rest.AnonymousClientConfig(k.cluster.RESTConfig)
-	rc.BearerToken = tr.Status.Token
-	return rc, path, nil
+	rc, err := k.cluster.ServiceAccountKubeconfig(ctx, k.admin, Namespace, sa, path, tokenLifetime)
+	return rc, path, err
 }
 
 // servingCert writes virt-api's certificate for 127.0.0.1, signed by a CA made
