@@ -5,8 +5,10 @@ package adaptercmd
 
 import (
 	"fmt"
+	"net/http"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/metrics/legacyregistry"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
@@ -68,7 +70,13 @@ custom.metrics.k8s.io, as metrics-server runs behind metrics.k8s.io's.`,
 			if err := metrics.RegisterMetrics(legacyregistry.Register); err != nil {
 				return fmt.Errorf("register the adapter's metrics: %w", err)
 			}
-			base.WithCustomMetrics(NewProvider(Follow(cmd.Context(), k, virt, m)))
+			src := Follow(cmd.Context(), k, virt, m)
+			base.WithCustomMetrics(NewProvider(src))
+			config, err := base.Config()
+			if err != nil {
+				return err
+			}
+			config.GenericConfig.AddReadyzChecks(healthz.NamedCheck("agent-pods-and-vmis", func(*http.Request) error { return src.NotReady() }))
 			return base.Run(cmd.Context())
 		},
 	}

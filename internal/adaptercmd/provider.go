@@ -2,6 +2,7 @@ package adaptercmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -31,6 +32,9 @@ type Sources struct {
 	LauncherMetrics func(ctx context.Context, namespace string) ([]metricsv1beta1.PodMetrics, error)
 	// Synced reports whether AgentPods and VMIs have had their first list.
 	Synced func() bool
+	// Refusal returns the latest list or watch of AgentPods or VMIs that
+	// the API server refused, or nil.
+	Refusal func() error
 }
 
 // Provider serves guestmetrics.MetricVMCPUUsage and guestmetrics.MetricVMCPUUtilization of agent
@@ -93,10 +97,24 @@ func (p *Provider) check(info provider.CustomMetricInfo, metricSelector labels.S
 	if metricSelector != nil && !metricSelector.Empty() {
 		return apierrors.NewBadRequest(fmt.Sprintf("metric %s has no labels to select by (metricSelector %q)", info.Metric, metricSelector))
 	}
-	if !p.src.Synced() {
-		return apierrors.NewServiceUnavailable("the adapter is still listing agent Pods and VMIs; ask again")
+	if err := p.src.NotReady(); err != nil {
+		return apierrors.NewServiceUnavailable(err.Error())
 	}
 	return nil
+}
+
+// NotReady says why the adapter cannot answer yet: it has not had its first
+// list of agent Pods and VMIs, and whether the API server refused it. Its
+// /readyz says the same, so that a restarted adapter takes no traffic
+// before it can answer.
+func (s Sources) NotReady() error {
+	if s.Synced() {
+		return nil
+	}
+	if err := s.Refusal(); err != nil {
+		return fmt.Errorf("the adapter cannot list agent Pods and VMIs: %w; grant its ServiceAccount list and watch on pods and virtualmachineinstances (kubectl vmctl scaffold metrics-adapter)", err)
+	}
+	return errors.New("the adapter is still listing agent Pods and VMIs; ask again")
 }
 
 // values computes metric for the agent Pods of namespace that pick picks.

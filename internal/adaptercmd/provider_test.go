@@ -2,6 +2,7 @@ package adaptercmd
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -28,6 +29,7 @@ type sources struct {
 	launchers []metricsv1beta1.PodMetrics
 	err       error
 	synced    bool
+	refusal   error
 	lists     int
 }
 
@@ -39,7 +41,8 @@ func (s *sources) Sources() Sources {
 			s.lists++
 			return s.launchers, s.err
 		},
-		Synced: func() bool { return s.synced },
+		Synced:  func() bool { return s.synced },
+		Refusal: func() error { return s.refusal },
 	}
 }
 
@@ -121,6 +124,8 @@ func TestProviderRefuses(t *testing.T) {
 		{"another resource", ready(), provider.CustomMetricInfo{GroupResource: schema.GroupResource{Group: "apps", Resource: "deployments"}, Metric: guestmetrics.MetricVMCPUUsage}, everything, apierrors.IsNotFound, "deployments.apps"},
 		{"a metric selector", ready(), info(guestmetrics.MetricVMCPUUsage), labels.SelectorFromSet(labels.Set{"a": "b"}), apierrors.IsBadRequest, "has no labels to select by"},
 		{"not listed yet", &sources{}, info(guestmetrics.MetricVMCPUUsage), everything, apierrors.IsServiceUnavailable, "still listing"},
+		{"its list refused", &sources{refusal: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC: access denied"))},
+			info(guestmetrics.MetricVMCPUUsage), everything, apierrors.IsServiceUnavailable, "cannot list agent Pods and VMIs: pods is forbidden: RBAC: access denied; grant its ServiceAccount"},
 		{"metrics-server absent", func() *sources {
 			s := ready()
 			s.err = apierrors.NewNotFound(schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}, "")
@@ -134,5 +139,21 @@ func TestProviderRefuses(t *testing.T) {
 				t.Errorf("error %v, want one of its kind saying %q", err, tc.says)
 			}
 		})
+	}
+}
+
+// TestKeepRefusal: the latest refusal the Follower hears is the one read,
+// and none is read before any.
+func TestKeepRefusal(t *testing.T) {
+	errs := make(chan error)
+	refusal := keepRefusal(t.Context(), errs)
+	if err := refusal(); err != nil {
+		t.Fatalf("before any refusal: %v", err)
+	}
+	errs <- errors.New("first")
+	errs <- errors.New("second")
+	errs <- errors.New("third") // received only once "second" is kept
+	if err := refusal(); err == nil || err.Error() == "first" {
+		t.Errorf("after three refusals read %v, want a later one", err)
 	}
 }

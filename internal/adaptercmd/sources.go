@@ -2,10 +2,12 @@ package adaptercmd
 
 import (
 	"context"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -38,7 +40,33 @@ func Follow(ctx context.Context, k kubernetes.Interface, virt kubevirt.Interface
 			}
 			return list.Items, nil
 		},
-		Synced: f.Synced,
+		Synced:  f.Synced,
+		Refusal: keepRefusal(ctx, f.Errors()),
+	}
+}
+
+// keepRefusal logs each list or watch the API server refused (the
+// adapter's RBAC, most often) and returns what reads the latest, so that
+// the adapter's answer says why it has no data rather than that it is
+// still listing.
+func keepRefusal(ctx context.Context, errs <-chan error) func() error {
+	var last atomic.Pointer[error]
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case err := <-errs:
+				klog.FromContext(ctx).Error(err, "the API server refused the adapter's list or watch; it retries with backoff")
+				last.Store(&err)
+			}
+		}
+	}()
+	return func() error {
+		if err := last.Load(); err != nil {
+			return *err
+		}
+		return nil
 	}
 }
 
