@@ -47,7 +47,7 @@ type metricsAdapter struct {
 
 // startMetricsAdapter runs the adapter in namespace ns until t ends, and
 // waits until the aggregator finds both versions Available.
-func startMetricsAdapter(t *testing.T, ns string) *metricsAdapter {
+func startMetricsAdapter(t testing.TB, ns string) *metricsAdapter {
 	t.Helper()
 	binary, err := adapterBinary()
 	if err != nil {
@@ -122,22 +122,23 @@ func startMetricsAdapter(t *testing.T, ns string) *metricsAdapter {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := &metricsAdapter{proc: proc}
 	t.Cleanup(func() {
-		proc.Stop()
+		a.proc.Stop()
 		if t.Failed() {
 			log, _ := os.ReadFile(filepath.Join(dir, "vmctl-metrics-adapter.log"))
 			t.Logf("vmctl-metrics-adapter's log:\n%s", log)
 		}
 	})
 	eventually(t, time.Minute, "custom.metrics.k8s.io Available", func(ctx context.Context) (bool, string, error) {
-		if proc.Exited() {
-			return false, "", fmt.Errorf("the adapter exited: %w; see %s", proc.ExitError(), filepath.Join(dir, "vmctl-metrics-adapter.log"))
+		if a.proc.Exited() {
+			return false, "", fmt.Errorf("the adapter exited: %w; see %s", a.proc.ExitError(), filepath.Join(dir, "vmctl-metrics-adapter.log"))
 		}
 		out, _, _ := runCode(t, nil, "kubectl", "--kubeconfig", e.cluster.Kubeconfig, "get", "apiservice", "v1beta2.custom.metrics.k8s.io", "v1beta1.custom.metrics.k8s.io",
 			"-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Available")].status} {end}`)
 		return strings.Count(out, "=True") == 2, out, nil
 	})
-	return &metricsAdapter{proc: proc}
+	return a
 }
 
 // customMetric asks the custom metrics API, through kube-apiserver's

@@ -167,3 +167,96 @@ func adapterValues(t *testing.T, ns string) map[string]float64 {
 func allNear(m map[string]float64, want float64) bool {
 	return !slices.ContainsFunc(slices.Collect(maps.Values(m)), func(v float64) bool { return math.Abs(v-want) > want/20 })
 }
+
+// steadyHPAFleet makes a Deployment of two VMs whose guests use 400m of
+// their one vCPU each, under an HPA that targets 50 % and so keeps them at
+// two, and returns its namespace.
+func steadyHPAFleet(t *testing.T) string {
+	ns := namespace(t)
+	createPrototypeWith(t, ns, "testvm.yaml", func(vm *kubevirtv1.VirtualMachine) {
+		vm.Spec.Template.ObjectMeta.Annotations = map[string]string{usageCPU: "400m"}
+	})
+	deploy(t, ns, scaffold.KindDeployment, "testvm", "--replicas", "2")
+	vmctl(t, "autoscale", "deployment", scaffold.DefaultName("testvm"), "-n", ns, "--min=1", "--max=4", "--vm-cpu-percent=50")
+	return ns
+}
+
+// hpaSyncPeriod is kube-controller-manager's default
+// --horizontal-pod-autoscaler-sync-period; the harness's is 2 s.
+const hpaSyncPeriod = 15 * time.Second
+
+// testAdapterRestart: the adapter, restarted under an HPA that reads it,
+// answers again within one sync of the HPA controller's default period; at
+// the harness's 2 s period the HPA records at most one failed read of the
+// metric, and the fleet keeps its size.
+func testAdapterRestart(t *testing.T, adapter *metricsAdapter, ns string) {
+	name := scaffold.DefaultName("testvm")
+	waitPaired(t, ns, "testvm", 2, settle)
+	eventually(t, 4*metricsWait, "the HPA to read the guests' CPU", func(ctx context.Context) (bool, string, error) {
+		hpa, err := e.kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return hpaReads(hpa), hpaSays(hpa), nil
+	})
+	before := failedMetricReads(t, ns, name)
+
+	start := time.Now()
+	proc, err := adapter.proc.Restart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapter.proc = proc
+	eventually(t, hpaSyncPeriod, "the restarted adapter to answer through the aggregator", func(ctx context.Context) (bool, string, error) {
+		raw, err := customMetric(ctx, e.kube, ns, contract.LabelAgentPrototype+"=testvm", contract.MetricVMCPUUtilization)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return strings.Count(string(raw), `"describedObject"`) == 2, string(raw), nil
+	})
+	gap := time.Since(start)
+	// Three syncs at the harness's period for the HPA to read it again.
+	eventually(t, 3*2*time.Second+gap, "the HPA to read the guests' CPU again", func(ctx context.Context) (bool, string, error) {
+		hpa, err := e.kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return hpaReads(hpa) && time.Since(start) > gap+2*time.Second, hpaSays(hpa), nil
+	})
+	failed := failedMetricReads(t, ns, name) - before
+	t.Logf("the adapter answered again %s after its restart began; the HPA failed to read its metric %d times meanwhile", gap.Round(time.Millisecond), failed)
+	if failed > 1 {
+		t.Errorf("the HPA failed to read its metric %d times over the adapter's restart, want at most 1", failed)
+	}
+	if r, err := replicasOf(t.Context(), ns, scaffold.KindDeployment, name); err != nil || r != 2 {
+		t.Errorf("the fleet has %d replicas after the adapter's restart (%v), want 2", r, err)
+	}
+}
+
+// hpaReads reports whether hpa's last sync read its Pods metric.
+func hpaReads(hpa *autoscalingv2.HorizontalPodAutoscaler) bool {
+	for _, c := range hpa.Status.Conditions {
+		if c.Type == autoscalingv2.ScalingActive && c.Status != "True" {
+			return false
+		}
+	}
+	return slices.ContainsFunc(hpa.Status.CurrentMetrics, func(m autoscalingv2.MetricStatus) bool {
+		return m.Pods != nil && m.Pods.Current.AverageValue != nil
+	})
+}
+
+// failedMetricReads counts the HPA controller's FailedGetPodsMetric Events
+// of HPA name, one a failed sync, repeats included.
+func failedMetricReads(t *testing.T, ns, name string) int32 {
+	t.Helper()
+	events, err := e.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=" + name + ",reason=FailedGetPodsMetric"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	for _, ev := range events.Items {
+		n += max(ev.Count, 1)
+	}
+	return n
+}

@@ -66,13 +66,24 @@ func TestMetricsServer(t *testing.T) {
 		testHPAScalesOut(t)
 	})
 	// One adapter serves custom.metrics.k8s.io for every namespace.
-	startMetricsAdapter(t, namespace(t))
-	for _, kind := range []scaffold.Kind{scaffold.KindDeployment, scaffold.KindStatefulSet} {
-		t.Run("HPA scales a "+string(kind)+"'s VMs on their guests' CPU", func(t *testing.T) {
-			t.Parallel()
-			testHPAScalesVMs(t, kind)
+	adapter := startMetricsAdapter(t, namespace(t))
+	t.Run("HPAs on the guests' CPU", func(t *testing.T) {
+		t.Parallel()
+		// A fleet whose HPA reads its metric by the time the two below are
+		// done, to restart the adapter under.
+		steady := steadyHPAFleet(t)
+		t.Run("scale", func(t *testing.T) {
+			for _, kind := range []scaffold.Kind{scaffold.KindDeployment, scaffold.KindStatefulSet} {
+				t.Run("HPA scales a "+string(kind)+"'s VMs on their guests' CPU", func(t *testing.T) {
+					t.Parallel()
+					testHPAScalesVMs(t, kind)
+				})
+			}
 		})
-	}
+		t.Run("an adapter restart costs at most one HPA sync", func(t *testing.T) {
+			testAdapterRestart(t, adapter, steady)
+		})
+	})
 }
 
 func testPodMetricsFollowUsage(t *testing.T, metrics metricsclient.Interface) {

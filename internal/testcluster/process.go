@@ -65,6 +65,9 @@ func StartProcess(name, dir, binary string, args, env []string) (*Process, error
 	return p, nil
 }
 
+// Pid is the process's ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Name is the name the process was started with.
 func (p *Process) Name() string { return p.name }
 
@@ -85,6 +88,13 @@ func (p *Process) ExitError() error {
 		return fmt.Errorf("%s exited with status 0; its log %s ends with:\n%s", p.name, p.logPath, Tail(p.logPath, 20))
 	}
 	return fmt.Errorf("%s exited: %w; its log %s ends with:\n%s", p.name, p.err, p.logPath, Tail(p.logPath, 20))
+}
+
+// Restart stops the process and starts it again as it was started, and
+// returns the new one.
+func (p *Process) Restart() (*Process, error) {
+	p.Stop()
+	return StartProcess(p.name, p.dir, p.binary, p.args, p.env)
 }
 
 // Stop sends SIGTERM to the process group, then SIGKILL after StopGrace.
