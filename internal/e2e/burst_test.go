@@ -26,8 +26,11 @@ import (
 )
 
 // burstWindow is how long a burst past the room there is may take to
-// settle: every VM that fits Ready, every other agent Pending.
-const burstWindow = 90 * time.Second
+// settle: every VM that fits Ready, every other agent Pending. The tests
+// log how long it took; the bound is what a cold CI run needs, where the
+// real node's builds share the 2 cores: there 70 VMs settled in 1m15s,
+// and 65 VMs had 36 Ready after 90 s.
+const burstWindow = 3 * time.Minute
 
 // fleet is one scaffolded Deployment of agents on the sized nodes of ns.
 type roomFleet struct {
