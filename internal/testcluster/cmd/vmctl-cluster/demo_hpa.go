@@ -83,11 +83,11 @@ func (r *demoRunner) autoscale(ctx context.Context, c *testcluster.Cluster, prot
 	if err := r.waitPaired(ctx, proto, workload, maxVMs); err != nil {
 		return err
 	}
-	r.printf("\nThe new guests start idle (kwok's default, 1m); one shows <none> until metrics-server's second scrape of it.\n")
+	r.printf("\nThe new guests start idle (kwok's default, 1m). A guest shows <none> until metrics-server has scraped its launcher twice.\n")
 	if err := r.run(ctx, "kubectl", "vmctl", "top"); err != nil {
 		return err
 	}
-	if err := r.run(ctx, "kubectl", "get", "hpa"); err != nil {
+	if err := r.getHPA(ctx, workload, maxVMs); err != nil {
 		return err
 	}
 
@@ -103,6 +103,24 @@ func (r *demoRunner) autoscale(ctx context.Context, c *testcluster.Cluster, prot
 		"the Pods it removed took their VMs along\n", workload, minVMs, took, averageOf(hpa), targetPct, minVMs, minVMs)
 	if err := r.waitPaired(ctx, proto, workload, minVMs); err != nil {
 		return err
+	}
+	return r.getHPA(ctx, workload, minVMs)
+}
+
+// getHPA runs `kubectl get hpa` once the HPA's status counts want
+// replicas: it reads them from the workload at its next sync, and Pods
+// that are going still count until they are gone. A status that lags
+// past demoTimeout is shown as it is.
+func (r *demoRunner) getHPA(ctx context.Context, workload string, want int32) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, r.timeout, true, func(ctx context.Context) (bool, error) {
+		h, err := r.kube.AutoscalingV2().HorizontalPodAutoscalers(demoNamespace).Get(ctx, workload, metav1.GetOptions{})
+		return err == nil && h.Status.CurrentReplicas == want, nil
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		r.printf("\n(the HPA's status still does not count %d replicas after %s)\n", want, r.timeout)
 	}
 	return r.run(ctx, "kubectl", "get", "hpa")
 }
