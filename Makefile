@@ -3,8 +3,10 @@
 # builds and how long it takes the first time. A first `make demo` in a fresh
 # clone with empty Go caches builds kubectl-vmctl, the control plane and
 # KubeVirt v1.9.0 from source, 1,180 to 1,380 CPU-seconds (10 to 13 minutes
-# on a 2-core machine); later runs reuse the builds and are up in a minute
-# (docs/development.md, "CI, and build times").
+# on a 2-core machine), and metrics-server at the lowest priority beside
+# them, whose rest the walkthrough's last step waits for; later runs reuse
+# the builds and are up in a minute (docs/development.md, "CI, and build
+# times").
 SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
