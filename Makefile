@@ -3,8 +3,10 @@
 # builds and how long it takes the first time. A first `make demo` in a fresh
 # clone with empty Go caches builds kubectl-vmctl, the control plane and
 # KubeVirt v1.9.0 from source, 1,180 to 1,380 CPU-seconds (10 to 13 minutes
-# on a 2-core machine); later runs reuse the builds and are up in a minute
-# (docs/development.md, "CI, and build times").
+# on a 2-core machine), and metrics-server at the lowest priority beside
+# them, whose rest the walkthrough's last step waits for; later runs reuse
+# the builds and are up in a minute (docs/development.md, "CI, and build
+# times").
 SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
@@ -40,7 +42,7 @@ IMAGE_PLATFORMS := linux/amd64 linux/arm64
 HOST_ARCH := $(shell $(GO) env GOARCH)
 IMAGE_ARCHIVE = $(CURDIR)/dist/kubectl-vmctl-image_$(IMAGE_TAG)_linux_$(HOST_ARCH).tar
 
-DEMO_TOOLS_MODULES := internal/testcluster/tools internal/testcluster/kubevirt/tools
+DEMO_TOOLS_MODULES := internal/testcluster/tools internal/testcluster/kubevirt/tools internal/testcluster/metricsserver/tools
 
 # Every build and test compiles as `make build` does, without cgo and with
 # -trimpath, but the race detector's, which needs cgo: the packages they
@@ -149,20 +151,23 @@ lint:
 release-check:
 	hack/release-check.sh
 
-## demo: a local control plane with 3 fake nodes, KubeVirt v1.9.0's real virt-api and virt-controller, and kubectl-vmctl's agents; Ctrl-C stops it
-# kubectl-vmctl and the harness (bin/vmctl-cluster) share most packages: one
-# build with the same flags compiles them once. The harness, not `go run`,
-# answers Ctrl-C: on a terminal it takes the Ctrl-C for itself, so make
-# exits 0 too once the cluster stopped cleanly.
+## demo: a local control plane with 3 fake nodes, KubeVirt v1.9.0's real virt-api and virt-controller, kubectl-vmctl's agents, and an HPA scaling VMs on their guests' CPU (metrics-server, vmctl-metrics-adapter); Ctrl-C stops it
+# kubectl-vmctl, vmctl-metrics-adapter and the harness (bin/vmctl-cluster)
+# share most packages: one build with the same flags compiles them once.
+# The harness, not `go run`, answers Ctrl-C: on a terminal it takes the
+# Ctrl-C for itself, so make exits 0 too once the cluster stopped cleanly.
+# It builds metrics-server itself, niced, beside the cluster's start and
+# the first steps, which do not need it.
 demo:
-	@echo "building kubectl-vmctl and the demo's harness vmctl-cluster into $(BIN) (3-4 minutes on 2 cores with empty Go caches)..."
-	@# Meanwhile download the modules the control plane and KubeVirt build
-	@# from (1.2 GB): that waits on the network, the compile on the CPUs.
+	@echo "building kubectl-vmctl, vmctl-metrics-adapter and the demo's harness vmctl-cluster into $(BIN) (3-4 minutes on 2 cores with empty Go caches)..."
+	@# Meanwhile download the modules the control plane, KubeVirt and
+	@# metrics-server build from (1.2 GB): that waits on the network, the
+	@# compile on the CPUs.
 	@for m in $(DEMO_TOOLS_MODULES); do \
 		(cd $$m && GOWORK=off GONOSUMDB=k8s.io GOFLAGS="$$GOFLAGS -mod=readonly" $(GO) mod download >/dev/null 2>&1 &); \
 	done
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/kubectl-vmctl ./internal/testcluster/cmd/vmctl-cluster
-	$(BIN)/vmctl-cluster demo --vmctl-binary $(BIN)/kubectl-vmctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/kubectl-vmctl ./cmd/vmctl-metrics-adapter ./internal/testcluster/cmd/vmctl-cluster
+	$(BIN)/vmctl-cluster demo --vmctl-binary $(BIN)/kubectl-vmctl --adapter-binary $(BIN)/vmctl-metrics-adapter
 
 ## demo-real: as root, a control plane and a real node (kubelet, containerd) booting real guests under qemu's emulation in KubeVirt v1.7.0's own virt-launcher; Ctrl-C stops it
 demo-real: build image node-deps

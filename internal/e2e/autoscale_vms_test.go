@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/metricsadapter"
 )
 
 // testHPAScalesVMs: a Deployment or StatefulSet of VMs under the HPA kubectl vmctl
@@ -123,25 +124,8 @@ func waitHPAReplicas(t *testing.T, ns string, kind scaffold.Kind, name string, w
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return r == want, hpaSays(hpa), nil
+		return r == want, metricsadapter.DescribeHPA(hpa), nil
 	})
-}
-
-// hpaSays is what an HPA's status says: replicas, its Pods metrics'
-// averages, and its conditions that are not True.
-func hpaSays(hpa *autoscalingv2.HorizontalPodAutoscaler) string {
-	seen := fmt.Sprintf("replicas %d desired %d", hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas)
-	for _, m := range hpa.Status.CurrentMetrics {
-		if m.Pods != nil && m.Pods.Current.AverageValue != nil {
-			seen += fmt.Sprintf(", %s at %s", m.Pods.Metric.Name, m.Pods.Current.AverageValue)
-		}
-	}
-	for _, c := range hpa.Status.Conditions {
-		if c.Status != "True" {
-			seen += fmt.Sprintf(", %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
-		}
-	}
-	return seen
 }
 
 // adapterValues is the adapter's vm_cpu_utilization of each agent Pod of
@@ -189,7 +173,7 @@ const hpaSyncPeriod = 15 * time.Second
 // answers again within one sync of the HPA controller's default period; at
 // the harness's 2 s period the HPA records at most one failed read of the
 // metric, and the fleet keeps its size.
-func testAdapterRestart(t *testing.T, adapter *metricsAdapter, ns string) {
+func testAdapterRestart(t *testing.T, adapter *metricsadapter.Adapter, ns string) {
 	name := scaffold.DefaultName("testvm")
 	waitPaired(t, ns, "testvm", 2, settle)
 	eventually(t, 4*metricsWait, "the HPA to read the guests' CPU", func(ctx context.Context) (bool, string, error) {
@@ -197,16 +181,14 @@ func testAdapterRestart(t *testing.T, adapter *metricsAdapter, ns string) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return hpaReads(hpa), hpaSays(hpa), nil
+		return hpaReads(hpa), metricsadapter.DescribeHPA(hpa), nil
 	})
 	before := failedMetricReads(t, ns, name)
 
 	start := time.Now()
-	proc, err := adapter.proc.Restart()
-	if err != nil {
+	if err := adapter.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	adapter.proc = proc
 	eventually(t, hpaSyncPeriod, "the restarted adapter to answer through the aggregator", func(ctx context.Context) (bool, string, error) {
 		raw, err := customMetric(ctx, e.kube, ns, contract.LabelAgentPrototype+"=testvm", contract.MetricVMCPUUtilization)
 		if err != nil {
@@ -221,7 +203,7 @@ func testAdapterRestart(t *testing.T, adapter *metricsAdapter, ns string) {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return hpaReads(hpa) && time.Since(start) > gap+2*time.Second, hpaSays(hpa), nil
+		return hpaReads(hpa) && time.Since(start) > gap+2*time.Second, metricsadapter.DescribeHPA(hpa), nil
 	})
 	failed := failedMetricReads(t, ns, name) - before
 	t.Logf("the adapter answered again %s after its restart began; the HPA failed to read its metric %d times meanwhile", gap.Round(time.Millisecond), failed)

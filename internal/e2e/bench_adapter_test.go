@@ -120,7 +120,7 @@ func benchMetricsAdapter(b *testing.B, n int) {
 		return values == n, fmt.Sprintf("%d values", values), nil
 	})
 	fmt.Printf("metrics adapter: a value for each of %d Pods %s after they were made\n", n, time.Since(t0).Round(time.Second))
-	anon0, rss0 := memory(b, adapter.proc.Pid())
+	anon0, rss0 := memory(b, adapter.Process().Pid())
 
 	mark := auditMark(b)
 	var took []time.Duration
@@ -135,7 +135,7 @@ func benchMetricsAdapter(b *testing.B, n int) {
 			b.Fatalf("the adapter answered %d values, want %d", got, n)
 		}
 	}
-	anon1, rss1 := memory(b, adapter.proc.Pid())
+	anon1, rss1 := memory(b, adapter.Process().Pid())
 	report(b, "adapter-metric-of-fleet", took)
 	fmt.Printf("metrics adapter: the metric of %d Pods through the aggregator, %d questions: p50 %s p95 %s max %s\n",
 		n, adapterAsks, pct(took, 50), pct(took, 95), pct(took, 100))

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -88,17 +89,24 @@ type Command struct {
 // -modfile and -tags for a tools module that builds against more than one
 // go.mod.
 func BuildCommands(ctx context.Context, toolsDir, binDir string, cmds []Command, ldflags string, flags ...string) error {
-	return buildCommands(ctx, false, toolsDir, binDir, cmds, ldflags, flags...)
+	return buildCommands(ctx, false, 0, toolsDir, binDir, cmds, ldflags, flags...)
+}
+
+// BuildCommandsNiced is BuildCommands at nice's adjustment nice, for a
+// build that runs beside work it must not slow: at 19 it takes only the
+// CPU that work leaves.
+func BuildCommandsNiced(ctx context.Context, nice int, toolsDir, binDir string, cmds []Command, ldflags string, flags ...string) error {
+	return buildCommands(ctx, false, nice, toolsDir, binDir, cmds, ldflags, flags...)
 }
 
 // BuildCgoCommands is BuildCommands with cgo: for commands that link C
 // libraries, such as KubeVirt's virt-launcher (libvirt), built against the
 // machine's headers and libraries.
 func BuildCgoCommands(ctx context.Context, toolsDir, binDir string, cmds []Command, ldflags string, flags ...string) error {
-	return buildCommands(ctx, true, toolsDir, binDir, cmds, ldflags, flags...)
+	return buildCommands(ctx, true, 0, toolsDir, binDir, cmds, ldflags, flags...)
 }
 
-func buildCommands(ctx context.Context, cgo bool, toolsDir, binDir string, cmds []Command, ldflags string, flags ...string) error {
+func buildCommands(ctx context.Context, cgo bool, nice int, toolsDir, binDir string, cmds []Command, ldflags string, flags ...string) error {
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return fmt.Errorf("create the build directory: %w", err)
 	}
@@ -106,7 +114,11 @@ func buildCommands(ctx context.Context, cgo bool, toolsDir, binDir string, cmds 
 	for _, c := range cmds {
 		args = append(args, c.Pkg)
 	}
-	cmd := exec.CommandContext(ctx, "go", args...)
+	argv := append([]string{"go"}, args...)
+	if nice != 0 {
+		argv = append([]string{"nice", "-n", strconv.Itoa(nice)}, argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = toolsDir
 	cmd.Env = append(toolsEnv(), "CGO_ENABLED=0")
 	if cgo {

@@ -79,3 +79,20 @@ func TestBuildCommandsInterrupted(t *testing.T) {
 		t.Errorf("error %v, want one that wraps context.Canceled, so the demo's Ctrl-C reads as a clean stop", err)
 	}
 }
+
+// TestBuildCommandsNiced: the build runs under nice and names its binaries
+// as BuildCommands does.
+func TestBuildCommandsNiced(t *testing.T) {
+	for _, tool := range []string{"go", "nice"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			ci.Skip(t, "no "+tool+" command")
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := BuildCommandsNiced(t.Context(), 19, writeModule(t), bin, []Command{{Name: "etcd", Pkg: "example.com/m/server/v3"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(bin, "etcd")); err != nil {
+		t.Errorf("the niced build made no etcd: %v", err)
+	}
+}

@@ -32,6 +32,18 @@ const estimate = "about 5 minutes on 2 cores"
 // cacheDir "" means <repo>/.cache/testcluster. Progress goes to progress
 // (nil discards it).
 func EnsureBinary(ctx context.Context, cacheDir string, progress io.Writer) (string, error) {
+	return ensureBinary(ctx, cacheDir, 0, progress)
+}
+
+// EnsureBinaryBeside is EnsureBinary building at the lowest priority
+// (nice 19), beside work it must not slow: `make demo` builds
+// metrics-server so from its start, while the cluster starts and the first
+// steps of the walkthrough run, which need the CPU promptly.
+func EnsureBinaryBeside(ctx context.Context, cacheDir string, progress io.Writer) (string, error) {
+	return ensureBinary(ctx, cacheDir, 19, progress)
+}
+
+func ensureBinary(ctx context.Context, cacheDir string, nice int, progress io.Writer) (string, error) {
 	root, err := testcluster.RepoRoot()
 	if err != nil {
 		return "", err
@@ -43,9 +55,13 @@ func EnsureBinary(ctx context.Context, cacheDir string, progress io.Writer) (str
 	cmd := testcluster.Command{Name: Name, Pkg: "sigs.k8s.io/metrics-server/cmd/metrics-server"}
 	dir, err := testcluster.CachedBuild(ctx, filepath.Join(cacheDir, Name), toolsDir, "component "+cmd.Name+" "+cmd.Pkg, Name, progress, func(dir string) error {
 		if progress != nil {
-			_, _ = fmt.Fprintf(progress, "building %s (%s) into %s...\n", Name, estimate, dir)
+			at := ""
+			if nice != 0 {
+				at = fmt.Sprintf(", at nice %d", nice)
+			}
+			_, _ = fmt.Fprintf(progress, "building %s (%s%s) into %s...\n", Name, estimate, at, dir)
 		}
-		return testcluster.BuildCommands(ctx, toolsDir, filepath.Join(dir, "bin"), []testcluster.Command{cmd}, "")
+		return testcluster.BuildCommandsNiced(ctx, nice, toolsDir, filepath.Join(dir, "bin"), []testcluster.Command{cmd}, "")
 	})
 	if err != nil {
 		return "", err

@@ -26,6 +26,8 @@ func newCmdDemo() *cobra.Command {
 	}
 	o := newUpOptions(cmd)
 	o.addFlags(cmd)
+	var adapterBinary string
+	cmd.Flags().StringVar(&adapterBinary, "adapter-binary", adapterBinary, "vmctl-metrics-adapter binary the autoscaling step runs (default: vmctl-metrics-adapter beside --vmctl-binary)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := o.Complete(); err != nil {
 			return err
@@ -33,8 +35,17 @@ func newCmdDemo() *cobra.Command {
 		if o.VmctlBinary == "" {
 			return fmt.Errorf("demo needs a kubectl-vmctl binary: run `make build` or pass --vmctl-binary")
 		}
+		if adapterBinary == "" {
+			adapterBinary = filepath.Join(filepath.Dir(o.VmctlBinary), "vmctl-metrics-adapter")
+		}
+		if !fileExists(adapterBinary) {
+			return fmt.Errorf("demo needs a vmctl-metrics-adapter binary, and %s is missing: run `make build` or pass --adapter-binary", adapterBinary)
+		}
+		// Begun before the cluster's own builds and start, niced: see
+		// backgroundBuild.
+		build := startMetricsServerBuild(cmd.Context(), o.ErrOut)
 		return o.Run(cmd.Context(), func(ctx context.Context, c *testcluster.Cluster) error {
-			err := demo(ctx, o, c)
+			err := demo(ctx, o, c, build, adapterBinary)
 			if ctx.Err() != nil {
 				return nil // Ctrl-C during the walkthrough: stop quietly
 			}
@@ -46,9 +57,11 @@ func newCmdDemo() *cobra.Command {
 
 // demo walks through kubectl-vmctl once the cluster and the doubles are up:
 // a prototype VM, a DaemonSet of agents (one VM per node), a Deployment
-// scaled from 2 to 4 (VMs follow the Pods), and `kubectl vmctl status` along
-// the way. It returns so that Run keeps the cluster until Ctrl-C.
-func demo(ctx context.Context, o *UpOptions, c *testcluster.Cluster) error {
+// scaled from 2 to 4 (VMs follow the Pods), `kubectl vmctl status` along
+// the way, and an HPA that scales the Deployment on its guests' CPU
+// (demoRunner.autoscale). It returns so that Run keeps the cluster until
+// Ctrl-C.
+func demo(ctx context.Context, o *UpOptions, c *testcluster.Cluster, build *backgroundBuild, adapterBinary string) error {
 	root, err := testcluster.RepoRoot()
 	if err != nil {
 		return fmt.Errorf("finding testdata/testvm.yaml: %w", err)
@@ -101,8 +114,11 @@ func demo(ctx context.Context, o *UpOptions, c *testcluster.Cluster) error {
 	if err := r.run(ctx, "kubectl", "get", "pods", "-o", "wide", "-l", "kubevirt.io=virt-launcher"); err != nil {
 		return err
 	}
+	if err := r.autoscale(ctx, c, proto, "web", build, adapterBinary); err != nil {
+		return err
+	}
 
-	r.printf("\nYour turn. The cluster keeps running; in another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH\n  kubectl vmctl status -A\n\n",
+	r.printf("\nYour turn. The cluster keeps running; in another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH\n  kubectl vmctl status -A\n  kubectl vmctl top\n  kubectl get hpa\n\n",
 		c.Kubeconfig, filepath.Dir(o.VmctlBinary))
 	return nil
 }

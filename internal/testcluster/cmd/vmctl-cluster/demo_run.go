@@ -70,7 +70,7 @@ func (r *demoRunner) command(ctx context.Context, argv []string) *exec.Cmd {
 
 // run prints and runs one command, its output going to the terminal.
 func (r *demoRunner) run(ctx context.Context, argv ...string) error {
-	r.printf("\n$ %s\n", strings.Join(argv, " "))
+	r.printf("\n$ %s\n", shellLine(argv))
 	if err := r.command(ctx, argv).Run(); err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
 	}
@@ -79,7 +79,7 @@ func (r *demoRunner) run(ctx context.Context, argv ...string) error {
 
 // pipe prints and runs `from | to`.
 func (r *demoRunner) pipe(ctx context.Context, from, to []string) error {
-	line := strings.Join(from, " ") + " | " + strings.Join(to, " ")
+	line := shellLine(from) + " | " + shellLine(to)
 	r.printf("\n$ %s\n", line)
 	var manifests bytes.Buffer
 	src := r.command(ctx, from)
@@ -104,4 +104,24 @@ func (r *demoRunner) installCRD(ctx context.Context) error {
 		return err
 	}
 	return r.run(ctx, "kubectl", "wait", "--for", "condition=established", "crd/vmrevisionstores.vmctl.kubevirt.io")
+}
+
+// shellLine is argv as a person types it in a POSIX shell: an argument
+// with characters the shell would read otherwise, such as a JSON patch,
+// in single quotes, so that the printed line works when pasted.
+func shellLine(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = a
+		if a == "" || strings.ContainsFunc(a, unsafeInShell) {
+			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
+}
+
+// unsafeInShell reports whether a POSIX shell reads c as more than itself.
+func unsafeInShell(c rune) bool {
+	safe := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./=:,@%+", c)
+	return !safe
 }
