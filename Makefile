@@ -55,7 +55,7 @@ DEMO_TOOLS_MODULES := internal/testcluster/tools internal/testcluster/kubevirt/t
 export CGO_ENABLED := 0
 export GOFLAGS := $(GOFLAGS) -trimpath -gcflags=all=-dwarf=false
 
-.PHONY: all build image node-deps test unit unit-tests race race-compile e2e bench bench-start bench-versus bench-handover soak lint release-check demo demo-real clean
+.PHONY: all build image node-deps test unit unit-tests race race-compile e2e bench bench-adapter bench-start bench-versus bench-handover soak lint release-check demo demo-real clean
 
 all: build
 
@@ -118,7 +118,7 @@ e2e: build image node-deps
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent VMCTL_ADAPTER_BINARY=$(BIN)/vmctl-metrics-adapter VMCTL_IMAGE=$(IMAGE) VMCTL_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) GO=$(GO) E2E_BESIDE='$(E2E_BESIDE)' E2E_AFTER='$(E2E_AFTER)' hack/e2e.sh
 
 bench: build
-	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 120m ./internal/e2e/...
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent VMCTL_ADAPTER_BINARY=$(BIN)/vmctl-metrics-adapter $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -count=1 -timeout 120m ./internal/e2e/...
 
 ## bench-start: how much CPU kubectl-vmctl and vmctl-agent take to start, against /bin/true, 30 runs each (BenchmarkStart)
 bench-start: build
@@ -127,6 +127,10 @@ bench-start: build
 ## bench-versus: KubeVirt's VirtualMachinePool and a vmctl Deployment side by side (BenchmarkVersusPool); VMCTL_VERSUS_VMS=N sizes it (default 100)
 bench-versus: build
 	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkVersusPool$$' -benchtime 1x -count=1 -timeout 120m ./internal/e2e/
+
+## bench-adapter: vmctl-metrics-adapter at VMCTL_FLEET agent Pods (default 1,000): the HPA's question, its memory, its requests (BenchmarkMetricsAdapter)
+bench-adapter: build
+	VMCTL_BINARY=$(BIN)/kubectl-vmctl VMCTL_AGENT_BINARY=$(BIN)/vmctl-agent VMCTL_ADAPTER_BINARY=$(BIN)/vmctl-metrics-adapter $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkMetricsAdapter$$' -benchtime 1x -count=1 -timeout 60m ./internal/e2e/
 
 ## bench-handover: the ways an agent can hand its Pod's room to its VM's launcher Pod, side by side on one burst (BenchmarkHandover)
 bench-handover: build
