@@ -14,6 +14,15 @@ import (
 // NodeName is the name of the i-th fake node.
 func NodeName(i int) string { return fmt.Sprintf("node-%d", i) }
 
+// The label that marks kwok's nodes, as kwok's own examples do, for a
+// selector that tells them from real ones.
+const (
+	// KwokLabel is the label's key.
+	KwokLabel = "type"
+	// KwokLabelValue is its value on kwok's nodes.
+	KwokLabelValue = "kwok"
+)
+
 // resourceMetricsPath is the annotation by which metrics-server scrapes a
 // node's resource metrics at a path of the node's choosing instead of
 // /metrics/resource: kwok serves every node's at one address, so the path
@@ -47,7 +56,7 @@ func fakeNode(name string) *corev1.Node {
 				corev1.LabelHostname:                name,
 				corev1.LabelOSStable:                "linux",
 				corev1.LabelArchStable:              "amd64",
-				"type":                              "kwok",
+				KwokLabel:                           KwokLabelValue,
 				"kubevirt.io/schedulable":           "true",
 				"machine-type.node.kubevirt.io/q35": "true",
 			},

@@ -13,11 +13,16 @@
 //   - The guest is a Debian kernel and a busybox initramfs (package guest)
 //     that KubeVirt boots from a kernel-boot container. It takes its address
 //     and hostname by DHCP from virt-launcher, says so on its serial console,
-//     answers HTTP on port 80 with its hostname and powers off on ACPI's
-//     power button.
+//     answers HTTP on port 80 with its hostname, runs a busy loop between
+//     GET /cgi-bin/busy and /cgi-bin/idle, and powers off on ACPI's power
+//     button.
+//   - For the autoscaling test, metrics-server scrapes the node's kubelet
+//     (metricsserver.Options.RealNodes) and vmctl-metrics-adapter runs on
+//     the machine behind scaffold's APIServices.
 //
 // They need root and the build tag `e2e`, and `make e2e`'s VMCTL_BINARY,
-// VMCTL_IMAGE and VMCTL_IMAGE_ARCHIVE; without them they skip. Building
+// VMCTL_IMAGE and VMCTL_IMAGE_ARCHIVE (the autoscaling test also
+// VMCTL_ADAPTER_BINARY); without them they skip. Building
 // KubeVirt's node side and its images takes about 15 minutes on 2 cores the
 // first time; the builds are cached under .cache.
 package realguest

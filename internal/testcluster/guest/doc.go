@@ -8,7 +8,9 @@
 // Booted with KernelArgs, the guest loads its virtio NIC's modules, takes its
 // address and hostname by DHCP (KubeVirt's masquerade binding gives both),
 // serves GET / on TCP :80 with its hostname and a newline (what a Service and
-// the VMI's readinessProbe reach), prints
+// the VMI's readinessProbe reach), starts a busy loop on GET /cgi-bin/busy
+// (one at most, for 10 minutes at most) and stops it on GET /cgi-bin/idle,
+// for the tests that autoscale on the guest's CPU, prints
 //
 //	vmctl-guest: <hostname> up at <address>, serving http on :80
 //
@@ -18,8 +20,9 @@
 //
 // Ensure builds the image into <repo>/.cache/guest/<hash> once: apt-get
 // download fetches the packages (nothing is installed on the machine),
-// init.sh, udhcpc.sh and power.sh beside this file are the guest's scripts,
-// the initramfs is written here (no cpio tool), and hack/image makes the
-// image. The hash covers this package's source, the image builder and the
-// Debian versions apt offers, so a kernel update rebuilds it.
+// init.sh, udhcpc.sh, power.sh, busy.sh and idle.sh beside this file are the
+// guest's scripts, the initramfs is written here (no cpio tool), and
+// hack/image makes the image. The hash covers this package's source, the
+// image builder and the Debian versions apt offers, so a kernel update
+// rebuilds it.
 package guest

@@ -95,6 +95,7 @@ type guestRun struct {
 	// exited closes when qemu has; exitErr is Wait's error then.
 	exited  chan struct{}
 	exitErr error
+	pid     int // qemu's
 	qmp     string
 	port    int
 	start   time.Time
@@ -126,6 +127,7 @@ func boot(t *testing.T, qemu string, img guest.Image, disk string) *guestRun {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	g.pid = cmd.Process.Pid
 	go func() {
 		g.exitErr = cmd.Wait()
 		close(g.exited)

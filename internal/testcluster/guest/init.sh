@@ -1,10 +1,11 @@
 #!/bin/sh
 # /init of the guest's initramfs, run by the kernel as PID 1. It brings up the
 # one NIC with DHCP (udhcpc.sh applies the lease, hostname included), serves
-# the hostname over HTTP on :80, powers off on the ACPI power button (power.sh),
-# marks a data disk with a token or finds the one it marked, and tells the
-# serial console when it is up. It must never exit: the kernel
-# panics when PID 1 does.
+# the hostname over HTTP on :80, and there /cgi-bin/busy and /cgi-bin/idle,
+# which start and stop a busy loop (busy.sh, idle.sh), powers off on the ACPI
+# power button (power.sh), marks a data disk with a token or finds the one it
+# marked, and tells the serial console when it is up. It must never exit: the
+# kernel panics when PID 1 does.
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc

@@ -40,6 +40,8 @@ func TestInitramfsEntries(t *testing.T) {
 		{"lib/modules/virtio_ring.ko", typeRegular | 0o644, "ring"},
 		{"lib/modules/virtio_net.ko", typeRegular | 0o644, "net"},
 		{"www", typeDir | 0o755, ""},
+		{"www/cgi-bin/busy", typeRegular | 0o755, string(busyScript)},
+		{"www/cgi-bin/idle", typeRegular | 0o755, string(idleScript)},
 	} {
 		e, ok := byName[tc.name]
 		if !ok || e.Mode != tc.mode || string(e.Data) != tc.data {
@@ -58,7 +60,7 @@ func TestScriptsParse(t *testing.T) {
 	if err != nil {
 		ci.Skip(t, "no sh")
 	}
-	for name, script := range map[string][]byte{"init.sh": initScript, "udhcpc.sh": udhcpcScript, "power.sh": powerScript} {
+	for name, script := range map[string][]byte{"init.sh": initScript, "udhcpc.sh": udhcpcScript, "power.sh": powerScript, "busy.sh": busyScript, "idle.sh": idleScript} {
 		if !strings.HasPrefix(string(script), "#!/bin/sh\n") {
 			t.Errorf("%s does not start with #!/bin/sh, the initramfs's only shell", name)
 		}

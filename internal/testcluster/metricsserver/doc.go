@@ -11,6 +11,10 @@
 //     container (see testcluster's kwokConfig). The nodes' InternalIP and
 //     status port lead there, and their annotation
 //     metrics.k8s.io/resource-metrics-path names each node's path.
+//   - With Options.RealNodes it scrapes the real nodes' kubelets instead
+//     (package node), whose figures are the containers' cgroups': the
+//     kubelet authenticates metrics-server's token and authorizes its
+//     nodes/metrics by webhook, as on a real cluster.
 //   - Start runs metrics-server as its ServiceAccount with upstream's RBAC,
 //     registers it as APIService v1beta1.metrics.k8s.io through a Service
 //     of type ExternalName that names localhost, and returns once the

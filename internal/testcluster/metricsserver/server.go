@@ -33,6 +33,13 @@ type Options struct {
 	Log io.Writer
 	// Timeout bounds Start once the binary is there. Zero means a minute.
 	Timeout time.Duration
+	// RealNodes makes metrics-server scrape the cluster's real nodes
+	// (package node) and only those, as on a real cluster: each kubelet's
+	// /metrics/resource at its InternalIP and port, its serving certificate
+	// checked against the cluster's CA, which signed it. Otherwise it
+	// scrapes every node, kwok's among them, and checks no certificate:
+	// kwok's server, where each kwok node leads, presents one for no name.
+	RealNodes bool
 }
 
 // Server is metrics-server running against a testcluster.Cluster.
@@ -67,8 +74,8 @@ const Resolution = 10 * time.Second
 const tokenLifetime = 24 * time.Hour
 
 // Start runs metrics-server as its own ServiceAccount with upstream's RBAC,
-// scraping the nodes at kwok's server (see testcluster's kwokConfig), and
-// registers it with the aggregator as APIService v1beta1.metrics.k8s.io. It
+// scraping the nodes at kwok's server (see testcluster's kwokConfig) or the
+// real nodes' kubelets (Options.RealNodes), and registers it with the aggregator as APIService v1beta1.metrics.k8s.io. It
 // returns once the aggregator finds the API available. Stop, or the
 // cluster's Stop, removes what Start made and stops the process; so does a
 // failed Start.
@@ -118,7 +125,9 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *Server
 	if err != nil {
 		return nil, err
 	}
-	port, err := s.run(ctx, c.Dir, bin, kubeconfig, certFile, keyFile, caBundle)
+	clientArgs := append([]string{"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig},
+		kubeletArgs(c, opts.RealNodes)...)
+	port, err := s.run(ctx, c.Dir, bin, clientArgs, certFile, keyFile, caBundle)
 	if err != nil {
 		return nil, err
 	}
@@ -138,31 +147,38 @@ func (s *Server) logf(format string, args ...any) {
 	_, _ = fmt.Fprintf(s.log, "metrics-server: %5.1fs "+format+"\n", append([]any{time.Since(s.begin).Seconds()}, args...)...)
 }
 
+// kubeletArgs say which nodes metrics-server scrapes and how it trusts them
+// (Options.RealNodes). Either way it reaches each node at its InternalIP
+// and the port in its status: the kubelet's, or kwok's server.
+func kubeletArgs(c *testcluster.Cluster, realNodes bool) []string {
+	if !realNodes {
+		return []string{"--kubelet-insecure-tls"}
+	}
+	ca, _ := c.CA()
+	return []string{"--kubelet-certificate-authority=" + ca, "--node-selector=" + testcluster.KwokLabel + "!=" + testcluster.KwokLabelValue}
+}
+
 // run starts metrics-server on a free loopback port, picking another while
-// another process takes the one it picked, and waits until it serves.
-func (s *Server) run(ctx context.Context, clusterDir, bin, kubeconfig, certFile, keyFile string, caBundle []byte) (int, error) {
+// another process takes the one it picked, and waits until it serves. How
+// it reaches the API server and the nodes is in clientArgs.
+func (s *Server) run(ctx context.Context, clusterDir, bin string, clientArgs []string, certFile, keyFile string, caBundle []byte) (int, error) {
 	for range 3 {
 		ports, err := testcluster.FreePorts(1)
 		if err != nil {
 			return 0, err
 		}
-		args := []string{
+		args := append([]string{
 			"--secure-port=" + strconv.Itoa(ports[0]),
 			"--bind-address=127.0.0.1",
 			"--tls-cert-file=" + certFile,
 			"--tls-private-key-file=" + keyFile,
-			"--kubeconfig=" + kubeconfig,
-			"--authentication-kubeconfig=" + kubeconfig,
-			"--authorization-kubeconfig=" + kubeconfig,
-			// kwok's server presents a certificate of its own, for no name.
-			"--kubelet-insecure-tls",
-			// Each node's InternalIP and status port lead to kwok's server.
 			"--kubelet-preferred-address-types=InternalIP",
 			"--kubelet-use-node-status-port",
 			"--metric-resolution=" + Resolution.String(),
-			// It must be under 90% of the resolution; kwok answers at once.
+			// It must be under 90% of the resolution; kwok answers at
+			// once, a kubelet from the stats it keeps.
 			"--kubelet-request-timeout=5s",
-		}
+		}, clientArgs...)
 		s.mu.Lock()
 		if s.stopped {
 			s.mu.Unlock()
