@@ -27,8 +27,11 @@ const (
 	// InitrdPath is the initramfs in the image.
 	InitrdPath = "/boot/initramfs.gz"
 	// KernelArgs is the guest's kernel command line: its console on the
-	// first serial port, which KubeVirt's console log reads.
-	KernelArgs = "console=ttyS0"
+	// first serial port, which KubeVirt's console log reads, and no check
+	// of the timer interrupt, which under qemu's emulation on a loaded
+	// host can miss its window and panic the boot ("IO-APIC + timer
+	// doesn't work"), as cloud images' command lines also skip it.
+	KernelArgs = "console=ttyS0 no_timer_check"
 	// UID is the owner of the kernel and initramfs in the image: KubeVirt's
 	// qemu user, which reads them.
 	UID = 107
