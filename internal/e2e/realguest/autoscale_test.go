@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/metricsadapter"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/metricsserver"
 )
 
@@ -85,7 +86,7 @@ func TestBusyGuestScalesOut(t *testing.T) {
 	hpa := waitHPA(t, ns, name, "to read the idle guest's CPU and keep 1 replica", func(h *autoscalingv2.HorizontalPodAutoscaler) bool {
 		return hpaReads(h) && h.Status.DesiredReplicas == 1
 	})
-	t.Logf("the HPA reads the idle guest: %s", hpaSays(hpa))
+	t.Logf("the HPA reads the idle guest: %s", metricsadapter.DescribeHPA(hpa))
 
 	ip := launcher.Status.PodIP
 	t.Cleanup(func() { _, _ = guestGet(ip, "/cgi-bin/idle") })
@@ -100,7 +101,7 @@ func TestBusyGuestScalesOut(t *testing.T) {
 		return h.Status.DesiredReplicas == 2 && h.Status.LastScaleTime != nil && h.Status.LastScaleTime.After(busyAt.Add(-time.Second))
 	})
 	scaledAt := hpa.Status.LastScaleTime.Time
-	t.Logf("the HPA scaled out to 2 %s after the guest turned busy (%s)", scaledAt.Sub(busyAt).Round(time.Second), hpaSays(hpa))
+	t.Logf("the HPA scaled out to 2 %s after the guest turned busy (%s)", scaledAt.Sub(busyAt).Round(time.Second), metricsadapter.DescribeHPA(hpa))
 
 	var second corev1.Pod
 	for _, p := range readyAgents(t, ns, 2) {
@@ -135,7 +136,7 @@ func TestBusyGuestScalesOut(t *testing.T) {
 		return len(pods.Items) == 1 && len(vmis.Items) == 1, fmt.Sprintf("%d agent Pods, %d VMIs", len(pods.Items), len(vmis.Items)), nil
 	})
 	t.Logf("the HPA scaled in to 1 %s after the guest idled; 1 agent Pod and its VMI left %s after (%s)",
-		hpa.Status.LastScaleTime.Sub(idleAt).Round(time.Second), time.Since(idleAt).Round(time.Second), hpaSays(hpa))
+		hpa.Status.LastScaleTime.Sub(idleAt).Round(time.Second), time.Since(idleAt).Round(time.Second), metricsadapter.DescribeHPA(hpa))
 }
 
 // metricsWait bounds the wait for a figure to follow the guest: the
@@ -170,7 +171,7 @@ func waitHPA(t *testing.T, ns, name, what string, ok func(*autoscalingv2.Horizon
 			return false, err.Error(), nil
 		}
 		hpa = h
-		return ok(h), hpaSays(h), nil
+		return ok(h), metricsadapter.DescribeHPA(h), nil
 	})
 	return hpa
 }
@@ -188,23 +189,6 @@ func hpaReads(hpa *autoscalingv2.HorizontalPodAutoscaler) bool {
 		}
 	}
 	return false
-}
-
-// hpaSays is what an HPA's status says: replicas, its Pods metric's
-// average, and its conditions that are not True.
-func hpaSays(hpa *autoscalingv2.HorizontalPodAutoscaler) string {
-	seen := fmt.Sprintf("replicas %d desired %d", hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas)
-	for _, m := range hpa.Status.CurrentMetrics {
-		if m.Pods != nil && m.Pods.Current.AverageValue != nil {
-			seen += fmt.Sprintf(", %s at %s", m.Pods.Metric.Name, m.Pods.Current.AverageValue)
-		}
-	}
-	for _, c := range hpa.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			seen += fmt.Sprintf(", %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
-		}
-	}
-	return seen
 }
 
 // runVmctl runs kubectl vmctl and fails t unless it exits 0.
