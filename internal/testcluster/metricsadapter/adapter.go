@@ -67,7 +67,8 @@ var errStopped = errors.New("vmctl-metrics-adapter was stopped")
 
 // Start applies scaffold's objects for the adapter in opts.Namespace, runs
 // the adapter on a free loopback port as their ServiceAccount, and returns
-// once the aggregator finds custom.metrics.k8s.io Available. Stop, or the
+// once its /readyz passes, as the readiness probe of scaffold's Pod gates
+// its Service, and the aggregator finds custom.metrics.k8s.io Available. Stop, or the
 // cluster's Stop, removes what Start made and stops the process; so does a
 // failed Start.
 func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *Adapter, err error) {
@@ -130,6 +131,9 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *Adapte
 		return nil, err
 	}
 	a.logf("serving at https://127.0.0.1:%d; log: %s", port, a.logPath)
+	if err := a.waitReady(ctx, port, caBundle); err != nil {
+		return nil, err
+	}
 	if err := a.waitAvailable(ctx); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/ptr"
@@ -141,6 +144,33 @@ func servingCert(dir, namespace string) (certFile, keyFile string, caBundle []by
 }
 
 var apiServicesResource = schema.GroupVersionResource{Group: apiregistrationv1.GroupName, Version: "v1", Resource: "apiservices"}
+
+// waitReady waits until the adapter's /readyz passes: in a cluster the
+// readiness probe of scaffold's Pod keeps it out of its Service until
+// then, and this Service (loopback's ExternalName) has no such gate.
+func (a *Adapter) waitReady(ctx context.Context, port int, caBundle []byte) error {
+	client, err := rest.HTTPClientFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: caBundle}})
+	if err != nil {
+		return fmt.Errorf("create a client for the adapter's /readyz: %w", err)
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
+	return testcluster.WaitFor(ctx, "the adapter's /readyz to pass", []*testcluster.Process{a.Process()}, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		if resp.StatusCode != http.StatusOK {
+			body, _ := io.ReadAll(resp.Body)
+			return false, fmt.Errorf("%s: %s", resp.Status, body)
+		}
+		return true, nil
+	})
+}
 
 // waitAvailable waits until the aggregator reports both APIServices
 // Available: it reached the adapter and read its discovery.
