@@ -53,7 +53,7 @@ func TestBusyGuestScalesOut(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	startMetricsAdapter(t, ns)
+	deployMetricsAdapter(t, ns)
 	createPrototype(t, ns)
 	mustKubectl(t, nil, "patch", "vm", "guest", "-n", ns, "--type=merge",
 		"-p", fmt.Sprintf(`{"spec":{"template":{"spec":{"domain":{"resources":{"limits":{"cpu":%q}}}}}}}`, guestCPULimit))

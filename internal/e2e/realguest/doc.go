@@ -17,12 +17,12 @@
 //     GET /cgi-bin/busy and /cgi-bin/idle, and powers off on ACPI's power
 //     button.
 //   - For the autoscaling test, metrics-server scrapes the node's kubelet
-//     (metricsserver.Options.RealNodes) and vmctl-metrics-adapter runs on
-//     the machine behind scaffold's APIServices.
+//     (metricsserver.Options.RealNodes), and vmctl-metrics-adapter runs as
+//     the Pod of the Deployment `kubectl vmctl scaffold metrics-adapter`
+//     prints, from the image under test, on the real node.
 //
 // They need root and the build tag `e2e`, and `make e2e`'s VMCTL_BINARY,
-// VMCTL_IMAGE and VMCTL_IMAGE_ARCHIVE (the autoscaling test also
-// VMCTL_ADAPTER_BINARY); without them they skip. Building
+// VMCTL_IMAGE and VMCTL_IMAGE_ARCHIVE; without them they skip. Building
 // KubeVirt's node side and its images takes about 15 minutes on 2 cores the
 // first time; the builds are cached under .cache.
 package realguest

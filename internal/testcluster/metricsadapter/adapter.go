@@ -50,6 +50,7 @@ type Adapter struct {
 	mapper  *restmapper.DeferredDiscoveryRESTMapper
 	dir     string // its certificate, key and kubeconfig; Stop removes it
 	logPath string
+	url     string // where it serves, https://127.0.0.1:port
 	log     io.Writer
 	begin   time.Time
 
@@ -130,8 +131,9 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *Adapte
 	if err := a.run(c.Dir, opts.Binary, args); err != nil {
 		return nil, err
 	}
-	a.logf("serving at https://127.0.0.1:%d; log: %s", port, a.logPath)
-	if err := a.waitReady(ctx, port, caBundle); err != nil {
+	a.url = fmt.Sprintf("https://127.0.0.1:%d", port)
+	a.logf("serving at %s; log: %s", a.url, a.logPath)
+	if err := a.waitReady(ctx, caBundle); err != nil {
 		return nil, err
 	}
 	if err := a.waitAvailable(ctx); err != nil {
@@ -167,6 +169,10 @@ func (a *Adapter) Process() *testcluster.Process {
 	defer a.mu.Unlock()
 	return a.proc
 }
+
+// URL is where the adapter serves, on loopback, with a certificate of its
+// own: its /debug/pprof for one, which the cluster's admin may read.
+func (a *Adapter) URL() string { return a.url }
 
 // LogFile is the adapter's log; it outlives Stop.
 func (a *Adapter) LogFile() string { return a.logPath }

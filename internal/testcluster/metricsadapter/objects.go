@@ -148,12 +148,12 @@ var apiServicesResource = schema.GroupVersionResource{Group: apiregistrationv1.G
 // waitReady waits until the adapter's /readyz passes: in a cluster the
 // readiness probe of scaffold's Pod keeps it out of its Service until
 // then, and this Service (loopback's ExternalName) has no such gate.
-func (a *Adapter) waitReady(ctx context.Context, port int, caBundle []byte) error {
+func (a *Adapter) waitReady(ctx context.Context, caBundle []byte) error {
 	client, err := rest.HTTPClientFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: caBundle}})
 	if err != nil {
 		return fmt.Errorf("create a client for the adapter's /readyz: %w", err)
 	}
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
+	url := a.url + "/readyz"
 	return testcluster.WaitFor(ctx, "the adapter's /readyz to pass", []*testcluster.Process{a.Process()}, func(ctx context.Context) (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
