@@ -5,8 +5,12 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +26,7 @@ import (
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/metricsadapter"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/metricsserver"
 )
 
@@ -32,9 +37,12 @@ const adapterAsks = 30
 // BenchmarkMetricsAdapter measures vmctl-metrics-adapter at VMCTL_FLEET
 // (default 1000) agent Pods: the time of the question an HPA's sync asks,
 // the guests' CPU of every Pod of the fleet, through kube-apiserver's
-// aggregator as the HPA controller asks it, p50 and p95 over adapterAsks;
-// the adapter's memory; and the API requests it makes per question, from
-// the audit log (its ServiceAccount names it).
+// aggregator as the HPA controller asks it, p50 and p95 over adapterAsks,
+// each beside the LIST of metrics-server's PodMetrics it costs, asked the
+// same way; the adapter's memory, and metrics-server's; and the API
+// requests it makes per question, from the audit log (its ServiceAccount
+// names it). It asks once the machine is quiet (waitQuiet). With
+// VMCTL_BENCH_PROFILE set, it profiles the adapter (profileAdapter).
 //
 // The agent Pods are held by a scheduling gate, as in
 // BenchmarkStatusAndGC: the adapter reads only their labels. Their VMIs
@@ -130,9 +138,15 @@ func benchMetricsAdapter(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	waitQuiet(b, quietLoad, 5*time.Minute)
 	fmt.Printf("metrics adapter: load average before the questions: %s\n", loadAverage())
+	stopProfile := profileAdapter(b, adapter)
 	mark := auditMark(b)
-	var took []time.Duration
+	// Each question is asked beside the LIST it costs the adapter, of
+	// every launcher's PodMetrics, asked of metrics-server the same way:
+	// what the adapter adds is the difference.
+	podMetrics := "/apis/metrics.k8s.io/v1beta1/namespaces/" + ns + "/pods"
+	var took, bare []time.Duration
 	for range adapterAsks {
 		start := time.Now()
 		raw, err := customMetric(ctx, hpaController, ns, selector, contract.MetricVMCPUUtilization)
@@ -143,13 +157,29 @@ func benchMetricsAdapter(b *testing.B, n int) {
 		if got := strings.Count(string(raw), `"describedObject"`); got != n {
 			b.Fatalf("the adapter answered %d values, want %d", got, n)
 		}
+		start = time.Now()
+		raw, err = hpaController.Discovery().RESTClient().Get().AbsPath(podMetrics).DoRaw(ctx)
+		bare = append(bare, time.Since(start))
+		if err != nil {
+			b.Fatalf("list the launchers' PodMetrics: %v", err)
+		}
+		if got := strings.Count(string(raw), `"containers"`); got != n {
+			b.Fatalf("metrics-server answered %d PodMetrics, want %d", got, n)
+		}
 	}
+	stopProfile()
 	anon1, rss1 := memory(b, adapter.Process().Pid())
+	msAnon, msRSS := memory(b, ms.Process().Pid())
 	report(b, "adapter-metric-of-fleet", took)
-	fmt.Printf("metrics adapter: the metric of %d Pods through the aggregator, %d questions: p50 %s p95 %s max %s\n",
-		n, adapterAsks, pct(took, 50), pct(took, 95), pct(took, 100))
+	report(b, "metrics-server-podmetrics-of-fleet", bare)
+	fmt.Printf("metrics adapter: the metric of %d Pods through the aggregator, %d questions: min %s p50 %s p95 %s max %s\n",
+		n, adapterAsks, pct(took, 0), pct(took, 50), pct(took, 95), pct(took, 100))
+	fmt.Printf("metrics adapter: beside each, metrics-server's %d PodMetrics through the aggregator: min %s p50 %s p95 %s max %s\n",
+		n, pct(bare, 0), pct(bare, 50), pct(bare, 95), pct(bare, 100))
+	fmt.Printf("metrics adapter: load average after the questions: %s\n", loadAverage())
 	fmt.Printf("metrics adapter: memory with %d Pods: RssAnon %.1f MiB, VmRSS %.1f MiB before the questions; RssAnon %.1f MiB, VmRSS %.1f MiB after\n",
 		n, mib(anon0), mib(rss0), mib(anon1), mib(rss1))
+	fmt.Printf("metrics adapter: metrics-server's memory then: RssAnon %.1f MiB, VmRSS %.1f MiB\n", mib(msAnon), mib(msRSS))
 
 	events, err := e.cluster.ReadAudit()
 	if err != nil {
@@ -172,6 +202,83 @@ func benchMetricsAdapter(b *testing.B, n int) {
 	}
 	if mib(rss1) > 64 {
 		b.Errorf("the adapter's VmRSS is %.1f MiB with %d Pods, more than 64 MiB", mib(rss1), n)
+	}
+}
+
+// quietLoad is the load average BenchmarkMetricsAdapter waits for before
+// it asks: making 1,000 VMIs keeps virt-controller, kwok and the API
+// server busy for minutes after every value is in, and the questions
+// would time that.
+const quietLoad = 2.5
+
+// waitQuiet waits until the machine's one-minute load average is at most
+// load, or for at most max, and says which came first.
+func waitQuiet(b *testing.B, load float64, max time.Duration) {
+	b.Helper()
+	start := time.Now()
+	for {
+		var now float64
+		if _, err := fmt.Sscan(loadAverage(), &now); err != nil {
+			b.Fatalf("read the load average: %v", err)
+		}
+		if now <= load {
+			fmt.Printf("metrics adapter: load average %.2f after %s of waiting for it to fall to %.1f\n", now, time.Since(start).Round(time.Second), load)
+			return
+		}
+		if time.Since(start) > max {
+			fmt.Printf("metrics adapter: load average still %.2f after %s; asking anyway\n", now, max)
+			return
+		}
+		time.Sleep(5 * time.Second)
+	}
+}
+
+// profileAdapter records a CPU profile of the adapter from now on, for
+// profileSeconds, and once the returned func is called its heap, into the
+// directory $VMCTL_BENCH_PROFILE (cpu.pprof, heap.pprof; go tool pprof
+// reads them), when that is set.
+func profileAdapter(b *testing.B, a *metricsadapter.Adapter) (stop func()) {
+	b.Helper()
+	dir := os.Getenv("VMCTL_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	cfg := rest.CopyConfig(e.cluster.RESTConfig)
+	cfg.Host = a.URL()
+	// The adapter's serving certificate is its own; the admin's client
+	// certificate is what it checks.
+	cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.Insecure = nil, "", true
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fetch := func(path, file string) error {
+		resp, err := client.Get(a.URL() + path)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, file), body, 0o644)
+		}
+		return err
+	}
+	const profileSeconds = 8
+	done := make(chan error, 1)
+	go func() { done <- fetch(fmt.Sprintf("/debug/pprof/profile?seconds=%d", profileSeconds), "cpu.pprof") }()
+	return func() {
+		if err := errors.Join(<-done, fetch("/debug/pprof/heap", "heap.pprof")); err != nil {
+			b.Errorf("profile the adapter: %v", err)
+			return
+		}
+		fmt.Printf("metrics adapter: a CPU profile of its first %d s of questions, and its heap after, in %s\n", profileSeconds, dir)
 	}
 }
 

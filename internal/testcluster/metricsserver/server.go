@@ -143,6 +143,13 @@ func Start(ctx context.Context, c *testcluster.Cluster, opts Options) (_ *Server
 	return s, nil
 }
 
+// Process is metrics-server's process.
+func (s *Server) Process() *testcluster.Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
+}
+
 func (s *Server) logf(format string, args ...any) {
 	_, _ = fmt.Fprintf(s.log, "metrics-server: %5.1fs "+format+"\n", append([]any{time.Since(s.begin).Seconds()}, args...)...)
 }
