@@ -212,8 +212,8 @@ func benchMetricsAdapter(b *testing.B, n int) {
 const quietLoad = 2.5
 
 // waitQuiet waits until the machine's one-minute load average is at most
-// load, or for at most max, and says which came first.
-func waitQuiet(b *testing.B, load float64, max time.Duration) {
+// load, or for at most limit, and says which came first.
+func waitQuiet(b *testing.B, load float64, limit time.Duration) {
 	b.Helper()
 	start := time.Now()
 	for {
@@ -225,8 +225,8 @@ func waitQuiet(b *testing.B, load float64, max time.Duration) {
 			fmt.Printf("metrics adapter: load average %.2f after %s of waiting for it to fall to %.1f\n", now, time.Since(start).Round(time.Second), load)
 			return
 		}
-		if time.Since(start) > max {
-			fmt.Printf("metrics adapter: load average still %.2f after %s; asking anyway\n", now, max)
+		if time.Since(start) > limit {
+			fmt.Printf("metrics adapter: load average still %.2f after %s; asking anyway\n", now, limit)
 			return
 		}
 		time.Sleep(5 * time.Second)
@@ -250,7 +250,7 @@ func profileAdapter(b *testing.B, a *metricsadapter.Adapter) (stop func()) {
 	cfg.Host = a.URL()
 	// The adapter's serving certificate is its own; the admin's client
 	// certificate is what it checks.
-	cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.Insecure = nil, "", true
+	cfg.CAData, cfg.CAFile, cfg.Insecure = nil, "", true
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		b.Fatal(err)
