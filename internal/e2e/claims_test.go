@@ -149,13 +149,19 @@ func stolenTokenClaims(t *testing.T) {
 func networkStorage(t *testing.T, ns string, n int) string {
 	t.Helper()
 	class := "network-" + ns
+	testcluster.StaticVolumes(t, e.kube, class, storagev1.VolumeBindingImmediate, networkVolumes(n)...)
+	return class
+}
+
+// networkVolumes are n volumes of 1Gi on network storage (NFS, at an
+// address nothing here mounts), bound to no node.
+func networkVolumes(n int) []testcluster.StaticVolume {
 	volumes := make([]testcluster.StaticVolume, n)
 	for i := range volumes {
 		volumes[i] = testcluster.StaticVolume{Size: apiresource.MustParse("1Gi"), Mode: corev1.PersistentVolumeFilesystem,
 			Source: corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "192.0.2.1", Path: fmt.Sprintf("/vmctl/%d", i)}}}
 	}
-	testcluster.StaticVolumes(t, e.kube, class, storagev1.VolumeBindingImmediate, volumes...)
-	return class
+	return volumes
 }
 
 // waitBound waits for claim to be Bound, and returns it.

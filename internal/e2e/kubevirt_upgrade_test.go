@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,18 +36,23 @@ import (
 // TestKubeVirtUpgradesUnderAFleet replaces KubeVirt v1.8.0 by v1.9.0 in
 // place (kvharness.Upgrade: CRDs and RBAC, then virt-controller, then
 // virt-api, as virt-operator's update path goes) under a running fleet: a
-// Deployment of 2 and a DaemonSet on 2 nodes, scaffolded on v1.8.0 with
-// their policies, on a control plane of its own with the kubelet double
-// and the virt-handler stand-in. Through the upgrade no VM is deleted or
-// made and no agent Pod stops being Ready for longer than it. After it,
-// under v1.9.0's webhooks and the policies, a scale-up, a replaced Pod and
-// a DaemonSet Pod on a new node each get their VM of the v1.8.0 revision;
-// status names every Pod whose launcher v1.9.0 made, as reserving
-// v1.8.0's size. KubeVirt's workloadUpdateStrategy Evict then restarts
-// the DaemonSet's older VMs on their nodes in v1.9.0 launchers, and the
-// Deployment's agent evicts its Pod, whose VM goes with it (see
-// evictOutdated); status names their Pods too; rollout restart puts them
-// all right.
+// Deployment of 2, a DaemonSet on 2 nodes and a StatefulSet of 2 with a
+// claim per replica (--replica-claim, on network storage), scaffolded on
+// v1.8.0 with their policies, on a control plane of its own with the
+// kubelet double and the virt-handler stand-in. Through the upgrade no VM
+// is deleted or made and no agent Pod stops being Ready for longer than
+// it. After it, under v1.9.0's webhooks and the policies, a scale-up, a
+// replaced Pod and a DaemonSet Pod on a new node each get their VM of the
+// v1.8.0 revision; status names every Pod whose launcher v1.9.0 made for
+// a VM with a containerDisk as reserving v1.8.0's size (the StatefulSet's
+// VMs have none, and their launchers ask the same on both releases).
+// KubeVirt's workloadUpdateStrategy Evict then restarts the DaemonSet's
+// older VMs on their nodes in v1.9.0 launchers, and the Deployment's and
+// the StatefulSet's agents evict their Pods, whose VMs go with them (see
+// evictOutdated); the StatefulSet's new Pods, of the same names, get VMs
+// on the same claims; status names the others' Pods too; rollout restart
+// puts them all right, and each StatefulSet VM still has the claim it had
+// before the upgrade.
 func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	t.Parallel() // runs once the package's other tests are done: see eachKubeVirt
 	ctx := t.Context()
@@ -103,19 +109,28 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := testcluster.Namespace(t, kube, nil)
-	if _, err := virt.KubevirtV1().VirtualMachines(ns).Create(ctx, readPrototype(t, "testvm.yaml", nil), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	at := "--kubeconfig=" + c.Kubeconfig
-	for _, kind := range []string{"deployment", "daemonset"} {
-		args := []string{"scaffold", kind, "testvm", "-n", ns, "--name", kind, "--grace-period", "60", at}
-		if kind == "deployment" {
-			args = append(args, "--replicas", "2")
+	for _, file := range []string{"testvm.yaml", "shared-pvc-vm.yaml"} {
+		if _, err := virt.KubevirtV1().VirtualMachines(ns).Create(ctx, readPrototype(t, file, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
 		}
+	}
+	class := "network-" + ns
+	testcluster.StaticVolumes(t, kube, class, storagev1.VolumeBindingImmediate, networkVolumes(2)...)
+	at := "--kubeconfig=" + c.Kubeconfig
+	for _, args := range [][]string{
+		{"deployment", "testvm", "--name", "deployment", "--replicas", "2"},
+		{"daemonset", "testvm", "--name", "daemonset"},
+		{"statefulset", "pvcvm", "--name", "db", "--replicas", "2", "--replica-claim", "shared-data=1Gi,class=" + class},
+	} {
+		args = append([]string{"scaffold"}, append(args, "-n", ns, "--grace-period", "60", at)...)
 		kubectl(t, []byte(vmctl(t, args...)), "apply", "-f", "-", at)
 	}
 	fleet := fleetOn{kube: kube, virt: virt, ns: ns}
-	before := slices.Collect(maps.Keys(fleet.waitReady(t, 4)))
+	before := slices.Collect(maps.Keys(fleet.waitReady(t, 6)))
+	claims := fleet.claimsOf(t, "pvcvm-db-")
+	if len(claims) != 2 {
+		t.Fatalf("the StatefulSet's VMs use claims %v, want one each", claims)
+	}
 
 	// Through the upgrade: every VM made or deleted, and how long each
 	// agent Pod was not Ready.
@@ -131,7 +146,7 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	// v1.9.0's webhooks and the policies. Once they are Ready, the new
 	// virt-controller has long since synced every VM it found.
 	kubectl(t, nil, "scale", "deployment/deployment", "-n", ns, "--replicas=3", at)
-	fleet.waitReady(t, 5)
+	fleet.waitReady(t, 7)
 	// A Pod made before the upgrade: its replacement's VM is new, and one
 	// older Deployment VM is left for KubeVirt's Evict below.
 	var replaced string
@@ -147,7 +162,7 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	if err := c.AddNodesWith(ctx, []string{"upgrade-node-3"}, func(*corev1.Node) {}); err != nil {
 		t.Fatal(err)
 	}
-	pods := fleet.waitReady(t, 6)
+	pods := fleet.waitReady(t, 8)
 	if _, ok := pods[replaced]; ok {
 		t.Errorf("Pod %s is still there", replaced)
 	}
@@ -180,23 +195,31 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	// evictionStrategy External makes that an evacuation. A DaemonSet's
 	// agent (--stop-on-evacuation) stops its VM, and KubeVirt starts it
 	// again on its node, in a launcher of the new release: the VM stays,
-	// only its VMI goes. A Deployment's agent (--evict-on-evacuation)
-	// evicts its own Pod, and its VM goes with it: the Deployment's new Pod
-	// makes a VM of its own.
+	// only its VMI goes. A Deployment's or StatefulSet's agent
+	// (--evict-on-evacuation) evicts its own Pod, and its VM goes with it:
+	// the new Pod makes a VM of its own, a StatefulSet's of the same name
+	// on the same claim.
+	podUIDs := map[string]types.UID{}
+	for name, pod := range pods {
+		podUIDs[name] = pod.UID
+	}
 	restarted, withPods := fleet.evictOutdated(t, to.LauncherImage(), "testvm-daemonset-")
 	if len(restarted) != 2 {
 		t.Errorf("KubeVirt's Evict restarted the VMs of %v in place, want the DaemonSet's 2 made before the upgrade", restarted)
 	}
-	if len(withPods) != 1 {
-		t.Errorf("KubeVirt's Evict replaced the VMs of %v with their Pods, want the one Deployment VM made before the upgrade and still there", withPods)
+	if len(withPods) != 3 {
+		t.Errorf("KubeVirt's Evict replaced the VMs of %v with their Pods, want the one Deployment VM made before the upgrade and still there, and the StatefulSet's 2", withPods)
 	}
-	pods = fleet.waitReady(t, 6)
+	pods = fleet.waitReady(t, 8)
 	after = after[:0]
 	for name, pod := range pods {
-		if !slices.Contains(before, name) || strings.HasPrefix(name, "daemonset-") {
+		// The StatefulSet's VMs have no containerDisk, whose container
+		// v1.9.0's launcher no longer has: their launchers ask the same
+		// on both releases.
+		if (!slices.Contains(before, name) || strings.HasPrefix(name, "daemonset-")) && !strings.HasPrefix(name, "db-") {
 			after = append(after, name)
 		}
-		if strings.HasPrefix(name, "deployment-") && slices.Contains(before, name) {
+		if slices.Contains(before, name) && (strings.HasPrefix(name, "deployment-") || strings.HasPrefix(name, "db-") && pod.UID == podUIDs[name]) {
 			t.Errorf("Pod %s, made before the upgrade, is still there after KubeVirt's Evict (%s)", name, pod.Status.Phase)
 		}
 	}
@@ -204,12 +227,40 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(stale)); !slices.Equal(got, slices.Sorted(slices.Values(after))) {
 		t.Errorf("status names %v as reserving another size than their VMs need, want the Pods whose launcher v1.9.0 made, %v: %v", got, after, stale)
 	}
-	vmctl(t, "rollout", "restart", "testvm", "-n", ns, at)
-	vmctl(t, "rollout", "status", "testvm", "-n", ns, "--timeout", "3m", at)
-	fleet.waitReady(t, 6)
+	for _, prototype := range []string{"testvm", "pvcvm"} {
+		vmctl(t, "rollout", "restart", prototype, "-n", ns, at)
+		vmctl(t, "rollout", "status", prototype, "-n", ns, "--timeout", "3m", at)
+	}
+	fleet.waitReady(t, 8)
 	if stale := staleProblems(t, ns, at); len(stale) > 0 {
 		t.Errorf("after rollout restart status still says: %v", stale)
 	}
+	if now := fleet.claimsOf(t, "pvcvm-db-"); !maps.Equal(now, claims) {
+		t.Errorf("the StatefulSet's VMs use claims %v after the upgrade, Evict and rollout restart; want those they had before, %v", now, claims)
+	}
+}
+
+// claimsOf returns, for each derived VM whose name begins with prefix, the
+// claim its volume data names, and that claim's UID.
+func (f fleetOn) claimsOf(t *testing.T, prefix string) map[string]string {
+	t.Helper()
+	vms, err := f.virt.KubevirtV1().VirtualMachines(f.ns).List(t.Context(), metav1.ListOptions{LabelSelector: derive.DerivedSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, vm := range vms.Items {
+		if !strings.HasPrefix(vm.Name, prefix) || vm.DeletionTimestamp != nil {
+			continue
+		}
+		name := claimOf(vm)
+		claim, err := f.kube.CoreV1().PersistentVolumeClaims(f.ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("VM %s's claim %q: %v", vm.Name, name, err)
+		}
+		out[vm.Name] = name + " " + string(claim.UID)
+	}
+	return out
 }
 
 // evictOutdated sets KubeVirt's workloadUpdateStrategy to Evict, up to 10
@@ -218,7 +269,8 @@ func TestKubeVirtUpgradesUnderAFleet(t *testing.T) {
 // in a launcher of image and every agent Pod is Ready with its VM again.
 // The VMIs whose names begin with inPlace (a DaemonSet's) must come back
 // under the same VM on the same node; every other outdated VM must go with
-// its Pod, and one new VM come for each. It returns the VMs restarted in
+// its Pod, and one new VM come for each (a StatefulSet's new Pod has the
+// old one's name, and so has its VM). It returns the VMs restarted in
 // place and those replaced.
 func (f fleetOn) evictOutdated(t *testing.T, image, inPlace string) (restarted, replaced []string) {
 	t.Helper()
@@ -260,11 +312,10 @@ func (f fleetOn) evictOutdated(t *testing.T, image, inPlace string) (restarted, 
 			case vmi.Status.LauncherContainerImageVersion != image || !vmiReadyOf(&vmi):
 				done = false
 			case wasOutdated && vmi.UID == old.uid:
+				// Not yet restarted, or its Pod's VM, deleted with the
+				// Pod, not yet gone.
 				done = false
-			case wasOutdated && !strings.HasPrefix(vmi.Name, inPlace):
-				// Its Pod's VM, deleted with the Pod, is not yet gone.
-				done = false
-			case wasOutdated && vmi.Status.NodeName != old.node:
+			case wasOutdated && strings.HasPrefix(vmi.Name, inPlace) && vmi.Status.NodeName != old.node:
 				t.Errorf("VMI %s came back on node %s, not on its VM's, %s", vmi.Name, vmi.Status.NodeName, old.node)
 			}
 		}
