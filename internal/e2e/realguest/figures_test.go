@@ -261,8 +261,11 @@ func handlerCPUSeconds(ctx context.Context, client *http.Client, url string, vmi
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	at := begin.Add(time.Since(begin) / 2)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return 0, at, fmt.Errorf("GET %s: %s %v", url, resp.Status, err)
+	if err != nil {
+		return 0, at, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, at, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
