@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/contract"
 	"github.com/kubectl-vmctl/kubectl-vmctl/internal/scaffold"
+	"github.com/kubectl-vmctl/kubectl-vmctl/internal/testcluster/metricsadapter"
 )
 
 // deployMetricsAdapter applies what `kubectl vmctl scaffold
@@ -50,11 +51,15 @@ func deployMetricsAdapter(t *testing.T, ns string) {
 	port := p.Spec.Containers[0].Ports[0].ContainerPort
 	mustKubectl(t, nil, "patch", "service", scaffold.AdapterName, "-n", ns, "--type=merge", "-p", fmt.Sprintf(
 		`{"spec":{"type":"ExternalName","externalName":%q,"clusterIP":null,"clusterIPs":null,"ipFamilies":null,"ipFamilyPolicy":null,"selector":null}}`, p.Status.PodIP))
-	for _, name := range []string{"v1beta2.custom.metrics.k8s.io", "v1beta1.custom.metrics.k8s.io"} {
+	apiServices := metricsadapter.APIServices
+	for _, name := range apiServices {
 		mustKubectl(t, nil, "patch", "apiservice", name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"service":{"port":%d}}}`, port))
 	}
-	mustKubectl(t, nil, "wait", "--for=condition=Available", "--timeout=2m",
-		"apiservice/v1beta2.custom.metrics.k8s.io", "apiservice/v1beta1.custom.metrics.k8s.io")
+	wait := []string{"wait", "--for=condition=Available", "--timeout=2m"}
+	for _, name := range apiServices {
+		wait = append(wait, "apiservice/"+name)
+	}
+	mustKubectl(t, nil, wait...)
 	t.Logf("%s's Pod %s at %s: Ready, and custom.metrics.k8s.io Available, %s after kubectl apply",
 		scaffold.AdapterName, p.Name, p.Status.PodIP, time.Since(start).Round(time.Second))
 }

@@ -172,10 +172,14 @@ func (a *Adapter) waitReady(ctx context.Context, caBundle []byte) error {
 	})
 }
 
+// APIServices are the names of the APIServices scaffold registers for
+// the adapter, v1beta2's and v1beta1's.
+var APIServices = []string{"v1beta2.custom.metrics.k8s.io", "v1beta1.custom.metrics.k8s.io"}
+
 // waitAvailable waits until the aggregator reports both APIServices
 // Available: it reached the adapter and read its discovery.
 func (a *Adapter) waitAvailable(ctx context.Context) error {
-	names := []string{"v1beta2.custom.metrics.k8s.io", "v1beta1.custom.metrics.k8s.io"}
+	names := APIServices
 	return testcluster.WaitFor(ctx, "custom.metrics.k8s.io to be Available", []*testcluster.Process{a.Process()}, func(ctx context.Context) (bool, error) {
 		for _, name := range names {
 			obj, err := a.dyn.Resource(apiServicesResource).Get(ctx, name, metav1.GetOptions{})
